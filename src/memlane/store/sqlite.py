@@ -1,0 +1,699 @@
+"""The default store: one SQLite file through apsw, FTS5 for words, sqlite-vec for vectors.
+
+WAL mode and a busy timeout let many threads and processes write; every write is one
+`BEGIN IMMEDIATE` transaction so writers queue instead of failing on a lock upgrade.
+Every query takes the scope first: `WHERE user_id = ? AND agent_id = ?`.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import apsw
+import apsw.bestpractice
+import numpy as np
+import sqlite_vec
+
+from memlane.errors import BackendError
+from memlane.models import (
+    Corpus,
+    Episode,
+    ExtractionJob,
+    MemoryRecord,
+    MemoryEvent,
+    Scope,
+    Scratchpad,
+    Session,
+    Turn,
+)
+from memlane.store.migrations import MIGRATIONS
+from memlane.text import index_text
+
+_FTS = {"memories": "memories_fts", "turns": "turns_fts", "episodes": "episodes_fts"}
+
+
+def ts(value: datetime | None) -> float | None:
+    if value is None:
+        return None
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=UTC)
+    return value.timestamp()
+
+
+def dt(value: float | None) -> datetime | None:
+    return None if value is None else datetime.fromtimestamp(value, UTC)
+
+
+def _dt(value: float) -> datetime:
+    return datetime.fromtimestamp(value, UTC)
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+_MEMORY_COLS = (
+    "id, user_id, agent_id, content, category, kind, score, confidence, subject, predicate, "
+    "created_at, updated_at, last_activated, activation_count, expires_at, source, verified, "
+    "source_session, status, pinned, metadata"
+)
+_TURN_COLS = (
+    "id, user_id, agent_id, session_id, seq, role, content, name, tool_calls, created_at, "
+    "token_count, archived, metadata"
+)
+_EPISODE_COLS = (
+    "id, user_id, agent_id, session_id, summary, goal, outcome, entities, tools_used, "
+    "started_at, ended_at, score, created_at"
+)
+
+
+def _memory(row: Sequence[Any]) -> MemoryRecord:
+    return MemoryRecord(
+        id=row[0], user_id=row[1], agent_id=row[2], content=row[3], category=row[4], kind=row[5],
+        score=row[6], confidence=row[7], subject=row[8], predicate=row[9],
+        created_at=_dt(row[10]), updated_at=_dt(row[11]), last_activated=_dt(row[12]),
+        activation_count=row[13], expires_at=dt(row[14]), source=row[15], verified=bool(row[16]),
+        source_session=row[17], status=row[18], pinned=bool(row[19]), metadata=json.loads(row[20]),
+    )
+
+
+def _turn(row: Sequence[Any]) -> Turn:
+    return Turn(
+        id=row[0], user_id=row[1], agent_id=row[2], session_id=row[3], seq=row[4], role=row[5],
+        content=row[6], name=row[7], tool_calls=json.loads(row[8]) if row[8] else None,
+        created_at=_dt(row[9]), token_count=row[10], archived=row[11], metadata=json.loads(row[12]),
+    )
+
+
+def _episode(row: Sequence[Any]) -> Episode:
+    return Episode(
+        id=row[0], user_id=row[1], agent_id=row[2], session_id=row[3], summary=row[4], goal=row[5],
+        outcome=row[6], entities=json.loads(row[7]), tools_used=json.loads(row[8]),
+        started_at=_dt(row[9]), ended_at=_dt(row[10]), score=row[11], created_at=_dt(row[12]),
+    )
+
+
+class SQLiteStore:
+    """The `Store` protocol over one SQLite file."""
+
+    name = "sqlite"
+
+    def __init__(self, path: Path | str, *, busy_timeout_ms: int = 30_000) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self._conn = apsw.Connection(str(self.path))
+            self._conn.enable_load_extension(True)
+            self._conn.load_extension(sqlite_vec.loadable_path())
+            self._conn.enable_load_extension(False)
+        except apsw.Error as exc:
+            raise BackendError(f"cannot open database {self.path}: {exc}") from exc
+        self._conn.set_busy_timeout(busy_timeout_ms)
+        apsw.bestpractice.connection_wal(self._conn)
+        self._conn.pragma("synchronous", "NORMAL")
+        self._lock = threading.RLock()
+        self._depth = 0
+        self._vector_dims: int | None = None
+        self._migrate()
+
+    # ---- plumbing -------------------------------------------------------------------
+
+    def close(self) -> None:
+        self._conn.close()
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """One write transaction; nested calls become savepoints of the outer one."""
+        with self._lock:
+            depth = self._depth
+            self._conn.execute("BEGIN IMMEDIATE" if depth == 0 else f"SAVEPOINT sp{depth}")
+            self._depth += 1
+            try:
+                yield
+            except BaseException:
+                self._depth -= 1
+                if depth == 0:
+                    self._conn.execute("ROLLBACK")
+                else:
+                    self._conn.execute(f"ROLLBACK TO sp{depth}; RELEASE sp{depth}")
+                raise
+            else:
+                self._depth -= 1
+                self._conn.execute("COMMIT" if depth == 0 else f"RELEASE sp{depth}")
+
+    def _q(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> list[tuple[Any, ...]]:
+        with self._lock:
+            return list(self._conn.execute(sql, params))
+
+    def _x(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> int:
+        """Execute a write; returns the rows changed."""
+        with self._lock:
+            self._conn.execute(sql, params)
+            return self._conn.changes()
+
+    def _migrate(self) -> None:
+        with self.transaction():
+            self._conn.execute(
+                "CREATE TABLE IF NOT EXISTS migrations(name TEXT PRIMARY KEY, applied_at REAL NOT NULL)"
+            )
+            done = {r[0] for r in self._conn.execute("SELECT name FROM migrations")}
+            for step in MIGRATIONS:
+                if step.__name__ not in done:
+                    step(self._conn)
+                    self._conn.execute(
+                        "INSERT INTO migrations(name, applied_at) VALUES (?, ?)", (step.__name__, time.time())
+                    )
+
+    def meta(self, key: str) -> str | None:
+        rows = self._q("SELECT value FROM meta WHERE key = ?", (key,))
+        return rows[0][0] if rows else None
+
+    def set_meta(self, key: str, value: str) -> None:
+        self._x("INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value", (key, value))
+
+    # ---- vectors ----------------------------------------------------------------------
+
+    def ensure_vectors(self, model_id: str, dims: int) -> None:
+        """Create the vector tables for this embedder. A different embedder than last time
+        drops them and marks every row for re-embedding: vectors are a cache of the rows."""
+        with self.transaction():
+            if self.meta("vector_model") != model_id or self.meta("vector_dims") != str(dims):
+                for corpus in _FTS:
+                    self._conn.execute(f"DROP TABLE IF EXISTS vec_{corpus}")
+                    self._conn.execute(
+                        f"CREATE VIRTUAL TABLE vec_{corpus} USING vec0("
+                        f"user_id text partition key, agent_id text, "
+                        f"embedding float[{dims}] distance_metric=cosine)"
+                    )
+                    self._conn.execute(f"UPDATE {corpus} SET embedded = 0")
+                self.set_meta("vector_model", model_id)
+                self.set_meta("vector_dims", str(dims))
+        self._vector_dims = dims
+
+    def put_vectors(self, corpus: Corpus, scope: Scope, rowids: Sequence[int], vectors: np.ndarray) -> None:
+        with self.transaction():
+            for rowid, vec in zip(rowids, vectors, strict=True):
+                self._conn.execute(f"DELETE FROM vec_{corpus} WHERE rowid = ?", (rowid,))
+                self._conn.execute(
+                    f"INSERT INTO vec_{corpus}(rowid, user_id, agent_id, embedding) VALUES (?, ?, ?, ?)",
+                    (rowid, scope.user_id, scope.agent_id, np.asarray(vec, dtype=np.float32).tobytes()),
+                )
+                self._conn.execute(f"UPDATE {corpus} SET embedded = 1 WHERE rowid = ?", (rowid,))
+
+    def knn(self, corpus: Corpus, scope: Scope, vector: np.ndarray, k: int) -> list[tuple[int, float]]:
+        """Nearest rows of this scope by cosine distance: [(rowid, distance)]."""
+        if self._vector_dims is None:
+            return []
+        rows = self._q(
+            f"SELECT rowid, distance FROM vec_{corpus} WHERE embedding MATCH ? AND k = ? "
+            "AND user_id = ? AND agent_id = ? ORDER BY distance",
+            (np.asarray(vector, dtype=np.float32).tobytes(), k, scope.user_id, scope.agent_id),
+        )
+        return [(int(r[0]), float(r[1])) for r in rows]
+
+    def vectors(self, corpus: Corpus, scope: Scope, rowids: Sequence[int]) -> dict[int, np.ndarray]:
+        if self._vector_dims is None or not rowids:
+            return {}
+        out: dict[int, np.ndarray] = {}
+        for chunk in _chunks(list(rowids), 500):
+            marks = ",".join("?" * len(chunk))
+            for rowid, blob in self._q(
+                f"SELECT rowid, embedding FROM vec_{corpus} WHERE user_id = ? AND rowid IN ({marks})",
+                (scope.user_id, *chunk),
+            ):
+                out[int(rowid)] = np.frombuffer(blob, dtype=np.float32)
+        return out
+
+    def unembedded(self, corpus: Corpus, limit: int) -> list[tuple[int, Scope, str]]:
+        """Rows still waiting for a vector, oldest first: [(rowid, scope, text)]."""
+        text = {"memories": "content", "turns": "content", "episodes": "summary"}[corpus]
+        rows = self._q(
+            f"SELECT rowid, user_id, agent_id, {text} FROM {corpus} WHERE embedded = 0 ORDER BY rowid LIMIT ?",
+            (limit,),
+        )
+        return [(int(r[0]), Scope(user_id=r[1], agent_id=r[2]), r[3]) for r in rows]
+
+    def cache_get(self, model: str, hashes: Sequence[str]) -> dict[str, np.ndarray]:
+        out: dict[str, np.ndarray] = {}
+        for chunk in _chunks(list(hashes), 500):
+            marks = ",".join("?" * len(chunk))
+            for h, blob in self._q(
+                f"SELECT hash, vector FROM embedding_cache WHERE model = ? AND hash IN ({marks})", (model, *chunk)
+            ):
+                out[h] = np.frombuffer(blob, dtype=np.float32)
+        return out
+
+    def cache_put(self, model: str, items: dict[str, np.ndarray]) -> None:
+        with self.transaction():
+            for h, vec in items.items():
+                self._conn.execute(
+                    "INSERT OR IGNORE INTO embedding_cache(model, hash, vector) VALUES (?, ?, ?)",
+                    (model, h, np.asarray(vec, dtype=np.float32).tobytes()),
+                )
+
+    # ---- full text --------------------------------------------------------------------
+
+    def fts(
+        self, corpus: Corpus, scope: Scope, match: str, limit: int, weights: Sequence[float] = (1.0,)
+    ) -> list[tuple[int, float]]:
+        """BM25 candidates of this scope: [(rowid, bm25)] best first (bm25 is negative)."""
+        if not match:
+            return []
+        fts = _FTS[corpus]
+        w = ", ".join(str(float(x)) for x in weights)
+        sql = (
+            f"SELECT f.rowid, bm25({fts}, {w}) AS s FROM {fts} f JOIN {corpus} t ON t.rowid = f.rowid "
+            f"WHERE {fts} MATCH ? AND t.user_id = ? AND t.agent_id = ? ORDER BY s LIMIT ?"
+        )
+        try:
+            rows = self._q(sql, (match, scope.user_id, scope.agent_id, limit))
+        except apsw.SQLError as exc:
+            raise BackendError(f"full-text query {match!r} failed: {exc}") from exc
+        return [(int(r[0]), float(r[1])) for r in rows]
+
+    def _index(self, corpus: Corpus, rowid: int, *columns: str) -> None:
+        fts = _FTS[corpus]
+        self._conn.execute(f"DELETE FROM {fts} WHERE rowid = ?", (rowid,))
+        marks = ", ".join("?" * len(columns))
+        names = "body, context" if len(columns) == 2 else "body"
+        self._conn.execute(
+            f"INSERT INTO {fts}(rowid, {names}) VALUES (?, {marks})", (rowid, *[index_text(c) for c in columns])
+        )
+
+    def _unindex(self, corpus: Corpus, rowid: int) -> None:
+        self._conn.execute(f"DELETE FROM {_FTS[corpus]} WHERE rowid = ?", (rowid,))
+        if self._vector_dims is not None:
+            self._conn.execute(f"DELETE FROM vec_{corpus} WHERE rowid = ?", (rowid,))
+
+    # ---- sessions ---------------------------------------------------------------------
+
+    def get_session(self, scope: Scope, session_id: str) -> Session | None:
+        rows = self._q(
+            "SELECT id, user_id, agent_id, started_at, ended_at, summary, message_count, "
+            "extraction_count, metadata FROM sessions WHERE user_id = ? AND agent_id = ? AND id = ?",
+            (scope.user_id, scope.agent_id, session_id),
+        )
+        return _session(rows[0]) if rows else None
+
+    def list_sessions(self, scope: Scope, limit: int = 100) -> list[Session]:
+        rows = self._q(
+            "SELECT id, user_id, agent_id, started_at, ended_at, summary, message_count, "
+            "extraction_count, metadata FROM sessions WHERE user_id = ? AND agent_id = ? "
+            "ORDER BY started_at DESC LIMIT ?",
+            (scope.user_id, scope.agent_id, limit),
+        )
+        return [_session(r) for r in rows]
+
+    def put_session(self, session: Session) -> None:
+        self._x(
+            "INSERT INTO sessions(user_id, agent_id, id, started_at, ended_at, summary, message_count, "
+            "extraction_count, metadata) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) "
+            "ON CONFLICT(user_id, agent_id, id) DO UPDATE SET started_at = excluded.started_at, "
+            "ended_at = excluded.ended_at, summary = excluded.summary, "
+            "message_count = excluded.message_count, extraction_count = excluded.extraction_count, "
+            "metadata = excluded.metadata",
+            (session.user_id, session.agent_id, session.id, ts(session.started_at), ts(session.ended_at),
+             session.summary, session.message_count, session.extraction_count, _json(session.metadata)),
+        )
+
+    # ---- turns ------------------------------------------------------------------------
+
+    def next_seq(self, scope: Scope, session_id: str) -> int:
+        rows = self._q(
+            "SELECT COALESCE(MAX(seq), 0) FROM turns WHERE user_id = ? AND agent_id = ? AND session_id = ?",
+            (scope.user_id, scope.agent_id, session_id),
+        )
+        return int(rows[0][0]) + 1
+
+    def insert_turn(self, turn: Turn) -> int:
+        with self._lock:
+            self._conn.execute(
+                f"INSERT INTO turns({_TURN_COLS}) VALUES ({', '.join('?' * 13)})",
+                (turn.id, turn.user_id, turn.agent_id, turn.session_id, turn.seq, turn.role, turn.content,
+                 turn.name, _json(turn.tool_calls) if turn.tool_calls else None, ts(turn.created_at),
+                 turn.token_count, turn.archived, _json(turn.metadata)),
+            )
+            rowid = self._conn.last_insert_rowid()
+            self._index("turns", rowid, turn.content, "")
+            return rowid
+
+    def set_turn_context(self, rowid: int, body: str, context: str) -> None:
+        with self._lock:
+            self._index("turns", rowid, body, context)
+
+    def turn_rows(self, scope: Scope, session_id: str, seq_from: int, seq_to: int) -> list[tuple[int, int, str]]:
+        """[(rowid, seq, text)] of a session's turns in a seq range, for neighbour context."""
+        rows = self._q(
+            "SELECT rowid, seq, content FROM turns WHERE user_id = ? AND agent_id = ? AND session_id = ? "
+            "AND seq BETWEEN ? AND ? ORDER BY seq",
+            (scope.user_id, scope.agent_id, session_id, seq_from, seq_to),
+        )
+        return [(int(r[0]), int(r[1]), r[2]) for r in rows]
+
+    def get_turns(
+        self,
+        scope: Scope,
+        *,
+        session_id: str | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        limit: int | None = None,
+        newest_first: bool = False,
+        rowids: Sequence[int] | None = None,
+    ) -> list[Turn]:
+        where, params = ["user_id = ?", "agent_id = ?"], [scope.user_id, scope.agent_id]
+        if session_id is not None:
+            where.append("session_id = ?")
+            params.append(session_id)
+        if since is not None:
+            where.append("created_at >= ?")
+            params.append(ts(since))
+        if until is not None:
+            where.append("created_at <= ?")
+            params.append(ts(until))
+        if rowids is not None:
+            if not rowids:
+                return []
+            where.append(f"rowid IN ({','.join('?' * len(rowids))})")
+            params.extend(rowids)
+        order = "DESC" if newest_first else "ASC"
+        sql = f"SELECT {_TURN_COLS}, rowid FROM turns WHERE {' AND '.join(where)} ORDER BY created_at {order}, seq {order}"
+        if limit is not None:
+            sql += f" LIMIT {int(limit)}"
+        return [_turn(r) for r in self._q(sql, params)]
+
+    def turns_by_rowid(self, scope: Scope, rowids: Sequence[int]) -> dict[int, Turn]:
+        out: dict[int, Turn] = {}
+        for chunk in _chunks(list(rowids), 500):
+            marks = ",".join("?" * len(chunk))
+            for r in self._q(
+                f"SELECT {_TURN_COLS}, rowid FROM turns WHERE user_id = ? AND agent_id = ? AND rowid IN ({marks})",
+                (scope.user_id, scope.agent_id, *chunk),
+            ):
+                out[int(r[-1])] = _turn(r)
+        return out
+
+    def set_turns_archived(self, scope: Scope, turn_ids: Sequence[str], state: str) -> None:
+        with self.transaction():
+            for tid in turn_ids:
+                self._conn.execute(
+                    "UPDATE turns SET archived = ? WHERE user_id = ? AND agent_id = ? AND id = ?",
+                    (state, scope.user_id, scope.agent_id, tid),
+                )
+
+    # ---- memories ---------------------------------------------------------------------
+
+    def insert_memory(self, memory: MemoryRecord) -> int:
+        with self._lock:
+            self._conn.execute(
+                f"INSERT INTO memories({_MEMORY_COLS}) VALUES ({', '.join('?' * 21)})", _memory_params(memory)
+            )
+            rowid = self._conn.last_insert_rowid()
+            self._index("memories", rowid, memory.content)
+            return rowid
+
+    def update_memory(self, memory: MemoryRecord, *, content_changed: bool) -> int:
+        """Write every field of `memory`; returns its rowid. Reindexes when content changed."""
+        with self._lock:
+            params = _memory_params(memory)
+            self._conn.execute(
+                "UPDATE memories SET content = ?, category = ?, kind = ?, score = ?, confidence = ?, "
+                "subject = ?, predicate = ?, created_at = ?, updated_at = ?, last_activated = ?, "
+                "activation_count = ?, expires_at = ?, source = ?, verified = ?, source_session = ?, "
+                "status = ?, pinned = ?, metadata = ? WHERE user_id = ? AND agent_id = ? AND id = ?",
+                (*params[3:], memory.user_id, memory.agent_id, memory.id),
+            )
+            rowid = self.memory_rowid(Scope(user_id=memory.user_id, agent_id=memory.agent_id), memory.id)
+            if content_changed:
+                self._index("memories", rowid, memory.content)
+                self._conn.execute("UPDATE memories SET embedded = 0 WHERE rowid = ?", (rowid,))
+            return rowid
+
+    def memory_rowid(self, scope: Scope, memory_id: str) -> int:
+        rows = self._q(
+            "SELECT rowid FROM memories WHERE user_id = ? AND agent_id = ? AND id = ?",
+            (scope.user_id, scope.agent_id, memory_id),
+        )
+        return int(rows[0][0]) if rows else -1
+
+    def get_memory(self, scope: Scope, memory_id: str) -> MemoryRecord | None:
+        rows = self._q(
+            f"SELECT {_MEMORY_COLS} FROM memories WHERE user_id = ? AND agent_id = ? AND id = ?",
+            (scope.user_id, scope.agent_id, memory_id),
+        )
+        return _memory(rows[0]) if rows else None
+
+    def memories_by_rowid(self, scope: Scope, rowids: Sequence[int]) -> dict[int, MemoryRecord]:
+        out: dict[int, MemoryRecord] = {}
+        for chunk in _chunks(list(rowids), 500):
+            marks = ",".join("?" * len(chunk))
+            for r in self._q(
+                f"SELECT {_MEMORY_COLS}, rowid FROM memories WHERE user_id = ? AND agent_id = ? AND rowid IN ({marks})",
+                (scope.user_id, scope.agent_id, *chunk),
+            ):
+                out[int(r[-1])] = _memory(r)
+        return out
+
+    def list_memories(
+        self,
+        scope: Scope,
+        *,
+        category: str | None = None,
+        status: str | None = None,
+        session_id: str | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        limit: int | None = None,
+        offset: int = 0,
+        order: str = "score DESC, updated_at DESC",
+    ) -> list[MemoryRecord]:
+        where, params = ["user_id = ?", "agent_id = ?"], [scope.user_id, scope.agent_id]
+        for col, value in (("category", category), ("status", status), ("source_session", session_id)):
+            if value is not None:
+                where.append(f"{col} = ?")
+                params.append(value)
+        if since is not None:
+            where.append("created_at >= ?")
+            params.append(ts(since))
+        if until is not None:
+            where.append("created_at <= ?")
+            params.append(ts(until))
+        sql = f"SELECT {_MEMORY_COLS} FROM memories WHERE {' AND '.join(where)} ORDER BY {order}"
+        sql += f" LIMIT {int(limit) if limit is not None else -1} OFFSET {int(offset)}"
+        return [_memory(r) for r in self._q(sql, params)]
+
+    def delete_memory(self, scope: Scope, memory_id: str) -> bool:
+        with self.transaction():
+            rowid = self.memory_rowid(scope, memory_id)
+            if rowid < 0:
+                return False
+            self._unindex("memories", rowid)
+            self._conn.execute("DELETE FROM memories WHERE rowid = ?", (rowid,))
+            return True
+
+    def count_memories(self, scope: Scope, status: str | None = None) -> int:
+        sql = "SELECT COUNT(*) FROM memories WHERE user_id = ? AND agent_id = ?"
+        params: list[Any] = [scope.user_id, scope.agent_id]
+        if status:
+            sql += " AND status = ?"
+            params.append(status)
+        return int(self._q(sql, params)[0][0])
+
+    # ---- events -----------------------------------------------------------------------
+
+    def add_event(
+        self, scope: Scope, memory_id: str, kind: str, before: dict[str, Any] | None,
+        after: dict[str, Any] | None, actor: str, reason: str, at: datetime,
+    ) -> None:
+        self._x(
+            "INSERT INTO memory_events(memory_id, user_id, agent_id, kind, before, after, actor, reason, created_at) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (memory_id, scope.user_id, scope.agent_id, kind, _json(before) if before is not None else None,
+             _json(after) if after is not None else None, actor, reason, ts(at)),
+        )
+
+    def events(self, scope: Scope, memory_id: str | None = None, limit: int = 1000) -> list[MemoryEvent]:
+        sql = ("SELECT id, memory_id, user_id, agent_id, kind, before, after, actor, reason, created_at "
+               "FROM memory_events WHERE user_id = ? AND agent_id = ?")
+        params: list[Any] = [scope.user_id, scope.agent_id]
+        if memory_id is not None:
+            sql += " AND memory_id = ?"
+            params.append(memory_id)
+        sql += " ORDER BY id LIMIT ?"
+        params.append(limit)
+        return [
+            MemoryEvent(
+                id=r[0], memory_id=r[1], user_id=r[2], agent_id=r[3], kind=r[4],
+                before=json.loads(r[5]) if r[5] else None, after=json.loads(r[6]) if r[6] else None,
+                actor=r[7], reason=r[8], created_at=_dt(r[9]),
+            )
+            for r in self._q(sql, params)
+        ]
+
+    # ---- episodes ---------------------------------------------------------------------
+
+    def insert_episode(self, episode: Episode) -> int:
+        with self._lock:
+            self._conn.execute(
+                f"INSERT INTO episodes({_EPISODE_COLS}) VALUES ({', '.join('?' * 13)})",
+                (episode.id, episode.user_id, episode.agent_id, episode.session_id, episode.summary,
+                 episode.goal, episode.outcome, _json(episode.entities), _json(episode.tools_used),
+                 ts(episode.started_at), ts(episode.ended_at), episode.score, ts(episode.created_at)),
+            )
+            rowid = self._conn.last_insert_rowid()
+            text = " ".join([episode.summary, episode.goal, episode.outcome, " ".join(episode.entities)])
+            self._index("episodes", rowid, text)
+            return rowid
+
+    def list_episodes(self, scope: Scope, *, session_id: str | None = None, limit: int = 100) -> list[Episode]:
+        sql = f"SELECT {_EPISODE_COLS} FROM episodes WHERE user_id = ? AND agent_id = ?"
+        params: list[Any] = [scope.user_id, scope.agent_id]
+        if session_id is not None:
+            sql += " AND session_id = ?"
+            params.append(session_id)
+        sql += " ORDER BY ended_at DESC LIMIT ?"
+        params.append(limit)
+        return [_episode(r) for r in self._q(sql, params)]
+
+    def episodes_by_rowid(self, scope: Scope, rowids: Sequence[int]) -> dict[int, Episode]:
+        out: dict[int, Episode] = {}
+        for chunk in _chunks(list(rowids), 500):
+            marks = ",".join("?" * len(chunk))
+            for r in self._q(
+                f"SELECT {_EPISODE_COLS}, rowid FROM episodes WHERE user_id = ? AND agent_id = ? AND rowid IN ({marks})",
+                (scope.user_id, scope.agent_id, *chunk),
+            ):
+                out[int(r[-1])] = _episode(r)
+        return out
+
+    def delete_episode(self, scope: Scope, episode_id: str) -> bool:
+        with self.transaction():
+            rows = self._q(
+                "SELECT rowid FROM episodes WHERE user_id = ? AND agent_id = ? AND id = ?",
+                (scope.user_id, scope.agent_id, episode_id),
+            )
+            if not rows:
+                return False
+            self._unindex("episodes", int(rows[0][0]))
+            self._conn.execute("DELETE FROM episodes WHERE rowid = ?", (rows[0][0],))
+            return True
+
+    # ---- scratchpad -------------------------------------------------------------------
+
+    def get_scratchpad(self, scope: Scope) -> Scratchpad | None:
+        rows = self._q(
+            "SELECT current_focus, recent_tasks, updated_at FROM scratchpad WHERE user_id = ? AND agent_id = ?",
+            (scope.user_id, scope.agent_id),
+        )
+        if not rows:
+            return None
+        return Scratchpad(user_id=scope.user_id, agent_id=scope.agent_id, current_focus=rows[0][0],
+                          recent_tasks=json.loads(rows[0][1]), updated_at=_dt(rows[0][2]))
+
+    def put_scratchpad(self, pad: Scratchpad) -> None:
+        self._x(
+            "INSERT INTO scratchpad(user_id, agent_id, current_focus, recent_tasks, updated_at) VALUES (?, ?, ?, ?, ?) "
+            "ON CONFLICT(user_id, agent_id) DO UPDATE SET current_focus = excluded.current_focus, "
+            "recent_tasks = excluded.recent_tasks, updated_at = excluded.updated_at",
+            (pad.user_id, pad.agent_id, pad.current_focus, _json(pad.recent_tasks), ts(pad.updated_at)),
+        )
+
+    # ---- extraction jobs --------------------------------------------------------------
+
+    def enqueue_job(self, scope: Scope, session_id: str, first_seq: int, last_seq: int, at: datetime) -> bool:
+        """Queue a turn range; False when that exact range was queued before (idempotency)."""
+        return self._x(
+            "INSERT OR IGNORE INTO extraction_jobs(user_id, agent_id, session_id, first_seq, last_seq, "
+            "status, attempts, next_at, created_at) VALUES (?, ?, ?, ?, ?, 'queued', 0, ?, ?)",
+            (scope.user_id, scope.agent_id, session_id, first_seq, last_seq, ts(at), ts(at)),
+        ) > 0
+
+    def jobs(self, *, scope: Scope | None = None, due_before: datetime | None = None,
+             status: Sequence[str] = ("queued",), limit: int = 100) -> list[ExtractionJob]:
+        where = [f"status IN ({','.join('?' * len(status))})"]
+        params: list[Any] = list(status)
+        if scope is not None:
+            where += ["user_id = ?", "agent_id = ?"]
+            params += [scope.user_id, scope.agent_id]
+        if due_before is not None:
+            where.append("next_at <= ?")
+            params.append(ts(due_before))
+        rows = self._q(
+            "SELECT id, user_id, agent_id, session_id, first_seq, last_seq, status, attempts, next_at, "
+            f"last_error, created_at FROM extraction_jobs WHERE {' AND '.join(where)} ORDER BY next_at, id LIMIT ?",
+            (*params, limit),
+        )
+        return [
+            ExtractionJob(id=r[0], user_id=r[1], agent_id=r[2], session_id=r[3], first_seq=r[4], last_seq=r[5],
+                          status=r[6], attempts=r[7], next_at=_dt(r[8]), last_error=r[9], created_at=_dt(r[10]))
+            for r in rows
+        ]
+
+    def claim_job(self, job_id: int) -> bool:
+        """Mark a queued job running; False when another worker got it first."""
+        return self._x("UPDATE extraction_jobs SET status = 'running' WHERE id = ? AND status = 'queued'", (job_id,)) > 0
+
+    def update_job(self, job_id: int, *, status: str, attempts: int, next_at: datetime, last_error: str | None) -> None:
+        self._x(
+            "UPDATE extraction_jobs SET status = ?, attempts = ?, next_at = ?, last_error = ? WHERE id = ?",
+            (status, attempts, ts(next_at), last_error, job_id),
+        )
+
+    # ---- stats ------------------------------------------------------------------------
+
+    def stats(self, scope: Scope) -> dict[str, Any]:
+        u = (scope.user_id, scope.agent_id)
+        one = lambda sql: int(self._q(sql, u)[0][0])  # noqa: E731
+        return {
+            "memories": one("SELECT COUNT(*) FROM memories WHERE user_id = ? AND agent_id = ?"),
+            "memories_by_category": dict(self._q(
+                "SELECT category, COUNT(*) FROM memories WHERE user_id = ? AND agent_id = ? GROUP BY category", u)),
+            "memories_by_status": dict(self._q(
+                "SELECT status, COUNT(*) FROM memories WHERE user_id = ? AND agent_id = ? GROUP BY status", u)),
+            "turns": one("SELECT COUNT(*) FROM turns WHERE user_id = ? AND agent_id = ?"),
+            "turns_unembedded": one("SELECT COUNT(*) FROM turns WHERE user_id = ? AND agent_id = ? AND embedded = 0"),
+            "sessions": one("SELECT COUNT(*) FROM sessions WHERE user_id = ? AND agent_id = ?"),
+            "episodes": one("SELECT COUNT(*) FROM episodes WHERE user_id = ? AND agent_id = ?"),
+            "events": one("SELECT COUNT(*) FROM memory_events WHERE user_id = ? AND agent_id = ?"),
+            "jobs_pending": one(
+                "SELECT COUNT(*) FROM extraction_jobs WHERE user_id = ? AND agent_id = ? AND status IN ('queued','running')"),
+            "db_path": str(self.path),
+            "db_bytes": sum(p.stat().st_size for p in self.path.parent.glob(self.path.name + "*") if p.is_file()),
+        }
+
+    def scopes(self) -> list[Scope]:
+        rows = self._q(
+            "SELECT user_id, agent_id FROM memories UNION SELECT user_id, agent_id FROM turns "
+            "UNION SELECT user_id, agent_id FROM extraction_jobs"
+        )
+        return [Scope(user_id=r[0], agent_id=r[1]) for r in rows]
+
+    def raw_count(self, table: str, where: str = "1", params: Sequence[Any] = ()) -> int:
+        """Row count of any table; for audits and tests of what is left behind."""
+        return int(self._q(f"SELECT COUNT(*) FROM {table} WHERE {where}", params)[0][0])
+
+
+def _session(r: Sequence[Any]) -> Session:
+    return Session(id=r[0], user_id=r[1], agent_id=r[2], started_at=_dt(r[3]), ended_at=dt(r[4]), summary=r[5],
+                   message_count=r[6], extraction_count=r[7], metadata=json.loads(r[8]))
+
+
+def _memory_params(m: MemoryRecord) -> tuple[Any, ...]:
+    return (
+        m.id, m.user_id, m.agent_id, m.content, m.category, m.kind, m.score, m.confidence, m.subject,
+        m.predicate, ts(m.created_at), ts(m.updated_at), ts(m.last_activated), m.activation_count,
+        ts(m.expires_at), m.source, int(m.verified), m.source_session, m.status, int(m.pinned),
+        _json(m.metadata),
+    )
+
+
+def _chunks(items: list[Any], size: int) -> Iterator[list[Any]]:
+    for i in range(0, len(items), size):
+        yield items[i : i + size]

@@ -1,0 +1,153 @@
+"""Text handling shared by the index, the queries and the budgets.
+
+Chinese has no spaces, and FTS5's built-in tokenizers cannot find 猫 inside 橘猫. We index
+CJK runs as unigrams + bigrams (split here, in Python) in a column that FTS5's built-in
+`porter unicode61` tokenizer reads; queries are split the same way. The database therefore
+stays readable by any SQLite client: no tokenizer is registered from Python.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import math
+import re
+from collections.abc import Iterable
+
+# Han, kana, hangul: scripts written without spaces between words.
+_CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
+CJK_RUN = re.compile(f"[{_CJK}]+")
+_CJK_CHAR = re.compile(f"[{_CJK}]")
+_WORD = re.compile(rf"[^\W{_CJK}]+", re.UNICODE)
+# seed 000 keyword regex: /[a-z0-9_]{2,}|[\u4e00-\u9fff]{2,}/gi (we also keep 1-char CJK words
+# that jieba marks as words, so 猫 and 腰 are searchable)
+_SEED000_KEYWORD = re.compile(r"[a-z0-9_]{2,}|[\u4e00-\u9fff]{2,}", re.IGNORECASE)
+
+ENGLISH_STOP = frozenset(
+    """a about above after again against all am an and any are as at be because been before
+    being below between both but by can could did do does doing down during each few for from
+    further had has have having he her here hers herself him himself his how i if in into is it
+    its itself just me more most my myself no nor not now of off on once only or other our ours
+    ourselves out over own same she should so some such than that the their theirs them
+    themselves then there these they this those through to too under until up very was we were
+    what when where which while who whom why will with would you your yours yourself yourselves
+    also get got go going gone let lets like likely may might must shall us did ever s t d ll m
+    re ve don doesn didn isn wasn weren hasn haven hadn won wouldn shouldn couldn yes yeah ok okay
+    oh hey hi hello really much many one two thing things something anything""".split()
+)
+CHINESE_STOP = frozenset(
+    """的 了 是 在 我 你 他 她 它 们 我们 你们 他们 她们 这 那 这个 那个 这些 那些 就 也 都 和 与
+    及 或 而 但 但是 因为 所以 如果 吗 呢 吧 啊 呀 哦 嗯 么 什么 怎么 怎样 为什么 哪 哪里 哪个 谁
+    有 没有 没 不 很 还 又 再 把 被 给 让 对 从 到 向 跟 一个 一些 一下 一点 之 其 着 过 会 能 要
+    想 说 请 帮 帮我 可以 已经 还是 就是 自己 上 下 里 中 个 吗 呐 嘛 啦 之前 以后 时候 今天""".split()
+)
+
+
+def has_cjk(text: str) -> bool:
+    return _CJK_CHAR.search(text) is not None
+
+
+def cjk_grams(run: str) -> list[str]:
+    """Unigrams then bigrams of one CJK run: 橘猫 → 橘 猫 橘猫."""
+    return list(run) + [run[i : i + 2] for i in range(len(run) - 1)]
+
+
+def index_text(text: str) -> str:
+    """The string stored in an FTS5 column: Latin text as is, CJK runs as 1- and 2-grams."""
+    return CJK_RUN.sub(lambda m: " " + " ".join(cjk_grams(m.group())) + " ", text)
+
+
+@functools.lru_cache(maxsize=1)
+def _jieba():  # type: ignore[no-untyped-def]
+    import jieba
+
+    jieba.setLogLevel(logging.WARNING)
+    jieba.initialize()
+    return jieba
+
+
+def segment(run: str) -> list[str]:
+    """Words of one CJK run (jieba); used for query keywords and highlighting."""
+    if len(run) <= 2:
+        return [run]
+    return [w for w in _jieba().lcut(run, HMM=True) if w.strip()]
+
+
+def keywords(text: str, limit: int | None = None) -> list[str]:
+    """Query keywords: Latin words ≥ 2 chars, CJK words from jieba, stop words removed.
+
+    Order is first appearance; duplicates dropped. A CJK run whose words are all stop words
+    keeps nothing, so "我对什么过敏" yields ["过敏"].
+    """
+    out: list[str] = []
+    seen: set[str] = set()
+    pos = 0
+    for m in CJK_RUN.finditer(text):
+        _latin_words(text[pos : m.start()], out, seen)
+        for word in segment(m.group()):
+            if word not in CHINESE_STOP and word not in seen and CJK_RUN.fullmatch(word):
+                seen.add(word)
+                out.append(word)
+        pos = m.end()
+    _latin_words(text[pos:], out, seen)
+    return out[:limit] if limit else out
+
+
+def _latin_words(chunk: str, out: list[str], seen: set[str]) -> None:
+    for word in _WORD.findall(chunk.lower()):
+        if len(word) >= 2 and word not in ENGLISH_STOP and word not in seen and not word.isdigit():
+            seen.add(word)
+            out.append(word)
+
+
+def seed000_keywords(text: str, limit: int = 6) -> list[str]:
+    """Seed 000's own keyword rule, verbatim: its regex, stop words removed, first `limit`."""
+    out: list[str] = []
+    for word in _SEED000_KEYWORD.findall(text):
+        w = word.lower()
+        if w not in ENGLISH_STOP and w not in CHINESE_STOP and w not in out:
+            out.append(w)
+    return out[:limit]
+
+
+def fts_terms(words: Iterable[str]) -> list[str]:
+    """Index terms for query words: CJK words become their bigrams (or the lone character)."""
+    terms: list[str] = []
+    for word in words:
+        if CJK_RUN.fullmatch(word):
+            grams = [word] if len(word) == 1 else [word[i : i + 2] for i in range(len(word) - 1)]
+        else:
+            grams = [word]
+        for g in grams:
+            if g not in terms:
+                terms.append(g)
+    return terms
+
+
+def fts_query(terms: Iterable[str]) -> str:
+    """An FTS5 MATCH expression OR-ing the quoted terms (quotes neutralise FTS syntax)."""
+    return " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
+
+
+def estimate_tokens(text: str) -> int:
+    """A CJK-aware token estimate: one per CJK character, one per ~4 other characters."""
+    if not text:
+        return 0
+    cjk = len(_CJK_CHAR.findall(text))
+    return cjk + math.ceil((len(text) - cjk) / 4)
+
+
+TRUNCATED = "…[truncated]"
+
+
+def cut(text: str, max_chars: int) -> str:
+    """Seed 000's cut: at most `max_chars` characters, then a visible [truncated] marker."""
+    text = text.strip()
+    return text if len(text) <= max_chars else text[:max_chars].rstrip() + TRUNCATED
+
+
+def language_of(text: str) -> str:
+    """'zh' when CJK characters make up a real share of the letters, else 'en'."""
+    cjk = len(_CJK_CHAR.findall(text))
+    latin = len(re.findall(r"[A-Za-z]", text))
+    return "zh" if cjk and cjk * 3 >= latin else "en"
