@@ -24,7 +24,6 @@ from memlane.search import Filters
 __version__ = "0.1.0"
 
 __all__ = [
-    "PROFILES",
     "AsyncMemory",
     "BackendError",
     "Config",
@@ -39,6 +38,7 @@ __all__ = [
     "MemoryRecord",
     "Message",
     "NotFound",
+    "PROFILES",
     "Session",
     "Stats",
     "Turn",

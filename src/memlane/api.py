@@ -19,13 +19,14 @@ from pydantic import ValidationError as PydanticValidationError
 from memlane.config import Config
 from memlane.embeddings import Embedder, make_embedder
 from memlane.errors import NotFound, ValidationError
+from memlane.importers import Conversation
 from memlane.indexing import BackgroundIndexer, QueryCache, embed_cached, index_pending, vector_key
 from memlane.models import (
     Corpus,
     Hit,
-    Message,
     MemoryEvent,
     MemoryRecord,
+    Message,
     Scope,
     Session,
     Source,
@@ -66,6 +67,7 @@ class Memory:
         self.store.ensure_vectors(self.embedder.model_id, self.embedder.dimensions)
         self._query_vector = QueryCache(self.embedder)
         self._indexer: BackgroundIndexer | None = None
+        self._importing = False
         if self.config.embedding.background:
             self._indexer = BackgroundIndexer(
                 self._open_side_store, self.embedder,
@@ -174,6 +176,29 @@ class Memory:
         if msg.created_at is not None and msg.created_at.tzinfo is None:
             msg = msg.model_copy(update={"created_at": msg.created_at.replace(tzinfo=UTC)})
         return msg
+
+    def import_conversations(
+        self,
+        conversations: Sequence[Conversation],
+        *,
+        user_id: str,
+        agent_id: str | None = None,
+        progress: Callable[[int], None] | None = None,
+    ) -> int:
+        """Store parsed conversations (see `memlane.importers`) in one transaction; returns turns."""
+        count = 0
+        self._importing = True
+        try:
+            with self.store.transaction():
+                for conv in conversations:
+                    count += len(self.add_messages(conv.session_id, conv.messages,
+                                                   user_id=conv.user_id or user_id, agent_id=agent_id))
+                    if progress:
+                        progress(len(conv.messages))
+        finally:
+            self._importing = False
+        self._after_write()
+        return count
 
     def get_turns(self, session_id: str | None = None, *, user_id: str, agent_id: str | None = None,
                   limit: int | None = None) -> list[Turn]:
@@ -380,6 +405,8 @@ class Memory:
     # ---- helpers ----------------------------------------------------------------------
 
     def _after_write(self) -> None:
+        if self._importing:
+            return
         if self._indexer is not None:
             self._indexer.notify()
         else:

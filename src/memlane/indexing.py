@@ -16,7 +16,7 @@ import numpy as np
 
 from memlane.embeddings import Embedder
 from memlane.errors import MemlaneError
-from memlane.models import Corpus
+from memlane.models import Corpus, Scope
 from memlane.store import Store
 
 log = logging.getLogger(__name__)
@@ -84,12 +84,12 @@ def index_pending(store: Store, embedder: Embedder, *, max_chars: int, batch_siz
             if not rows:
                 break
             vecs = embed_cached(store, embedder, [vector_key(t, max_chars) for _, _, t in rows], batch_size)
-            by_scope: dict[object, list[int]] = {}
+            by_scope: dict[Scope, list[int]] = {}
             for i, (_, scope, _) in enumerate(rows):
                 by_scope.setdefault(scope, []).append(i)
             with store.transaction():
                 for scope, idx in by_scope.items():
-                    store.put_vectors(corpus, scope, [rows[i][0] for i in idx], vecs[idx])  # type: ignore[arg-type]
+                    store.put_vectors(corpus, scope, [rows[i][0] for i in idx], vecs[idx])
             done += len(rows)
             if progress:
                 progress(len(rows))

@@ -163,7 +163,7 @@ def _hit(corpus: Corpus, id_: str, content: str, score: float, c: Candidate, sou
          created_at: datetime, **record: MemoryRecord | Turn | Episode) -> Hit:
     return Hit(corpus=corpus, id=id_, content=content, score=score, similarity=c.similarity,
                bm25_rank=c.bm25_rank, vector_rank=c.vector_rank, source=source, created_at=created_at,
-               **record)  # type: ignore[arg-type]
+               **record)
 
 
 def _keep_time(at: datetime, f: Filters) -> bool:

@@ -13,6 +13,7 @@ import logging
 import math
 import re
 from collections.abc import Iterable
+from typing import Any
 
 # Han, kana, hangul: scripts written without spaces between words.
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
@@ -24,22 +25,10 @@ _WORD = re.compile(rf"[^\W{_CJK}]+", re.UNICODE)
 _SEED000_KEYWORD = re.compile(r"[a-z0-9_]{2,}|[\u4e00-\u9fff]{2,}", re.IGNORECASE)
 
 ENGLISH_STOP = frozenset(
-    """a about above after again against all am an and any are as at be because been before
-    being below between both but by can could did do does doing down during each few for from
-    further had has have having he her here hers herself him himself his how i if in into is it
-    its itself just me more most my myself no nor not now of off on once only or other our ours
-    ourselves out over own same she should so some such than that the their theirs them
-    themselves then there these they this those through to too under until up very was we were
-    what when where which while who whom why will with would you your yours yourself yourselves
-    also get got go going gone let lets like likely may might must shall us did ever s t d ll m
-    re ve don doesn didn isn wasn weren hasn haven hadn won wouldn shouldn couldn yes yeah ok okay
-    oh hey hi hello really much many one two thing things something anything""".split()
+    ["a", "about", "above", "after", "again", "against", "all", "am", "an", "and", "any", "are", "as", "at", "be", "because", "been", "before", "being", "below", "between", "both", "but", "by", "can", "could", "did", "do", "does", "doing", "down", "during", "each", "few", "for", "from", "further", "had", "has", "have", "having", "he", "her", "here", "hers", "herself", "him", "himself", "his", "how", "i", "if", "in", "into", "is", "it", "its", "itself", "just", "me", "more", "most", "my", "myself", "no", "nor", "not", "now", "of", "off", "on", "once", "only", "or", "other", "our", "ours", "ourselves", "out", "over", "own", "same", "she", "should", "so", "some", "such", "than", "that", "the", "their", "theirs", "them", "themselves", "then", "there", "these", "they", "this", "those", "through", "to", "too", "under", "until", "up", "very", "was", "we", "were", "what", "when", "where", "which", "while", "who", "whom", "why", "will", "with", "would", "you", "your", "yours", "yourself", "yourselves", "also", "get", "got", "go", "going", "gone", "let", "lets", "like", "likely", "may", "might", "must", "shall", "us", "did", "ever", "s", "t", "d", "ll", "m", "re", "ve", "don", "doesn", "didn", "isn", "wasn", "weren", "hasn", "haven", "hadn", "won", "wouldn", "shouldn", "couldn", "yes", "yeah", "ok", "okay", "oh", "hey", "hi", "hello", "really", "much", "many", "one", "two", "thing", "things", "something", "anything"]
 )
 CHINESE_STOP = frozenset(
-    """的 了 是 在 我 你 他 她 它 们 我们 你们 他们 她们 这 那 这个 那个 这些 那些 就 也 都 和 与
-    及 或 而 但 但是 因为 所以 如果 吗 呢 吧 啊 呀 哦 嗯 么 什么 怎么 怎样 为什么 哪 哪里 哪个 谁
-    有 没有 没 不 很 还 又 再 把 被 给 让 对 从 到 向 跟 一个 一些 一下 一点 之 其 着 过 会 能 要
-    想 说 请 帮 帮我 可以 已经 还是 就是 自己 上 下 里 中 个 吗 呐 嘛 啦 之前 以后 时候 今天""".split()
+    ["的", "了", "是", "在", "我", "你", "他", "她", "它", "们", "我们", "你们", "他们", "她们", "这", "那", "这个", "那个", "这些", "那些", "就", "也", "都", "和", "与", "及", "或", "而", "但", "但是", "因为", "所以", "如果", "吗", "呢", "吧", "啊", "呀", "哦", "嗯", "么", "什么", "怎么", "怎样", "为什么", "哪", "哪里", "哪个", "谁", "有", "没有", "没", "不", "很", "还", "又", "再", "把", "被", "给", "让", "对", "从", "到", "向", "跟", "一个", "一些", "一下", "一点", "之", "其", "着", "过", "会", "能", "要", "想", "说", "请", "帮", "帮我", "可以", "已经", "还是", "就是", "自己", "上", "下", "里", "中", "个", "吗", "呐", "嘛", "啦", "之前", "以后", "时候", "今天"]
 )
 
 
@@ -58,7 +47,7 @@ def index_text(text: str) -> str:
 
 
 @functools.lru_cache(maxsize=1)
-def _jieba():  # type: ignore[no-untyped-def]
+def _jieba() -> Any:
     import jieba
 
     jieba.setLogLevel(logging.WARNING)

@@ -81,5 +81,5 @@ class USEEmbedder:
     def embed(self, texts: Sequence[str], *, query: bool = False) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dimensions), dtype=np.float32)
-        encode = getattr(self._model, "encode", None) or getattr(self._model, "embed")
+        encode = getattr(self._model, "encode", None) or self._model.embed
         return normalise(np.asarray(encode(list(texts))))

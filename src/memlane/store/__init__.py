@@ -15,7 +15,17 @@ import numpy as np
 
 from memlane.config import Config
 from memlane.errors import ConfigError
-from memlane.models import Corpus, Episode, ExtractionJob, MemoryRecord, MemoryEvent, Scope, Scratchpad, Session, Turn
+from memlane.models import (
+    Corpus,
+    Episode,
+    ExtractionJob,
+    MemoryEvent,
+    MemoryRecord,
+    Scope,
+    Scratchpad,
+    Session,
+    Turn,
+)
 
 
 class Store(Protocol):

@@ -26,8 +26,8 @@ from memlane.models import (
     Corpus,
     Episode,
     ExtractionJob,
-    MemoryRecord,
     MemoryEvent,
+    MemoryRecord,
     Scope,
     Scratchpad,
     Session,
@@ -368,7 +368,8 @@ class SQLiteStore:
         newest_first: bool = False,
         rowids: Sequence[int] | None = None,
     ) -> list[Turn]:
-        where, params = ["user_id = ?", "agent_id = ?"], [scope.user_id, scope.agent_id]
+        where: list[str] = ["user_id = ?", "agent_id = ?"]
+        params: list[Any] = [scope.user_id, scope.agent_id]
         if session_id is not None:
             where.append("session_id = ?")
             params.append(session_id)
@@ -474,7 +475,8 @@ class SQLiteStore:
         offset: int = 0,
         order: str = "score DESC, updated_at DESC",
     ) -> list[MemoryRecord]:
-        where, params = ["user_id = ?", "agent_id = ?"], [scope.user_id, scope.agent_id]
+        where: list[str] = ["user_id = ?", "agent_id = ?"]
+        params: list[Any] = [scope.user_id, scope.agent_id]
         for col, value in (("category", category), ("status", status), ("source_session", session_id)):
             if value is not None:
                 where.append(f"{col} = ?")

@@ -1,0 +1,3 @@
+from memlane.cli import main
+
+main()

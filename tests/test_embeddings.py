@@ -1,0 +1,91 @@
+"""Embedders: the offline default on real Chinese and English, the OpenAI-compatible client over
+real HTTP, and the cache that keeps anything from being embedded twice."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from memlane import BackendError, Config
+from memlane.embeddings import make_embedder
+from memlane.embeddings.hashing import HashEmbedder
+
+from .stubs import openai_stub
+
+
+def test_offline_default_ranks_chinese_and_cross_lingual_matches():
+    e5 = make_embedder(Config.load().embedding)
+    passages = ["我对花生过敏", "我养了一只橘猫", "下周三要去北京出差", "I prefer green tea over coffee"]
+    p = e5.embed(passages)
+    assert p.shape == (4, 384) and np.allclose(np.linalg.norm(p, axis=1), 1, atol=1e-3)
+    for query, want in [("过敏", 0), ("猫", 1), ("出差", 2), ("what pet do I have", 1), ("my pet cat", 1)]:
+        q = e5.embed([query], query=True)[0]
+        assert int(np.argmax(p @ q)) == want, query
+
+
+def test_hash_embedder_is_deterministic_and_normalised():
+    a, b = HashEmbedder(64), HashEmbedder(64)
+    va, vb = a.embed(["橘猫 cats"]), b.embed(["橘猫 cats"])
+    assert np.array_equal(va, vb) and abs(float(np.linalg.norm(va)) - 1) < 1e-5
+
+
+def test_openai_compatible_embedder_over_http():
+    def reply(path, body):
+        assert path == "/v1/embeddings"
+        vecs = [[float(len(t)), 1.0, 0.0] for t in body["input"]]
+        return 200, {"data": [{"index": i, "embedding": v} for i, v in reversed(list(enumerate(vecs)))]}
+
+    with openai_stub(reply) as (url, seen):
+        cfg = Config.load(embedding={"provider": "openai", "base_url": url, "model": "m", "api_key": "k"})
+        emb = make_embedder(cfg.embedding)
+        assert emb.dimensions == 3 and emb.model_id == "openai:m"
+        out = emb.embed(["a", "abcd"])
+        assert out.shape == (2, 3) and out[1, 0] > out[0, 0]  # order restored from `index`
+        assert seen[-1][1] == {"model": "m", "input": ["a", "abcd"]}
+
+
+def test_openai_embedder_failure_is_a_backend_error():
+    with openai_stub(lambda p, b: (500, {"error": "boom"})) as (url, _), \
+            pytest.raises(BackendError, match="embedding server"):
+            make_embedder(Config.load(embedding={"provider": "openai", "base_url": url}).embedding)
+
+
+class CountingEmbedder(HashEmbedder):
+    def __init__(self) -> None:
+        super().__init__(32)
+        self.texts: list[str] = []
+
+    def embed(self, texts, *, query=False):
+        self.texts.extend(texts)
+        return super().embed(texts, query=query)
+
+
+def test_nothing_is_embedded_twice(make_memory):
+    emb = CountingEmbedder()
+    mem = make_memory(embedder=emb)
+    mem.add("same words", user_id="u1")
+    mem.add("same words", user_id="u2")
+    mem.add_messages("s", [{"role": "user", "content": "same words"}, {"role": "user", "content": "other"}], user_id="u1")
+    assert sorted(emb.texts) == ["other", "same words"]
+    assert mem.stats(user_id="u1").turns_unembedded == 0
+
+
+def test_background_embedding_never_blocks_ingest(make_memory):
+    import threading
+
+    gate = threading.Event()
+
+    class SlowEmbedder(HashEmbedder):
+        def embed(self, texts, *, query=False):
+            if not query:
+                gate.wait(timeout=30)
+            return super().embed(texts, query=query)
+
+    mem = make_memory(embedder=SlowEmbedder(32), embedding={"background": True})
+    mem.add_messages("s", [{"role": "user", "content": "ingest must not wait for vectors"}], user_id="u1")
+    # stored and found by full text while the embedder is still stuck
+    assert mem.stats(user_id="u1").turns == 1
+    assert mem.search("vectors", user_id="u1", corpus="turns")[0].content.startswith("ingest")
+    gate.set()
+    assert mem._indexer is not None and mem._indexer.wait_idle(timeout=30)
+    assert mem.stats(user_id="u1").turns_unembedded == 0
