@@ -19,8 +19,10 @@ from pydantic import ValidationError as PydanticValidationError
 from memlane.config import Config
 from memlane.embeddings import Embedder, make_embedder
 from memlane.errors import NotFound, ValidationError
+from memlane.events import Event, EventBus, RuleResult
 from memlane.importers import Conversation
 from memlane.indexing import BackgroundIndexer, QueryCache, embed_cached, index_pending, vector_key
+from memlane.llm import LLM, make_llm
 from memlane.models import (
     Corpus,
     Hit,
@@ -59,9 +61,13 @@ class Memory:
         *,
         embedder: Embedder | None = None,
         clock: Callable[[], datetime] | None = None,
+        llm: LLM | None = None,
     ) -> None:
         self.config = config or Config.from_env()
         self.clock = clock or utcnow
+        self.llm: LLM | None = llm if llm is not None else make_llm(self.config.llm)
+        self.events = EventBus(list(self.config.events.rules))
+        self.events.register_action("extract", self._action_extract)
         self.store: Store = open_store(self.config)
         self.embedder: Embedder = embedder or make_embedder(self.config.embedding)
         self.store.ensure_vectors(self.embedder.model_id, self.embedder.dimensions)
@@ -74,6 +80,7 @@ class Memory:
                 max_chars=self.config.embedding.max_chars, batch_size=self.config.embedding.batch_size,
             )
             self._indexer.notify()  # pick up rows left unembedded by an earlier process
+        self.events.check()
 
     def _open_side_store(self) -> Store:
         store = open_store(self.config)
@@ -176,6 +183,38 @@ class Memory:
         if msg.created_at is not None and msg.created_at.tzinfo is None:
             msg = msg.model_copy(update={"created_at": msg.created_at.replace(tzinfo=UTC)})
         return msg
+
+    def end_session(self, session_id: str, *, user_id: str, agent_id: str | None = None) -> list[RuleResult]:
+        """Close a session and emit `session.ended`; the configured rules decide what runs
+        (by default: extract memories from its turns; an episode for sessions of ≥ 3 messages)."""
+        scope = Scope.of(user_id, agent_id)
+        session = self.store.get_session(scope, session_id)
+        if session is None:
+            raise NotFound(f"session {session_id!r} not found for user {user_id!r}")
+        now = self.clock()
+        session.ended_at = now
+        with self.store.transaction():
+            self.store.put_session(session)
+        return self.events.emit(Event(
+            "session.ended", scope, f"session:{session_id}",
+            {"session_id": session_id, "message_count": session.message_count}, now,
+        ))
+
+    def _action_extract(self, event: Event) -> bool:
+        """Queue the session's not-yet-extracted turns as one job (a range is queued once)."""
+        session_id = event.payload["session_id"]
+        session = self.store.get_session(event.scope, session_id)
+        if session is None:
+            return False
+        first = int(session.metadata.get("extracted_through", 0)) + 1
+        last = self.store.next_seq(event.scope, session_id) - 1
+        if last < first:
+            return False
+        with self.store.transaction():
+            queued = self.store.enqueue_job(event.scope, session_id, first, last, event.at)
+            session.metadata["extracted_through"] = last
+            self.store.put_session(session)
+        return queued
 
     def import_conversations(
         self,

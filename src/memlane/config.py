@@ -174,6 +174,30 @@ class LifecycleConfig(_Section):
     markdown_primary: bool = False  # seed 001: MEMORY.md rewritten on every save
 
 
+class EventCondition(_Section):
+    field: str  # a dotted path into the event: payload.message_count, subject, type
+    op: Literal[">=", ">", "<=", "<", "==", "!=", "in"]
+    value: Any
+
+
+class EventRule(_Section):
+    """Seed 004 §11.1: event type + conditions → actions (registered by name)."""
+
+    name: str
+    event_type: str
+    conditions: list[EventCondition] = []
+    actions: list[str]
+    enabled: bool = True
+
+
+class EventsConfig(_Section):
+    rules: list[EventRule] = [
+        EventRule(name="extract_on_session_end", event_type="session.ended",
+                  conditions=[EventCondition(field="payload.message_count", op=">=", value=1)],
+                  actions=["extract"]),
+    ]
+
+
 class Config(_Section):
     profile: str = "default"
     store: StoreConfig = StoreConfig()
@@ -186,6 +210,7 @@ class Config(_Section):
     extraction: ExtractionConfig = ExtractionConfig()
     archive: ArchiveConfig = ArchiveConfig()
     lifecycle: LifecycleConfig = LifecycleConfig()
+    events: EventsConfig = EventsConfig()
 
     @property
     def home(self) -> Path:
@@ -320,6 +345,10 @@ PROFILES: dict[str, dict[str, Any]] = {
     },
     "consolidator": {  # seed 004
         "policy": {"categories": ["knowledge", "preference", "skill", "project"], "default_category": "knowledge"},
+        "events": {"rules": [  # seed 004 §11.1: MIN_MESSAGES_TO_CONSOLIDATE = 3
+            {"name": "extract_on_session_end", "event_type": "session.ended",
+             "conditions": [{"field": "payload.message_count", "op": ">=", "value": 3}], "actions": ["extract"]},
+        ]},
         "session": {"compaction_cap": 200, "episode_min_messages": 3},
     },
 }

