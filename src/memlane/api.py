@@ -16,20 +16,27 @@ from typing import Any
 import numpy as np
 from pydantic import ValidationError as PydanticValidationError
 
+from memlane import archive as files_archive
+from memlane import markdown, portable, sessions, userprofile
 from memlane.config import Config
+from memlane.context import Context, build_context
 from memlane.embeddings import Embedder, make_embedder
 from memlane.errors import NotFound, ValidationError
 from memlane.events import Event, EventBus, RuleResult
+from memlane.heuristic import is_command
 from memlane.importers import Conversation
 from memlane.indexing import BackgroundIndexer, QueryCache, embed_cached, index_pending, vector_key
+from memlane.jobs import JobReport, JobRunner
 from memlane.llm import LLM, make_llm
 from memlane.models import (
     Corpus,
+    Episode,
     Hit,
     MemoryEvent,
     MemoryRecord,
     Message,
     Scope,
+    Scratchpad,
     Session,
     Source,
     Stats,
@@ -42,6 +49,7 @@ from memlane.search import Filters
 from memlane.search import search as run_search
 from memlane.store import Store, open_store
 from memlane.text import estimate_tokens
+from memlane.tools import MemoryTools
 
 log = logging.getLogger(__name__)
 _list = builtins.list  # `list` is also a method name below
@@ -68,12 +76,15 @@ class Memory:
         self.llm: LLM | None = llm if llm is not None else make_llm(self.config.llm)
         self.events = EventBus(list(self.config.events.rules))
         self.events.register_action("extract", self._action_extract)
+        self.events.register_action("episode", self._action_episode)
         self.store: Store = open_store(self.config)
         self.embedder: Embedder = embedder or make_embedder(self.config.embedding)
         self.store.ensure_vectors(self.embedder.model_id, self.embedder.dimensions)
         self._query_vector = QueryCache(self.embedder)
         self._indexer: BackgroundIndexer | None = None
         self._importing = False
+        self._jobs: JobRunner | None = None
+        self._md_paused = False  # md import applies many writes, then rewrites MEMORY.md once
         if self.config.embedding.background:
             self._indexer = BackgroundIndexer(
                 self._open_side_store, self.embedder,
@@ -145,6 +156,9 @@ class Memory:
             session.ended_at = None
             self.store.put_session(session)
         self._after_write()
+        if not self._importing:  # the turns are committed; only now may an LLM summarise them
+            sessions.maybe_compact(self, scope, session_id)
+            self._extraction_trigger(scope, session_id, turns)
         return turns
 
     def _index_neighbours(self, scope: Scope, session_id: str, first: int, last: int) -> None:
@@ -195,26 +209,77 @@ class Memory:
         session.ended_at = now
         with self.store.transaction():
             self.store.put_session(session)
-        return self.events.emit(Event(
-            "session.ended", scope, f"session:{session_id}",
-            {"session_id": session_id, "message_count": session.message_count}, now,
-        ))
+        return self.events.emit(Event.session_ended(scope, session_id, session.message_count, now))
 
-    def _action_extract(self, event: Event) -> bool:
-        """Queue the session's not-yet-extracted turns as one job (a range is queued once)."""
-        session_id = event.payload["session_id"]
-        session = self.store.get_session(event.scope, session_id)
-        if session is None:
-            return False
-        first = int(session.metadata.get("extracted_through", 0)) + 1
-        last = self.store.next_seq(event.scope, session_id) - 1
-        if last < first:
-            return False
+    def _action_extract(self, event: Event) -> JobReport | None:
+        """Queue the session's not-yet-extracted turns as one job (a range is queued once) and
+        run it now; a failed run stays queued with back-off (see `drain`)."""
+        return self._extract_now(event.scope, event.payload["session_id"], None)
+
+    # ---- extraction (issue 4) ---------------------------------------------------------
+
+    @property
+    def jobs(self) -> JobRunner:
+        """The extraction queue of this store (created on first use)."""
+        if self._jobs is None:
+            self._jobs = JobRunner(self.store, self.embedder, self.config, self.events, self._retrieve)
+        return self._jobs
+
+    def extract(self, session_id: str, *, user_id: str, agent_id: str | None = None,
+                through_seq: int | None = None) -> JobReport:
+        """Extract memories from the session's turns not extracted yet (up to `through_seq`), now.
+
+        Uses the LLM when one is configured, the offline heuristics otherwise. On an LLM
+        failure the report says `status="retrying"` and the job waits in the queue with
+        back-off; the turns are safe either way. Example: `m.extract("s1", user_id="lin").stats`.
+        """
+        scope = Scope.of(user_id, agent_id)
+        if self.store.get_session(scope, session_id) is None:
+            raise NotFound(f"session {session_id!r} not found for user {user_id!r}")
+        report = self._extract_now(scope, session_id, through_seq)
+        if report is None:
+            last = self.store.next_seq(scope, session_id) - 1
+            return JobReport(session_id, last + 1, last, status="empty")
+        return report
+
+    def drain(self, now: datetime | None = None, *, limit: int = 100) -> _list[JobReport]:
+        """Run every extraction job that is due (queued, or claimed by a worker that died)."""
+        return self.jobs.drain(now or self.clock(), self.llm, limit)
+
+    def _extract_now(self, scope: Scope, session_id: str, through_seq: int | None) -> JobReport | None:
+        job = self.jobs.enqueue(scope, session_id, self.clock(), through_seq)
+        if job is None:
+            return None
+        return self.jobs.run(job, self.clock(), self.llm)
+
+    def _retrieve(self, scope: Scope, query: str, limit: int) -> _list[Hit]:
+        # seed 003: being retrieved for the extractor is not being used; never activates
+        return self.search(query, user_id=scope.user_id, agent_id=scope.agent_id or None, limit=limit,
+                           activate=False)
+
+    def _extraction_trigger(self, scope: Scope, session_id: str, turns: Sequence[Turn]) -> JobReport | None:
+        """Extract during a session: at once when the user says "remember/forget …"
+        (seed 001 §6), else every N user messages of ≥ min_message_chars, at most
+        max_per_session times a session (seed 002 §6)."""
+        cfg = self.config.extraction
+        users = [t for t in turns if t.role == "user"]
+        if any(is_command(t.content) for t in users):
+            self.jobs.apply_commands(scope, session_id, self.clock())
+        if cfg.every_n_user_messages <= 0 or not users:
+            return None
+        qualifying = sum(1 for t in users if len(t.content.strip()) >= cfg.min_message_chars)
+        if not qualifying:
+            return None
         with self.store.transaction():
-            queued = self.store.enqueue_job(event.scope, session_id, first, last, event.at)
-            session.metadata["extracted_through"] = last
+            session = self.store.get_session(scope, session_id)
+            if session is None:
+                return None
+            count = int(session.metadata.get("user_messages_since_extract", 0)) + qualifying
+            session.metadata["user_messages_since_extract"] = count
             self.store.put_session(session)
-        return queued
+        if count < cfg.every_n_user_messages or session.extraction_count >= cfg.max_per_session:
+            return None
+        return self._extract_now(scope, session_id, None)
 
     def import_conversations(
         self,
@@ -245,6 +310,56 @@ class Memory:
 
     def sessions(self, *, user_id: str, agent_id: str | None = None) -> list[Session]:
         return self.store.list_sessions(Scope.of(user_id, agent_id))
+
+    # ---- sessions, short-term memory, context (issue 5) --------------------------------
+
+    def start_session(self, session_id: str | None = None, *, user_id: str, agent_id: str | None = None,
+                      metadata: dict[str, Any] | None = None) -> Session:
+        """Open a session (a new id when none is given); an existing one is resumed."""
+        return sessions.start_session(self, Scope.of(user_id, agent_id), session_id, metadata)
+
+    def get_session(self, session_id: str, *, user_id: str, agent_id: str | None = None) -> Session:
+        session = self.store.get_session(Scope.of(user_id, agent_id), session_id)
+        if session is None:
+            raise NotFound(f"session {session_id!r} not found for user {user_id!r}")
+        return session
+
+    def compact_session(self, session_id: str, *, user_id: str, agent_id: str | None = None) -> bool:
+        """Compact now if the session is past `session.compaction_cap` (add_messages does this too)."""
+        self.get_session(session_id, user_id=user_id, agent_id=agent_id)
+        return sessions.maybe_compact(self, Scope.of(user_id, agent_id), session_id)
+
+    def episodes(self, *, user_id: str, agent_id: str | None = None, session_id: str | None = None,
+                 limit: int = 100) -> _list[Episode]:
+        """Episodes of a scope, newest first."""
+        return self.store.list_episodes(Scope.of(user_id, agent_id), session_id=session_id, limit=limit)
+
+    def _action_episode(self, event: Event) -> Episode | None:
+        """The `episode` rule action: summarise the ended session (seeds 002, 003, 004 §6)."""
+        episode = sessions.write_episode(self, event)
+        if episode is not None:
+            self._after_write()
+        return episode
+
+    def scratchpad(self, *, user_id: str, agent_id: str | None = None) -> Scratchpad:
+        """The scope's scratchpad (empty when never set)."""
+        scope = Scope.of(user_id, agent_id)
+        return self.store.get_scratchpad(scope) or Scratchpad(
+            user_id=scope.user_id, agent_id=scope.agent_id, updated_at=self.clock())
+
+    def update_scratchpad(self, *, user_id: str, agent_id: str | None = None, focus: str | None = None,
+                          done: str | None = None) -> Scratchpad:
+        """Set the current focus (the old one moves to the recent tasks) and/or record a finished task."""
+        return sessions.update_scratchpad(self, Scope.of(user_id, agent_id), focus=focus, done=done)
+
+    def build_context(self, session_id: str | None = None, query: str | None = None, *, user_id: str,
+                      agent_id: str | None = None, model: str | None = None) -> Context:
+        """Blocks within budgets and a rendered system prompt for the next LLM call (see memlane.context)."""
+        return build_context(self, session_id, user_id=user_id, agent_id=agent_id, query=query, model=model)
+
+    def tools(self, *, user_id: str, agent_id: str | None = None, session_id: str | None = None) -> MemoryTools:
+        """The agent tools (OpenAI function-calling schemas + handlers) bound to one scope."""
+        return MemoryTools(self, user_id=user_id, agent_id=agent_id, session_id=session_id)
 
     # ---- memories ---------------------------------------------------------------------
 
@@ -290,6 +405,9 @@ class Memory:
             self.store.put_vectors("memories", scope, [rowid], vec[None, :])
             self.store.add_event(scope, mem.id, "ADD", None, _snapshot(mem), actor, "", now)
         self._after_write()
+        self._after_memory_change(scope)
+        if mem.score >= self.config.events.important_score:  # seed 004 §11.2
+            self.events.emit(Event.memory_important(scope, mem.id, mem.content, mem.category, mem.score, now))
         return mem
 
     def get(self, memory_id: str, *, user_id: str, agent_id: str | None = None) -> MemoryRecord:
@@ -376,6 +494,7 @@ class Memory:
             if vec is not None:
                 self.store.put_vectors("memories", scope, [rowid], vec[None, :])
             self.store.add_event(scope, memory_id, kind, _snapshot(before), _snapshot(after), actor, reason, now)
+        self._after_memory_change(scope)
         return after
 
     def delete(self, memory_id: str, *, user_id: str, agent_id: str | None = None,
@@ -383,9 +502,12 @@ class Memory:
         """Remove a memory, its full-text entry and its vector; the audit trail keeps it."""
         scope = Scope.of(user_id, agent_id)
         before = self.get(memory_id, user_id=user_id, agent_id=agent_id)
+        now = self.clock()
         with self.store.transaction():
             self.store.delete_memory(scope, memory_id)
-            self.store.add_event(scope, memory_id, "DELETE", _snapshot(before), None, actor, reason, self.clock())
+            self.store.add_event(scope, memory_id, "DELETE", _snapshot(before), None, actor, reason, now)
+        self._after_memory_change(scope)
+        self.events.emit(Event.memory_deleted(scope, memory_id, before.content, before.category, actor, reason, now))
         return before
 
     def history(self, memory_id: str, *, user_id: str, agent_id: str | None = None) -> _list[MemoryEvent]:
@@ -407,8 +529,11 @@ class Memory:
         filters: Filters | dict[str, Any] | None = None,
         corpus: Corpus = "memories",
         activate: bool | None = None,
+        query_vector: np.ndarray | None = None,
     ) -> _list[Hit]:
-        """Hybrid search of one corpus: "memories" (default), "turns" or "episodes"."""
+        """Hybrid search of one corpus: "memories" (default), "turns" or "episodes".
+
+        `query_vector` skips embedding the query when the caller already has it."""
         scope = Scope.of(user_id, agent_id)
         if corpus not in ("memories", "turns", "episodes"):
             raise ValidationError("corpus", f"must be memories, turns or episodes, got {corpus!r}")
@@ -416,7 +541,7 @@ class Memory:
         hits = run_search(
             self.store, self.config.search, corpus, scope, query,
             limit=limit or self.config.search.default_limit, now=self.clock(),
-            query_vector=self._query_vector, filters=f,
+            query_vector=self._query_vector if query_vector is None else (lambda _q: query_vector), filters=f,
         )
         if corpus == "memories" and (self.config.search.activate_on_hit if activate is None else activate):
             self._activate(scope, [h.memory for h in hits if h.memory is not None])
@@ -433,6 +558,48 @@ class Memory:
                     mem.model_copy(update={"last_activated": now, "activation_count": mem.activation_count + 1}),
                     content_changed=False,
                 )
+
+    # ---- human-readable files, the seed-000 archive, export / import (issue 7) -----------
+
+    def data_dir(self, *, user_id: str, agent_id: str | None = None) -> Path:
+        """The scope's directory for MEMORY.md, USER.md, history.json and memory/."""
+        return markdown.scope_dir(self.config.home, Scope.of(user_id, agent_id))
+
+    def md_export(self, *, user_id: str, agent_id: str | None = None, path: Path | None = None) -> Path:
+        """Write MEMORY.md (seed 001 §2.3): a full rewrite after a copy to MEMORY.md.bak."""
+        return markdown.write_memory_md(self, Scope.of(user_id, agent_id), path)
+
+    def md_import(self, path: Path | None = None, *, user_id: str, agent_id: str | None = None,
+                  dry_run: bool = False) -> _list[markdown.MdOperation]:
+        """Apply a person's edits of MEMORY.md as audited ADD / UPDATE / DELETE (actor "import")."""
+        return markdown.import_memory_md(self, Scope.of(user_id, agent_id), path, dry_run=dry_run)
+
+    def user_profile(self, *, user_id: str, agent_id: str | None = None, path: Path | None = None) -> Path:
+        """Write USER.md (seed 002): the profile from preference / fact / workflow memories."""
+        return userprofile.write_user_md(self, Scope.of(user_id, agent_id), path)
+
+    def archive(self, *, user_id: str, agent_id: str | None = None,
+                force: bool = False) -> files_archive.ArchiveReport:
+        """One seed-000 round: history.json synced and capped, archived into memory/ when due."""
+        return files_archive.run_archive(self, Scope.of(user_id, agent_id), force=force)
+
+    def archive_context(self, pending: str, *, user_id: str, agent_id: str | None = None) -> str:
+        """Seed 000's `## Memory` block for the pending input: BM25 over the scope's files."""
+        return files_archive.archive_context(self, Scope.of(user_id, agent_id), pending)[0]
+
+    def export(self, *, user_id: str, agent_id: str | None = None, format: str = "jsonl") -> str:
+        """The whole scope as text: "jsonl" (lossless, for `import_`) or "md" (MEMORY.md)."""
+        return portable.export_scope(self, Scope.of(user_id, agent_id), format)
+
+    def import_(self, path: str | Path, *, user_id: str | None = None,
+                agent_id: str | None = None) -> portable.ImportReport:
+        """Import a memlane JSONL export (all or nothing; records already here are skipped)."""
+        return portable.import_scope(self, Path(path), user_id=user_id, agent_id=agent_id)
+
+    def _after_memory_change(self, scope: Scope) -> None:
+        """Seed 001 (`lifecycle.markdown_primary`): MEMORY.md is rewritten after every save."""
+        if self.config.lifecycle.markdown_primary and not self._md_paused:
+            markdown.write_memory_md(self, scope)
 
     # ---- stats ------------------------------------------------------------------------
 

@@ -25,7 +25,9 @@ from memlane.api import Memory
 from memlane.config import PROFILES, Config
 from memlane.errors import MemlaneError
 from memlane.importers import read_file
+from memlane.markdown import atomic_write
 from memlane.models import Hit, MemoryRecord
+from memlane.portable import is_export
 
 app = typer.Typer(
     add_completion=False,
@@ -318,10 +320,14 @@ def import_(
     agent: AgentOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Import a conversation file as turns (all or nothing), then embed it with a progress bar.
+    """Import a conversation file as turns (all or nothing), then embed it with a progress bar;
+    a `memlane export` JSONL file restores the whole scope into --user.
 
     Example: memlane import chat.jsonl --user lin
     """
+    if is_export(path):  # a `memlane export` file: the whole scope, not a conversation
+        _import_scope_export(path, user, agent, as_json)
+        return
     with _memory() as mem:
         convs = read_file(path, mem.config.store.max_import_bytes)
         total = sum(len(c.messages) for c in convs)
@@ -364,6 +370,15 @@ def demo(
         total = sum(len(c.messages) for c in convs)
         n, _ = _import_with_progress(mem, convs, total, user, None)
         report["turns"] = n
+        # ending each session runs extraction: the LLM when MEMLANE_LLM_BASE_URL is set,
+        # the offline heuristic extractor otherwise
+        report["extraction"] = {"extractor": "llm" if mem.llm is not None else "heuristic", "jobs": []}
+        for conv in convs:
+            for result in mem.end_session(conv.session_id, user_id=conv.user_id or user):
+                if result.action == "extract" and result.result is not None:
+                    job = result.result
+                    report["extraction"]["jobs"].append({"session": job.session_id, "status": job.status,
+                                                         "error": job.error, **job.stats})
         report["sessions"] = [s.model_dump(mode="json") for s in mem.sessions(user_id=user)]
         report["memories"] = mem.list(user_id=user)
         for q in data["questions"]:
@@ -373,10 +388,12 @@ def demo(
                 "turns": mem.search(q, user_id=user, limit=3, corpus="turns"),
             })
         report["stats"] = mem.stats(user_id=user)
+        report["files"] = {"memory_md": str(mem.md_export(user_id=user)), "user_md": str(mem.user_profile(user_id=user))}
     if as_json:
         _emit_json(report)
         return
     _print_demo(report)
+    out.print(f"human-readable memory: {report['files']['memory_md']}\nuser profile:          {report['files']['user_md']}")
 
 
 def _print_demo(report: dict[str, Any]) -> None:
@@ -388,12 +405,182 @@ def _print_demo(report: dict[str, Any]) -> None:
     for s in sorted(report["sessions"], key=lambda s: s["started_at"]):
         sessions.add_row(s["id"], s["started_at"][:16], str(s["message_count"]))
     out.print(sessions)
+    if report.get("extraction"):
+        how = report["extraction"]["extractor"]
+        note = ("offline, by the heuristic extractor (set MEMLANE_LLM_BASE_URL for an LLM)" if how == "heuristic"
+                else "by the LLM")
+        failed = [j for j in report["extraction"]["jobs"] if j["status"] == "retrying"]
+        out.print(f"memories extracted {note} when each session ended"
+                  + (f"; {len(failed)} job(s) queued for retry: {failed[0]['error']}" if failed else ""))
     if report["memories"]:
         out.print(_memory_table(report["memories"], "Memories"))
     for s in report["searches"]:
         if s["memories"]:
             out.print(_hit_table(s["memories"], f"search memories: {s['query']}"))
         out.print(_hit_table(s["turns"], f"search conversation: {s['query']}"))
+
+
+@app.command()
+def context(
+    session: Annotated[str | None, typer.Option("--session", "-s", help="The session whose history to show.")] = None,
+    query: Annotated[str | None, typer.Option("--query", "-q", help="The current message: picks relevant memories.")] = None,
+    user: UserOpt = "default",
+    agent: AgentOpt = None,
+    model: Annotated[str | None, typer.Option("--model", "-m", help="Derive budgets from this model's window.")] = None,
+    show_prompt: Annotated[bool, typer.Option("--prompt", help="Also print the rendered system prompt.")] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """The context an agent would get: each block with its tokens and budget.
+
+    Example: memlane context --session s1 --query "晚饭吃什么" --user lin --model gpt-4o
+    """
+    with _memory() as mem:
+        mem.flush()
+        ctx = mem.build_context(session, query, user_id=user, agent_id=agent, model=model)
+    if as_json:
+        _emit_json(ctx.to_dict())
+        return
+    b = ctx.budgets
+    window = f", model {b.model} ({b.window} tokens, {b.reserve} reserved for the reply)" if b.model else ""
+    table = Table(title=f"context for {user}" + (f" / {session}" if session else "") + window)
+    for col in ("block", "tokens", "budget", "items", "text"):
+        table.add_column(col, overflow="fold")
+    for block in ctx.blocks:
+        flat = " ⏎ ".join(line for line in block.text.splitlines() if line.strip())
+        text = flat if len(flat) <= 240 else flat[:240] + "…"  # --prompt prints it whole
+        table.add_row(block.name, str(block.tokens), str(block.budget), str(block.items), text)
+    table.add_row("total", str(ctx.tokens), "", "", "")
+    out.print(table)
+    if show_prompt:
+        out.rule("system prompt")
+        out.print(ctx.system_prompt, markup=False, highlight=False)
+
+
+# ---- human-readable memory, the seed-000 archive, export (issue 7) -------------------------
+
+md_app = typer.Typer(
+    no_args_is_help=True,
+    help="MEMORY.md (seed 001): write it from the store, or apply a person's edits back.\n\n"
+         "Example: memlane md export --user lin; edit the file; memlane md import --user lin",
+)
+app.add_typer(md_app, name="md")
+
+
+@md_app.command("export")
+def md_export(
+    user: UserOpt = "default",
+    agent: AgentOpt = None,
+    output: Annotated[Path | None, typer.Option("--output", "-o", help="Write MEMORY.md here instead.")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Write MEMORY.md and USER.md into the scope's data directory (a .bak keeps the old MEMORY.md).
+
+    Example: memlane md export --user lin
+    """
+    with _memory() as mem:
+        paths = {"memory_md": str(mem.md_export(user_id=user, agent_id=agent, path=output)),
+                 "user_md": str(mem.user_profile(user_id=user, agent_id=agent))}
+    if as_json:
+        _emit_json(paths)
+    else:
+        out.print(f"wrote {paths['memory_md']}\nwrote {paths['user_md']}")
+
+
+@md_app.command("import")
+def md_import(
+    path: Annotated[Path | None, typer.Argument(help="The edited file (default: the scope's MEMORY.md).")] = None,
+    user: UserOpt = "default",
+    agent: AgentOpt = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Show the operations, apply nothing.")] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Apply a person's edits of MEMORY.md: edited → UPDATE, removed → DELETE, `### category | score`
+    without an id → ADD; each audited with actor "import".
+
+    Example: memlane md import --user lin --dry-run
+    """
+    with _memory() as mem:
+        ops = mem.md_import(path, user_id=user, agent_id=agent, dry_run=dry_run)
+    if as_json:
+        _emit_json([{"op": o.op, "memory_id": o.memory_id, "fields": o.fields, "content": o.content,
+                     "before": o.before, "line": o.line} for o in ops])
+        return
+    if not ops:
+        out.print("MEMORY.md and the store agree: nothing to do")
+        return
+    table = Table(title=("would apply" if dry_run else "applied") + f" {len(ops)} operation(s)")
+    for col in ("op", "id", "fields", "line", "content"):
+        table.add_column(col, overflow="fold")
+    for o in ops:
+        text = f"{o.before} → {o.content}" if o.op == "UPDATE" and "content" in o.fields else o.content
+        table.add_row(o.op, o.memory_id, ", ".join(o.fields), str(o.line or ""), text)
+    out.print(table)
+
+
+@app.command()
+def archive(
+    user: UserOpt = "default",
+    agent: AgentOpt = None,
+    if_due: Annotated[bool, typer.Option("--if-due", help="Only when seed 000's triggers hold.")] = False,
+    query: Annotated[str | None, typer.Option("--query", "-q", help="Then show the ## Memory block for this input.")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Archive history.json into memory/ (raw ≤ 5 days, daily, then monthly summaries), by hand.
+
+    Example: memlane archive --user lin --query "上次部署遇到什么问题"
+    """
+    with _memory() as mem:
+        report = mem.archive(user_id=user, agent_id=agent, force=not if_due)
+        block = mem.archive_context(query, user_id=user, agent_id=agent) if query else None
+        where = mem.data_dir(user_id=user, agent_id=agent)
+    if as_json:
+        _emit_json({**report.__dict__, "dir": str(where), "memory_block": block})
+        return
+    table = Table(show_header=False, title=f"archive of {user} in {where}")
+    for key in ("ran", "reason", "archived", "failed", "removed", "history", "unarchived"):
+        table.add_row(key, str(getattr(report, key)))
+    table.add_row("by age", ", ".join(f"{k} {v}" for k, v in report.buckets.items()))
+    table.add_row("files", "\n".join(report.files))
+    table.add_row("events", ", ".join(report.events))
+    out.print(table)
+    if query is not None:
+        out.print(block or f"no archived file matches {query!r}", markup=False, highlight=False)
+
+
+@app.command()
+def export(
+    user: UserOpt = "default",
+    agent: AgentOpt = None,
+    fmt: Annotated[str, typer.Option("--format", "-f", help="jsonl (lossless, for import) or md.")] = "jsonl",
+    output: Annotated[Path | None, typer.Option("--output", "-o", help="File to write (default: stdout).")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Export a whole scope: memories, turns, sessions, episodes and the audit trail.
+
+    Example: memlane export --user lin --format jsonl --output lin.jsonl
+    """
+    with _memory() as mem:
+        text = mem.export(user_id=user, agent_id=agent, format=fmt)
+    if output is None:
+        sys.stdout.write(text)
+        return
+    atomic_write(output, text)
+    if as_json:
+        _emit_json({"file": str(output), "format": fmt, "bytes": len(text.encode("utf-8"))})
+    else:
+        out.print(f"exported {user} as {fmt} to {output}")
+
+
+def _import_scope_export(path: Path, user: str, agent: str | None, as_json: bool) -> None:
+    with _memory() as mem:
+        report = mem.import_(path, user_id=user, agent_id=agent)
+    if as_json:
+        _emit_json(report.__dict__)
+        return
+    plural = {"memory": "memories"}
+    added = ", ".join(f"{v} {plural.get(k, k + 's')}" for k, v in report.added.items()) or "nothing new"
+    skipped = ", ".join(f"{v} {plural.get(k, k + 's')}" for k, v in report.skipped.items())
+    out.print(f"imported {added} into {report.user_id}" + (f" (already there: {skipped})" if skipped else ""))
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -58,6 +58,15 @@ class LLMConfig(_Section):
     timeout_s: float = Field(60.0, gt=0)
     max_retries: int = Field(3, ge=0)  # bounded retries on 429 / 5xx
     temperature: float = Field(0.0, ge=0, le=2)
+    # not from a seed: the wait before retry n is backoff * 2**n, and a server's Retry-After
+    # is honoured up to retry_after_max_s, so a rate limit never stalls a job for minutes
+    # (the extraction queue's own back-off, seed 000, handles long outages)
+    retry_backoff_s: float = Field(1.0, ge=0)
+    retry_after_max_s: float = Field(10.0, ge=0)
+    # json_schema → json_object → plain prompt: the first response_format tried; the client
+    # steps down when a server rejects it (llama.cpp, older vLLM and Ollama lack json_schema)
+    json_mode: Literal["json_schema", "json_object", "none"] = "json_schema"
+    max_tokens: int = Field(2048, ge=1)
 
 
 class SearchConfig(_Section):
@@ -99,6 +108,10 @@ class PolicyConfig(_Section):
     reinforce_rate: float = Field(0.2, ge=0, le=1)  # seed 001 §3.4: s += (1-s)*0.2
     contradiction_penalty: float = Field(0.5, ge=0, le=1)  # seed 001 §6 phase 1.5
     dedup_similarity: float = Field(0.9, ge=0, le=1)  # seed 004 §6
+    # Per embedder model id. e5's cosines crowd into [0.8, 1]: unrelated short facts score
+    # 0.90–0.94, 白茶 vs 绿茶 0.977, paraphrases 0.98–0.99 (measured, issue 4), so seed 004's
+    # 0.9 would merge different facts there.
+    dedup_similarity_by_model: dict[str, float] = {"multilingual-e5-small-q4": 0.985}
     archive_below: float = 0.2  # seed 001 §3.4
     delete_below: float = 0.05  # seed 001 §3.4
     demote_below: float | None = None  # seed 002 §7: < 0.3 → TRANSIENT
@@ -126,6 +139,10 @@ class ContextConfig(_Section):
     core_min_score: float = 0.5  # seed 001 §4.1
     core_top_k: int = Field(20, ge=1)  # seed 001 §4.1
     auto_inject_memories: bool = True  # seed 002: False, the agent uses the tools
+    # without a model: seed 000's fixed budgets above, plus these two for the other blocks
+    system_tokens: int = Field(1228, ge=1)  # seed 004 §4.3: 15 % of the 8192-token default window
+    summary_tokens: int = Field(1024, ge=0)  # seed 004 §4: the rolling summary; a quarter of seed 000's 4096
+    split_summary: float = Field(0.2, ge=0, lt=1)  # share of the short-term budget for the summary (seed 004 §4.1 keeps both in one window)
     # seed 004 §4.3 budget split by model context window
     split_system: float = 0.15
     split_long_term: float = 0.15
@@ -142,6 +159,9 @@ class SessionConfig(_Section):
     compaction_cap: int = Field(200, ge=4)  # seed 004 §4: 200 messages; seed 003: 30
     episode_min_messages: int = Field(3, ge=1)  # seed 004 §6.1
     scratchpad_recent: int = Field(5, ge=1)  # seed 002 §4
+    summary_max_lines: int = Field(12, ge=1)  # offline extractive summary: lines kept per compaction
+    summary_tokens_max: int = Field(2048, ge=64)  # the merged rolling summary keeps its newest lines within this
+    episode_memory: bool = False  # seed 003: an episode is also a memory of category "episode", decaying with it
 
 
 class ExtractionConfig(_Section):
@@ -153,6 +173,11 @@ class ExtractionConfig(_Section):
     backoff_seconds: list[int] = [600, 1800, 7200, 21600, 43200]  # seed 000: 10m→30m→2h→6h→12h
     max_attempts: int = Field(5, ge=1)  # seed 000
     backlog_backoff_seconds: int = 86_400  # after max_attempts: archive_backlog, back off longer
+    # seed 001 §6 phase 1.5: one writer per scope; the lock is a lease so a crashed worker's
+    # lock (and its claimed job) is taken over after this long
+    lock_lease_seconds: int = Field(900, ge=1)
+    related_per_turn: int = Field(5, ge=0)  # seed 003: the memories retrieval returned, per user turn
+    heuristic_confidence: float = Field(0.8, ge=0, le=1)  # not from a seed: patterns guess less surely
 
 
 class ArchiveConfig(_Section):
@@ -191,10 +216,15 @@ class EventRule(_Section):
 
 
 class EventsConfig(_Section):
+    important_score: float = Field(0.8, ge=0, le=1)  # seed 004 §11.2: memory.write.important at ≥ 0.8
     rules: list[EventRule] = [
         EventRule(name="extract_on_session_end", event_type="session.ended",
                   conditions=[EventCondition(field="payload.message_count", op=">=", value=1)],
                   actions=["extract"]),
+        # seeds 002 §6 / 004 §6.1: one episode per session, none under 3 messages
+        EventRule(name="episode_on_session_end", event_type="session.ended",
+                  conditions=[EventCondition(field="payload.message_count", op=">=", value=3)],
+                  actions=["episode"]),
     ]
 
 
@@ -341,13 +371,15 @@ PROFILES: dict[str, dict[str, Any]] = {
             "boost_amount": 0.1,  # seed 003: +0.3 on a 0–3 scale
         },
         "search": {"activate_on_hit": False},  # seed 003: retrieval alone never boosts
-        "session": {"compaction_cap": 30},
+        "session": {"compaction_cap": 30, "episode_memory": True},
     },
     "consolidator": {  # seed 004
         "policy": {"categories": ["knowledge", "preference", "skill", "project"], "default_category": "knowledge"},
         "events": {"rules": [  # seed 004 §11.1: MIN_MESSAGES_TO_CONSOLIDATE = 3
             {"name": "extract_on_session_end", "event_type": "session.ended",
              "conditions": [{"field": "payload.message_count", "op": ">=", "value": 3}], "actions": ["extract"]},
+            {"name": "episode_on_session_end", "event_type": "session.ended",
+             "conditions": [{"field": "payload.message_count", "op": ">=", "value": 3}], "actions": ["episode"]},
         ]},
         "session": {"compaction_cap": 200, "episode_min_messages": 3},
     },

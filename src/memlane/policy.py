@@ -9,6 +9,7 @@ from datetime import datetime, timedelta
 
 from memlane.config import PolicyConfig
 from memlane.errors import ValidationError
+from memlane.models import MemoryRecord
 
 IMPORTANCE_LEVELS = ("high", "medium", "low")
 
@@ -59,3 +60,56 @@ def expires_at(duration: str | None, now: datetime, cfg: PolicyConfig) -> dateti
     if d[:-1].isdigit() and d[-1] in units:
         return now + timedelta(seconds=int(d[:-1]) * units[d[-1]])
     raise ValidationError("duration", f"must be permanent, session, a retention priority or like 7d/24h, got {duration!r}")
+
+
+# ---- merge rules (issue 4) -------------------------------------------------------------
+
+# Where a profile lacks a category an extractor names, the nearest one it has, in order:
+# seed 001 has 7 categories, 002 five types, 003 four, 004 four; the extractors speak all.
+_CATEGORY_FALLBACKS: dict[str, tuple[str, ...]] = {
+    "preference": ("preference", "fact", "knowledge"),
+    "fact": ("fact", "knowledge"),
+    "knowledge": ("knowledge", "fact"),
+    "rule": ("rule", "preference", "knowledge", "fact"),
+    "todo": ("todo", "fact", "knowledge", "project"),
+    "workflow": ("workflow", "preference", "skill", "fact", "knowledge"),
+    "experience": ("experience", "skill", "knowledge", "fact"),
+    "skill": ("skill", "skill_usage", "experience", "knowledge", "fact"),
+    "skill_usage": ("skill_usage", "skill", "workflow", "fact", "knowledge"),
+    "decision": ("decision", "project", "knowledge", "fact"),
+    "project": ("project", "decision", "knowledge", "fact"),
+    "error": ("error", "experience", "skill", "knowledge", "fact"),
+    "core": ("core", "fact", "knowledge"),
+}
+
+
+def category_for(name: str, cfg: PolicyConfig) -> str | None:
+    """The profile's category for an extractor's `name` (itself, or its nearest), or None."""
+    c = str(name).strip().lower()
+    if c in cfg.categories:
+        return c
+    for alt in _CATEGORY_FALLBACKS.get(c, ()):
+        if alt in cfg.categories:
+            return alt
+    return None
+
+
+def dedup_threshold(cfg: PolicyConfig, embedder_model: str) -> float:
+    """Seed 004 §6: similarity above which an ADD is the same memory; calibrated per embedder."""
+    return cfg.dedup_similarity_by_model.get(embedder_model, cfg.dedup_similarity)
+
+
+def reinforced(mem: MemoryRecord, cfg: PolicyConfig, now: datetime, *, floor: float = 0.0,
+               amount: float | None = None) -> MemoryRecord:
+    """Seed 001 §3.4 hit: score reinforced (never below `floor`, the higher importance of a
+    duplicate, seed 004 §6), last_activated = now, activation_count + 1."""
+    score = max(reinforce(mem.score, cfg, amount), floor)
+    return mem.model_copy(update={
+        "score": min(1.0, score), "last_activated": now, "activation_count": mem.activation_count + 1,
+        "updated_at": now, "status": "active" if score >= cfg.archive_below else mem.status,
+    })
+
+
+def penalised(mem: MemoryRecord, cfg: PolicyConfig, now: datetime) -> MemoryRecord:
+    """Seed 001 phase 1.5: a contradicted memory's score × the penalty."""
+    return mem.model_copy(update={"score": contradicted(mem.score, cfg), "updated_at": now})

@@ -1,0 +1,83 @@
+"""Shared helpers of the benchmarks: timing, retrieval metrics, tables, JSON results."""
+
+from __future__ import annotations
+
+import json
+import math
+import platform
+import statistics
+import time
+from collections.abc import Iterable, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+RESULTS = Path(__file__).parent / "results"
+CACHE = Path(__file__).parent / ".cache"
+console = Console(width=150)
+
+
+def recall_at(ranked: Sequence[str], relevant: set[str], k: int) -> float:
+    """Fraction of the relevant items found in the top k."""
+    return len(relevant.intersection(ranked[:k])) / len(relevant) if relevant else 0.0
+
+
+def hit_at(ranked: Sequence[str], relevant: set[str], k: int) -> float:
+    return 1.0 if relevant.intersection(ranked[:k]) else 0.0
+
+
+def ndcg_at(ranked: Sequence[str], relevant: set[str], k: int) -> float:
+    dcg = sum(1.0 / math.log2(i + 2) for i, r in enumerate(ranked[:k]) if r in relevant)
+    ideal = sum(1.0 / math.log2(i + 2) for i in range(min(k, len(relevant))))
+    return dcg / ideal if ideal else 0.0
+
+
+def metrics(ranked: Sequence[str], relevant: set[str]) -> dict[str, float]:
+    return {
+        "R@5": recall_at(ranked, relevant, 5), "R@10": recall_at(ranked, relevant, 10),
+        "R@20": recall_at(ranked, relevant, 20), "Hit@5": hit_at(ranked, relevant, 5),
+        "Hit@10": hit_at(ranked, relevant, 10), "NDCG@10": ndcg_at(ranked, relevant, 10),
+    }
+
+
+def mean_metrics(rows: Iterable[dict[str, float]]) -> dict[str, float]:
+    rows = list(rows)
+    if not rows:
+        return {}
+    return {k: statistics.fmean(r[k] for r in rows) for k in rows[0]}
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    if not values:
+        return 0.0
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(q / 100 * (len(ordered) - 1))))]
+
+
+class Timer:
+    def __enter__(self) -> Timer:
+        self.start = time.perf_counter()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.seconds = time.perf_counter() - self.start
+
+
+def table(title: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> Table:
+    t = Table(title=title)
+    for c in columns:
+        t.add_column(c, justify="left" if c == columns[0] else "right")
+    for r in rows:
+        t.add_row(*[f"{v:.3f}" if isinstance(v, float) else str(v) for v in r])
+    return t
+
+
+def write_result(name: str, data: dict[str, Any]) -> Path:
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    data = {"benchmark": name, "at": datetime.now(UTC).isoformat(), "machine": platform.platform(), **data}
+    path = RESULTS / f"{name}.json"
+    path.write_text(json.dumps(data, indent=2, ensure_ascii=False, default=str), encoding="utf-8")
+    return path

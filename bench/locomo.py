@@ -1,0 +1,283 @@
+"""LoCoMo retrieval benchmark: does memlane find the turns that hold each answer?
+
+Every conversation is ingested through the public `Memory` API (turn text "speaker: text",
+image captions appended, each session's date as the turn time); every question with evidence
+ranks that conversation's turns. Baselines are computed in the same run on the same data:
+BM25 alone (bm25s, English stemming) and dense alone (the same embedder). A second run
+stores LoCoMo's per-session observations as memories and ranks those (the memory path).
+
+    python bench/locomo.py                    # all 10 conversations, default embedder
+    python bench/locomo.py --limit 2 --embedder hash
+    python bench/locomo.py --data my_locomo_style.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).parent))
+from common import CACHE, Timer, console, mean_metrics, metrics, percentile, table, write_result  # noqa: E402
+
+from memlane import Config, Memory  # noqa: E402
+from memlane.importers import locomo_sessions, locomo_turn_text  # noqa: E402
+from memlane.indexing import content_hash, embed_cached, vector_key  # noqa: E402
+
+DEFAULT_DATA = Path(__file__).parents[2] / "shared" / "bench" / "locomo10"
+CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
+
+
+def load(path: Path) -> list[tuple[str, dict[str, Any]]]:
+    """Conversations from a LoCoMo-layout file or a folder of them (a list or a single one)."""
+    import json
+
+    files = sorted(path.glob("*.json")) if path.is_dir() else [path]
+    out: list[tuple[str, dict[str, Any]]] = []
+    for f in files:
+        data = json.loads(f.read_text(encoding="utf-8"))
+        items = data if isinstance(data, list) else [data]
+        for i, conv in enumerate(items):
+            out.append((f.stem if len(items) == 1 else f"{f.stem}-{i}", conv))
+    return out
+
+
+def evidence_ids(raw: list[str]) -> set[str]:
+    """LoCoMo's evidence ids, repaired: 'D8:6; D9:17' → two ids, 'D:11:26' → 'D11:26', 'D30:05' → 'D30:5'."""
+    out: set[str] = set()
+    for item in raw:
+        for part in re.split(r"[;,\s]+", str(item)):
+            m = re.fullmatch(r"D:?(\d+):0*(\d+)", part.strip())
+            if m:
+                out.add(f"D{m.group(1)}:{m.group(2)}")
+    return out
+
+
+def questions(conv: dict[str, Any]) -> list[dict[str, Any]]:
+    qs = []
+    for qa in conv.get("qa", []):
+        ev = evidence_ids(qa.get("evidence") or [])
+        if ev:
+            qs.append({"question": str(qa["question"]), "evidence": ev, "category": int(qa.get("category", 0))})
+    return qs
+
+
+def turn_texts(conv: dict[str, Any]) -> dict[str, str]:
+    c = conv.get("conversation", conv)
+    out: dict[str, str] = {}
+    n = 1
+    while f"session_{n}" in c or f"session_{n}_date_time" in c:
+        for t in c.get(f"session_{n}") or []:
+            out[t["dia_id"]] = locomo_turn_text(t)
+        n += 1
+    return out
+
+
+# ---- embedding cache between runs ---------------------------------------------------------
+
+
+def cache_file(model_id: str) -> Path:
+    return CACHE / f"embeddings-{re.sub(r'[^A-Za-z0-9_.-]', '_', model_id)}.npz"
+
+
+def load_cache(model_id: str) -> dict[str, np.ndarray]:
+    path = cache_file(model_id)
+    if not path.exists():
+        return {}
+    with np.load(path) as data:
+        return {k: data[k] for k in data.files}
+
+
+def save_cache(model_id: str, items: dict[str, np.ndarray]) -> None:
+    CACHE.mkdir(parents=True, exist_ok=True)
+    np.savez(cache_file(model_id), **items)
+
+
+# ---- runs ---------------------------------------------------------------------------------
+
+
+def run_memlane(mem: Memory, user: str, qs: list[dict[str, Any]], qvecs: dict[str, np.ndarray],
+                k: int = 20) -> tuple[list[dict[str, Any]], list[float]]:
+    rows, latencies = [], []
+    for q in qs:
+        t0 = time.perf_counter()
+        hits = mem.search(q["question"], user_id=user, corpus="turns", limit=k, activate=False,
+                          query_vector=qvecs[q["question"]])
+        latencies.append((time.perf_counter() - t0) * 1000)
+        ranked = [str(h.turn.metadata.get("dia_id")) for h in hits if h.turn is not None]
+        rows.append({"category": q["category"], **metrics(ranked, q["evidence"])})
+    return rows, latencies
+
+
+def run_bm25(texts: dict[str, str], qs: list[dict[str, Any]], k: int = 20) -> list[dict[str, Any]]:
+    import bm25s
+    import Stemmer
+
+    stemmer = Stemmer.Stemmer("english")
+    ids = list(texts)
+    retriever = bm25s.BM25()
+    retriever.index(bm25s.tokenize([texts[i] for i in ids], stopwords="en", stemmer=stemmer, show_progress=False),
+                    show_progress=False)
+    rows = []
+    for q in qs:
+        tokens = bm25s.tokenize([q["question"]], stopwords="en", stemmer=stemmer, show_progress=False)
+        if not tokens.vocab:
+            ranked: list[str] = []
+        else:
+            docs, _ = retriever.retrieve(tokens, k=min(k, len(ids)), show_progress=False)
+            ranked = [ids[int(d)] for d in docs[0]]
+        rows.append({"category": q["category"], **metrics(ranked, q["evidence"])})
+    return rows
+
+
+def run_dense(mem: Memory, texts: dict[str, str], qs: list[dict[str, Any]], qvecs: dict[str, np.ndarray],
+              k: int = 20) -> list[dict[str, Any]]:
+    ids = list(texts)
+    keys = [vector_key(texts[i], mem.config.embedding.max_chars) for i in ids]
+    matrix = embed_cached(mem.store, mem.embedder, keys, mem.config.embedding.batch_size)
+    rows = []
+    for q in qs:
+        order = np.argsort(-(matrix @ qvecs[q["question"]]))[:k]
+        rows.append({"category": q["category"], **metrics([ids[i] for i in order], q["evidence"])})
+    return rows
+
+
+def run_observations(mem: Memory, user: str, conv: dict[str, Any], qs: list[dict[str, Any]],
+                     qvecs: dict[str, np.ndarray], k: int = 20) -> tuple[list[dict[str, Any]], int]:
+    """LoCoMo's observations stored as memories; a hit counts for the turns it cites."""
+    c = conv.get("conversation", conv)
+    n_obs = 0
+    for key, value in c.items():
+        if not key.endswith("_observation") or not isinstance(value, dict):
+            continue
+        for facts in value.values():
+            for fact in facts:
+                if isinstance(fact, list) and len(fact) >= 2:
+                    cited = sorted(evidence_ids(fact[1] if isinstance(fact[1], list) else [fact[1]]))
+                    mem.add(str(fact[0]), user_id=user, metadata={"dia_ids": cited}, source="import")
+                    n_obs += 1
+    rows = []
+    for q in qs:
+        hits = mem.search(q["question"], user_id=user, limit=k, activate=False, query_vector=qvecs[q["question"]])
+        ranked: list[str] = []
+        for h in hits:
+            for d in (h.memory.metadata.get("dia_ids", []) if h.memory else []):
+                if d not in ranked:
+                    ranked.append(d)
+        rows.append({"category": q["category"], **metrics(ranked, q["evidence"])})
+    return rows, n_obs
+
+
+def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    by_cat: dict[int, list[dict[str, Any]]] = defaultdict(list)
+    for r in rows:
+        by_cat[r["category"]].append(r)
+    strip = lambda rs: [{k: v for k, v in r.items() if k != "category"} for r in rs]  # noqa: E731
+    return {
+        "all": mean_metrics(strip(rows)),
+        "no_adversarial": mean_metrics(strip([r for r in rows if r["category"] != 5])),
+        "by_category": {CATEGORIES.get(c, str(c)): mean_metrics(strip(rs)) for c, rs in sorted(by_cat.items())},
+        "questions": len(rows),
+    }
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--data", type=Path, default=DEFAULT_DATA, help="LoCoMo-layout file or folder")
+    ap.add_argument("--limit", type=int, default=None, help="only the first N conversations")
+    ap.add_argument("--embedder", default="e5", help="e5 (default), hash, minilm, use, openai")
+    ap.add_argument("--no-observations", action="store_true", help="skip the memory-path run")
+    ap.add_argument("--peer", choices=["mem0"], default=None, help="also run a peer system if installed")
+    ap.add_argument("--out", default="locomo", help="result name in bench/results/")
+    args = ap.parse_args(argv)
+
+    convs = load(args.data)[: args.limit]
+    home = Path(tempfile.mkdtemp(prefix="memlane-locomo-"))
+    cfg = Config.load(store={"home": str(home)}, embedding={"provider": args.embedder, "background": False})
+    mem = Memory(cfg)
+    model = mem.embedder.model_id
+    cached = load_cache(model)
+    if cached:
+        mem.store.cache_put(model, {k: v for k, v in cached.items() if not k.startswith("q:")})
+
+    results: dict[str, Any] = {"embedder": model, "conversations": len(convs), "data": str(args.data)}
+    rows: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    latencies: list[float] = []
+    ingest_s = embed_s = query_embed_s = 0.0
+    n_turns = n_obs = n_queries = 0
+    for name, conv in convs:
+        user = f"locomo-{name}"
+        sessions = locomo_sessions(conv)
+        with Timer() as t_ingest:
+            n_turns += mem.import_conversations(sessions, user_id=user)
+        ingest_s += t_ingest.seconds
+        with Timer() as t_embed:
+            mem.flush()
+        embed_s += t_embed.seconds
+        qs = questions(conv)
+        n_queries += len(qs)
+        # query vectors are computed first so search latency excludes them (reported apart)
+        todo = [q["question"] for q in qs if f"q:{content_hash(q['question'])}" not in cached]
+        with Timer() as t_q:
+            fresh = mem.embedder.embed(todo, query=True) if todo else []
+        query_embed_s += t_q.seconds
+        for text, vec in zip(todo, fresh, strict=True):
+            cached[f"q:{content_hash(text)}"] = vec
+        qvecs = {q["question"]: cached[f"q:{content_hash(q['question'])}"] for q in qs}
+        r, lat = run_memlane(mem, user, qs, qvecs)
+        rows["memlane"] += r
+        latencies += lat
+        texts = turn_texts(conv)
+        rows["bm25 (bm25s, stemmed)"] += run_bm25(texts, qs)
+        rows["dense (same embedder)"] += run_dense(mem, texts, qs, qvecs)
+        if not args.no_observations:
+            r_obs, n = run_observations(mem, f"{user}-obs", conv, qs, qvecs)
+            rows["memlane memories (observations)"] += r_obs
+            n_obs += n
+        console.print(f"  {name}: {len(sessions)} sessions, {len(qs)} questions", style="dim")
+
+    # keep every passage vector for the next run
+    all_hashes = [content_hash(vector_key(t, cfg.embedding.max_chars)) for _, c in convs for t in turn_texts(c).values()]
+    cached.update(mem.store.cache_get(model, all_hashes))
+    save_cache(model, cached)
+    mem.close()
+
+    systems = {name: summarise(rs) for name, rs in rows.items()}
+    results.update(
+        systems=systems,
+        ingest={"turns": n_turns, "store_turns_per_s": n_turns / ingest_s if ingest_s else 0.0,
+                "embed_seconds": embed_s, "embed_s_per_1000_turns": 1000 * embed_s / max(n_turns, 1),
+                "observations": n_obs},
+        latency_ms={"p50": percentile(latencies, 50), "p95": percentile(latencies, 95),
+                    "query_embedding_ms_mean": 1000 * query_embed_s / max(n_queries, 1) if query_embed_s else None},
+    )
+    base = systems["memlane"]["all"]
+    cols = ["system", "R@5", "R@10", "R@20", "Hit@10", "NDCG@10", "R@10 w/o adv", "R@10 ratio"]
+    console.print(table(
+        f"LoCoMo turn retrieval — {results['conversations']} conversations, {systems['memlane']['questions']} questions, embedder {model}",
+        cols,
+        [[name, s["all"]["R@5"], s["all"]["R@10"], s["all"]["R@20"], s["all"]["Hit@10"], s["all"]["NDCG@10"],
+          s["no_adversarial"]["R@10"], base["R@10"] / s["all"]["R@10"] if s["all"]["R@10"] else float("nan")]
+         for name, s in systems.items()],
+    ))
+    cats = list(systems["memlane"]["by_category"])
+    console.print(table("R@10 by category", ["system", *cats],
+                        [[name, *[s["by_category"].get(c, {}).get("R@10", 0.0) for c in cats]] for name, s in systems.items()]))
+    console.print(f"search latency p50 {results['latency_ms']['p50']:.2f} ms, p95 {results['latency_ms']['p95']:.2f} ms "
+                  f"(query embedding excluded: {results['latency_ms']['query_embedding_ms_mean'] or 0:.1f} ms/query when not cached)")
+    console.print(f"ingest: {results['ingest']['store_turns_per_s']:.0f} turns/s stored; embedding "
+                  f"{results['ingest']['embed_s_per_1000_turns']:.1f} s per 1,000 turns (0 when cached)")
+    path = write_result(args.out, results)
+    console.print(f"wrote {path}")
+    return results
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,266 @@
+"""The offline extractor: Chinese and English patterns for what users state explicitly.
+
+Used when no LLM is configured (`Memory.llm is None`); it yields the same `Operation`s as
+the LLM path, with `source="heuristic"`. It only catches first-person statements of a known
+shape (我叫…, 我对…过敏, I prefer…, I'm allergic to…); an LLM reads far more.
+
+`commands()` runs in both modes: the user's own "记住…/remember that…" becomes a pinned,
+verified memory from the user, and "忘掉…/forget…" a FORGET the worker resolves to DELETEs
+(seed 001 §6 phase 1.5).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from memlane.config import Config
+from memlane.extraction import Extraction, Operation
+from memlane.models import Turn
+from memlane.policy import category_for, expires_at, initial_score
+from memlane.text import has_cjk, language_of
+
+_ZH_SENTENCE = re.compile(r"[^。！？!?\n]+")
+_ZH_CLAUSE = re.compile(r"[，,；;：:]")
+_EN_SENTENCE = re.compile(r"[^.!?;\n]+(?:\.\d[^.!?;\n]*)*")
+_ZH_FILLER = re.compile(r"^(?:对了|另外|还有|而且|其实|嗯|哦|所以|但是|不过|是的|好的|好主意|然后|因为|顺便说一下|顺便)[，,、\s]*")
+_EN_CLAUSE = re.compile(r",\s*(?:so|and|but|because|while)\s+(?=I\b)", re.I)
+_EN_FILLER = re.compile(r"^(?:by the way|also|oh|ok|okay|well|so|and|but|actually|btw|yes|yeah|hi|hello)\b[,\s]*", re.I)
+
+
+@dataclass(frozen=True)
+class Rule:
+    pattern: re.Pattern[str]
+    template: str
+    category: str
+    importance: str = "medium"
+    duration: str | None = None
+    predicate: str | None = None
+    rest: bool = False  # keep the rest of the sentence after the clause (它叫橘子，三岁了…)
+
+
+def _r(p: str) -> re.Pattern[str]:
+    return re.compile(p, re.IGNORECASE)
+
+
+_ZH_TIME = r"(?:下周[一二三四五六日天]?|下个?星期[一二三四五六日天]?|下个?月|明天|后天|本周[一二三四五六日天]?|这周[一二三四五六日天]?|周[一二三四五六日天]|月底|年底|\d+月\d+[日号])"
+_ZH_RULES = [
+    Rule(_r(r"^我对(?P<x>.{1,20}?)过敏"), "用户对{x}过敏", "fact", "high", None, "过敏"),
+    Rule(_r(r"^我(?:的名字)?(?:叫|是)(?!了|过|个|一|在)(?P<x>[\u4e00-\u9fff·A-Za-z]{2,8})$"), "用户叫{x}", "fact", "high", None, "名字"),
+    Rule(_r(r"^我的名字(?:是|叫)(?P<x>.{1,16})$"), "用户叫{x}", "fact", "high", None, "名字"),
+    Rule(_r(r"^我(?P<a>(?:现在|已经|从来|一般|平时|基本)?)不(?P<v>吃|喝)(?P<x>.{1,30})"), "用户{a}不{v}{x}", "preference", "high", None, "饮食"),
+    Rule(_r(r"^我(?P<a>比较|很|非常|特别|最|挺|超|更)?(?P<v>讨厌|不喜欢|受不了|不爱)(?P<x>.{1,40})"), "用户{a}{v}{x}", "preference", "medium", None, "不喜欢", True),
+    Rule(_r(r"^我(?P<a>比较|很|非常|特别|最|挺|超|更|一直)?(?P<v>喜欢|爱|偏好|偏爱)(?P<x>.{2,40})"), "用户{a}{v}{x}", "preference", "medium", None, "喜欢", True),
+    Rule(_r(rf"^(?:我)?(?P<x>{_ZH_TIME}.*要.+)"), "用户{x}", "todo", "high", "30d", "计划", True),
+    Rule(_r(rf"^(?P<x>.*要在{_ZH_TIME}.+)"), "用户{x}", "todo", "high", "30d", "计划", True),
+    Rule(_r(r"^我(?P<x>(?:现在|目前)?在.+?(?:当|做|担任|工作|上班|上学|读书).*)"), "用户{x}", "fact", "medium", None, "工作", True),
+    Rule(_r(r"^我(?P<x>家里?养了.+|养了.+)"), "用户{x}", "fact", "medium", None, "宠物", True),
+    Rule(_r(r"^我(?P<r>女儿|儿子|孩子|老婆|妻子|丈夫|老公|妈妈|爸爸|母亲|父亲|哥哥|姐姐|弟弟|妹妹|男朋友|女朋友|经理|老板|领导)(?P<x>.+)"), "用户的{r}{x}", "fact", "medium", None, "家人", True),
+    Rule(_r(r"^(?P<t>每天|每周|每晚|周末|平时|早上|晚上)?我(?P<x>(?:一般|经常|通常|总是|每天|习惯).+)"), "用户{t}{x}", "workflow", "medium", None, "习惯", True),
+    Rule(_r(r"^我们(?P<x>.*(?:用|使用|采用).+)"), "用户团队{x}", "project", "medium", None, "技术栈", True),
+    Rule(_r(r"^(?P<x>(?:以后|今后|下次|之后|周末|晚上)?.*(?:千万别|别再|不要再|别给我|不要给我|别帮我|不要帮我|以后别|以后不要).+)"), "用户要求：{x}", "rule", "high", None, "要求"),
+]
+
+_EN_TIME = r"(?:next (?:week|month|year|monday|tuesday|wednesday|thursday|friday|saturday|sunday)|tomorrow|tonight|this (?:week|weekend|friday|month)|on (?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)|by (?:monday|tuesday|wednesday|thursday|friday|the end of))"
+_EN_RULES = [
+    Rule(_r(r"\bI(?:'m| am) (?:very |severely |badly )?allergic to (?P<x>[^,;]+)"), "The user is allergic to {x}", "fact", "high", None, "allergic to"),
+    Rule(_r(r"\bmy name is (?P<x>[A-Za-z][\w'-]*(?: [A-Z][\w'-]*)?)"), "The user's name is {x}", "fact", "high", None, "name"),
+    Rule(_r(r"\b(?:call me|I(?:'m| am) called) (?P<x>[A-Z][\w'-]*)"), "The user's name is {x}", "fact", "high", None, "name"),
+    Rule(_r(r"\bI (?:don't|do not|never|can't|cannot|no longer) (?P<v>eat|drink) (?P<x>[^,;]+?)(?: any ?more)?(?=[,;]|$)"), "The user does not {v} {x}", "preference", "high", None, "diet"),
+    Rule(_r(r"\bI (?:really |strongly |much |also |usually )?prefer (?P<x>[^,;]+)"), "The user prefers {x}", "preference", "medium", None, "prefers"),
+    Rule(_r(r"\bI (?:really |also |absolutely )?(?:hate|dislike|can't stand|don't like|do not like) (?P<x>[^,;]+)"), "The user dislikes {x}", "preference", "medium", None, "dislikes"),
+    Rule(_r(r"\bI (?:really |also |absolutely )?(?:like|love|enjoy) (?P<x>[^,;]+)"), "The user likes {x}", "preference", "medium", None, "likes"),
+    Rule(_r(rf"(?P<t>{_EN_TIME})?[^,;]*?\bI (?P<v>have to|need to|must|will|am going to|'m going to|plan to) (?P<x>[^,;]+)"), "The user {v} {x}", "todo", "high", "30d", "plans"),
+    Rule(_r(r"\bI(?:'m| am) (?P<v>training|practicing|practising|preparing|studying|saving) for (?P<x>[^,;]+)"), "The user is {v} for {x}", "fact", "medium", "30d", "preparing for"),
+    Rule(_r(r"\bI work (?P<p>at|for|as|on) (?P<x>[^,;]+)"), "The user works {p} {x}", "fact", "medium", None, "works"),
+    Rule(_r(r"\bI (?P<v>run|swim|go|do|play|train|cook|read|work out|walk|visit|call|check) (?P<x>[^,;]*\b(?:every|each|on) [^,;]+)"), "The user {v} {x}", "workflow", "medium", None, "habit"),
+    Rule(_r(r"^my (?P<x>(?:wife|husband|partner|daughter|son|kids?|children|mother|mom|father|dad|sister|brother|manager|boss|dog|cat)\b.+)"), "The user's {x}", "fact", "medium", None, "family"),
+    Rule(_r(r"^(?:please )?(?P<v>always|never) (?P<x>[^,;]+)"), "The user asks to {v} {x}", "rule", "high", None, "asks"),
+]
+_THIRD_PERSON = {"have to": "has to", "need to": "needs to", "am going to": "is going to", "'m going to": "is going to",
+                 "plan to": "plans to", "go": "goes", "do": "does", "run": "runs", "swim": "swims", "play": "plays",
+                 "train": "trains", "cook": "cooks", "read": "reads", "work out": "works out", "walk": "walks",
+                 "visit": "visits", "call": "calls", "check": "checks"}
+
+_ZH_REMEMBER = _r(r"^(?:请|帮我)?(?:记住|记下|记一下|记得)(?:了|吧)?[：:，,\s]*(?P<x>.*)$")
+_ZH_FORGET = _r(r"^(?:请|帮我)?(?:忘掉|忘记|别再记着|不要再记着)(?:关于)?(?P<x>.*?)(?:这件事|的事|吧|这条|这个记忆)?$")
+_EN_REMEMBER = _r(r"^(?:please )?(?:remember|note|keep in mind)(?: that)?[:,\s]+(?P<x>.*)$|^(?:please )?remember this$")
+_EN_FORGET = _r(r"^(?:please )?forget (?:about )?(?:that )?(?P<x>.*)$|^(?:please )?forget (?:it|that|this)$")
+_DEICTIC = {"", "这个", "这点", "这些", "这件事", "那个", "那件事", "this", "that", "it", "这", "那"}
+
+
+def _third_person_zh(text: str) -> str:
+    text = re.sub(r"我(?!们)", "用户", text)
+    return text.replace("我们", "用户的团队")
+
+
+def _third_person_en(text: str) -> str:
+    subs = [(r"\bI'm\b", "the user is"), (r"\bI am\b", "the user is"), (r"\bI've\b", "the user has"),
+            (r"\bI'll\b", "the user will"), (r"\bI'd\b", "the user would"), (r"\bmy\b", "the user's"),
+            (r"\bmine\b", "the user's"), (r"\bme\b", "the user"), (r"\bI\b", "the user"), (r"\bmyself\b", "the user")]
+    for pat, rep in subs:
+        text = re.sub(pat, rep, text, flags=re.IGNORECASE)
+    return text
+
+
+def third_person(text: str) -> str:
+    """The user's words as a memory about "the user" / 用户, in the language they used."""
+    text = text.strip().rstrip("。.!！?？;；,， ")
+    if has_cjk(text) and language_of(text) == "zh":
+        return _third_person_zh(text)
+    out = _third_person_en(text)
+    return out[:1].upper() + out[1:] + "."
+
+
+def _sentences(text: str) -> list[str]:
+    if language_of(text) == "zh":
+        return [s.strip() for s in _ZH_SENTENCE.findall(text) if s.strip()]
+    return [s.strip() for s in _EN_SENTENCE.findall(text) if s.strip()]
+
+
+def _clauses(sentence: str) -> list[str]:
+    """Clauses of a Chinese sentence, fillers dropped; a clause without a subject after a
+    我-clause inherits it (我叫林晓，在一家公司当工程师 → 我在一家公司当工程师)."""
+    parts = [_ZH_FILLER.sub("", p.strip()) for p in _ZH_CLAUSE.split(sentence)]
+    out: list[str] = []
+    first_person = False
+    for p in parts:
+        if not p:
+            continue
+        if p.startswith("我"):
+            first_person = True
+        elif first_person and p[0] in "在养不很比最喜讨对每住做是有要想":
+            p = "我" + p
+        out.append(p)
+    return out
+
+
+def _tidy(x: str) -> str:
+    return x.strip().rstrip("。.!！?？;；,，:： ")
+
+
+class HeuristicExtractor:
+    """Operations from patterns alone (no LLM): same shape as the LLM's, source="heuristic"."""
+
+    def __init__(self, config: Config) -> None:
+        self.config = config
+
+    def extract(self, turns: Sequence[Turn], *, now: datetime) -> Extraction:
+        result = Extraction(language=language_of(" ".join(t.content for t in turns if t.role == "user")))
+        for turn in turns:
+            if turn.role != "user":
+                continue
+            for sentence in _sentences(turn.content):
+                if _is_command(sentence):
+                    continue  # commands() handles these, in both modes
+                if language_of(sentence) == "zh":
+                    result.operations.extend(self._zh_clauses(sentence, now))
+                    continue
+                for clause in _EN_CLAUSE.split(sentence):
+                    op = self.statement(clause, now=now)
+                    if op is not None:
+                        result.operations.append(op)
+        return result
+
+    def statement(self, sentence: str, *, now: datetime) -> Operation | None:
+        """The first rule an English sentence (or one Chinese clause) matches, as an ADD."""
+        if language_of(sentence) == "zh":
+            return None
+        s = _EN_FILLER.sub("", sentence.strip())
+        for rule in _EN_RULES:
+            m = rule.pattern.search(s)
+            if m:
+                groups = {k: _tidy(v or "") for k, v in m.groupdict().items()}
+                if "v" in groups:
+                    groups["v"] = _THIRD_PERSON.get(groups["v"].lower(), groups["v"].lower())
+                groups["x"] = _third_person_en(groups.get("x", ""))
+                content = " ".join(rule.template.format(**groups).split())
+                return self._add(content + ".", rule, now)
+        return None
+
+    def _zh_clauses(self, sentence: str, now: datetime) -> list[Operation]:
+        clauses = _clauses(sentence)
+        ops: list[Operation] = []
+        i = 0
+        while i < len(clauses):
+            clause = clauses[i]
+            for rule in _ZH_RULES:
+                m = rule.pattern.search(clause)
+                if not m:
+                    continue
+                groups = {k: _tidy(v or "") for k, v in m.groupdict().items()}
+                if rule.rest and i + 1 < len(clauses):
+                    groups["x"] = "，".join([groups["x"], *clauses[i + 1:]])
+                    i = len(clauses)
+                groups["x"] = _third_person_zh(groups["x"])
+                ops.append(self._add(rule.template.format(**groups), rule, now))
+                break
+            i += 1
+        return ops
+
+    def _add(self, content: str, rule: Rule, now: datetime) -> Operation:
+        pol = self.config.policy
+        return Operation(
+            "ADD", content=content, category=category_for(rule.category, pol) or pol.default_category,
+            score=initial_score(rule.importance, pol), expires_at=expires_at(rule.duration, now, pol),
+            subject="用户" if has_cjk(content) else "user", predicate=rule.predicate,
+            confidence=self.config.extraction.heuristic_confidence, source="heuristic",
+        )
+
+
+def _is_command(sentence: str) -> bool:
+    s = _ZH_FILLER.sub("", _EN_FILLER.sub("", sentence.strip()))
+    return any(p.match(s) for p in (_ZH_REMEMBER, _ZH_FORGET, _EN_REMEMBER, _EN_FORGET))
+
+
+def is_command(text: str) -> bool:
+    """Whether a user message says "remember …" or "forget …" (记住…/忘掉…) anywhere."""
+    return any(_is_command(s) for s in _sentences(text))
+
+
+def commands(turns: Sequence[Turn], config: Config, *, now: datetime, after_seq: int = 0) -> list[Operation]:
+    """The user's explicit "remember …" / "forget …" (seed 001 §6 phase 1.5), in zh and en,
+    in the turns after `after_seq` (those before were handled already; they give context).
+
+    "记住这个" / "remember this" with nothing after it means the previous message."""
+    ops: list[Operation] = []
+    previous = ""
+    heur = HeuristicExtractor(config)
+    for turn in turns:
+        if turn.seq <= after_seq:
+            previous = turn.content
+            continue
+        if turn.role != "user":
+            previous = turn.content if turn.role == "assistant" else previous
+            continue
+        for sentence in _sentences(turn.content):
+            s = _ZH_FILLER.sub("", _EN_FILLER.sub("", sentence.strip()))
+            if (m := _ZH_REMEMBER.match(s) or _EN_REMEMBER.match(s)) is not None:
+                what = _tidy(m.group("x") or "")
+                if what.lower() in _DEICTIC:
+                    what = _tidy(previous)
+                if not what:
+                    continue
+                guess = heur.statement(what, now=now) or next(iter(heur._zh_clauses(what, now)), None)
+                pol = config.policy
+                ops.append(Operation(
+                    "ADD", content=third_person(what),
+                    category=guess.category if guess else pol.default_category,
+                    score=initial_score("high", pol), expires_at=guess.expires_at if guess else None,
+                    subject=guess.subject if guess else None, predicate=guess.predicate if guess else None,
+                    confidence=1.0, source="user", pinned=True, verified=True, reason="the user asked to remember it",
+                ))
+            elif (m := _ZH_FORGET.match(s) or _EN_FORGET.match(s)) is not None:
+                what = _tidy(m.group("x") or "")
+                if what.lower() in _DEICTIC:
+                    what = _tidy(previous)
+                if what:
+                    ops.append(Operation("FORGET", query=what, source="user",
+                                         reason=f"the user asked to forget: {sentence.strip()}"))
+        previous = turn.content
+    return ops
+
+
+__all__ = ["HeuristicExtractor", "commands", "is_command", "third_person"]

@@ -1,0 +1,414 @@
+"""The extraction queue and the merge: jobs of turn ranges → operations → memories + events.
+
+A job is a (scope, session, turn range), queued once (seed 001 idempotency). Running it:
+take the scope's writer lock (seed 001 §6 phase 1.5: one writer per scope, across threads
+and processes), claim the job, read the turns (committed long before, so an LLM outage loses
+nothing), extract operations (LLM or heuristic, plus the user's own remember/forget), then
+apply them — initial scores, dedup by embedding, reinforcement, contradiction, update,
+delete, each change one audited event — in ONE transaction together with the job's `done`.
+A failure leaves the job queued with back-off 10 m → 30 m → 2 h → 6 h → 12 h; after
+`max_attempts` an `archive_backlog` event and the longer backlog back-off (seed 000).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any, Literal
+
+import numpy as np
+
+from memlane.config import Config
+from memlane.embeddings import Embedder
+from memlane.errors import MemlaneError
+from memlane.events import Event, EventBus
+from memlane.extraction import Extraction, LLMExtractor, Operation, Rejected
+from memlane.heuristic import HeuristicExtractor, commands
+from memlane.indexing import embed_cached, vector_key
+from memlane.llm import LLM
+from memlane.models import ExtractionJob, Hit, MemoryRecord, Scope, Turn, new_id
+from memlane.policy import dedup_threshold, penalised, reinforced
+from memlane.store import Store
+from memlane.text import CJK_RUN, keywords
+
+log = logging.getLogger(__name__)
+
+Retrieve = Callable[[Scope, str, int], list[Hit]]
+JobStatus = Literal["done", "retrying", "locked", "skipped", "empty"]
+
+
+@dataclass
+class JobReport:
+    """What one extraction did; `stats` is seed 001 §5.3's {"new", "updated"}."""
+
+    session_id: str
+    first_seq: int
+    last_seq: int
+    job_id: int | None = None
+    status: JobStatus = "done"
+    extractor: str = "heuristic"
+    added: list[MemoryRecord] = field(default_factory=list)
+    reinforced: list[MemoryRecord] = field(default_factory=list)
+    updated: list[MemoryRecord] = field(default_factory=list)
+    contradicted: list[MemoryRecord] = field(default_factory=list)
+    deleted: list[MemoryRecord] = field(default_factory=list)
+    skipped: int = 0
+    rejected: list[Rejected] = field(default_factory=list)
+    unmatched_forgets: list[str] = field(default_factory=list)
+    llm_calls: int = 0
+    attempts: int = 0
+    error: str | None = None
+    next_at: datetime | None = None
+
+    @property
+    def stats(self) -> dict[str, int]:
+        return {"new": len(self.added),
+                "updated": len(self.reinforced) + len(self.updated) + len(self.contradicted),
+                "deleted": len(self.deleted)}
+
+
+class ScopeLock:
+    """A lease row in `meta`, taken inside `BEGIN IMMEDIATE`: one writer per scope across
+    threads and processes; a crashed holder's lease simply runs out."""
+
+    def __init__(self, store: Store, lease_seconds: float) -> None:
+        self.store = store
+        self.lease = lease_seconds
+
+    @staticmethod
+    def key(scope: Scope) -> str:
+        return f"extract-lock:{scope.user_id}\x1f{scope.agent_id}"
+
+    def acquire(self, scope: Scope, owner: str) -> bool:
+        now = time.time()  # wall time, not the memory's clock: leases are shared between processes
+        with self.store.transaction():
+            held = self.store.meta(self.key(scope)) or ""
+            holder, _, until = held.rpartition("|")
+            if holder and holder != owner and float(until or 0) > now:
+                return False
+            self.store.set_meta(self.key(scope), f"{owner}|{now + self.lease}")
+        return True
+
+    def release(self, scope: Scope, owner: str) -> None:
+        with self.store.transaction():
+            if (self.store.meta(self.key(scope)) or "").startswith(owner + "|"):
+                self.store.set_meta(self.key(scope), "")
+
+
+class JobRunner:
+    """Queues, runs and drains extraction jobs against one store."""
+
+    def __init__(self, store: Store, embedder: Embedder, config: Config, events: EventBus,
+                 retrieve: Retrieve) -> None:
+        self.store = store
+        self.embedder = embedder
+        self.config = config
+        self.events = events
+        self.retrieve = retrieve
+        self.lock = ScopeLock(store, config.extraction.lock_lease_seconds)
+        self._token = uuid.uuid4().hex[:8]
+
+    def _owner(self) -> str:
+        return f"{os.getpid()}:{threading.get_ident()}:{self._token}"
+
+    # ---- queue ------------------------------------------------------------------------
+
+    def enqueue(self, scope: Scope, session_id: str, at: datetime, through_seq: int | None = None) -> ExtractionJob | None:
+        """Queue the session's turns not yet queued (up to `through_seq`); None when there are none."""
+        with self.store.transaction():
+            session = self.store.get_session(scope, session_id)
+            if session is None:
+                return None
+            first = int(session.metadata.get("extracted_through", 0)) + 1
+            last = self.store.next_seq(scope, session_id) - 1
+            if through_seq is not None:
+                last = min(last, through_seq)
+            if last < first:
+                return None
+            self.store.enqueue_job(scope, session_id, first, last, at)
+            session.metadata["extracted_through"] = last
+            session.metadata["user_messages_since_extract"] = 0
+            self.store.put_session(session)
+        return self._job(scope, session_id, first, last)
+
+    def _job(self, scope: Scope, session_id: str, first: int, last: int) -> ExtractionJob | None:
+        for job in self.store.jobs(scope=scope, status=("queued", "running", "done"), limit=100_000):
+            if (job.session_id, job.first_seq, job.last_seq) == (session_id, first, last):
+                return job
+        return None
+
+    def due(self, now: datetime, limit: int = 100) -> list[ExtractionJob]:
+        """Queued jobs that are due, and running ones whose claim ran out (a crashed worker)."""
+        return self.store.jobs(due_before=now, status=("queued", "running"), limit=limit)
+
+    def drain(self, now: datetime, llm: LLM | None, limit: int = 100) -> list[JobReport]:
+        return [self.run(job, now, llm) for job in self.due(now, limit)]
+
+    # ---- one job ----------------------------------------------------------------------
+
+    def run(self, job: ExtractionJob, now: datetime, llm: LLM | None) -> JobReport:
+        scope = Scope(user_id=job.user_id, agent_id=job.agent_id)
+        report = JobReport(job.session_id, job.first_seq, job.last_seq, job_id=job.id, attempts=job.attempts,
+                           extractor="llm" if llm is not None else "heuristic")
+        owner = self._owner()
+        if not self.lock.acquire(scope, owner):
+            report.status = "locked"  # another writer has this scope; the job stays queued for it
+            return report
+        try:
+            if not self._claim(job, now):
+                report.status = "skipped"
+                return report
+            try:
+                self._extract_and_merge(job, scope, now, llm, report)
+            except MemlaneError as exc:
+                self._failed(job, scope, now, exc, report)
+            return report
+        finally:
+            self.lock.release(scope, owner)
+
+    def _claim(self, job: ExtractionJob, now: datetime) -> bool:
+        lease = now + timedelta(seconds=self.config.extraction.lock_lease_seconds)
+        with self.store.transaction():
+            scope = Scope(user_id=job.user_id, agent_id=job.agent_id)
+            current = next((j for j in self.store.jobs(scope=scope, status=("queued", "running"), limit=100_000)
+                            if j.id == job.id), None)
+            if current is None:
+                return False
+            if current.status == "queued" and not self.store.claim_job(job.id):
+                return False
+            if current.status == "running" and current.next_at > now:
+                return False  # claimed by a live worker
+            self.store.update_job(job.id, status="running", attempts=current.attempts, next_at=lease,
+                                  last_error=current.last_error)
+            job.attempts = current.attempts
+        return True
+
+    def _failed(self, job: ExtractionJob, scope: Scope, now: datetime, exc: MemlaneError, report: JobReport) -> None:
+        cfg = self.config.extraction
+        attempts = job.attempts + 1
+        if attempts >= cfg.max_attempts:
+            delay = cfg.backlog_backoff_seconds
+        else:
+            delay = cfg.backoff_seconds[min(attempts, len(cfg.backoff_seconds)) - 1]
+        next_at = now + timedelta(seconds=delay)
+        with self.store.transaction():
+            self.store.update_job(job.id, status="queued", attempts=attempts, next_at=next_at, last_error=str(exc)[:2000])
+        log.warning("extraction job %s (%s #%d-%d) failed, attempt %d, retry at %s: %s",
+                    job.id, job.session_id, job.first_seq, job.last_seq, attempts, next_at.isoformat(), exc)
+        report.status, report.error, report.attempts, report.next_at = "retrying", str(exc), attempts, next_at
+        if attempts >= cfg.max_attempts:  # seed 000: record the backlog, back off longer
+            event = Event.archive_backlog(scope, f"extraction_job:{job.id}", attempts, job.first_seq,
+                                          job.last_seq, now)
+            event.payload.update({"job_id": job.id, "session_id": job.session_id, "error": str(exc)[:500],
+                                  "next_at": next_at.isoformat()})
+            self.events.emit(event)
+
+    # ---- extract + merge --------------------------------------------------------------
+
+    def _extract_and_merge(self, job: ExtractionJob, scope: Scope, now: datetime, llm: LLM | None,
+                           report: JobReport) -> None:
+        everything = self.store.get_turns(scope, session_id=job.session_id)
+        turns = [t for t in everything if job.first_seq <= t.seq <= job.last_seq]
+        context = [t for t in everything if job.first_seq - 2 <= t.seq <= job.last_seq]
+        session = self.store.get_session(scope, job.session_id)
+        done = int(session.metadata.get("commands_through", 0)) if session else 0
+        ops = commands(context, self.config, now=now, after_seq=max(done, job.first_seq - 1))
+        extraction = self._extract(turns, scope, now, llm)
+        report.llm_calls, report.rejected = extraction.llm_calls, list(extraction.rejected)
+        ops += extraction.operations
+        ops = self._resolve_forgets(ops, scope, report)
+        vectors = self._vectors([op.content for op in ops if op.op in ("ADD", "UPDATE") and op.content])
+        with self.store.transaction():
+            for op in ops:
+                self._apply(op, scope, job, now, vectors, report)
+            session = self.store.get_session(scope, job.session_id)
+            if session is not None:
+                session.extraction_count += 1
+                session.metadata["commands_through"] = max(done, job.last_seq)
+                self.store.put_session(session)
+            self.store.update_job(job.id, status="done", attempts=job.attempts + 1, next_at=now, last_error=None)
+        report.status = "done" if turns else "empty"
+        self._announce(scope, report, now)
+
+    def apply_commands(self, scope: Scope, session_id: str, now: datetime) -> JobReport | None:
+        """Apply the user's "remember …" / "forget …" from turns not handled yet, at once and
+        without an LLM, so they never wait for (or fail with) the LLM. None when there are none."""
+        owner = self._owner()
+        if not self.lock.acquire(scope, owner):
+            return None  # the running job's writer, or the next one, picks them up
+        try:
+            session = self.store.get_session(scope, session_id)
+            if session is None:
+                return None
+            done = int(session.metadata.get("commands_through", 0))
+            turns = [t for t in self.store.get_turns(scope, session_id=session_id) if t.seq > done - 2]
+            ops = commands(turns, self.config, now=now, after_seq=done)
+            if not turns or not ops:
+                return None
+            last = turns[-1].seq
+            job = ExtractionJob(id=0, user_id=scope.user_id, agent_id=scope.agent_id, session_id=session_id,
+                                first_seq=done + 1, last_seq=last, next_at=now, created_at=now)
+            report = JobReport(session_id, done + 1, last, extractor="commands")
+            ops = self._resolve_forgets(ops, scope, report)
+            vectors = self._vectors([op.content for op in ops if op.op == "ADD" and op.content])
+            with self.store.transaction():
+                for op in ops:
+                    self._apply(op, scope, job, now, vectors, report)
+                session = self.store.get_session(scope, session_id)
+                if session is not None:
+                    session.metadata["commands_through"] = max(last, int(session.metadata.get("commands_through", 0)))
+                    self.store.put_session(session)
+            self._announce(scope, report, now)
+            return report
+        finally:
+            self.lock.release(scope, owner)
+
+    def _announce(self, scope: Scope, report: JobReport, now: datetime) -> None:
+        for mem in report.added:  # seed 004 §11.2
+            if mem.score >= self.config.events.important_score:
+                self.events.emit(Event.memory_important(scope, mem.id, mem.content, mem.category, mem.score, now))
+        for mem in report.deleted:
+            self.events.emit(Event.memory_deleted(scope, mem.id, mem.content, mem.category, "extract",
+                                                  "deleted by extraction", now))
+
+    def _extract(self, turns: Sequence[Turn], scope: Scope, now: datetime, llm: LLM | None) -> Extraction:
+        if not turns:
+            return Extraction()
+        if llm is None:
+            return HeuristicExtractor(self.config).extract(turns, now=now)
+        existing = self.store.list_memories(scope, status="active", limit=self.config.extraction.existing_top_n)
+        return LLMExtractor(llm, self.config).extract(
+            turns, existing, self._related(turns, scope),
+            lookup=lambda mid: self.store.get_memory(scope, mid), now=now,
+        )
+
+    def _related(self, turns: Sequence[Turn], scope: Scope) -> list[MemoryRecord]:
+        """Seed 003: the memories retrieval returns for the user's turns (ids included)."""
+        k = self.config.extraction.related_per_turn
+        out: dict[str, MemoryRecord] = {}
+        if k == 0:
+            return []
+        # turns with no words to search for ("…", emoji) are skipped: nothing to retrieve
+        for t in [t for t in turns if t.role == "user" and keywords(t.content)][-10:]:
+            for hit in self.retrieve(scope, t.content[:500], k):
+                if hit.memory is not None:
+                    out.setdefault(hit.memory.id, hit.memory)
+        return list(out.values())
+
+    def _resolve_forgets(self, ops: list[Operation], scope: Scope, report: JobReport) -> list[Operation]:
+        """FORGET query → DELETE of each memory that holds every keyword of the query."""
+        out: list[Operation] = []
+        for op in ops:
+            if op.op != "FORGET":
+                out.append(op)
+                continue
+            words = keywords(op.query or "")
+            hits = self.retrieve(scope, op.query or "", 10) if words else []
+            matched = [h.memory for h in hits
+                       if h.memory is not None and all(_holds(h.memory.content, w) for w in words)]
+            if not matched:
+                report.unmatched_forgets.append(op.query or "")
+            out += [Operation("DELETE", id=m.id, reason=op.reason, source="user") for m in matched]
+        return out
+
+    def _vectors(self, texts: list[str]) -> dict[str, np.ndarray]:
+        if not texts:
+            return {}
+        keys = [vector_key(t, self.config.embedding.max_chars) for t in texts]
+        vecs = embed_cached(self.store, self.embedder, keys, self.config.embedding.batch_size)
+        return dict(zip(texts, vecs, strict=True))
+
+    def _apply(self, op: Operation, scope: Scope, job: ExtractionJob, now: datetime,
+               vectors: dict[str, np.ndarray], report: JobReport) -> None:
+        actor = f"extract:{op.source}"
+        pol = self.config.policy
+        if op.op == "SKIP":
+            report.skipped += 1
+            return
+        if op.op == "ADD":
+            self._add(op, scope, job, now, vectors[op.content or ""], report)
+            return
+        mem = self.store.get_memory(scope, op.id or "")
+        if mem is None:  # an earlier operation of this job removed it
+            report.rejected.append(Rejected(-1, {"op": op.op, "id": op.id}, "memory already deleted in this job"))
+            return
+        if op.op == "BOOST":
+            after = reinforced(mem, pol, now, amount=pol.boost_amount)
+            self._write(scope, mem, after, "BOOST", actor, op.reason or "used in the conversation", now)
+            report.reinforced.append(after)
+        elif op.op == "UPDATE":
+            after = mem.model_copy(update={"content": op.content, "category": op.category or mem.category,
+                                           "updated_at": now, "last_activated": now})
+            rowid = self.store.update_memory(after, content_changed=True)
+            self.store.put_vectors("memories", scope, [rowid], vectors[op.content or ""][None, :])
+            self.store.add_event(scope, mem.id, "UPDATE", _snap(mem), _snap(after), actor, op.reason, now)
+            report.updated.append(after)
+        elif op.op == "DELETE":
+            self.store.delete_memory(scope, mem.id)
+            self.store.add_event(scope, mem.id, "DELETE", _snap(mem), None, actor, op.reason, now)
+            report.deleted.append(mem)
+
+    def _add(self, op: Operation, scope: Scope, job: ExtractionJob, now: datetime, vec: np.ndarray,
+             report: JobReport) -> None:
+        pol = self.config.policy
+        actor = f"extract:{op.source}"
+        score = op.score if op.score is not None else pol.importance_medium
+        threshold = dedup_threshold(pol, self.embedder.model_id)
+        near = self.store.knn("memories", scope, vec, 5)
+        found = self.store.memories_by_rowid(scope, [r for r, _ in near])
+        for rowid, dist in near:
+            twin = found.get(rowid)
+            if twin is None or twin.status != "active" or 1.0 - dist <= threshold:
+                continue
+            # seed 004 §6: a duplicate reinforces the memory, keeping the higher importance
+            after = reinforced(twin, pol, now, floor=score)
+            if op.pinned:
+                after = after.model_copy(update={"pinned": True, "verified": True})
+            self._write(scope, twin, after, "BOOST", actor,
+                        f"re-extracted (similarity {1.0 - dist:.3f}): {op.content}", now)
+            report.reinforced.append(after)
+            return
+        mem = MemoryRecord(
+            id=new_id(), user_id=scope.user_id, agent_id=scope.agent_id, content=op.content or "",
+            category=op.category or pol.default_category, score=score, confidence=op.confidence,
+            subject=op.subject, predicate=op.predicate, created_at=now, updated_at=now, last_activated=now,
+            expires_at=op.expires_at, source=op.source, verified=op.verified or op.source == "user",
+            source_session=job.session_id, pinned=op.pinned,
+            metadata={"turns": [job.first_seq, job.last_seq]},
+        )
+        rowid = self.store.insert_memory(mem)
+        self.store.put_vectors("memories", scope, [rowid], vec[None, :])
+        self.store.add_event(scope, mem.id, "ADD", None, _snap(mem), actor, op.reason, now)
+        report.added.append(mem)
+        for cid in op.contradicts:
+            old = self.store.get_memory(scope, cid)
+            if old is not None:
+                after = penalised(old, pol, now)
+                self._write(scope, old, after, "UPDATE", actor, f"contradicted by {mem.id}: {mem.content}", now)
+                report.contradicted.append(after)
+
+    def _write(self, scope: Scope, before: MemoryRecord, after: MemoryRecord, kind: str, actor: str,
+               reason: str, now: datetime) -> None:
+        self.store.update_memory(after, content_changed=False)
+        self.store.add_event(scope, before.id, kind, _snap(before), _snap(after), actor, reason, now)
+
+
+def _holds(content: str, word: str) -> bool:
+    """A query word is in a memory: every character of a CJK word (养猫 ~ 养了一只橘猫), or a
+    Latin word's stem-ish prefix (prefer ~ prefers)."""
+    if CJK_RUN.fullmatch(word):
+        return all(ch in content for ch in word)
+    return word.lower()[: max(4, len(word) - 2)] in content.lower()
+
+
+def _snap(mem: MemoryRecord) -> dict[str, Any]:
+    return mem.model_dump(mode="json", exclude={"user_id", "agent_id"})
+
+
+__all__ = ["JobReport", "JobRunner", "ScopeLock"]

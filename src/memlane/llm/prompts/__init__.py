@@ -1,0 +1,74 @@
+"""Prompts as code: one module per task, each a function returning a `Prompt` — the chat
+messages plus the pydantic model of the expected answer (its JSON schema goes to the server).
+
+Every prompt has a Chinese and an English version; the caller picks by the language the user
+spoke (`memlane.text.language_of`), so memories are written in that language.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+from pydantic import BaseModel
+from pydantic import ValidationError as PydanticValidationError
+
+from memlane.errors import ExtractionError
+from memlane.llm import ChatMessage
+
+A = TypeVar("A", bound=BaseModel)
+
+_THINK = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
+_FENCE = re.compile(r"```(?:json|JSON)?\s*\n?(.*?)```", re.DOTALL)
+_TRAILING_COMMA = re.compile(r",\s*([}\]])")
+
+
+@dataclass(frozen=True)
+class Prompt(Generic[A]):
+    """Messages for the LLM and the shape its answer must have."""
+
+    messages: list[ChatMessage]
+    answer: type[A]
+    language: str
+
+    @property
+    def json_schema(self) -> dict[str, Any]:
+        return self.answer.model_json_schema()
+
+    def parse(self, text: str) -> A:
+        """The reply as the answer model; `ExtractionError` (with `.raw`) when it is not one."""
+        data = loads_tolerant(text)
+        try:
+            return self.answer.model_validate(data)
+        except PydanticValidationError as exc:
+            raise ExtractionError(f"LLM answer does not match {self.answer.__name__}: {exc.errors()[0]['msg']}",
+                                  raw=text) from exc
+
+
+def loads_tolerant(text: str) -> Any:
+    """JSON out of an LLM reply: drops <think> blocks and ``` fences, finds the first JSON
+    value in surrounding prose, forgives trailing commas. `ExtractionError` when there is none."""
+    if not isinstance(text, str) or not text.strip():
+        raise ExtractionError("LLM answer is empty; expected JSON", raw=str(text))
+    body = _THINK.sub("", text).strip()
+    fenced = _FENCE.findall(body)
+    candidates = [*fenced, body] if fenced else [body]
+    decoder = json.JSONDecoder()
+    for cand in candidates:
+        for variant in (cand, _TRAILING_COMMA.sub(r"\1", cand)):
+            for start in (i for i, ch in enumerate(variant) if ch in "{["):
+                try:
+                    value, _ = decoder.raw_decode(variant, start)
+                except json.JSONDecodeError:
+                    continue
+                return value
+    raise ExtractionError(f"LLM answer is not JSON: {' '.join(body.split())[:200]!r}", raw=text)
+
+
+def numbered(lines: list[str]) -> str:
+    return "\n".join(lines) if lines else "(none)"
+
+
+__all__ = ["Prompt", "loads_tolerant", "numbered"]

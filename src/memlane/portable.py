@@ -1,0 +1,208 @@
+"""Moving a scope's memory between homes: `Memory.export` / `Memory.import_`.
+
+JSONL is lossless: a header line, then one record a line —
+
+    {"memlane_export": 1, "user_id": "lin", "agent_id": "", "exported_at": "...", "counts": {...}}
+    {"type": "session", "record": {...}}
+    {"type": "turn", "record": {...}}        # with archive state, metadata, tool calls
+    {"type": "memory", "record": {...}}      # every field, scores and timestamps as they were
+    {"type": "episode", "record": {...}}
+    {"type": "event", "record": {...}}       # the audit trail, deleted memories' too
+    {"type": "scratchpad", "record": {...}}
+
+Import is all or nothing, into any scope (`user_id=` moves the data to another user), and
+idempotent: a record already in the target scope is skipped, so importing twice adds nothing.
+Vectors are not exported; they are rebuilt by the target's embedder. Queued extraction jobs
+are not exported either: export after the queue has drained.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import BaseModel
+from pydantic import ValidationError as PydanticValidationError
+
+from memlane.errors import ValidationError
+from memlane.markdown import render_memory_md
+from memlane.models import (
+    Episode,
+    MemoryEvent,
+    MemoryRecord,
+    Scope,
+    Scratchpad,
+    Session,
+    Turn,
+    new_id,
+)
+
+if TYPE_CHECKING:
+    from memlane.api import Memory
+
+FORMAT_VERSION = 1
+ExportFormat = Literal["jsonl", "md"]
+_MODELS: dict[str, type[BaseModel]] = {
+    "session": Session, "turn": Turn, "memory": MemoryRecord, "episode": Episode,
+    "event": MemoryEvent, "scratchpad": Scratchpad,
+}
+_ALL = 1_000_000_000  # list_* limits: an export takes everything
+
+
+def export_scope(mem: Memory, scope: Scope, fmt: str = "jsonl") -> str:
+    """The scope as JSONL (lossless) or as MEMORY.md text (memories only, for people)."""
+    if fmt == "md":
+        return render_memory_md(mem.store.list_memories(scope), now=mem.clock(),
+                                archive_below=mem.config.policy.archive_below)
+    if fmt != "jsonl":
+        raise ValidationError("format", f"must be jsonl or md, got {fmt!r}")
+    store = mem.store
+    groups: list[tuple[str, list[Any]]] = [
+        ("session", sorted(store.list_sessions(scope, limit=_ALL), key=lambda s: (s.started_at, s.id))),
+        ("turn", store.get_turns(scope)),
+        ("memory", store.list_memories(scope)),
+        ("episode", sorted(store.list_episodes(scope, limit=_ALL), key=lambda e: (e.ended_at, e.id))),
+        ("event", store.events(scope, limit=_ALL)),
+    ]
+    pad = store.get_scratchpad(scope)
+    if pad is not None:
+        groups.append(("scratchpad", [pad]))
+    header = {"memlane_export": FORMAT_VERSION, "user_id": scope.user_id, "agent_id": scope.agent_id,
+              "exported_at": mem.clock().isoformat(), "counts": {kind: len(rows) for kind, rows in groups}}
+    lines = [json.dumps(header, ensure_ascii=False)]
+    for kind, rows in groups:
+        lines += [json.dumps({"type": kind, "record": r.model_dump(mode="json")}, ensure_ascii=False) for r in rows]
+    return "\n".join(lines) + "\n"
+
+
+def is_export(path: Path) -> bool:
+    """True when the file starts with a memlane export header line."""
+    try:
+        with path.open(encoding="utf-8-sig") as fh:
+            first = fh.readline(4096)
+    except (OSError, UnicodeDecodeError):
+        return False
+    try:
+        head = json.loads(first)
+    except json.JSONDecodeError:
+        return False
+    return isinstance(head, dict) and "memlane_export" in head
+
+
+@dataclass
+class ImportReport:
+    file: str
+    user_id: str
+    agent_id: str
+    added: dict[str, int] = field(default_factory=dict)
+    skipped: dict[str, int] = field(default_factory=dict)
+
+
+def _read(path: Path, max_bytes: int) -> tuple[dict[str, Any], list[tuple[int, str, Any]]]:
+    if not path.is_file():
+        raise ValidationError("file", f"{path} does not exist or is not a file")
+    if path.stat().st_size > max_bytes:
+        raise ValidationError("file", f"{path} is larger than {max_bytes} bytes (store.max_import_bytes)")
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise ValidationError("file", f"{path} is not UTF-8 text (byte {exc.start})") from None
+    header: dict[str, Any] | None = None
+    records: list[tuple[int, str, Any]] = []
+    for n, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise ValidationError("file", f"{path} line {n}: not valid JSON ({exc.msg})") from None
+        if header is None:
+            if not isinstance(obj, dict) or obj.get("memlane_export") != FORMAT_VERSION:
+                raise ValidationError("file", f"{path} line {n}: not a memlane export "
+                                      f'(the first line must be {{"memlane_export": {FORMAT_VERSION}, ...}})')
+            header = obj
+            continue
+        kind = obj.get("type") if isinstance(obj, dict) else None
+        if kind not in _MODELS:
+            raise ValidationError("file", f"{path} line {n}: unknown record type {kind!r}; one of {', '.join(_MODELS)}")
+        try:
+            records.append((n, kind, _MODELS[kind].model_validate(obj.get("record"))))
+        except PydanticValidationError as exc:
+            e = exc.errors()[0]
+            where = ".".join(str(p) for p in e["loc"])
+            raise ValidationError("file", f"{path} line {n}: {kind}.{where}: {e['msg']}") from None
+    if header is None:
+        raise ValidationError("file", f"{path} is empty")
+    return header, records
+
+
+def import_scope(mem: Memory, path: Path, *, user_id: str | None = None, agent_id: str | None = None) -> ImportReport:
+    """Import a memlane JSONL export into `user_id` (default: the exported scope)."""
+    path = Path(path)
+    header, records = _read(path, mem.config.store.max_import_bytes)
+    scope = Scope.of(user_id or header.get("user_id"), agent_id if agent_id is not None else header.get("agent_id"))
+    report = ImportReport(str(path), scope.user_id, scope.agent_id)
+    store = mem.store
+    own = {"user_id": scope.user_id, "agent_id": scope.agent_id}
+    ids: dict[str, str] = {}  # exported memory id → id in this store
+    imported_memories: set[str] = set()
+    exported_memories = {r.id for _, k, r in records if k == "memory"}
+    touched: dict[str, list[int]] = {}
+    # the same record under another id (a copy re-imported where its ids were taken) is
+    # recognised by what it says and when
+    have_mems = {(m.content, m.created_at) for m in store.list_memories(scope)}
+    have_eps = {(e.session_id, e.started_at, e.summary) for e in store.list_episodes(scope, limit=_ALL)}
+    # a deleted memory's trail goes only into a scope that has never heard of that memory
+    orphans = {r.memory_id for _, k, r in records if k == "event" and r.memory_id not in exported_memories}
+    orphans = {m for m in orphans if not store.events(scope, m, limit=1)}
+
+    def count(kind: str, added: bool) -> None:
+        bucket = report.added if added else report.skipped
+        bucket[kind] = bucket.get(kind, 0) + 1
+
+    def taken(table: str, rec_id: str) -> bool:
+        return store.raw_count(table, "id = ?", [rec_id]) > 0
+
+    with store.transaction():
+        for _, kind, rec in records:
+            if kind == "session":
+                fresh = store.get_session(scope, rec.id) is None
+                if fresh:
+                    store.put_session(rec.model_copy(update=own))
+                count(kind, fresh)
+            elif kind == "turn":
+                same = store.raw_count("turns", "user_id = ? AND agent_id = ? AND session_id = ? AND seq = ?",
+                                       [scope.user_id, scope.agent_id, rec.session_id, rec.seq]) > 0
+                if not same:
+                    store.insert_turn(rec.model_copy(update={**own, "id": new_id(16) if taken("turns", rec.id) else rec.id}))
+                    touched.setdefault(rec.session_id, []).append(rec.seq)
+                count(kind, not same)
+            elif kind == "memory":
+                fresh = store.get_memory(scope, rec.id) is None and (rec.content, rec.created_at) not in have_mems
+                if fresh:
+                    ids[rec.id] = new_id() if taken("memories", rec.id) else rec.id
+                    store.insert_memory(rec.model_copy(update={**own, "id": ids[rec.id]}))
+                    imported_memories.add(rec.id)
+                count(kind, fresh)
+            elif kind == "episode":
+                fresh = (rec.session_id, rec.started_at, rec.summary) not in have_eps
+                if fresh:
+                    store.insert_episode(rec.model_copy(update={**own, "id": new_id() if taken("episodes", rec.id) else rec.id}))
+                count(kind, fresh)
+            elif kind == "event":
+                fresh = rec.memory_id in imported_memories or rec.memory_id in orphans
+                if fresh:
+                    store.add_event(scope, ids.get(rec.memory_id, rec.memory_id), rec.kind, rec.before, rec.after,
+                                    rec.actor, rec.reason, rec.created_at)
+                count(kind, fresh)
+            elif kind == "scratchpad":
+                fresh = store.get_scratchpad(scope) is None
+                if fresh:
+                    store.put_scratchpad(rec.model_copy(update=own))
+                count(kind, fresh)
+        for session_id, seqs in touched.items():
+            mem._index_neighbours(scope, session_id, min(seqs), max(seqs))
+    mem.flush()  # vectors are a cache: the target's embedder rebuilds them
+    return report
