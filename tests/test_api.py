@@ -144,3 +144,11 @@ def test_async_memory_wraps_the_same_core(memory):
     rec, hits = asyncio.run(run())
     assert hits[0].id == rec.id
     assert memory.get(rec.id, user_id="u1").content == "异步写入的记忆"
+
+
+def test_empty_texts_and_punctuation_queries_do_not_break_search(memory):
+    memory.add("用户喜欢猫", user_id="u1")
+    memory.add_messages("s", [{"role": "assistant", "content": "", "tool_calls": [{"id": "c", "type": "function"}]},
+                              {"role": "user", "content": "猫"}], user_id="u1")
+    assert memory.search("？", user_id="u1") == []
+    assert memory.search("猫", user_id="u1", corpus="turns")[0].content == "猫"

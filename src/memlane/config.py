@@ -83,6 +83,15 @@ class SearchConfig(_Section):
     keywords_max: int = Field(6, ge=1)  # seed 000: top 6 keywords
     activate_on_hit: bool = True  # seed 001/004: a hit updates last_activated / count
     default_limit: int = Field(10, ge=1)
+    # Not from a seed (issue 3, scale): a scope holding at least this many vectors is searched
+    # through an HNSW cache (store/vindex.py) rebuilt from SQLite; below it sqlite-vec scans
+    # the scope exactly (vec0 brute force over 100k x 384-d took 73-150 ms a query here).
+    ann_threshold: int = Field(20_000, ge=1)
+    ann_connectivity: int = Field(16, ge=4)  # HNSW edges per node: recall vs build time
+    ann_expansion_add: int = Field(64, ge=8)  # build beam; 64 kept recall@10 >= 0.99 on 100k
+    ann_expansion_search: int = Field(128, ge=8)  # query beam (at least k is always used)
+    ann_dtype: Literal["f32", "f16"] = "f16"  # f16 built 2x faster here at the same recall
+    ann_threads: int = Field(2, ge=1)  # threads for a cache (re)build
 
 
 class DecayRule(_Section):
@@ -355,7 +364,8 @@ PROFILES: dict[str, dict[str, Any]] = {
             "demote_below": 0.3,
         },
         "context": {"auto_inject_memories": False},
-        "extraction": {"max_per_session": 5, "min_message_chars": 30},
+        # seed 002 §6: extract_from_turn_v2 on user messages, ≤5 per session, ≥30 chars
+        "extraction": {"max_per_session": 5, "min_message_chars": 30, "every_n_user_messages": 1},
         "lifecycle": {"nightly_at": "03:00"},
     },
     "companion": {  # seed 003

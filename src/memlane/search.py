@@ -94,8 +94,8 @@ def candidates(
     cands: dict[int, Candidate] = {}
     for rank, (rowid, score) in enumerate(store.fts(corpus, scope, match, max(pool, cfg.fts_candidates), weights), 1):
         cands[rowid] = Candidate(rowid, bm25=score, bm25_rank=rank)
-    if query_vector is not None:
-        qv = query_vector(query)
+    qv = query_vector(query) if query_vector is not None else None
+    if qv is not None and float(np.linalg.norm(qv)) > 0:  # punctuation-only queries have no vector
         for rowid, dist in store.knn(corpus, scope, qv, max(pool, cfg.vector_candidates)):
             cands.setdefault(rowid, Candidate(rowid)).similarity = 1.0 - dist
         # score the lexical-only candidates densely too: cutting the dense side to its own

@@ -85,3 +85,34 @@ def m001_core(db: Any) -> None:
             PRIMARY KEY(model, hash)) WITHOUT ROWID;
         """
     )
+
+
+@migration
+def m002_vector_log(db: Any) -> None:
+    """Keep in-process ANN caches (store/vindex.py) exact across processes.
+
+    vector_scopes: vectors per (corpus, scope), the last logged change, and how far that
+    scope's log was pruned. vector_log: every vector put / delete of a scope once some
+    process has built an ANN cache for it (`logged`), written in the writer's transaction.
+    """
+    db.execute(
+        """
+        CREATE TABLE vector_scopes(
+            corpus TEXT NOT NULL, user_id TEXT NOT NULL, agent_id TEXT NOT NULL DEFAULT '',
+            n INTEGER NOT NULL DEFAULT 0, logged INTEGER NOT NULL DEFAULT 0,
+            last_seq INTEGER NOT NULL DEFAULT 0, pruned INTEGER NOT NULL DEFAULT 0,
+            PRIMARY KEY(corpus, user_id, agent_id)) WITHOUT ROWID;
+        CREATE TABLE vector_log(
+            seq INTEGER PRIMARY KEY AUTOINCREMENT, corpus TEXT NOT NULL, user_id TEXT NOT NULL,
+            agent_id TEXT NOT NULL DEFAULT '', row INTEGER NOT NULL, op TEXT NOT NULL);
+        CREATE INDEX vector_log_scope ON vector_log(corpus, user_id, agent_id, seq);
+        INSERT OR IGNORE INTO meta(key, value) VALUES ('vector_epoch', lower(hex(randomblob(8))));
+        """
+    )
+    for corpus in ("memories", "turns", "episodes"):
+        if db.execute("SELECT 1 FROM sqlite_master WHERE name = ?", (f"vec_{corpus}",)).fetchall():
+            db.execute(
+                f"INSERT INTO vector_scopes(corpus, user_id, agent_id, n) "
+                f"SELECT ?, user_id, agent_id, COUNT(*) FROM vec_{corpus} GROUP BY user_id, agent_id",
+                (corpus,),
+            )

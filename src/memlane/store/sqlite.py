@@ -33,6 +33,7 @@ from memlane.models import (
     Session,
     Turn,
 )
+from memlane.store import vindex
 from memlane.store.migrations import MIGRATIONS
 from memlane.text import index_text
 
@@ -105,7 +106,9 @@ class SQLiteStore:
 
     name = "sqlite"
 
-    def __init__(self, path: Path | str, *, busy_timeout_ms: int = 30_000) -> None:
+    def __init__(
+        self, path: Path | str, *, busy_timeout_ms: int = 30_000, ann: vindex.AnnSettings | None = None
+    ) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         try:
@@ -122,11 +125,22 @@ class SQLiteStore:
         self._depth = 0
         self._vector_dims: int | None = None
         self._migrate()
+        self._ann = vindex.AnnCache(
+            self._conn,
+            lambda: vindex.read_snapshot(self._conn, self._lock, lambda: self._depth > 0),
+            self.transaction,
+            self.path.parent / "vindex",
+            self.path.stem,
+            ann or vindex.AnnSettings(threshold=20_000, connectivity=16, expansion_add=64,
+                                      expansion_search=128, dtype="f16", threads=2),
+        )
 
     # ---- plumbing -------------------------------------------------------------------
 
     def close(self) -> None:
-        self._conn.close()
+        with self._lock:
+            self._ann.close()
+            self._conn.close()
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
@@ -193,30 +207,42 @@ class SQLiteStore:
                         f"embedding float[{dims}] distance_metric=cosine)"
                     )
                     self._conn.execute(f"UPDATE {corpus} SET embedded = 0")
+                vindex.reset(self._conn)
                 self.set_meta("vector_model", model_id)
                 self.set_meta("vector_dims", str(dims))
         self._vector_dims = dims
 
     def put_vectors(self, corpus: Corpus, scope: Scope, rowids: Sequence[int], vectors: np.ndarray) -> None:
         with self.transaction():
+            added = 0
             for rowid, vec in zip(rowids, vectors, strict=True):
                 self._conn.execute(f"DELETE FROM vec_{corpus} WHERE rowid = ?", (rowid,))
+                added += 1 - self._conn.changes()
                 self._conn.execute(
                     f"INSERT INTO vec_{corpus}(rowid, user_id, agent_id, embedding) VALUES (?, ?, ?, ?)",
                     (rowid, scope.user_id, scope.agent_id, np.asarray(vec, dtype=np.float32).tobytes()),
                 )
                 self._conn.execute(f"UPDATE {corpus} SET embedded = 1 WHERE rowid = ?", (rowid,))
+            vindex.record(self._conn, corpus, scope, rowids, "put", added)
 
     def knn(self, corpus: Corpus, scope: Scope, vector: np.ndarray, k: int) -> list[tuple[int, float]]:
-        """Nearest rows of this scope by cosine distance: [(rowid, distance)]."""
+        """Nearest rows of this scope by cosine distance: [(rowid, distance)].
+
+        A scope holding `ann_threshold` vectors or more is searched through its HNSW cache
+        (store/vindex.py, approximate); smaller ones are scanned exactly by sqlite-vec."""
         if self._vector_dims is None:
             return []
+        with self._lock:
+            hits = self._ann.search(corpus, scope, vector, k)
+        if hits is not None:
+            return hits
         rows = self._q(
             f"SELECT rowid, distance FROM vec_{corpus} WHERE embedding MATCH ? AND k = ? "
             "AND user_id = ? AND agent_id = ? ORDER BY distance",
             (np.asarray(vector, dtype=np.float32).tobytes(), k, scope.user_id, scope.agent_id),
         )
-        return [(int(r[0]), float(r[1])) for r in rows]
+        # a zero vector (text with no features) has no cosine distance: it is no neighbour
+        return [(int(r[0]), float(r[1])) for r in rows if r[1] is not None]
 
     def vectors(self, corpus: Corpus, scope: Scope, rowids: Sequence[int]) -> dict[int, np.ndarray]:
         if self._vector_dims is None or not rowids:
@@ -290,7 +316,10 @@ class SQLiteStore:
     def _unindex(self, corpus: Corpus, rowid: int) -> None:
         self._conn.execute(f"DELETE FROM {_FTS[corpus]} WHERE rowid = ?", (rowid,))
         if self._vector_dims is not None:
+            owner = self._conn.execute(f"SELECT user_id, agent_id FROM {corpus} WHERE rowid = ?", (rowid,)).fetchall()
             self._conn.execute(f"DELETE FROM vec_{corpus} WHERE rowid = ?", (rowid,))
+            if owner and self._conn.changes():
+                vindex.record(self._conn, corpus, Scope(user_id=owner[0][0], agent_id=owner[0][1]), [rowid], "del", -1)
 
     # ---- sessions ---------------------------------------------------------------------
 
