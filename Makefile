@@ -21,6 +21,7 @@ test: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python bench/locomo.py
 	$(BIN)/python bench/scale.py
+	$(BIN)/python bench/lifecycle.py
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests bench

@@ -32,6 +32,13 @@ from memlane.importers import locomo_sessions, locomo_turn_text  # noqa: E402
 from memlane.indexing import content_hash, embed_cached, vector_key  # noqa: E402
 
 DEFAULT_DATA = Path(__file__).parents[2] / "shared" / "bench" / "locomo10"
+# What each retrieval idea adds, measured by switching it off on the same data.
+ABLATIONS: dict[str, dict[str, Any]] = {
+    "  − session prior": {"session_prior": 0.0},
+    "  − dense neighbour smoothing": {"dense_neighbour_weights": []},
+    "  − lexical neighbour column": {"neighbour_weight": 0.0},
+    "  RRF(60) instead of score fusion": {"fusion": "rrf"},
+}
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
 
 
@@ -234,6 +241,13 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         r, lat = run_memlane(mem, user, qs, qvecs)
         rows["memlane"] += r
         latencies += lat
+        for label, changes in ABLATIONS.items():
+            saved = {k: getattr(mem.config.search, k) for k in changes}
+            for k, v in changes.items():
+                setattr(mem.config.search, k, v)
+            rows[label] += run_memlane(mem, user, qs, qvecs)[0]
+            for k, v in saved.items():
+                setattr(mem.config.search, k, v)
         texts = turn_texts(conv)
         rows["bm25 (bm25s, stemmed)"] += run_bm25(texts, qs)
         rows["dense (same embedder)"] += run_dense(mem, texts, qs, qvecs)

@@ -17,7 +17,7 @@ import numpy as np
 from pydantic import ValidationError as PydanticValidationError
 
 from memlane import archive as files_archive
-from memlane import markdown, portable, sessions, userprofile
+from memlane import lifecycle, markdown, portable, sessions, userprofile
 from memlane.config import Config
 from memlane.context import Context, build_context
 from memlane.embeddings import Embedder, make_embedder
@@ -600,6 +600,22 @@ class Memory:
         """Seed 001 (`lifecycle.markdown_primary`): MEMORY.md is rewritten after every save."""
         if self.config.lifecycle.markdown_primary and not self._md_paused:
             markdown.write_memory_md(self, scope)
+
+    # ---- lifecycle (issue 6) ------------------------------------------------------------
+
+    def consolidate(self, *, user_id: str | None = None, agent_id: str | None = None, now: datetime | None = None,
+                    dry_run: bool = False, on_step: lifecycle.StepHook | None = None) -> lifecycle.ConsolidationReport:
+        """Drain the queue, dedup, decay, demote / archive / delete, expire, review, refresh
+        MEMORY.md + USER.md, archive old turns — for one scope, or every scope when `user_id`
+        is None. Audited, idempotent, resumable. Example: `m.consolidate(user_id="lin", dry_run=True).actions`."""
+        scope = Scope.of(user_id, agent_id) if user_id is not None else None
+        return lifecycle.consolidate(self, scope, now=now, dry_run=dry_run, on_step=on_step)
+
+    def feedback(self, session_id: str, reply: str, *, user_id: str,
+                 agent_id: str | None = None) -> lifecycle.FeedbackReport:
+        """Seed 003 "was it used?": boost only the memories the session's last `build_context`
+        injected that `reply` actually used (the LLM judges; offline, keyword overlap)."""
+        return lifecycle.feedback(self, Scope.of(user_id, agent_id), session_id, reply)
 
     # ---- stats ------------------------------------------------------------------------
 

@@ -25,6 +25,7 @@ from memlane.api import Memory
 from memlane.config import PROFILES, Config
 from memlane.errors import MemlaneError
 from memlane.importers import read_file
+from memlane.lifecycle import ConsolidationReport, Scheduler
 from memlane.markdown import atomic_write
 from memlane.models import Hit, MemoryRecord
 from memlane.portable import is_export
@@ -581,6 +582,91 @@ def _import_scope_export(path: Path, user: str, agent: str | None, as_json: bool
     added = ", ".join(f"{v} {plural.get(k, k + 's')}" for k, v in report.added.items()) or "nothing new"
     skipped = ", ".join(f"{v} {plural.get(k, k + 's')}" for k, v in report.skipped.items())
     out.print(f"imported {added} into {report.user_id}" + (f" (already there: {skipped})" if skipped else ""))
+
+
+# ---- lifecycle (issue 6) -----------------------------------------------------------------
+
+
+def _consolidation_table(report: ConsolidationReport) -> Table:
+    title = ("would change" if report.dry_run else "changed") + f" at {_short(report.now)}"
+    table = Table(title=title)
+    for col in ("user", "id", "step", "action", "score", "reason", "content"):
+        table.add_column(col, overflow="fold")
+    for a in report.actions:
+        before = "" if a.before is None else f"{a.before:.3f}"
+        after = "" if a.after is None else f"{a.after:.3f}"
+        score = f"{before} → {after}" if a.action != "DELETE" and before else before or after
+        table.add_row(a.user_id + (f"/{a.agent_id}" if a.agent_id else ""), a.memory_id, a.step, a.action, score,
+                      a.reason, a.content[:60])
+    return table
+
+
+def _print_consolidation(report: ConsolidationReport, as_json: bool) -> None:
+    if as_json:
+        _emit_json(report.to_dict())
+        return
+    if report.actions:
+        out.print(_consolidation_table(report))
+    else:
+        out.print("nothing to change" if report.dry_run else "nothing changed")
+    counts = ", ".join(f"{k} {v}" for k, v in report.counts.items() if v)
+    out.print(f"{len(report.scopes)} scope(s); " + (counts or "no changes")
+              + (f"; files: {len(report.files)}" if report.files else ""))
+    for s in report.locked:
+        err.print(f"skipped {s.user_id}: an extraction holds its lock; the next run takes it")
+    for e in report.errors:
+        err.print(f"[yellow]warning:[/] {e}", highlight=False)
+
+
+@app.command()
+def consolidate(
+    user: Annotated[str | None, typer.Option("--user", "-u", envvar="MEMLANE_USER", help="Whose memory (user_id).")] = None,
+    agent: AgentOpt = None,
+    all_scopes: Annotated[bool, typer.Option("--all", help="Every scope in the store.")] = False,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Show what would change and why; write nothing.")] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Run the lifecycle pass: drain the extraction queue, merge duplicates, decay, demote /
+    archive / delete, clean expired, review, refresh MEMORY.md + USER.md, archive old turns.
+    Prints each change: memory id, action, score from → to, and the rule behind it.
+
+    Example: memlane consolidate --user lin --dry-run      memlane consolidate --all --json
+    """
+    if all_scopes and user is not None:
+        raise typer.BadParameter("give --user or --all, not both")
+    with _memory() as mem:
+        report = mem.consolidate(user_id=None if all_scopes else user or "default", agent_id=agent,
+                                 dry_run=dry_run)
+    _print_consolidation(report, as_json)
+
+
+@app.command()
+def scheduler(
+    once: Annotated[bool, typer.Option("--once", help="Run if due, then exit (for cron).")] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Run consolidation for every scope on the schedule: every lifecycle.schedule_hours
+    (6 h, seed 000) or daily at lifecycle.nightly_at (03:00 under progressive, seed 002).
+    Runs in the foreground until Ctrl-C.
+
+    Example: memlane scheduler      memlane --profile progressive scheduler --once
+    """
+    import threading
+
+    with _memory(background=True) as mem:
+        sched = Scheduler(mem, on_run=lambda r: _print_consolidation(r, as_json))
+        if once:
+            if sched.tick() is None and not as_json:
+                out.print(f"not due; next run at {_short(sched.next_run(mem.clock()))}")
+            return
+        out.print(f"scheduler running; next run at {_short(sched.next_run(mem.clock()))} (Ctrl-C stops)")
+        sched.start()
+        try:
+            threading.Event().wait()
+        except KeyboardInterrupt:
+            pass
+        finally:
+            sched.stop()
 
 
 def main(argv: Sequence[str] | None = None) -> None:

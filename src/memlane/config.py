@@ -78,15 +78,24 @@ class SearchConfig(_Section):
     fts_candidates: int = Field(100, ge=1)
     vector_candidates: int = Field(100, ge=1)
     rrf_k: int = Field(60, ge=1)
+    # How lexical and dense evidence are combined. "score" (default): max-normalised BM25 +
+    # w_dense · the z-scored dense similarity; "rrf": reciprocal-rank fusion. Measured on
+    # LoCoMo (bench/locomo.py, issue 3): RRF(60) does not beat the lexical side, "score" does.
+    fusion: Literal["score", "rrf"] = "score"
+    w_dense: float = Field(0.2, ge=0)  # issue 3: best of 0.05–0.4 on LoCoMo
     neighbour_window: int = Field(2, ge=0)  # turns each side indexed as context (issue 3)
     neighbour_weight: float = Field(0.3, ge=0)  # bm25 column weight of that context
+    # a turn's dense score is the weighted mean of its own and its neighbours' similarities
+    dense_neighbour_weights: list[float] = [0.5, 0.25]  # issue 3: +2 pts R@10 on LoCoMo
+    session_prior: float = Field(0.4, ge=0)  # + this × the best score in the turn's session
     keywords_max: int = Field(6, ge=1)  # seed 000: top 6 keywords
     activate_on_hit: bool = True  # seed 001/004: a hit updates last_activated / count
     default_limit: int = Field(10, ge=1)
     # Not from a seed (issue 3, scale): a scope holding at least this many vectors is searched
     # through an HNSW cache (store/vindex.py) rebuilt from SQLite; below it sqlite-vec scans
-    # the scope exactly (vec0 brute force over 100k x 384-d took 73-150 ms a query here).
-    ann_threshold: int = Field(20_000, ge=1)
+    # the scope exactly. vec0 scans ~1.5 µs a 384-d vector here (100k: 73-150 ms a query,
+    # 10k: 15 ms), so 5k keeps the exact scan near 7 ms and the cache build near a second.
+    ann_threshold: int = Field(5_000, ge=1)
     ann_connectivity: int = Field(16, ge=4)  # HNSW edges per node: recall vs build time
     ann_expansion_add: int = Field(64, ge=8)  # build beam; 64 kept recall@10 >= 0.99 on 100k
     ann_expansion_search: int = Field(128, ge=8)  # query beam (at least k is always used)
@@ -135,6 +144,11 @@ class PolicyConfig(_Section):
     review_below: float = 0.17
     review_search_rounds: int = 3  # seed 003
     boost_amount: float | None = None  # None: BOOST uses reinforce_rate; seed 003: +0.3/3
+    # lifecycle (issue 6)
+    review_keep_score: float = Field(0.5, ge=0, le=1)  # seed 003: a decay review's KEEP resets importance to 0.5
+    verified_never_decays: bool = True  # seed 003: verified=True (the user confirmed it) is kept
+    expired_todo_factor: float = Field(0.5, ge=0, le=1)  # seed 001 §6 phase 1.5: an expired todo is down-scored and archived
+    used_overlap: float = Field(0.3, ge=0, le=1)  # not from a seed: offline "was it used?" keyword share (seed 003 asks an LLM)
 
 
 class ContextConfig(_Section):
@@ -206,6 +220,11 @@ class LifecycleConfig(_Section):
     schedule_hours: float = 6.0  # seed 000: every 6 hours
     nightly_at: str = ""  # seed 002: e.g. "03:00"; overrides schedule_hours when set
     markdown_primary: bool = False  # seed 001: MEMORY.md rewritten on every save
+    refresh_files: bool = True  # seed 002 §7: consolidation ends by refreshing MEMORY.md and USER.md
+    archive_turns: bool | None = None  # seed 000: archive old turns into memory/; None = only under file-archive
+    reviewer: bool | None = None  # seed 003 MemoryReviewer (needs an LLM); None = only under companion
+    review_max_per_run: int = Field(50, ge=0)  # not from a seed: bounds the reviewer's LLM calls per scope and run
+    scheduler_poll_seconds: float = Field(60.0, gt=0)  # how often the scheduler thread checks whether a run is due
 
 
 class EventCondition(_Section):

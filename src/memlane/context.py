@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from memlane.config import ContextConfig
 from memlane.errors import NotFound
+from memlane.lifecycle import record_injected
 from memlane.models import Hit, MemoryRecord, Scope
 from memlane.sessions import WindowMessage, render_scratchpad, select_window, window_turns
 from memlane.text import cut, estimate_tokens, keywords, language_of
@@ -328,6 +329,8 @@ def build_context(
     )
     blocks.append(_history_block(window, heading, budgets.history))
 
+    if session is not None:  # issue 6: `Memory.feedback` judges which of these the reply used
+        record_injected(memory, scope, session.id, [m.id for m in core] + [h.id for h in hits])
     return Context(session_id=session_id, user_id=scope.user_id, agent_id=scope.agent_id, query=query,
                    language=language, budgets=budgets, blocks=blocks, history=window, memories=hits, core=core)
 

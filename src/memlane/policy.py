@@ -5,11 +5,12 @@ Pure functions of a record, the config and a clock; the callers audit what they 
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
-from memlane.config import PolicyConfig
+from memlane.config import DecayRule, PolicyConfig
 from memlane.errors import ValidationError
 from memlane.models import MemoryRecord
+from memlane.text import keywords
 
 IMPORTANCE_LEVELS = ("high", "medium", "low")
 
@@ -113,3 +114,148 @@ def reinforced(mem: MemoryRecord, cfg: PolicyConfig, now: datetime, *, floor: fl
 def penalised(mem: MemoryRecord, cfg: PolicyConfig, now: datetime) -> MemoryRecord:
     """Seed 001 phase 1.5: a contradicted memory's score × the penalty."""
     return mem.model_copy(update={"score": contradicted(mem.score, cfg), "updated_at": now})
+
+
+# ---- lifecycle rules (issue 6): decay, thresholds, expiry, "was it used?" ----------------
+#
+# Decay is computed from `last_activated` and the caller's clock (seed 001 §3.4):
+#     effective_days(t) = max(0, whole_days(t - last_activated) - grace_days)
+#     score(now) = score_at_last_decay * daily_factor ** (effective_days(now) - effective_days(decayed_at))
+# `decayed_at` is kept in the memory's metadata. Because the exponents add up, one run after
+# 30 days and thirty daily runs give the same score (0.99^(days-7), numerically), and a second
+# run on the same day changes nothing. A reinforcement moves `last_activated` past
+# `decayed_at`, so the earlier decay no longer counts against the new, fresh period.
+#
+# Seed 003's "episode ×0.8 after 7 days" and "fact ×0.95 after 7 days" are read as DAILY
+# factors once the 7-day grace is over: its MemoryManager runs as a scheduled task, and a
+# one-off ×0.95 could never bring a fact from ~1.0 down to its "< 0.3 → delete" rule, so the
+# rule would be dead; ×0.8 a day also takes an episode to ~0.2 by day 14, its forced deletion.
+# Ages (grace, delete_after_days) count from `last_activated`, which for a memory never used
+# again is its `created_at`.
+
+DECAYED_AT = "decayed_at"  # metadata key: when decay was last applied
+ALWAYS_PROTECTED = ("core", "system")  # seed 003: core / system never decay, in every profile
+
+
+def decay_rule(category: str, cfg: PolicyConfig) -> DecayRule:
+    """The category's rule, else the profile's "*" rule, else seed 001's (7 d, ×0.99/day)."""
+    return cfg.decay.get(category) or cfg.decay.get("*") or DecayRule()
+
+
+def protected(mem: MemoryRecord, cfg: PolicyConfig) -> bool:
+    """Pinned, core/system (or a rule saying `never`), or confirmed by the user (seed 003
+    `verified`): never decayed, demoted, archived or deleted by policy."""
+    return (mem.pinned or mem.category in ALWAYS_PROTECTED or decay_rule(mem.category, cfg).never
+            or (cfg.verified_never_decays and mem.verified))
+
+
+def whole_days(since: datetime, now: datetime) -> int:
+    """Seed 001: `(now - last_activated).days` — whole days, never negative."""
+    return max(0, (now - since).days)
+
+
+def effective_days(mem: MemoryRecord, at: datetime, rule: DecayRule) -> float:
+    return max(0.0, whole_days(mem.last_activated, at) - rule.grace_days)
+
+
+def _decayed_at(mem: MemoryRecord) -> datetime | None:
+    raw = mem.metadata.get(DECAYED_AT)
+    if not isinstance(raw, str):
+        return None
+    try:
+        t = datetime.fromisoformat(raw)
+    except ValueError:
+        return None
+    return t if t.tzinfo else t.replace(tzinfo=UTC)
+
+
+def decay_score(mem: MemoryRecord, now: datetime, cfg: PolicyConfig) -> float:
+    """The score after decaying to `now` (unchanged when protected or nothing is due)."""
+    rule = decay_rule(mem.category, cfg)
+    if protected(mem, cfg):
+        return mem.score
+    last = _decayed_at(mem)
+    done = effective_days(mem, last, rule) if last is not None and last > mem.last_activated else 0.0
+    due = effective_days(mem, now, rule) - done
+    if due <= 0:
+        return mem.score
+    return mem.score * rule.daily_factor ** due
+
+
+def decayed(mem: MemoryRecord, now: datetime, cfg: PolicyConfig) -> MemoryRecord | None:
+    """The memory decayed to `now`, with `decayed_at` recorded; None when nothing changes."""
+    score = decay_score(mem, now, cfg)
+    if score == mem.score:
+        return None
+    return mem.model_copy(update={"score": max(0.0, min(1.0, score)), "updated_at": now,
+                                  "metadata": {**mem.metadata, DECAYED_AT: now.isoformat()}})
+
+
+Verdict = tuple[str, str]  # (action, reason)
+
+
+def threshold_verdicts(mem: MemoryRecord, now: datetime, cfg: PolicyConfig) -> list[Verdict]:
+    """What the thresholds say about a (decayed) memory: DELETE alone (seed 001 < 0.05, seed
+    002 < 0.1, a category's delete_below or delete_after_days, seed 003), else any of DEMOTE to
+    TRANSIENT (seed 002 < 0.3) and ARCHIVE (seed 001 < 0.2) — both in one pass, so a second
+    run finds nothing left to do."""
+    if protected(mem, cfg):
+        return []
+    rule = decay_rule(mem.category, cfg)
+    s = mem.score
+    if s < cfg.delete_below:
+        return [("DELETE", f"score {s:.3f} < delete_below {cfg.delete_below:g}")]
+    if rule.delete_below is not None and s < rule.delete_below:
+        return [("DELETE", f"score {s:.3f} < {mem.category} delete_below {rule.delete_below:g}")]
+    age = whole_days(mem.last_activated, now)
+    if rule.delete_after_days is not None and age >= rule.delete_after_days:
+        return [("DELETE", f"{mem.category} unused for {age} days ≥ delete_after_days {rule.delete_after_days:g}")]
+    out: list[Verdict] = []
+    if (cfg.demote_below is not None and s < cfg.demote_below
+            and (mem.expires_at is None or mem.expires_at > transient_until(now, cfg))):
+        out.append(("DEMOTE", f"score {s:.3f} < demote_below {cfg.demote_below:g}: TRANSIENT, expires in 1 day"))
+    if s < cfg.archive_below and mem.status == "active":
+        out.append(("ARCHIVE", f"score {s:.3f} < archive_below {cfg.archive_below:g}"))
+    return out
+
+
+def transient_until(now: datetime, cfg: PolicyConfig) -> datetime:
+    """Seed 002: TRANSIENT keeps a memory one day (`expires_at = now + 1d`)."""
+    return now + timedelta(days=cfg.retention_days.get("transient") or 1)
+
+
+def expired(mem: MemoryRecord, now: datetime, cfg: PolicyConfig) -> bool:
+    """Past its `expires_at`. Pinned and core memories never expire by policy; a user's own
+    memory does (its duration was meant)."""
+    if mem.expires_at is None or mem.expires_at > now:
+        return False
+    return not (mem.pinned or mem.category in ALWAYS_PROTECTED or decay_rule(mem.category, cfg).never)
+
+
+def over_capacity(mems: list[MemoryRecord], cfg: PolicyConfig) -> list[MemoryRecord]:
+    """Seed 004 §10.1: above max_memories, the lowest importance then the least recently
+    updated go first (protected memories count, but are never the ones removed)."""
+    overflow = len(mems) - cfg.max_memories
+    if overflow <= 0:
+        return []
+    candidates = sorted((m for m in mems if not protected(m, cfg)), key=lambda m: (m.score, m.updated_at, m.id))
+    return candidates[:overflow]
+
+
+_GENERIC = frozenset({"用户", "主人", "user", "users", "the", "and"})
+
+
+def _holds_word(text: str, word: str) -> bool:
+    """A CJK word is in `text` when all its characters are (养猫 ~ 养了一只橘猫); a Latin word
+    when its stem-ish prefix is (prefers ~ prefer)."""
+    if all("\u3400" <= ch <= "\u9fff" for ch in word):
+        return all(ch in text for ch in word)
+    return word.lower()[: max(4, len(word) - 2)] in text.lower()
+
+
+def used_overlap(memory_text: str, reply: str) -> float:
+    """Offline "was it used?" (seed 003): the share of the memory's keywords the reply holds."""
+    words = [w for w in keywords(memory_text) if w.lower() not in _GENERIC]
+    if not words:
+        return 0.0
+    return sum(1 for w in words if _holds_word(reply, w)) / len(words)

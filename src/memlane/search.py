@@ -62,7 +62,7 @@ def analyse(query: str, max_keywords: int | None = None) -> tuple[list[str], str
     return words, fts_query(fts_terms(words))
 
 
-def fuse(cands: dict[int, Candidate], rrf_k: int) -> None:
+def fuse_rrf(cands: dict[int, Candidate], rrf_k: int) -> None:
     """Reciprocal-rank fusion of the lexical and the dense rankings into `relevance` ∈ (0, 1]."""
     for c in cands.values():
         r = 0.0
@@ -71,6 +71,20 @@ def fuse(cands: dict[int, Candidate], rrf_k: int) -> None:
         if c.vector_rank is not None:
             r += 1.0 / (rrf_k + c.vector_rank)
         c.relevance = r * (rrf_k + 1) / 2  # 1.0 for rank 1 on both sides
+
+
+def fuse_scores(cands: dict[int, Candidate], w_dense: float, dense: dict[int, float]) -> None:
+    """BM25 normalised by the pool's best + w_dense × dense similarity z-scored over the pool.
+
+    Embedders differ in where their cosines sit (e5 puts unrelated text at 0.8), so the dense
+    side is standardised per query; the pool (lexical ∪ dense candidates) gives the statistics."""
+    best = max((-c.bm25 for c in cands.values() if c.bm25 is not None), default=0.0)
+    values = np.array(list(dense.values()), dtype=np.float64)
+    mean, std = (float(values.mean()), float(values.std())) if len(values) > 1 else (0.0, 0.0)
+    for rowid, c in cands.items():
+        lexical = (-c.bm25 / best) if (c.bm25 is not None and best > 0) else 0.0
+        z = (dense[rowid] - mean) / std if (rowid in dense and std > 1e-9) else 0.0
+        c.relevance = lexical + w_dense * z
 
 
 def recency(at: datetime, now: datetime, half_life_days: float) -> float:
@@ -88,26 +102,78 @@ def candidates(
     query_vector: Callable[[str], np.ndarray] | None,
     pool: int,
 ) -> dict[int, Candidate]:
-    """Lexical ∪ dense candidates, each with both scores where the data allows."""
+    """Lexical ∪ dense candidates, each scored on both sides where the data allows."""
     _, match = analyse(query)
     weights = (1.0, cfg.neighbour_weight) if corpus == "turns" else (1.0,)
     cands: dict[int, Candidate] = {}
     for rank, (rowid, score) in enumerate(store.fts(corpus, scope, match, max(pool, cfg.fts_candidates), weights), 1):
         cands[rowid] = Candidate(rowid, bm25=score, bm25_rank=rank)
     qv = query_vector(query) if query_vector is not None else None
-    if qv is not None and float(np.linalg.norm(qv)) > 0:  # punctuation-only queries have no vector
+    if qv is not None and float(np.linalg.norm(qv)) == 0:  # punctuation-only queries have no vector
+        qv = None
+    dense: dict[int, float] = {}
+    if qv is not None:
         for rowid, dist in store.knn(corpus, scope, qv, max(pool, cfg.vector_candidates)):
             cands.setdefault(rowid, Candidate(rowid)).similarity = 1.0 - dist
+    smooth = corpus == "turns" and qv is not None and bool(cfg.dense_neighbour_weights) and bool(cands)
+    window: list[tuple[int, str, int]] = []
+    if corpus == "turns" and cands and (smooth or cfg.session_prior > 0):
+        window = store.turn_windows(scope, list(cands), len(cfg.dense_neighbour_weights) if smooth else 0)
+    if qv is not None and cands:
         # score the lexical-only candidates densely too: cutting the dense side to its own
-        # top-k loses answers that only the words found (issue 3, measured)
-        missing = [r for r, c in cands.items() if c.similarity == 0.0]
-        for rowid, vec in store.vectors(corpus, scope, missing).items():
-            cands[rowid].similarity = float(np.dot(vec, qv))
-        dense = sorted((c for c in cands.values() if c.similarity != 0.0), key=lambda c: -c.similarity)
-        for rank, c in enumerate(dense, 1):
-            c.vector_rank = rank
-    fuse(cands, cfg.rrf_k)
+        # top-k loses answers that only the words found (issue 3, measured). For turns the
+        # neighbours' vectors come in the same fetch.
+        wanted = [r for r, _, _ in window] if smooth else [r for r, c in cands.items() if c.similarity == 0.0]
+        vecs = store.vectors(corpus, scope, wanted)
+        ids = list(vecs)
+        sims = dict(zip(ids, (np.stack([vecs[r] for r in ids]) @ qv).tolist(), strict=True)) if ids else {}
+        for rowid, c in cands.items():
+            if rowid in sims:
+                c.similarity = sims[rowid]
+        dense = {r: c.similarity for r, c in cands.items() if c.similarity != 0.0}
+        for rank, rowid in enumerate(sorted(dense, key=lambda r: -dense[r]), 1):
+            cands[rowid].vector_rank = rank
+        if smooth:
+            dense = _neighbour_smoothed(window, set(cands), sims, cfg.dense_neighbour_weights)
+    if cfg.fusion == "rrf":
+        fuse_rrf(cands, cfg.rrf_k)
+    else:
+        fuse_scores(cands, cfg.w_dense, dense)
+        if corpus == "turns" and cfg.session_prior > 0:
+            _session_prior({r: sess for r, sess, _ in window}, cands, cfg.session_prior)
     return cands
+
+
+def _neighbour_smoothed(window: list[tuple[int, str, int]], wanted: set[int], sims: dict[int, float],
+                        weights: Sequence[float]) -> dict[int, float]:
+    """Each turn's similarity as the weighted mean of its own and its neighbours' (same
+    session, ±len(weights) turns): an answer is often spread over a few turns."""
+    pos = {(sess, seq): rowid for rowid, sess, seq in window}
+    out: dict[int, float] = {}
+    for rowid, sess, seq in window:
+        if rowid not in wanted or rowid not in sims:
+            continue
+        num, den = sims[rowid], 1.0
+        for d, w in enumerate(weights, 1):
+            for other in (pos.get((sess, seq - d)), pos.get((sess, seq + d))):
+                if other is not None and other in sims:
+                    num += w * sims[other]
+                    den += w
+        out[rowid] = num / den
+    return out
+
+
+def _session_prior(sessions: dict[int, str], cands: dict[int, Candidate], weight: float) -> None:
+    """Add weight × the best relevance in the turn's session: answers cluster by session."""
+    best: dict[str, float] = {}
+    for rowid, c in cands.items():
+        sess = sessions.get(rowid)
+        if sess is not None:
+            best[sess] = max(best.get(sess, -math.inf), c.relevance)
+    for rowid, c in cands.items():
+        sess = sessions.get(rowid)
+        if sess is not None:
+            c.relevance += weight * best[sess]
 
 
 def search(
@@ -131,6 +197,7 @@ def search(
     cands = candidates(store, cfg, corpus, scope, query, query_vector, pool=limit * 5)
     if not cands:
         return []
+    _normalise_relevance(cands)
     rowids = list(cands)
     hits: list[Hit] = []
     if corpus == "memories":
@@ -142,11 +209,19 @@ def search(
                 hits.append(_hit("memories", mem.id, mem.content, score, c, f"memory:{mem.id}",
                                  mem.created_at, memory=mem))
     elif corpus == "turns":
-        for rowid, turn in store.turns_by_rowid(scope, rowids).items():
-            if _keep_turn(turn, filters):
-                c = cands[rowid]
-                hits.append(_hit("turns", turn.id, turn.content, c.relevance, c,
-                                 f"turn:{turn.session_id}#{turn.seq}", turn.created_at, turn=turn))
+        # only turns' rank is their relevance: materialise the best first, just enough of them
+        ordered = sorted(rowids, key=lambda r: (-cands[r].relevance, r))
+        for i in range(0, len(ordered), limit * 2):
+            batch = ordered[i : i + limit * 2]
+            turns = store.turns_by_rowid(scope, batch)
+            for rowid in batch:
+                turn = turns.get(rowid)
+                if turn is not None and _keep_turn(turn, filters):
+                    c = cands[rowid]
+                    hits.append(_hit("turns", turn.id, turn.content, c.relevance, c,
+                                     f"turn:{turn.session_id}#{turn.seq}", turn.created_at, turn=turn))
+            if len(hits) >= limit:
+                break
     else:
         for rowid, ep in store.episodes_by_rowid(scope, rowids).items():
             if _keep_time(ep.ended_at, filters) and (filters.session_id in (None, ep.session_id)):
@@ -157,6 +232,14 @@ def search(
                                  ep.ended_at, episode=ep))
     hits.sort(key=lambda h: (-h.score, h.id))
     return hits[:limit]
+
+
+def _normalise_relevance(cands: dict[int, Candidate]) -> None:
+    """Min-max into [0, 1], so the composite rank's weights mean what config says."""
+    values = [c.relevance for c in cands.values()]
+    lo, hi = min(values), max(values)
+    for c in cands.values():
+        c.relevance = (c.relevance - lo) / (hi - lo) if hi > lo else 1.0
 
 
 def _hit(corpus: Corpus, id_: str, content: str, score: float, c: Candidate, source: str,

@@ -21,7 +21,7 @@ import apsw.bestpractice
 import numpy as np
 import sqlite_vec
 
-from memlane.errors import BackendError
+from memlane.errors import BackendError, ValidationError
 from memlane.models import (
     Corpus,
     Episode,
@@ -34,7 +34,7 @@ from memlane.models import (
     Turn,
 )
 from memlane.store import vindex
-from memlane.store.migrations import MIGRATIONS
+from memlane.store.migrations import MIGRATIONS, scope_token
 from memlane.text import index_text
 
 _FTS = {"memories": "memories_fts", "turns": "turns_fts", "episodes": "episodes_fts"}
@@ -131,7 +131,7 @@ class SQLiteStore:
             self.transaction,
             self.path.parent / "vindex",
             self.path.stem,
-            ann or vindex.AnnSettings(threshold=20_000, connectivity=16, expansion_add=64,
+            ann or vindex.AnnSettings(threshold=5_000, connectivity=16, expansion_add=64,
                                       expansion_search=128, dtype="f16", threads=2),
         )
 
@@ -247,6 +247,12 @@ class SQLiteStore:
     def vectors(self, corpus: Corpus, scope: Scope, rowids: Sequence[int]) -> dict[int, np.ndarray]:
         if self._vector_dims is None or not rowids:
             return {}
+        with self._lock:  # a big scope's graph holds them; else vec0's chunks, read directly
+            fast = self._ann.vectors(corpus, scope, rowids)
+            if fast is None:
+                fast = vindex.read_vectors(self._conn, corpus, scope.user_id, rowids, self._vector_dims)
+        if fast is not None:
+            return fast
         out: dict[int, np.ndarray] = {}
         for chunk in _chunks(list(rowids), 500):
             marks = ",".join("?" * len(chunk))
@@ -293,13 +299,17 @@ class SQLiteStore:
         if not match:
             return []
         fts = _FTS[corpus]
-        w = ", ".join(str(float(x)) for x in weights)
+        # the last column holds the scope's token (m003): weight 0, ANDed into the MATCH so
+        # FTS5 walks only this scope's rows; the join on user_id stays the guarantee
+        n_text = 2 if corpus == "turns" else 1
+        w = ", ".join(str(float(x)) for x in [*list(weights)[:n_text], *[1.0] * (n_text - len(weights)), 0.0])
+        scoped = f'scope : "{scope_token(scope.user_id, scope.agent_id)}" AND ({match})'
         sql = (
             f"SELECT f.rowid, bm25({fts}, {w}) AS s FROM {fts} f JOIN {corpus} t ON t.rowid = f.rowid "
             f"WHERE {fts} MATCH ? AND t.user_id = ? AND t.agent_id = ? ORDER BY s LIMIT ?"
         )
         try:
-            rows = self._q(sql, (match, scope.user_id, scope.agent_id, limit))
+            rows = self._q(sql, (scoped, scope.user_id, scope.agent_id, limit))
         except apsw.SQLError as exc:
             raise BackendError(f"full-text query {match!r} failed: {exc}") from exc
         return [(int(r[0]), float(r[1])) for r in rows]
@@ -309,8 +319,10 @@ class SQLiteStore:
         self._conn.execute(f"DELETE FROM {fts} WHERE rowid = ?", (rowid,))
         marks = ", ".join("?" * len(columns))
         names = "body, context" if len(columns) == 2 else "body"
+        owner = self._conn.execute(f"SELECT user_id, agent_id FROM {corpus} WHERE rowid = ?", (rowid,)).fetchall()[0]
         self._conn.execute(
-            f"INSERT INTO {fts}(rowid, {names}) VALUES (?, {marks})", (rowid, *[index_text(c) for c in columns])
+            f"INSERT INTO {fts}(rowid, {names}, scope) VALUES (?, {marks}, ?)",
+            (rowid, *[index_text(c) for c in columns], scope_token(str(owner[0]), str(owner[1]))),
         )
 
     def _unindex(self, corpus: Corpus, rowid: int) -> None:
@@ -386,6 +398,22 @@ class SQLiteStore:
         )
         return [(int(r[0]), int(r[1]), r[2]) for r in rows]
 
+    def turn_windows(self, scope: Scope, rowids: Sequence[int], width: int) -> list[tuple[int, str, int]]:
+        """[(rowid, session_id, seq)] of the given turns and their neighbours within `width`
+        in the same session: one query over the (scope, session, seq) index."""
+        out: dict[int, tuple[int, str, int]] = {}
+        for chunk in _chunks(list(rowids), 500):
+            marks = ",".join("?" * len(chunk))
+            for r in self._q(
+                "SELECT n.rowid, n.session_id, n.seq FROM turns c JOIN turns n ON n.user_id = c.user_id "
+                "AND n.agent_id = c.agent_id AND n.session_id = c.session_id "
+                "AND n.seq BETWEEN c.seq - ? AND c.seq + ? "
+                f"WHERE c.user_id = ? AND c.agent_id = ? AND c.rowid IN ({marks})",
+                (width, width, scope.user_id, scope.agent_id, *chunk),
+            ):
+                out[int(r[0])] = (int(r[0]), r[1], int(r[2]))
+        return list(out.values())
+
     def get_turns(
         self,
         scope: Scope,
@@ -448,6 +476,43 @@ class SQLiteStore:
             rowid = self._conn.last_insert_rowid()
             self._index("memories", rowid, memory.content)
             return rowid
+
+    def insert_memories(self, memories: Sequence[MemoryRecord], vectors: np.ndarray | None = None) -> list[int]:
+        """Insert many memories in one transaction (imports, benchmarks); returns their rowids.
+
+        One `executemany` per table. With `vectors` (one row per memory, of the open
+        embedder's width) they are stored as embedded; without, they wait for the indexer."""
+        if not memories:
+            return []
+        vecs = None
+        if vectors is not None:
+            vecs = np.ascontiguousarray(vectors, dtype=np.float32)
+            if self._vector_dims is None or vecs.shape != (len(memories), self._vector_dims):
+                raise ValidationError(
+                    "vectors", f"expected shape ({len(memories)}, {self._vector_dims}), got {vecs.shape}")
+        with self.transaction():
+            start = int(self._q("SELECT COALESCE(MAX(rowid), 0) FROM memories")[0][0]) + 1
+            rowids = list(range(start, start + len(memories)))
+            self._conn.executemany(
+                f"INSERT INTO memories(rowid, {_MEMORY_COLS}, embedded) VALUES (?, {', '.join('?' * 21)}, ?)",
+                [(r, *_memory_params(m), int(vecs is not None)) for r, m in zip(rowids, memories, strict=True)],
+            )
+            self._conn.executemany(
+                "INSERT INTO memories_fts(rowid, body, scope) VALUES (?, ?, ?)",
+                [(r, index_text(m.content), scope_token(m.user_id, m.agent_id))
+                 for r, m in zip(rowids, memories, strict=True)],
+            )
+            if vecs is not None:
+                self._conn.executemany(
+                    "INSERT INTO vec_memories(rowid, user_id, agent_id, embedding) VALUES (?, ?, ?, ?)",
+                    [(r, m.user_id, m.agent_id, vecs[i].tobytes()) for i, (r, m) in enumerate(zip(rowids, memories, strict=True))],
+                )
+                by_scope: dict[Scope, list[int]] = {}
+                for r, m in zip(rowids, memories, strict=True):
+                    by_scope.setdefault(Scope(user_id=m.user_id, agent_id=m.agent_id), []).append(r)
+                for scope, rows in by_scope.items():
+                    vindex.record(self._conn, "memories", scope, rows, "put", len(rows))
+        return rowids
 
     def update_memory(self, memory: MemoryRecord, *, content_changed: bool) -> int:
         """Write every field of `memory`; returns its rowid. Reindexes when content changed."""

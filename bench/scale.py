@@ -1,0 +1,272 @@
+"""Scale benchmark: insert rate, database size, hybrid search latency and vector recall at
+10k, 100k and 1M memories (issue 3).
+
+Scenarios: one user holding 10k memories; one user holding 100k; 1k users sharing 1M
+(1k each). The memories are synthetic but shaped like real ones: sentences from topic
+templates whose words correlate with the topic, and 384-d embeddings clustered around topic
+centres (plus a pull towards each sentence's own words), L2-normalised float32. Vectors are
+passed in directly; the query embedding is precomputed, so search latency excludes it.
+
+Rows go in through `Store.insert_memories` (one transaction of 10k rows each); searches go
+through `Memory.search(..., query_vector=..., activate=False)` on the same database, with the
+hash embedder's model id and width so the store keeps the vectors.
+
+    python bench/scale.py                         # 10k, 100k, 1M
+    python bench/scale.py --sizes 10k,100k --queries 100
+    python bench/scale.py --skip-1m
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).parent))
+from common import Timer, console, percentile, table, write_result  # noqa: E402
+
+from memlane import Config, Memory  # noqa: E402
+from memlane.models import MemoryRecord, Scope  # noqa: E402
+
+DIMS = 384
+BATCH = 10_000
+SCENARIOS = {"10k": (1, 10_000), "100k": (1, 100_000), "1m": (1_000, 1_000)}  # users, per user
+
+TOPICS: dict[str, list[str]] = {
+    "food": ["pasta", "sushi", "peanuts", "coffee", "espresso", "ramen", "salad", "cheese", "bakery", "vegan", "spicy", "dumplings"],
+    "travel": ["flight", "tokyo", "lisbon", "hotel", "passport", "train", "hiking", "beach", "visa", "airport", "itinerary", "luggage"],
+    "work": ["deadline", "meeting", "manager", "promotion", "project", "roadmap", "review", "standup", "contract", "office", "client", "budget"],
+    "health": ["allergy", "doctor", "running", "yoga", "sleep", "vitamins", "dentist", "knee", "gym", "diet", "migraine", "therapy"],
+    "family": ["sister", "brother", "daughter", "son", "parents", "wedding", "birthday", "grandmother", "cousin", "anniversary", "nephew", "twins"],
+    "tech": ["python", "laptop", "kubernetes", "database", "keyboard", "linux", "rust", "monitor", "backup", "router", "compiler", "sqlite"],
+    "music": ["guitar", "piano", "jazz", "concert", "playlist", "vinyl", "drums", "choir", "opera", "festival", "headphones", "violin"],
+    "finance": ["mortgage", "savings", "stocks", "taxes", "pension", "invoice", "crypto", "loan", "insurance", "rent", "salary", "bonus"],
+    "pets": ["dog", "cat", "puppy", "vet", "leash", "aquarium", "parrot", "kitten", "grooming", "hamster", "rabbit", "adoption"],
+    "home": ["garden", "kitchen", "furniture", "plumber", "balcony", "paint", "tomatoes", "sofa", "renovation", "curtains", "lamp", "garage"],
+    "sport": ["football", "tennis", "marathon", "cycling", "swimming", "climbing", "skiing", "basketball", "chess", "golf", "rowing", "boxing"],
+    "books": ["novel", "poetry", "library", "author", "fantasy", "biography", "manga", "audiobook", "thriller", "essay", "translation", "kindle"],
+    "learning": ["spanish", "japanese", "course", "exam", "grammar", "tutor", "vocabulary", "university", "thesis", "lecture", "flashcards", "degree"],
+    "car": ["tesla", "engine", "parking", "mechanic", "tires", "license", "commute", "highway", "battery", "bicycle", "scooter", "carpool"],
+    "film": ["movie", "cinema", "documentary", "series", "director", "netflix", "trailer", "anime", "comedy", "horror", "actor", "screenplay"],
+    "cooking": ["recipe", "oven", "bread", "soup", "curry", "grill", "dessert", "noodles", "sourdough", "marinade", "wok", "pancakes"],
+}
+QUERIES = ["what does the user say about {a} and {b}?", "{a} {b}", "any plans with {a}?",
+           "does the user like {a} or {b}?", "{a} on the weekend", "tell me about {b}"]
+COMMON = ["user", "prefers", "likes", "wants", "weekend", "usually", "always", "friend", "plans", "remember", "said", "every"]
+TEMPLATES = [
+    "The user {c1} {a} and {b} on the {c2}.",
+    "{A} matters to the user; they {c1} {b} with {c}.",
+    "User {c1} talking about {a}, especially {b} and {c}.",
+    "Remember: the user {c1} {a} {c2}, not {b}.",
+    "Last {c2} the user mentioned {a} and a {b} friend.",
+    "The user {c1} to plan {a} around {b} this {c2}.",
+]
+
+
+@dataclass
+class Corpus:
+    """A scenario's memories: text, owner, topic and vector per row."""
+
+    texts: list[str]
+    users: np.ndarray  # user index per row
+    topics: np.ndarray
+    vectors: np.ndarray  # float32 (n, DIMS), L2-normalised
+
+
+class World:
+    """Topic centres and word vectors: what makes texts and vectors agree."""
+
+    def __init__(self, seed: int) -> None:
+        self.rng = np.random.default_rng(seed)
+        self.topic_names = list(TOPICS)
+        self.centers = _unit(self.rng.standard_normal((len(TOPICS), DIMS)).astype(np.float32))
+        self.vocab = [w for t in self.topic_names for w in TOPICS[t]]
+        self.word_vecs = _unit(self.rng.standard_normal((len(self.vocab), DIMS)).astype(np.float32))
+        self.per_topic = len(TOPICS[self.topic_names[0]])
+
+    def sample(self, n: int, n_users: int) -> Corpus:
+        rng = self.rng
+        users = np.repeat(np.arange(n_users), n // n_users)
+        rng.shuffle(users)  # users' memories arrive interleaved, as in a shared server
+        # each user leans towards a few topics, as real users do
+        fav = rng.integers(0, len(TOPICS), (n_users, 4))
+        topics = np.where(rng.random(n) < 0.7, fav[users, rng.integers(0, 4, n)], rng.integers(0, len(TOPICS), n))
+        words = rng.integers(0, self.per_topic, (n, 3))
+        common = rng.integers(0, len(COMMON), (n, 2))
+        tmpl = rng.integers(0, len(TEMPLATES), n)
+        texts = []
+        for i in range(n):
+            t = int(topics[i])
+            a, b, c = (TOPICS[self.topic_names[t]][int(w)] for w in words[i])
+            texts.append(TEMPLATES[tmpl[i]].format(a=a, A=a.capitalize(), b=b, c=c,
+                                                    c1=COMMON[common[i, 0]], c2=COMMON[common[i, 1]]))
+        vectors = np.empty((n, DIMS), dtype=np.float32)
+        for s in range(0, n, 50_000):
+            e = min(n, s + 50_000)
+            vectors[s:e] = self.embed(topics[s:e], words[s:e])
+        return Corpus(texts, users, topics, vectors)
+
+    def embed(self, topics: np.ndarray, words: np.ndarray, noise: float = 0.045) -> np.ndarray:
+        """Topic centre + the mean of the sentence's topic words + Gaussian noise, normalised."""
+        ids = topics[:, None] * self.per_topic + words
+        v = self.centers[topics] + 0.8 * self.word_vecs[ids].mean(axis=1)
+        v += noise * self.rng.standard_normal(v.shape).astype(np.float32)
+        return _unit(v)
+
+    def queries(self, n: int, user_topics: list[np.ndarray]) -> list[tuple[int, str, np.ndarray]]:
+        """(user index, query text, query vector): questions about a topic the user talks about."""
+        out = []
+        for _ in range(n):
+            u = int(self.rng.integers(0, len(user_topics)))
+            t = int(self.rng.choice(user_topics[u]))
+            w = self.rng.integers(0, self.per_topic, 2)
+            a, b = (TOPICS[self.topic_names[t]][int(x)] for x in w)
+            vec = self.embed(np.array([t]), np.array([[w[0], w[1], w[0]]]), noise=0.06)[0]
+            out.append((u, QUERIES[len(out) % len(QUERIES)].format(a=a, b=b), vec))
+        return out
+
+
+def _unit(v: np.ndarray) -> np.ndarray:
+    return (v / np.linalg.norm(v, axis=1, keepdims=True)).astype(np.float32)
+
+
+def make_memory(home: Path, ann_threshold: int | None) -> Memory:
+    search: dict[str, Any] = {} if ann_threshold is None else {"ann_threshold": ann_threshold}
+    config = Config.load(store={"home": str(home)}, search=search,
+                         embedding={"provider": "hash", "dimensions": DIMS, "background": False})
+    return Memory(config)
+
+
+def insert(memory: Memory, corpus: Corpus) -> float:
+    """Bulk insert through the store; returns seconds."""
+    now = datetime(2025, 1, 1, tzinfo=UTC)
+    n = len(corpus.texts)
+    start = time.perf_counter()
+    for s in range(0, n, BATCH):
+        e = min(n, s + BATCH)
+        records = [
+            MemoryRecord.model_construct(
+                id=f"m{i:07d}", user_id=f"u{int(corpus.users[i]):04d}", agent_id="",
+                content=corpus.texts[i], category="fact", kind="semantic", score=0.6, confidence=1.0,
+                subject=None, predicate=None, created_at=now - timedelta(minutes=n - i),
+                updated_at=now, last_activated=now, activation_count=0, expires_at=None, source="import",
+                verified=False, source_session=None, status="active", pinned=False, metadata={},
+            )
+            for i in range(s, e)
+        ]
+        memory.store.insert_memories(records, corpus.vectors[s:e])
+        if n >= 100_000 and (e // BATCH) % 10 == 0:
+            console.print(f"  inserted {e:,}/{n:,} ({e / (time.perf_counter() - start):,.0f} rows/s)")
+    return time.perf_counter() - start
+
+
+def db_bytes(home: Path) -> int:
+    return sum(p.stat().st_size for p in home.glob("memlane.db*") if p.is_file())
+
+
+def run_scenario(name: str, world: World, args: argparse.Namespace) -> dict[str, Any]:
+    n_users, per_user = SCENARIOS[name]
+    n = n_users * per_user
+    console.print(f"[bold]{name}[/]: {n_users:,} user(s) × {per_user:,} memories")
+    corpus = world.sample(n, n_users)
+    home = Path(tempfile.mkdtemp(prefix=f"memlane-scale-{name}-", dir=args.workdir))
+    try:
+        memory = make_memory(home, args.ann_threshold)
+        insert_s = insert(memory, corpus)
+        size = db_bytes(home)
+        order = np.argsort(corpus.users, kind="stable")
+        rows_of = np.split(order, np.cumsum(np.bincount(corpus.users, minlength=n_users))[:-1])
+        user_topics = [np.unique(corpus.topics[r]) for r in rows_of]
+        queries = world.queries(args.queries, user_topics)
+        scopes = [Scope(user_id=f"u{u:04d}") for u in range(n_users)]
+
+        # the first vector query of a scope above the threshold builds its ANN cache: timed apart
+        with Timer() as t:
+            memory.store.knn("memories", scopes[queries[0][0]], queries[0][2], 10)
+        build_s = t.seconds
+        for u, text, vec in queries[:5]:  # warm-up (page cache, jieba, numpy)
+            memory.search(text, user_id=scopes[u].user_id, query_vector=vec, activate=False)
+
+        lat, fts_lat, knn_lat, recalls, hits_n = [], [], [], [], []
+        from memlane.search import analyse
+
+        for u, text, vec in queries:
+            with Timer() as t:
+                hits = memory.search(text, user_id=scopes[u].user_id, query_vector=vec, activate=False)
+            lat.append(t.seconds * 1000)
+            hits_n.append(len(hits))
+            with Timer() as t:
+                memory.store.fts("memories", scopes[u], analyse(text)[1], 100)
+            fts_lat.append(t.seconds * 1000)
+            with Timer() as t:
+                got = memory.store.knn("memories", scopes[u], vec, 100)
+            knn_lat.append(t.seconds * 1000)
+            # exact top 10 of this user's vectors by brute force
+            mine = rows_of[u]  # rowid = position + 1 in a fresh database
+            sims = corpus.vectors[mine] @ vec
+            exact = {int(mine[i]) + 1 for i in np.argpartition(-sims, 10)[:10]}
+            recalls.append(len(exact.intersection(r for r, _ in got[:10])) / 10)
+        stats = memory.store.stats(scopes[0])
+        used_ann = per_user >= memory.config.search.ann_threshold
+        memory.close()
+        return {
+            "scenario": name, "users": n_users, "per_user": per_user, "rows": n,
+            "insert_s": insert_s, "insert_rows_s": n / insert_s, "db_mb": size / 1e6,
+            "search_p50_ms": percentile(lat, 50), "search_p95_ms": percentile(lat, 95),
+            "fts_p50_ms": percentile(fts_lat, 50), "fts_p95_ms": percentile(fts_lat, 95),
+            "knn_p50_ms": percentile(knn_lat, 50), "knn_p95_ms": percentile(knn_lat, 95),
+            "vector_recall@10": float(np.mean(recalls)), "ann": used_ann, "ann_build_s": build_s,
+            "mean_hits": float(np.mean(hits_n)), "queries": len(queries),
+            "memories_user0": stats["memories"],
+        }
+    finally:
+        if not args.keep:
+            shutil.rmtree(home, ignore_errors=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--sizes", default="10k,100k,1m", help="comma-separated scenarios: 10k, 100k, 1m")
+    p.add_argument("--skip-1m", action="store_true", help="leave out the 1M-row scenario")
+    p.add_argument("--queries", type=int, default=200, help="queries per scenario")
+    p.add_argument("--ann-threshold", type=int, default=None, help="override SearchConfig.ann_threshold")
+    p.add_argument("--workdir", default=None, help="where the temporary databases go")
+    p.add_argument("--keep", action="store_true", help="keep the databases")
+    p.add_argument("--seed", type=int, default=7)
+    args = p.parse_args(argv)
+    sizes = [s.strip().lower() for s in args.sizes.split(",") if s.strip()]
+    unknown = [s for s in sizes if s not in SCENARIOS]
+    if unknown:
+        p.error(f"--sizes: unknown {unknown}; known: {list(SCENARIOS)}")
+    if args.skip_1m:
+        sizes = [s for s in sizes if s != "1m"]
+    world = World(args.seed)
+    results = [run_scenario(s, world, args) for s in sizes]
+    targets = {"10k": 10.0, "100k": 10.0, "1m": 5.0}
+    rows = [
+        (r["scenario"], f"{r['users']:,} × {r['per_user']:,}", f"{r['insert_rows_s']:,.0f}", f"{r['db_mb']:,.0f}",
+         r["search_p50_ms"], r["search_p95_ms"], f"≤ {targets[r['scenario']]:.0f}", r["fts_p95_ms"], r["knn_p95_ms"],
+         "hnsw" if r["ann"] else "vec0", r["vector_recall@10"], f"{r['ann_build_s']:.1f}")
+        for r in results
+    ]
+    console.print(table(
+        "memlane scale (hybrid search via Memory.search, query vector precomputed; ms)",
+        ["scenario", "users × memories", "insert rows/s", "DB MB", "p50", "p95", "target p95",
+         "fts p95", "knn p95", "vectors", "vector R@10", "first query s"],
+        rows,
+    ))
+    path = write_result("scale", {"queries": args.queries, "targets_p95_ms": targets, "results": results})
+    console.print(f"wrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,731 @@
+"""Memory lifecycle (issue 6): the consolidation job, the reviewer, "was it used?", the scheduler.
+
+`consolidate(memory, scope, now)` runs, per scope: drain the extraction queue → apply a
+person's edits of MEMORY.md → semantic dedup merge → decay → demote / archive / delete →
+clean expired → max size → review → refresh MEMORY.md and USER.md → archive old turns
+(seed 000). The rules are `memlane.policy`'s (numbers in `config.policy`, per profile).
+
+Every step looks at the memories as they are and writes what the rules say; a scope's step
+is one transaction, each change an audited event (DECAY / ARCHIVE / DEMOTE / DELETE /
+PROMOTE / UPDATE, actor "consolidate"). Decay remembers when it last ran (`decayed_at`), so
+a second run the same day changes nothing, and a run that crashed between (or inside) steps
+is simply run again: finished steps find nothing left to do, and the end state equals that
+of an uninterrupted run. `dry_run` plays the same steps on a copy and writes nothing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import threading
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, time, timedelta
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from pydantic import BaseModel
+
+from memlane import markdown, userprofile
+from memlane.config import PolicyConfig
+from memlane.errors import MemlaneError, NotFound, ValidationError
+from memlane.jobs import JobReport
+from memlane.llm import LLM, ChatMessage
+from memlane.llm.prompts import Prompt, numbered
+from memlane.llm.prompts.extraction import memory_line
+from memlane.llm.prompts.review import ReviewAnswer, ReviewMode, review_prompt
+from memlane.models import MemoryRecord, Scope, Session
+from memlane.policy import (
+    ALWAYS_PROTECTED,
+    decay_rule,
+    decayed,
+    dedup_threshold,
+    expired,
+    over_capacity,
+    protected,
+    reinforced,
+    threshold_verdicts,
+    transient_until,
+    used_overlap,
+    whole_days,
+)
+from memlane.text import language_of
+
+if TYPE_CHECKING:
+    from memlane.api import Memory
+
+log = logging.getLogger(__name__)
+
+STEPS = ("drain", "import", "dedup", "decay", "thresholds", "expire", "max_size", "review", "files", "archive")
+ACTOR = "consolidate"
+INJECTED = "injected"  # session metadata: ids of the memories the last context showed the agent
+REVIEW = "review"  # memory metadata: the reviewer's last decision
+
+
+@dataclass
+class Action:
+    """One change consolidation made (or, in a dry run, would make), and why."""
+
+    step: str
+    action: str  # DECAY, ARCHIVE, DEMOTE, DELETE, MERGE, PROMOTE, KEEP, REVIEW, EXTRACT, IMPORT
+    memory_id: str
+    user_id: str
+    agent_id: str = ""
+    before: float | None = None
+    after: float | None = None
+    reason: str = ""
+    content: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class ConsolidationReport:
+    """What one `consolidate` run did, step by step."""
+
+    now: datetime
+    dry_run: bool = False
+    scopes: list[Scope] = field(default_factory=list)
+    actions: list[Action] = field(default_factory=list)
+    jobs: list[JobReport] = field(default_factory=list)
+    files: list[str] = field(default_factory=list)
+    archived_turns: int = 0
+    locked: list[Scope] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+    @property
+    def counts(self) -> dict[str, int]:
+        """Changes per step (drain: extraction jobs run)."""
+        out = dict.fromkeys(STEPS, 0)
+        for a in self.actions:
+            out[a.step] += 1
+        if not self.dry_run:
+            out["drain"] = len(self.jobs)
+        out["archive"] = self.archived_turns
+        return out
+
+    def by_action(self) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for a in self.actions:
+            out[a.action] = out.get(a.action, 0) + 1
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "now": self.now.isoformat(), "dry_run": self.dry_run,
+            "scopes": [{"user_id": s.user_id, "agent_id": s.agent_id} for s in self.scopes],
+            "counts": self.counts, "by_action": self.by_action(),
+            "actions": [a.to_dict() for a in self.actions],
+            "jobs": [{"job_id": j.job_id, "session_id": j.session_id, "status": j.status, **j.stats,
+                      "error": j.error} for j in self.jobs],
+            "files": self.files, "archived_turns": self.archived_turns,
+            "locked": [{"user_id": s.user_id, "agent_id": s.agent_id} for s in self.locked],
+            "errors": self.errors,
+        }
+
+
+StepHook = Callable[[str, Scope | None, ConsolidationReport], None]
+
+
+# ---- consolidate ---------------------------------------------------------------------------
+
+
+def consolidate(memory: Memory, scope: Scope | None = None, *, now: datetime | None = None, dry_run: bool = False,
+                on_step: StepHook | None = None) -> ConsolidationReport:
+    """The whole pass for one scope, or every scope of the store. `on_step(step, scope,
+    report)` is called after each step (progress output; tests raise from it to crash a run)."""
+    now = now or memory.clock()
+    report = ConsolidationReport(now=now, dry_run=dry_run)
+    _drain(memory, scope, now, dry_run, report)
+    if on_step:
+        on_step("drain", scope, report)
+    scopes = [scope] if scope is not None else sorted(memory.store.scopes(), key=lambda s: (s.user_id, s.agent_id))
+    paused, memory._md_paused = memory._md_paused, True  # MEMORY.md is written once, at the end
+    try:
+        for sc in scopes:
+            owner = f"{ACTOR}:{os.getpid()}:{threading.get_ident()}:{uuid.uuid4().hex[:8]}"
+            lock = memory.jobs.lock
+            if not dry_run and not lock.acquire(sc, owner):
+                report.locked.append(sc)  # an extraction is writing this scope; the next run takes it
+                continue
+            try:
+                report.scopes.append(sc)
+                _Pass(memory, sc, now, dry_run, report, on_step).run()
+            finally:
+                if not dry_run:
+                    lock.release(sc, owner)
+    finally:
+        memory._md_paused = paused
+    return report
+
+
+def _drain(memory: Memory, scope: Scope | None, now: datetime, dry_run: bool, report: ConsolidationReport) -> None:
+    """Seed 002 §7 step 1: run the extraction jobs that are due (a failed one stays queued)."""
+    runner = memory.jobs
+    for job in runner.due(now, limit=100_000):
+        if scope is not None and (job.user_id, job.agent_id) != (scope.user_id, scope.agent_id):
+            continue
+        if dry_run:
+            report.actions.append(Action("drain", "EXTRACT", "", job.user_id, job.agent_id,
+                                         reason=f"job {job.id}: session {job.session_id} turns "
+                                                f"{job.first_seq}-{job.last_seq} (attempt {job.attempts + 1})"))
+            continue
+        result = runner.run(job, now, memory.llm)
+        report.jobs.append(result)
+        if result.status == "retrying":
+            report.errors.append(f"extraction job {job.id} failed, retry at {result.next_at}: {result.error}")
+
+
+class _Pass:
+    """The steps after the drain, on one scope. `work` is the scope's memories as the steps
+    leave them, so a dry run's later steps see what the earlier ones would have done."""
+
+    def __init__(self, memory: Memory, scope: Scope, now: datetime, dry_run: bool, report: ConsolidationReport,
+                 on_step: StepHook | None) -> None:
+        self.memory, self.scope, self.now, self.dry_run = memory, scope, now, dry_run
+        self.report, self.on_step = report, on_step
+        self.store = memory.store
+        self.cfg = memory.config
+        self.pol = memory.config.policy
+        self.work: dict[str, MemoryRecord] = {}
+        self.deleted: list[tuple[MemoryRecord, str]] = []
+
+    def run(self) -> None:
+        self.reload()
+        for step, fn in (("import", self.import_edits), ("dedup", self.dedup), ("decay", self.decay),
+                         ("thresholds", self.thresholds), ("expire", self.expire), ("max_size", self.max_size),
+                         ("review", self.review), ("files", self.files), ("archive", self.archive)):
+            fn()
+            self.announce()
+            if self.on_step:
+                self.on_step(step, self.scope, self.report)
+
+    def reload(self) -> None:
+        self.work = {m.id: m for m in self.store.list_memories(self.scope)}
+
+    def ordered(self) -> list[MemoryRecord]:
+        return sorted(self.work.values(), key=lambda m: (m.created_at, m.id))
+
+    # ---- writing ----------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def step(self) -> Iterator[None]:
+        """One transaction per step (nothing at all in a dry run)."""
+        if self.dry_run:
+            yield
+            return
+        with self.store.transaction():
+            yield
+
+    def change(self, step: str, action: str, before: MemoryRecord, after: MemoryRecord, reason: str,
+               kind: str | None = None) -> None:
+        self.report.actions.append(self._action(step, action, before, after.score, reason))
+        self.work[after.id] = after
+        if not self.dry_run:
+            self.store.update_memory(after, content_changed=False)
+            self.store.add_event(self.scope, before.id, kind or action, _snap(before), _snap(after), ACTOR,
+                                 f"{step}: {reason}", self.now)
+
+    def remove(self, step: str, mem: MemoryRecord, reason: str) -> None:
+        self.report.actions.append(self._action(step, "DELETE", mem, None, reason))
+        self.work.pop(mem.id, None)
+        if not self.dry_run:
+            self.store.delete_memory(self.scope, mem.id)
+            self.store.add_event(self.scope, mem.id, "DELETE", _snap(mem), None, ACTOR, f"{step}: {reason}", self.now)
+            self.deleted.append((mem, f"{step}: {reason}"))
+
+    def announce(self) -> None:
+        """`memory.deleted` events, once the step's transaction committed."""
+        from memlane.events import Event
+
+        for mem, reason in self.deleted:
+            self.memory.events.emit(Event.memory_deleted(self.scope, mem.id, mem.content, mem.category, ACTOR,
+                                                         reason, self.now))
+        self.deleted = []
+
+    def _action(self, step: str, action: str, mem: MemoryRecord, after: float | None, reason: str) -> Action:
+        return Action(step, action, mem.id, self.scope.user_id, self.scope.agent_id, mem.score, after, reason,
+                      mem.content)
+
+    # ---- the steps --------------------------------------------------------------------
+
+    def import_edits(self) -> None:
+        """A person's edits of MEMORY.md go in first, so the refreshed file keeps them."""
+        if not (self.cfg.lifecycle.refresh_files or self.cfg.lifecycle.markdown_primary):
+            return
+        try:
+            ops = person_edits(self.memory, self.scope)
+        except MemlaneError as exc:
+            self.report.errors.append(f"{self.scope.user_id}: MEMORY.md not imported: {exc}")
+            return
+        for op in ops:
+            self.report.actions.append(Action("import", "IMPORT", op.memory_id, self.scope.user_id,
+                                              self.scope.agent_id, reason=f"MEMORY.md {op.op} {', '.join(op.fields)}",
+                                              content=op.content))
+        if ops and not self.dry_run:
+            apply_edits(self.memory, self.scope, ops)
+            self.reload()
+
+    def dedup(self) -> None:
+        """Seed 002 §7 / seed 004 §6: active memories more similar than the dedup threshold
+        are one memory; the best-scored (then oldest) keeps the other's hits and flags."""
+        mems = sorted((m for m in self.work.values() if m.status == "active"),
+                      key=lambda m: (-m.score, m.created_at, m.id))
+        rowids = {m.id: self.store.memory_rowid(self.scope, m.id) for m in mems}
+        vecs = self.store.vectors("memories", self.scope, [r for r in rowids.values() if r >= 0])
+        have = [m for m in mems if rowids[m.id] in vecs]
+        if len(have) < 2:
+            return
+        mat = np.stack([np.asarray(vecs[rowids[m.id]], dtype=np.float32) for m in have])
+        mat /= np.linalg.norm(mat, axis=1, keepdims=True) + 1e-12
+        threshold = dedup_threshold(self.pol, self.memory.embedder.model_id)
+        gone: set[int] = set()
+        with self.step():
+            for start in range(0, len(have), 256):
+                sims = mat[start:start + 256] @ mat.T
+                for row in range(sims.shape[0]):
+                    i = start + row
+                    if i in gone:
+                        continue
+                    for j in (np.nonzero(sims[row, i + 1:] > threshold)[0] + i + 1).tolist():
+                        if j not in gone:
+                            gone.add(j)
+                            self._merge(self.work[have[i].id], self.work[have[j].id], float(sims[row, j]), threshold)
+
+    def _merge(self, keep: MemoryRecord, dup: MemoryRecord, sim: float, threshold: float) -> None:
+        why = f"similarity {sim:.3f} > {threshold:g}"
+        after = keep.model_copy(update={
+            "score": max(keep.score, dup.score), "activation_count": keep.activation_count + dup.activation_count,
+            "last_activated": max(keep.last_activated, dup.last_activated), "verified": keep.verified or dup.verified,
+            "pinned": keep.pinned or dup.pinned, "updated_at": self.now,
+            "metadata": {**keep.metadata, "merged": [*keep.metadata.get("merged", []), dup.id]},
+        })
+        self.change("dedup", "MERGE", keep, after, f"kept; merged duplicate {dup.id} ({why})", kind="UPDATE")
+        self.remove("dedup", dup, f"duplicate of {keep.id} ({why})")
+
+    def decay(self) -> None:
+        with self.step():
+            for mem in self.ordered():
+                after = decayed(mem, self.now, self.pol)
+                if after is None:
+                    continue
+                rule = decay_rule(mem.category, self.pol)
+                days = whole_days(mem.last_activated, self.now)
+                self.change("decay", "DECAY", mem, after,
+                            f"{days} days since last activated; after {rule.grace_days:g} days' grace ×{rule.daily_factor:g}/day")
+
+    def thresholds(self) -> None:
+        with self.step():
+            for mem in self.ordered():
+                for action, reason in threshold_verdicts(mem, self.now, self.pol):
+                    cur = self.work[mem.id]
+                    if action == "DELETE":
+                        self.remove("thresholds", cur, reason)
+                    elif action == "DEMOTE":
+                        after = cur.model_copy(update={"expires_at": transient_until(self.now, self.pol),
+                                                       "updated_at": self.now,
+                                                       "metadata": {**cur.metadata, "priority": "transient"}})
+                        self.change("thresholds", "DEMOTE", cur, after, reason)
+                    else:
+                        self.change("thresholds", "ARCHIVE", cur,
+                                    cur.model_copy(update={"status": "archived", "updated_at": self.now}), reason)
+
+    def expire(self) -> None:
+        """Seed 002 cleanup_expired: past `expires_at` → deleted; a todo (seed 001 phase 1.5)
+        is down-scored and archived instead, recallable, and decays away from there."""
+        with self.step():
+            for mem in self.ordered():
+                if not expired(mem, self.now, self.pol):
+                    continue
+                assert mem.expires_at is not None
+                reason = f"expired at {mem.expires_at.isoformat(timespec='minutes')}"
+                if mem.category == "todo":
+                    after = mem.model_copy(update={
+                        "score": mem.score * self.pol.expired_todo_factor, "status": "archived", "expires_at": None,
+                        "updated_at": self.now, "metadata": {**mem.metadata, "expired_at": mem.expires_at.isoformat()}})
+                    self.change("expire", "ARCHIVE", mem, after, f"todo {reason}: ×{self.pol.expired_todo_factor:g}")
+                else:
+                    self.remove("expire", mem, reason)
+
+    def max_size(self) -> None:
+        mems = list(self.work.values())
+        with self.step():
+            for mem in over_capacity(mems, self.pol):
+                self.remove("max_size", mem, f"scope holds {len(mems)} > max_memories {self.pol.max_memories}: "
+                                             "lowest score, least recently updated")
+
+    def review(self) -> None:
+        """Seed 003 MemoryReviewer, with an LLM only; offline the thresholds alone decide."""
+        llm = self.memory.llm
+        if not reviewer_enabled(self.memory) or llm is None:
+            return
+        due = [(m, mode) for m in self.ordered() if (mode := review_mode(m, self.pol)) is not None]
+        for mem, mode in due[: self.cfg.lifecycle.review_max_per_run]:
+            if self.dry_run:
+                self.report.actions.append(self._action(
+                    "review", "REVIEW", mem, None, f"{mode} review: score {mem.score:.2f} "
+                    + (f"≥ promote_at {self.pol.promote_at:g}" if mode == "promote"
+                       else f"< review_below {self.pol.review_below:g}")))
+                continue
+            try:
+                answer = review_memory(self.memory, self.scope, mem, mode, llm)
+            except MemlaneError as exc:  # the memory stays as it is; the next run asks again
+                self.report.errors.append(f"review of {mem.id} failed: {exc}")
+                continue
+            with self.step():
+                self._decide(mem, mode, answer)
+            self.announce()
+
+    def _decide(self, mem: MemoryRecord, mode: ReviewMode, answer: ReviewAnswer) -> None:
+        decision = answer.decision if answer.decision in ("PROMOTE", "KEEP", "DELETE") else "KEEP"
+        if mode == "decay" and decision == "PROMOTE":
+            decision = "KEEP"
+        why = f"{mode} review: {decision}" + (f" — {answer.reason}" if answer.reason else "")
+        if decision == "DELETE":
+            self.remove("review", mem, why)
+            return
+        marker = {**mem.metadata, REVIEW: {"mode": mode, "decision": decision, "at": self.now.isoformat()}}
+        update: dict[str, Any] = {"metadata": marker, "updated_at": self.now}
+        if decision == "PROMOTE":  # seed 003: category → core (never decays); pinned where no core exists
+            if "core" in self.pol.categories:
+                update["category"] = "core"
+            else:
+                update["pinned"] = True
+            self.change("review", "PROMOTE", mem, mem.model_copy(update=update), why)
+            return
+        if mode == "decay":  # seed 003: KEEP resets the importance
+            update.update(score=self.pol.review_keep_score, status="active")
+        self.change("review", "KEEP", mem, mem.model_copy(update=update), why, kind="UPDATE")
+
+    def files(self) -> None:
+        """Seed 002 §7: refresh MEMORY.md and USER.md (seed 001: MEMORY.md is the primary view)."""
+        lc = self.cfg.lifecycle
+        if self.dry_run or not (lc.refresh_files or lc.markdown_primary):
+            return
+        self.report.files.append(str(markdown.write_memory_md(self.memory, self.scope)))
+        if lc.refresh_files:
+            self.report.files.append(str(userprofile.write_user_md(self.memory, self.scope)))
+
+    def archive(self) -> None:
+        """Seed 000: archive old turns into memory/ when its triggers hold."""
+        if self.dry_run or not archive_enabled(self.memory):
+            return
+        from memlane.archive import run_archive
+
+        try:
+            result = run_archive(self.memory, self.scope)
+        except MemlaneError as exc:
+            self.report.errors.append(f"{self.scope.user_id}: turn archive failed: {exc}")
+            return
+        self.report.archived_turns += result.archived
+
+
+def reviewer_enabled(memory: Memory) -> bool:
+    flag = memory.config.lifecycle.reviewer
+    return memory.config.profile == "companion" if flag is None else flag
+
+
+def archive_enabled(memory: Memory) -> bool:
+    flag = memory.config.lifecycle.archive_turns
+    return memory.config.profile == "file-archive" if flag is None else flag
+
+
+def _snap(mem: MemoryRecord) -> dict[str, Any]:
+    return mem.model_dump(mode="json", exclude={"user_id", "agent_id"})
+
+
+# ---- a person's edits of MEMORY.md ---------------------------------------------------------
+
+
+def person_edits(memory: Memory, scope: Scope) -> list[markdown.MdOperation]:
+    """The differences between MEMORY.md and the store that a person made.
+
+    The file may be older than the store (extraction writes the store only), so a file
+    entry of a memory the store changed after the file was written (its audit trail says
+    so) is stale, not an edit: the store wins. Entries without an id are a person's
+    additions; memories missing from a file that is newer than them were removed by one."""
+    path = markdown.memory_path(memory, scope)
+    if not path.is_file():
+        return []
+    file = markdown.read_memory_file(path)
+    if not file.entries and not file.has_sections:
+        raise ValidationError("file", f"{path} has no '## Active Memories' section and no entries; left alone")
+    ops = markdown.plan_sync(file, memory.store.list_memories(scope))
+    if file.last_updated is None:
+        return ops
+    written = file.last_updated.replace(microsecond=0)
+
+    def changed_since(memory_id: str) -> bool:
+        return any(e.created_at.replace(microsecond=0) > written for e in memory.store.events(scope, memory_id))
+
+    out = []
+    for op in ops:
+        if op.op == "UPDATE" and changed_since(op.memory_id):
+            continue
+        if op.op == "ADD" and op.memory_id and memory.store.events(scope, op.memory_id):
+            continue  # memlane deleted it since; the file is behind
+        out.append(op)
+    cats = memory.config.policy.categories
+    entries = {e.line: e for e in file.entries}
+    for op in out:
+        e = entries.get(op.line)
+        if e is not None and op.op != "DELETE" and e.category not in cats:
+            raise ValidationError(f"MEMORY.md line {e.line}: category",
+                                  f"unknown category {e.category!r}; allowed: {', '.join(cats)}")
+    return out
+
+
+def apply_edits(memory: Memory, scope: Scope, ops: list[markdown.MdOperation]) -> None:
+    """Apply `person_edits` as audited operations (actor "import"), all or nothing."""
+    file = markdown.read_memory_file(markdown.memory_path(memory, scope))
+    entries = {e.line: e for e in file.entries}
+    uid, aid = scope.user_id, scope.agent_id or None
+    with memory.store.transaction():
+        for op in ops:
+            e = entries.get(op.line)
+            if op.op == "ADD" and e is not None:
+                rec = memory.add(e.content, category=e.category, importance=e.score, source="import", actor="import",
+                                 user_id=uid, agent_id=aid)
+                op.memory_id = rec.id
+            elif op.op == "UPDATE" and e is not None:
+                memory.update(op.memory_id, actor="import", reason=f"MEMORY.md line {e.line} edited",
+                              content=e.content if "content" in op.fields else None,
+                              category=e.category if "category" in op.fields else None,
+                              score=e.score if "score" in op.fields else None, user_id=uid, agent_id=aid)
+            elif op.op == "DELETE":
+                memory.delete(op.memory_id, actor="import", reason="removed from MEMORY.md", user_id=uid, agent_id=aid)
+
+
+# ---- the reviewer (seed 003) -----------------------------------------------------------------
+
+
+def review_mode(mem: MemoryRecord, pol: PolicyConfig) -> ReviewMode | None:
+    """`promote` once a score reaches promote_at (again only after a new use), `decay` while
+    it is below review_below; None when no review is due."""
+    if mem.pinned or mem.category in ALWAYS_PROTECTED or decay_rule(mem.category, pol).never:
+        return None
+    if mem.score >= pol.promote_at and mem.status == "active":
+        last = mem.metadata.get(REVIEW) or {}
+        if last.get("mode") != "promote" or mem.last_activated > datetime.fromisoformat(last["at"]):
+            return "promote"
+        return None
+    if mem.score < pol.review_below and not protected(mem, pol):
+        return "decay"
+    return None
+
+
+def _related(memory: Memory, scope: Scope, query: str, exclude: str, k: int = 5) -> list[MemoryRecord]:
+    hits = memory.search(query, user_id=scope.user_id, agent_id=scope.agent_id or None, limit=k + 1,
+                         filters={"status": None}, activate=False)
+    return [h.memory for h in hits if h.memory is not None and h.memory.id != exclude][:k]
+
+
+def review_memory(memory: Memory, scope: Scope, mem: MemoryRecord, mode: ReviewMode, llm: LLM) -> ReviewAnswer:
+    """Ask the LLM; it may search memory up to `review_search_rounds` times before deciding."""
+    related = _related(memory, scope, mem.content, mem.id)
+    rounds = memory.config.policy.review_search_rounds
+    searches: list[tuple[str, list[MemoryRecord]]] = []
+    language = language_of(mem.content)
+    while True:
+        left = rounds - len(searches)
+        prompt = review_prompt(mem, related, mode=mode, language=language, searches=searches, rounds_left=left)
+        answer = prompt.parse(llm.complete(prompt.messages, json_schema=prompt.json_schema))
+        if answer.decision != "SEARCH":
+            return answer
+        query = (answer.query or "").strip()
+        if left <= 0 or not query:
+            return ReviewAnswer(decision="KEEP", reason="no decision within the search rounds")
+        searches.append((query, _related(memory, scope, query, mem.id)))
+
+
+# ---- "was it used?" (seed 003) ---------------------------------------------------------------
+
+
+def record_injected(memory: Memory, scope: Scope, session_id: str, ids: list[str]) -> None:
+    """Remember which memories the session's latest context showed the agent."""
+    with memory.store.transaction():
+        session = memory.store.get_session(scope, session_id)
+        if session is None:
+            return
+        session.metadata[INJECTED] = list(dict.fromkeys(ids))
+        memory.store.put_session(session)
+
+
+class UsedAnswer(BaseModel):
+    """The ids of the memories the reply actually used."""
+
+    used: list[str] = []
+    reason: str = ""
+
+
+_USED_PROMPT = {
+    "zh": """你在判断：助手的回复是否真正用到了注入给它的记忆。
+只有当一条记忆真正影响了回复的内容，才算“用到”。例如：检索到“用户喜欢猫”，但助手在聊天气 → 没用到；
+检索到“用户很紧张”，助手说“别这么绷着” → 用到了。
+只输出 JSON：{"used": ["记忆id", ...], "reason": "一句话理由"}""",
+    "en": """You judge whether the assistant's reply actually used the memories it was given.
+A memory counts as used only when it shaped what the reply says. For example: "the user likes cats" was retrieved
+but the assistant talks about the weather → not used; "the user is tense" was retrieved and the assistant says
+"try to relax" → used.
+Reply with JSON only: {"used": ["memory id", ...], "reason": "one sentence"}""",
+}
+_USED_USER = {
+    "zh": "注入的记忆：\n{memories}\n\n用户最后说：\n{said}\n\n助手的回复：\n{reply}",
+    "en": "Memories given to the assistant:\n{memories}\n\nThe user last said:\n{said}\n\nThe assistant's reply:\n{reply}",
+}
+
+
+def used_prompt(mems: list[MemoryRecord], said: str, reply: str) -> Prompt[UsedAnswer]:
+    lang = language_of(reply + " " + said)
+    lang = lang if lang in _USED_PROMPT else "en"
+    messages: list[ChatMessage] = [
+        {"role": "system", "content": _USED_PROMPT[lang]},
+        {"role": "user", "content": _USED_USER[lang].format(memories=numbered([memory_line(m) for m in mems]),
+                                                             said=said or "-", reply=reply)},
+    ]
+    return Prompt(messages=messages, answer=UsedAnswer, language=lang)
+
+
+@dataclass
+class FeedbackReport:
+    """Which injected memories the reply used (boosted) and which it did not."""
+
+    session_id: str
+    judge: str  # "llm", "heuristic", or "none" when nothing was injected
+    injected: list[str] = field(default_factory=list)
+    used: list[MemoryRecord] = field(default_factory=list)
+    unused: list[str] = field(default_factory=list)
+
+
+def feedback(memory: Memory, scope: Scope, session_id: str, reply: str) -> FeedbackReport:
+    """Seed 003: boost (audited BOOST) only the injected memories the reply actually used —
+    judged by the LLM when there is one, else by keyword overlap (`policy.used_overlap`)."""
+    if not isinstance(reply, str) or not reply.strip():
+        raise ValidationError("reply", "must be a non-empty string")
+    session = memory.store.get_session(scope, session_id)
+    if session is None:
+        raise NotFound(f"session {session_id!r} not found for user {scope.user_id!r}")
+    ids = [str(i) for i in session.metadata.get(INJECTED) or []]
+    mems = [m for m in (memory.store.get_memory(scope, i) for i in ids) if m is not None]
+    report = FeedbackReport(session_id, "none", [m.id for m in mems])
+    if not mems:
+        return report
+    pol = memory.config.policy
+    if memory.llm is not None:
+        report.judge = "llm"
+        said = _last_user_text(memory, scope, session)
+        prompt = used_prompt(mems, said, reply)
+        answer = prompt.parse(memory.llm.complete(prompt.messages, json_schema=prompt.json_schema))
+        used = {str(i).strip().strip("[]") for i in answer.used}
+    else:
+        report.judge = "heuristic"
+        used = {m.id for m in mems if used_overlap(m.content, reply) >= pol.used_overlap}
+    now = memory.clock()
+    with memory.store.transaction():
+        for mem in mems:
+            if mem.id not in used:
+                report.unused.append(mem.id)
+                continue
+            after = reinforced(mem, pol, now, amount=pol.boost_amount)
+            memory.store.update_memory(after, content_changed=False)
+            memory.store.add_event(scope, mem.id, "BOOST", _snap(mem), _snap(after), "feedback",
+                                   f"used in the reply of session {session_id} ({report.judge})", now)
+            report.used.append(after)
+        fresh = memory.store.get_session(scope, session_id)
+        if fresh is not None:  # judged once: a second feedback on the same context boosts nothing
+            fresh.metadata[INJECTED] = []
+            fresh.metadata["last_feedback"] = {"at": now.isoformat(), "used": [m.id for m in report.used]}
+            memory.store.put_session(fresh)
+    memory._after_memory_change(scope)
+    return report
+
+
+def _last_user_text(memory: Memory, scope: Scope, session: Session) -> str:
+    turns = memory.store.get_turns(scope, session_id=session.id, limit=10, newest_first=True)
+    return next((t.content[:2000] for t in turns if t.role == "user"), "")
+
+
+# ---- the scheduler ---------------------------------------------------------------------------
+
+
+class Scheduler:
+    """Runs `consolidate` over every scope on a schedule: every `lifecycle.schedule_hours`
+    (seed 000: 6 h), or daily at `lifecycle.nightly_at` (seed 002: "03:00", in the time zone
+    of the clock). The last run is kept in the store, so a restarted server keeps its rhythm.
+    `tick()` is the whole logic (tests drive it with a clock); `start()` calls it from a thread."""
+
+    META = "lifecycle:last_run"
+
+    def __init__(self, memory: Memory, *, clock: Callable[[], datetime] | None = None,
+                 on_run: Callable[[ConsolidationReport], None] | None = None) -> None:
+        self.memory = memory
+        self.clock = clock or memory.clock
+        self.on_run = on_run
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        lc = memory.config.lifecycle
+        self.nightly: time | None = None
+        if lc.nightly_at:
+            try:
+                self.nightly = time.fromisoformat(lc.nightly_at)
+            except ValueError:
+                raise ValidationError("lifecycle.nightly_at", f"must be HH:MM, got {lc.nightly_at!r}") from None
+
+    def last_run(self) -> datetime | None:
+        raw = self.memory.store.meta(self.META)
+        return datetime.fromisoformat(raw) if raw else None
+
+    def next_run(self, now: datetime) -> datetime:
+        """When the next run is due (≤ now: due). Never run: due at once (nightly: once
+        today's time has come)."""
+        last = self.last_run()
+        if self.nightly is None:
+            return now if last is None else last + timedelta(hours=self.memory.config.lifecycle.schedule_hours)
+        ref = (last or now).astimezone(now.tzinfo)
+        slot = datetime.combine(ref.date(), self.nightly, tzinfo=now.tzinfo)
+        if last is not None and slot <= ref:
+            slot += timedelta(days=1)
+        return slot
+
+    def tick(self, now: datetime | None = None) -> ConsolidationReport | None:
+        """Run once if due; returns the report, or None when nothing was due."""
+        now = now or self.clock()
+        if self.next_run(now) > now:
+            return None
+        report = consolidate(self.memory, now=now)
+        with self.memory.store.transaction():
+            self.memory.store.set_meta(self.META, now.isoformat())
+        if self.on_run:
+            self.on_run(report)
+        return report
+
+    def start(self) -> None:
+        """Tick in a daemon thread every `lifecycle.scheduler_poll_seconds` until `stop()`."""
+        if self._thread is not None:
+            return
+        self._stop.clear()
+        self._thread = threading.Thread(target=self._loop, name="memlane-scheduler", daemon=True)
+        self._thread.start()
+
+    def _loop(self) -> None:
+        poll = self.memory.config.lifecycle.scheduler_poll_seconds
+        while True:
+            try:
+                self.tick()
+            except MemlaneError as exc:
+                log.error("scheduled consolidation failed: %s", exc)
+            if self._stop.wait(poll):
+                return
+
+    def stop(self, timeout: float = 10.0) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout)
+            self._thread = None
+
+
+__all__ = ["STEPS", "Action", "ConsolidationReport", "FeedbackReport", "Scheduler", "consolidate", "feedback",
+           "person_edits", "record_injected", "review_memory", "review_mode"]
