@@ -182,6 +182,42 @@ def run_observations(mem: Memory, user: str, conv: dict[str, Any], qs: list[dict
     return rows, n_obs
 
 
+def key_study(convs: list[tuple[str, dict[str, Any]]], embedder_name: str, cuts: list[int],
+              cached: dict[str, np.ndarray]) -> list[dict[str, Any]]:
+    """What a turn's vector key costs and buys: R@10 and embedding seconds per 1,000 turns
+    when each turn is embedded cut at `cut` characters — on LoCoMo's short turns and on
+    long replies (8 consecutive turns joined, like a chat assistant's answers)."""
+    texts = [t for _, c in convs for t in turn_texts(c).values()]
+    long_texts = [" ".join(texts[i : i + 8]) for i in range(0, min(len(texts), 8 * 48), 8)]
+    out = []
+    for cut in cuts:
+        home = Path(tempfile.mkdtemp(prefix=f"memlane-key{cut}-"))
+        cfg = Config.load(store={"home": str(home)},
+                          embedding={"provider": embedder_name, "background": False, "max_chars": cut})
+        mem = Memory(cfg)
+        mem.store.cache_put(mem.embedder.model_id, {k: v for k, v in cached.items() if not k.startswith("q:")})
+        rows: list[dict[str, Any]] = []
+        for name, conv in convs:
+            user = f"locomo-{name}"
+            mem.import_conversations(locomo_sessions(conv), user_id=user)
+            mem.flush()
+            qs = questions(conv)
+            qvecs = {q["question"]: cached[f"q:{content_hash(q['question'])}"] for q in qs}
+            rows += run_memlane(mem, user, qs, qvecs)[0]
+        hashes = [content_hash(vector_key(t, cut)) for t in texts]
+        cached.update(mem.store.cache_get(mem.embedder.model_id, hashes))
+        costs = {}
+        for label, sample in (("short", texts[:96]), ("long", long_texts)):
+            keys = [vector_key(t, cut) for t in sample]
+            with Timer() as t:
+                mem.embedder.embed(keys)
+            costs[label] = 1000 * t.seconds / len(keys)
+        mem.close()
+        out.append({"cut": cut, "R@10": mean_metrics([{k: v for k, v in r.items() if k != "category"} for r in rows])["R@10"],
+                    "embed_s_per_1000_short": costs["short"], "embed_s_per_1000_long": costs["long"]})
+    return out
+
+
 def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
     by_cat: dict[int, list[dict[str, Any]]] = defaultdict(list)
     for r in rows:
@@ -201,7 +237,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap.add_argument("--limit", type=int, default=None, help="only the first N conversations")
     ap.add_argument("--embedder", default="e5", help="e5 (default), hash, minilm, use, openai")
     ap.add_argument("--no-observations", action="store_true", help="skip the memory-path run")
-    ap.add_argument("--peer", choices=["mem0"], default=None, help="also run a peer system if installed")
+    ap.add_argument("--no-key-study", action="store_true", help="skip the vector-key cost study")
     ap.add_argument("--out", default="locomo", help="result name in bench/results/")
     args = ap.parse_args(argv)
 
@@ -257,6 +293,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             n_obs += n
         console.print(f"  {name}: {len(sessions)} sessions, {len(qs)} questions", style="dim")
 
+    study = [] if args.no_key_study else key_study(convs, args.embedder, [cfg.embedding.max_chars, 200], cached)
     # keep every passage vector for the next run
     all_hashes = [content_hash(vector_key(t, cfg.embedding.max_chars)) for _, c in convs for t in turn_texts(c).values()]
     cached.update(mem.store.cache_get(model, all_hashes))
@@ -266,6 +303,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     systems = {name: summarise(rs) for name, rs in rows.items()}
     results.update(
         systems=systems,
+        vector_key_study=study,
         ingest={"turns": n_turns, "store_turns_per_s": n_turns / ingest_s if ingest_s else 0.0,
                 "embed_seconds": embed_s, "embed_s_per_1000_turns": 1000 * embed_s / max(n_turns, 1),
                 "observations": n_obs},
@@ -288,6 +326,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                   f"(query embedding excluded: {results['latency_ms']['query_embedding_ms_mean'] or 0:.1f} ms/query when not cached)")
     console.print(f"ingest: {results['ingest']['store_turns_per_s']:.0f} turns/s stored; embedding "
                   f"{results['ingest']['embed_s_per_1000_turns']:.1f} s per 1,000 turns (0 when cached)")
+    if study:
+        console.print(table("Vector key: what embedding each turn cut at N characters costs and buys", 
+                            ["cut (chars)", "R@10", "embed s / 1,000 LoCoMo turns", "embed s / 1,000 long replies"],
+                            [[r["cut"], r["R@10"], r["embed_s_per_1000_short"], r["embed_s_per_1000_long"]] for r in study]))
     path = write_result(args.out, results)
     console.print(f"wrote {path}")
     return results

@@ -52,12 +52,12 @@ def test_no_decay_within_the_grace_period(make_memory: MakeMemory, profile: str,
     assert not [a for a in report.actions if a.step == "decay"]
 
 
-@pytest.mark.parametrize("profile", SEED001)
+@pytest.mark.parametrize("profile", ["default", "file-archive", "scored-markdown", "progressive", "consolidator"])
 @pytest.mark.parametrize("day", [8, 10, 30, 60, 100])
 def test_decay_is_0_99_per_day_after_seven(make_memory: MakeMemory, profile: str, day: int) -> None:
     clock = Clock()
     mem = make_memory(profile, clock=clock)
-    m = extracted(mem, "用户的公司叫青云科技", "fact", "high")
+    m = extracted(mem, "用户的公司叫青云科技", mem.config.policy.default_category, "high")
     clock.at_day(day)
     mem.consolidate(user_id="u1")
     got = mem.get(m.id, user_id="u1")

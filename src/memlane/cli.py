@@ -590,14 +590,16 @@ def _import_scope_export(path: Path, user: str, agent: str | None, as_json: bool
 def _consolidation_table(report: ConsolidationReport) -> Table:
     title = ("would change" if report.dry_run else "changed") + f" at {_short(report.now)}"
     table = Table(title=title)
-    for col in ("user", "id", "step", "action", "score", "reason", "content"):
-        table.add_column(col, overflow="fold")
+    for col in ("user", "id", "step", "action", "score"):
+        table.add_column(col, no_wrap=True)
+    for col in ("reason", "content"):
+        table.add_column(col, overflow="fold", ratio=1)
     for a in report.actions:
         before = "" if a.before is None else f"{a.before:.3f}"
         after = "" if a.after is None else f"{a.after:.3f}"
         score = f"{before} → {after}" if a.action != "DELETE" and before else before or after
         table.add_row(a.user_id + (f"/{a.agent_id}" if a.agent_id else ""), a.memory_id, a.step, a.action, score,
-                      a.reason, a.content[:60])
+                      a.reason, a.content[:40])
     return table
 
 

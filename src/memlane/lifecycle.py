@@ -405,6 +405,8 @@ class _Pass:
         lc = self.cfg.lifecycle
         if self.dry_run or not (lc.refresh_files or lc.markdown_primary):
             return
+        if not self.work and not markdown.memory_path(self.memory, self.scope).exists():
+            return  # a scope of turns only: no empty files
         self.report.files.append(str(markdown.write_memory_md(self.memory, self.scope)))
         if lc.refresh_files:
             self.report.files.append(str(userprofile.write_user_md(self.memory, self.scope)))
@@ -508,10 +510,14 @@ def review_mode(mem: MemoryRecord, pol: PolicyConfig) -> ReviewMode | None:
     if mem.pinned or mem.category in ALWAYS_PROTECTED or decay_rule(mem.category, pol).never:
         return None
     if mem.score >= pol.promote_at and mem.status == "active":
-        last = mem.metadata.get(REVIEW) or {}
-        if last.get("mode") != "promote" or mem.last_activated > datetime.fromisoformat(last["at"]):
+        last = mem.metadata.get(REVIEW)
+        if not isinstance(last, dict) or last.get("mode") != "promote":
             return "promote"
-        return None
+        try:
+            reviewed = datetime.fromisoformat(str(last.get("at")))
+        except ValueError:
+            return "promote"
+        return "promote" if mem.last_activated > reviewed else None
     if mem.score < pol.review_below and not protected(mem, pol):
         return "decay"
     return None

@@ -174,6 +174,7 @@ class Hit(_Record):
     bm25_rank: int | None = None
     vector_rank: int | None = None
     source: str = ""  # a label such as "memory:ab12cd", "turn:s1#4" (seed 000 [source] tags)
+    highlights: list[str] = Field(default_factory=list)  # query keywords found in the content
     created_at: datetime | None = None
     memory: MemoryRecord | None = None
     turn: Turn | None = None

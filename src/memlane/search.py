@@ -20,7 +20,7 @@ from memlane.config import SearchConfig
 from memlane.errors import ValidationError
 from memlane.models import Corpus, Episode, Hit, MemoryRecord, Scope, Turn
 from memlane.store import Store
-from memlane.text import fts_query, fts_terms, keywords
+from memlane.text import fts_query, fts_terms, highlights, keywords
 
 
 @dataclass(frozen=True)
@@ -231,15 +231,19 @@ def search(
                 hits.append(_hit("episodes", ep.id, ep.summary, score, c, f"episode:{ep.session_id}",
                                  ep.ended_at, episode=ep))
     hits.sort(key=lambda h: (-h.score, h.id))
+    words = keywords(query)
+    for h in hits[:limit]:
+        h.highlights = highlights(words, h.content)
     return hits[:limit]
 
 
 def _normalise_relevance(cands: dict[int, Candidate]) -> None:
-    """Min-max into [0, 1], so the composite rank's weights mean what config says."""
-    values = [c.relevance for c in cands.values()]
-    lo, hi = min(values), max(values)
+    """Scale so the best candidate has relevance 1 and none is below 0: the composite rank's
+    weights then mean what config says (min-max would turn a tiny BM25 length difference into
+    the whole similarity range)."""
+    hi = max(c.relevance for c in cands.values())
     for c in cands.values():
-        c.relevance = (c.relevance - lo) / (hi - lo) if hi > lo else 1.0
+        c.relevance = max(0.0, c.relevance / hi) if hi > 0 else 1.0
 
 
 def _hit(corpus: Corpus, id_: str, content: str, score: float, c: Candidate, source: str,

@@ -28,7 +28,7 @@ ENGLISH_STOP = frozenset(
     ["a", "about", "above", "after", "again", "against", "all", "am", "an", "and", "any", "are", "as", "at", "be", "because", "been", "before", "being", "below", "between", "both", "but", "by", "can", "could", "did", "do", "does", "doing", "down", "during", "each", "few", "for", "from", "further", "had", "has", "have", "having", "he", "her", "here", "hers", "herself", "him", "himself", "his", "how", "i", "if", "in", "into", "is", "it", "its", "itself", "just", "me", "more", "most", "my", "myself", "no", "nor", "not", "now", "of", "off", "on", "once", "only", "or", "other", "our", "ours", "ourselves", "out", "over", "own", "same", "she", "should", "so", "some", "such", "than", "that", "the", "their", "theirs", "them", "themselves", "then", "there", "these", "they", "this", "those", "through", "to", "too", "under", "until", "up", "very", "was", "we", "were", "what", "when", "where", "which", "while", "who", "whom", "why", "will", "with", "would", "you", "your", "yours", "yourself", "yourselves", "also", "get", "got", "go", "going", "gone", "let", "lets", "like", "likely", "may", "might", "must", "shall", "us", "did", "ever", "s", "t", "d", "ll", "m", "re", "ve", "don", "doesn", "didn", "isn", "wasn", "weren", "hasn", "haven", "hadn", "won", "wouldn", "shouldn", "couldn", "yes", "yeah", "ok", "okay", "oh", "hey", "hi", "hello", "really", "much", "many", "one", "two", "thing", "things", "something", "anything"]
 )
 CHINESE_STOP = frozenset(
-    ["的", "了", "是", "在", "我", "你", "他", "她", "它", "们", "我们", "你们", "他们", "她们", "这", "那", "这个", "那个", "这些", "那些", "就", "也", "都", "和", "与", "及", "或", "而", "但", "但是", "因为", "所以", "如果", "吗", "呢", "吧", "啊", "呀", "哦", "嗯", "么", "什么", "怎么", "怎样", "为什么", "哪", "哪里", "哪个", "谁", "有", "没有", "没", "不", "很", "还", "又", "再", "把", "被", "给", "让", "对", "从", "到", "向", "跟", "一个", "一些", "一下", "一点", "之", "其", "着", "过", "会", "能", "要", "想", "说", "请", "帮", "帮我", "可以", "已经", "还是", "就是", "自己", "上", "下", "里", "中", "个", "吗", "呐", "嘛", "啦", "之前", "以后", "时候", "今天"]
+    ["的", "了", "是", "在", "我", "你", "他", "她", "它", "们", "我们", "你们", "他们", "她们", "这", "那", "这个", "那个", "这些", "那些", "就", "也", "都", "和", "与", "及", "或", "而", "但", "但是", "因为", "所以", "如果", "吗", "呢", "吧", "啊", "呀", "哦", "嗯", "么", "什么", "怎么", "怎样", "为什么", "哪", "哪里", "哪个", "谁", "有", "没有", "没", "不", "很", "还", "又", "再", "把", "被", "给", "让", "对", "从", "到", "向", "跟", "一个", "一些", "一下", "一点", "之", "其", "着", "过", "会", "能", "要", "想", "说", "请", "帮", "帮我", "可以", "已经", "还是", "就是", "自己", "上", "下", "里", "中", "个", "吗", "呐", "嘛", "啦", "之前", "以后", "时候", "今天", "去", "来", "做", "得", "地", "等"]
 )
 
 
@@ -97,6 +97,22 @@ def seed000_keywords(text: str, limit: int = 6) -> list[str]:
         if w not in ENGLISH_STOP and w not in CHINESE_STOP and w not in out:
             out.append(w)
     return out[:limit]
+
+
+@functools.lru_cache(maxsize=1)
+def _stemmer() -> Any:
+    import Stemmer
+
+    return Stemmer.Stemmer("english")
+
+
+def highlights(keywords_: Iterable[str], text: str) -> list[str]:
+    """The query keywords a text contains: CJK as substrings, Latin words by their stem
+    (so "runs" highlights "running", as FTS5's porter tokenizer matched it)."""
+    stem = _stemmer().stemWord
+    stems = {stem(w) for w in _WORD.findall(text.lower())}
+    lowered = text.lower()
+    return [k for k in keywords_ if (k in lowered if CJK_RUN.fullmatch(k) else stem(k) in stems)]
 
 
 def fts_terms(words: Iterable[str]) -> list[str]:

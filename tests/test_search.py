@@ -1,0 +1,110 @@
+"""Hybrid retrieval: neighbour context, filters, the three corpora, highlights, ranking
+weights and activation per profile. Results are asserted, never timings."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from memlane.models import Episode, Scope
+
+T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
+
+
+class Clock:
+    def __init__(self, now: datetime) -> None:
+        self.now = now
+
+    def __call__(self) -> datetime:
+        return self.now
+
+
+def say(role: str, text: str, minutes: int) -> dict:
+    return {"role": role, "content": text, "created_at": T0 + timedelta(minutes=minutes)}
+
+
+def test_a_turn_is_found_through_its_neighbours(memory):
+    memory.add_messages("s1", [
+        say("user", "Did you try the new ramen place downtown?", 0),
+        say("assistant", "Yes! The tonkotsu broth was the best I've had.", 1),
+        say("user", "Unrelated: my printer is out of toner.", 2),
+        say("assistant", "Order a cartridge online.", 3),
+        say("user", "Also the weather is nice today.", 4),
+        say("assistant", "Enjoy the sunshine.", 5),
+    ], user_id="u1")
+    hits = memory.search("ramen", user_id="u1", corpus="turns", limit=10)
+    contents = [h.content for h in hits]
+    assert contents[0].startswith("Did you try the new ramen")
+    broth = next(h for h in hits if "tonkotsu" in h.content)
+    assert broth.bm25_rank is not None  # matched through its neighbour, not by its own words
+    far = [h for h in hits if h.content.startswith("Enjoy")]
+    assert not far or far[0].bm25_rank is None  # 4 turns away: outside the context window
+
+
+def test_turn_filters_by_session_role_and_time(memory):
+    memory.add_messages("a", [say("user", "I booked a flight to Osaka", 0),
+                              say("assistant", "Osaka is lovely in spring", 1)], user_id="u1")
+    memory.add_messages("b", [say("user", "Cancel the Osaka flight", 60 * 24)], user_id="u1")
+    search = lambda **f: [h.turn.session_id + ":" + h.turn.role for h in  # noqa: E731
+                          memory.search("Osaka flight", user_id="u1", corpus="turns", filters=f)]
+    assert set(search(session_id="a")) == {"a:user", "a:assistant"}
+    assert set(search(roles=["assistant"])) == {"a:assistant"}
+    assert search(since=T0 + timedelta(hours=1)) == ["b:user"]
+    assert set(search(until=T0 + timedelta(minutes=5))) == {"a:user", "a:assistant"}
+
+
+def test_chinese_question_finds_the_turn(memory):
+    memory.add_messages("s1", [say("user", "我上周去北京出差了，住在国贸", 0),
+                               say("assistant", "北京最近天气很干燥，多喝水", 1),
+                               say("user", "周末想去钓鱼", 2)], user_id="u1")
+    top = memory.search("我上周去哪里出差了？", user_id="u1", corpus="turns", limit=1)[0]
+    assert top.content.startswith("我上周去北京出差")
+    assert top.highlights == ["上周", "出差"]
+
+
+def test_episodes_are_searched_with_the_same_mechanism(memory):
+    scope = Scope.of("u1")
+    ep = Episode(id="e1", user_id="u1", session_id="s1", summary="讨论了产品评审的演示材料",
+                 goal="准备评审", outcome="完成大纲", entities=["评审"], started_at=T0, ended_at=T0,
+                 created_at=T0)
+    with memory.store.transaction():
+        memory.store.insert_episode(ep)
+    memory.flush()
+    other = Episode(**{**ep.model_dump(), "id": "e2", "user_id": "u2"})
+    with memory.store.transaction():
+        memory.store.insert_episode(other)
+    [hit] = memory.search("评审", user_id="u1", corpus="episodes")
+    assert (hit.id, hit.source, hit.episode.goal) == ("e1", "episode:s1", "准备评审")
+    assert memory.store.list_episodes(scope)[0].id == "e1"
+
+
+def test_importance_and_recency_break_ties_between_equal_matches(make_memory):
+    clock = Clock(T0)
+    memory = make_memory(clock=clock)
+    old = memory.add("the user likes jasmine tea", user_id="u1", importance="medium")
+    clock.now = T0 + timedelta(days=90)
+    new = memory.add("the user likes jasmine tea", user_id="u1", importance="medium")
+    important = memory.add("the user likes jasmine tea", user_id="u1", importance="high")
+    ranked = [h.id for h in memory.search("jasmine tea", user_id="u1", activate=False)]
+    assert ranked.index(important.id) < ranked.index(new.id) < ranked.index(old.id)
+
+
+def test_rrf_fusion_stays_available(make_memory):
+    memory = make_memory(search={"fusion": "rrf"})
+    a = memory.add("white tea from Fujian", user_id="u1")
+    memory.add("a report about quarterly sales", user_id="u1")
+    assert memory.search("white tea", user_id="u1")[0].id == a.id
+
+
+@pytest.mark.parametrize(("profile", "activates"), [("default", True), ("scored-markdown", True),
+                                                    ("companion", False), ("file-archive", False)])
+def test_a_hit_activates_only_where_the_profile_says(make_memory, profile, activates):
+    memory = make_memory(profile)
+    rec = memory.add("用户喜欢爵士乐", user_id="u1", category="fact")
+    memory.search("爵士乐", user_id="u1")
+    after = memory.get(rec.id, user_id="u1")
+    assert after.activation_count == (1 if activates else 0)
+    assert after.score == rec.score  # a hit alone never changes the score
+    memory.search("爵士乐", user_id="u1", activate=False)  # benchmarks and previews
+    assert memory.get(rec.id, user_id="u1").activation_count == after.activation_count
