@@ -327,7 +327,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     console.print(f"ingest: {results['ingest']['store_turns_per_s']:.0f} turns/s stored; embedding "
                   f"{results['ingest']['embed_s_per_1000_turns']:.1f} s per 1,000 turns (0 when cached)")
     if study:
-        console.print(table("Vector key: what embedding each turn cut at N characters costs and buys", 
+        console.print(table("Vector key: what embedding each turn cut at N characters costs and buys",
                             ["cut (chars)", "R@10", "embed s / 1,000 LoCoMo turns", "embed s / 1,000 long replies"],
                             [[r["cut"], r["R@10"], r["embed_s_per_1000_short"], r["embed_s_per_1000_long"]] for r in study]))
     path = write_result(args.out, results)

@@ -170,7 +170,7 @@ def test_companion_episode_x0_8_a_day_after_7_gone_at_14(make_memory: MakeMemory
         assert math.isclose(got[m.id], expected, rel_tol=1e-12)
 
 
-@pytest.mark.parametrize(("day", "kept"), [(7, True), (8, True), (20, True), (21, False)])
+@pytest.mark.parametrize(("day", "kept"), [(7, True), (8, True), (20, True), (41, True), (43, False)])
 def test_companion_fact_x0_95_a_day_after_7_deleted_below_its_threshold(make_memory: MakeMemory, day: int,
                                                                         kept: bool) -> None:
     clock = Clock()
@@ -212,7 +212,8 @@ def test_pinned_core_and_user_verified_never_decay(make_memory: MakeMemory, prof
         pytest.skip(f"{profile} has no core category")
     category = "core" if how == "core" else mem.config.policy.default_category
     m = mem.add("用户对花生过敏", user_id="u1", category=category, importance="low",
-                source="user" if how == "verified" else "extractor", pinned=how == "pinned")
+                source="user" if how == "verified" else "extractor", pinned=how == "pinned",
+                verified=how == "verified")
     for day in (30, 400):
         clock.at_day(day)
         mem.consolidate(user_id="u1")

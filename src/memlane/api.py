@@ -396,7 +396,8 @@ class Memory:
             id=new_id(), user_id=scope.user_id, agent_id=scope.agent_id, content=content, category=category,
             score=score, confidence=confidence, subject=subject, predicate=predicate, created_at=now,
             updated_at=now, last_activated=now, expires_at=expires_at, source=source,
-            verified=source == "user" if verified is None else verified, source_session=session_id,
+            # only a person's own words are "verified" (seed 003); code adding memories says so explicitly
+            verified=bool(verified), source_session=session_id,
             pinned=pinned, metadata=metadata or {},
         )
         vec = self._embed_one(content)

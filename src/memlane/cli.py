@@ -148,7 +148,9 @@ def add(
     Example: memlane add "用户对花生过敏" --user lin --category fact --importance high
     """
     with _memory() as mem:
-        rec = mem.add(content, user_id=user, agent_id=agent, category=category, importance=importance, pinned=pinned)
+        # a person typed it: verified by the user (seed 003)
+        rec = mem.add(content, user_id=user, agent_id=agent, category=category, importance=importance,
+                      pinned=pinned, verified=True)
     if as_json:
         _emit_json(rec)
     else:

@@ -394,8 +394,9 @@ PROFILES: dict[str, dict[str, Any]] = {
                 "system": {"never": True},
                 "core": {"never": True},
                 "episode": {"grace_days": 7, "daily_factor": 0.8, "delete_after_days": 14},
-                "fact": {"grace_days": 7, "daily_factor": 0.95, "delete_below": 0.3},
-                "*": {"grace_days": 7, "daily_factor": 0.95, "delete_below": 0.3},
+                # seed 003 deletes facts below 0.3 on its 0–3 importance scale: 0.1 on ours
+                "fact": {"grace_days": 7, "daily_factor": 0.95, "delete_below": 0.1},
+                "*": {"grace_days": 7, "daily_factor": 0.95, "delete_below": 0.1},
             },
             "boost_amount": 0.1,  # seed 003: +0.3 on a 0–3 scale
         },

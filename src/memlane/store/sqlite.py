@@ -10,11 +10,11 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import apsw
 import apsw.bestpractice
@@ -37,6 +37,7 @@ from memlane.store import vindex
 from memlane.store.migrations import MIGRATIONS, scope_token
 from memlane.text import index_text
 
+R = TypeVar("R")
 _FTS = {"memories": "memories_fts", "turns": "turns_fts", "episodes": "episodes_fts"}
 
 
@@ -448,14 +449,19 @@ class SQLiteStore:
         return [_turn(r) for r in self._q(sql, params)]
 
     def turns_by_rowid(self, scope: Scope, rowids: Sequence[int]) -> dict[int, Turn]:
-        out: dict[int, Turn] = {}
+        return self._by_rowid("turns", _TURN_COLS, _turn, scope, rowids)
+
+    def _by_rowid(self, table: str, cols: str, parse: Callable[[Sequence[Any]], R], scope: Scope,
+                  rowids: Sequence[int]) -> dict[int, R]:
+        """Rows of this scope by rowid, parsed; chunked under SQLite's variable limit."""
+        out: dict[int, R] = {}
         for chunk in _chunks(list(rowids), 500):
             marks = ",".join("?" * len(chunk))
             for r in self._q(
-                f"SELECT {_TURN_COLS}, rowid FROM turns WHERE user_id = ? AND agent_id = ? AND rowid IN ({marks})",
+                f"SELECT {cols}, rowid FROM {table} WHERE user_id = ? AND agent_id = ? AND rowid IN ({marks})",
                 (scope.user_id, scope.agent_id, *chunk),
             ):
-                out[int(r[-1])] = _turn(r)
+                out[int(r[-1])] = parse(r)
         return out
 
     def set_turns_archived(self, scope: Scope, turn_ids: Sequence[str], state: str) -> None:
@@ -503,9 +509,12 @@ class SQLiteStore:
                  for r, m in zip(rowids, memories, strict=True)],
             )
             if vecs is not None:
+                # grouped by scope: vec0 keeps a chunk per user, and each insert into a cold
+                # chunk walks its blob (interleaved users: ~2.5k rows/s, grouped: ~12k)
+                order = sorted(range(len(memories)), key=lambda i: (memories[i].user_id, memories[i].agent_id))
                 self._conn.executemany(
                     "INSERT INTO vec_memories(rowid, user_id, agent_id, embedding) VALUES (?, ?, ?, ?)",
-                    [(r, m.user_id, m.agent_id, vecs[i].tobytes()) for i, (r, m) in enumerate(zip(rowids, memories, strict=True))],
+                    [(rowids[i], memories[i].user_id, memories[i].agent_id, vecs[i].tobytes()) for i in order],
                 )
                 by_scope: dict[Scope, list[int]] = {}
                 for r, m in zip(rowids, memories, strict=True):
@@ -546,15 +555,7 @@ class SQLiteStore:
         return _memory(rows[0]) if rows else None
 
     def memories_by_rowid(self, scope: Scope, rowids: Sequence[int]) -> dict[int, MemoryRecord]:
-        out: dict[int, MemoryRecord] = {}
-        for chunk in _chunks(list(rowids), 500):
-            marks = ",".join("?" * len(chunk))
-            for r in self._q(
-                f"SELECT {_MEMORY_COLS}, rowid FROM memories WHERE user_id = ? AND agent_id = ? AND rowid IN ({marks})",
-                (scope.user_id, scope.agent_id, *chunk),
-            ):
-                out[int(r[-1])] = _memory(r)
-        return out
+        return self._by_rowid("memories", _MEMORY_COLS, _memory, scope, rowids)
 
     def list_memories(
         self,
@@ -659,15 +660,7 @@ class SQLiteStore:
         return [_episode(r) for r in self._q(sql, params)]
 
     def episodes_by_rowid(self, scope: Scope, rowids: Sequence[int]) -> dict[int, Episode]:
-        out: dict[int, Episode] = {}
-        for chunk in _chunks(list(rowids), 500):
-            marks = ",".join("?" * len(chunk))
-            for r in self._q(
-                f"SELECT {_EPISODE_COLS}, rowid FROM episodes WHERE user_id = ? AND agent_id = ? AND rowid IN ({marks})",
-                (scope.user_id, scope.agent_id, *chunk),
-            ):
-                out[int(r[-1])] = _episode(r)
-        return out
+        return self._by_rowid("episodes", _EPISODE_COLS, _episode, scope, rowids)
 
     def delete_episode(self, scope: Scope, episode_id: str) -> bool:
         with self.transaction():
