@@ -17,7 +17,7 @@ import numpy as np
 from pydantic import ValidationError as PydanticValidationError
 
 from memlane import archive as files_archive
-from memlane import lifecycle, markdown, portable, sessions, userprofile
+from memlane import lifecycle, markdown, portable, review, sessions, userprofile
 from memlane.config import Config
 from memlane.context import Context, build_context
 from memlane.embeddings import Embedder, make_embedder
@@ -404,7 +404,7 @@ class Memory:
         with self.store.transaction():
             rowid = self.store.insert_memory(mem)
             self.store.put_vectors("memories", scope, [rowid], vec[None, :])
-            self.store.add_event(scope, mem.id, "ADD", None, _snapshot(mem), actor, "", now)
+            self.store.add_event(scope, mem.id, "ADD", None, mem.snapshot(), actor, "", now)
         self._after_write()
         self._after_memory_change(scope)
         if mem.score >= self.config.events.important_score:  # seed 004 §11.2
@@ -494,7 +494,7 @@ class Memory:
             rowid = self.store.update_memory(after, content_changed=content_changed)
             if vec is not None:
                 self.store.put_vectors("memories", scope, [rowid], vec[None, :])
-            self.store.add_event(scope, memory_id, kind, _snapshot(before), _snapshot(after), actor, reason, now)
+            self.store.add_event(scope, memory_id, kind, before.snapshot(), after.snapshot(), actor, reason, now)
         self._after_memory_change(scope)
         return after
 
@@ -506,7 +506,7 @@ class Memory:
         now = self.clock()
         with self.store.transaction():
             self.store.delete_memory(scope, memory_id)
-            self.store.add_event(scope, memory_id, "DELETE", _snapshot(before), None, actor, reason, now)
+            self.store.add_event(scope, memory_id, "DELETE", before.snapshot(), None, actor, reason, now)
         self._after_memory_change(scope)
         self.events.emit(Event.memory_deleted(scope, memory_id, before.content, before.category, actor, reason, now))
         return before
@@ -613,10 +613,10 @@ class Memory:
         return lifecycle.consolidate(self, scope, now=now, dry_run=dry_run, on_step=on_step)
 
     def feedback(self, session_id: str, reply: str, *, user_id: str,
-                 agent_id: str | None = None) -> lifecycle.FeedbackReport:
+                 agent_id: str | None = None) -> review.FeedbackReport:
         """Seed 003 "was it used?": boost only the memories the session's last `build_context`
         injected that `reply` actually used (the LLM judges; offline, keyword overlap)."""
-        return lifecycle.feedback(self, Scope.of(user_id, agent_id), session_id, reply)
+        return review.feedback(self, Scope.of(user_id, agent_id), session_id, reply)
 
     # ---- stats ------------------------------------------------------------------------
 
@@ -662,9 +662,6 @@ def _require_text(field: str, value: Any, limit: int) -> None:
     if len(value) > limit:
         raise ValidationError(field, f"is {len(value)} characters; the limit is {limit} (store.max_content_chars)")
 
-
-def _snapshot(mem: MemoryRecord) -> dict[str, Any]:
-    return mem.model_dump(mode="json", exclude={"user_id", "agent_id"})
 
 
 def open_memory(home: str | Path | None = None, **overrides: Any) -> Memory:

@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Any
 
 from memlane.config import ContextConfig
 from memlane.errors import NotFound
-from memlane.lifecycle import record_injected
 from memlane.models import Hit, MemoryRecord, Scope
+from memlane.review import record_injected
 from memlane.sessions import WindowMessage, render_scratchpad, select_window, window_turns
 from memlane.text import cut, estimate_tokens, keywords, language_of
 

@@ -20,7 +20,7 @@ import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any, Literal
+from typing import Literal
 
 import numpy as np
 
@@ -347,11 +347,11 @@ class JobRunner:
                                            "updated_at": now, "last_activated": now})
             rowid = self.store.update_memory(after, content_changed=True)
             self.store.put_vectors("memories", scope, [rowid], vectors[op.content or ""][None, :])
-            self.store.add_event(scope, mem.id, "UPDATE", _snap(mem), _snap(after), actor, op.reason, now)
+            self.store.add_event(scope, mem.id, "UPDATE", mem.snapshot(), after.snapshot(), actor, op.reason, now)
             report.updated.append(after)
         elif op.op == "DELETE":
             self.store.delete_memory(scope, mem.id)
-            self.store.add_event(scope, mem.id, "DELETE", _snap(mem), None, actor, op.reason, now)
+            self.store.add_event(scope, mem.id, "DELETE", mem.snapshot(), None, actor, op.reason, now)
             report.deleted.append(mem)
 
     def _add(self, op: Operation, scope: Scope, job: ExtractionJob, now: datetime, vec: np.ndarray,
@@ -384,7 +384,7 @@ class JobRunner:
         )
         rowid = self.store.insert_memory(mem)
         self.store.put_vectors("memories", scope, [rowid], vec[None, :])
-        self.store.add_event(scope, mem.id, "ADD", None, _snap(mem), actor, op.reason, now)
+        self.store.add_event(scope, mem.id, "ADD", None, mem.snapshot(), actor, op.reason, now)
         report.added.append(mem)
         for cid in op.contradicts:
             old = self.store.get_memory(scope, cid)
@@ -396,7 +396,7 @@ class JobRunner:
     def _write(self, scope: Scope, before: MemoryRecord, after: MemoryRecord, kind: str, actor: str,
                reason: str, now: datetime) -> None:
         self.store.update_memory(after, content_changed=False)
-        self.store.add_event(scope, before.id, kind, _snap(before), _snap(after), actor, reason, now)
+        self.store.add_event(scope, before.id, kind, before.snapshot(), after.snapshot(), actor, reason, now)
 
 
 def _holds(content: str, word: str) -> bool:
@@ -406,9 +406,6 @@ def _holds(content: str, word: str) -> bool:
         return all(ch in content for ch in word)
     return word.lower()[: max(4, len(word) - 2)] in content.lower()
 
-
-def _snap(mem: MemoryRecord) -> dict[str, Any]:
-    return mem.model_dump(mode="json", exclude={"user_id", "agent_id"})
 
 
 __all__ = ["JobReport", "JobRunner", "ScopeLock"]

@@ -108,6 +108,10 @@ class MemoryRecord(_Record):
     pinned: bool = False
     metadata: dict[str, Any] = Field(default_factory=dict)
 
+    def snapshot(self) -> dict[str, Any]:
+        """The state an audit event keeps as before/after (the scope is the event's own)."""
+        return self.model_dump(mode="json", exclude={"user_id", "agent_id"})
+
 
 class Episode(_Record):
     id: str
