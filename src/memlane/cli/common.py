@@ -1,0 +1,137 @@
+"""What every `memlane` command shares: the app, global options, output helpers.
+
+Errors memlane raises on purpose print one line and exit 1; usage errors exit 2.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from datetime import datetime
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from pydantic import BaseModel
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+from rich.table import Table
+
+from memlane.api import Memory
+from memlane.config import PROFILES, Config
+from memlane.models import Hit, MemoryRecord
+
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+    help="memlane: long-term memory for LLM agents. Data lives in MEMLANE_HOME (default ~/.memlane).",
+)
+out = Console(soft_wrap=True)
+err = Console(stderr=True, soft_wrap=True)
+
+UserOpt = Annotated[str, typer.Option("--user", "-u", envvar="MEMLANE_USER", help="Whose memory (user_id).")]
+AgentOpt = Annotated[str | None, typer.Option("--agent", help="Agent id within the user's scope.")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")]
+_state: dict[str, Any] = {"home": None, "profile": None, "embedder": None}
+
+
+@app.callback()
+def _global(
+    home: Annotated[Path | None, typer.Option("--home", envvar="MEMLANE_HOME", help="Data directory.")] = None,
+    profile: Annotated[str | None, typer.Option("--profile", envvar="MEMLANE_PROFILE",
+                                                help=f"One of: {', '.join(PROFILES)}.")] = None,
+    embedder: Annotated[str | None, typer.Option("--embedder", envvar="MEMLANE_EMBEDDER",
+                                                 help="e5 (default), hash, openai, minilm, use.")] = None,
+) -> None:
+    _state.update(home=home, profile=profile, embedder=embedder)
+
+
+def _config(home: Path | None = None) -> Config:
+    overrides: dict[str, Any] = {}
+    home = home or _state["home"]
+    if home is not None:
+        overrides["store"] = {"home": str(home)}
+    if _state["embedder"]:
+        overrides["embedding"] = {"provider": _state["embedder"]}
+    if _state["profile"]:
+        overrides["profile"] = _state["profile"]
+    return Config.from_env(**overrides)
+
+
+@contextmanager
+def _memory(home: Path | None = None, *, background: bool = False) -> Iterator[Memory]:
+    cfg = _config(home)
+    cfg.embedding.background = background  # one-shot commands embed in line, then exit
+    mem = Memory(cfg)
+    try:
+        yield mem
+    finally:
+        mem.close()
+
+
+def _emit_json(data: Any) -> None:
+    def conv(x: Any) -> Any:
+        if isinstance(x, BaseModel):
+            return x.model_dump(mode="json", exclude_none=True)
+        if isinstance(x, list):
+            return [conv(i) for i in x]
+        if isinstance(x, dict):
+            return {k: conv(v) for k, v in x.items()}
+        return x
+
+    sys.stdout.write(json.dumps(conv(data), ensure_ascii=False, indent=2) + "\n")
+
+
+def _short(t: datetime | None) -> str:
+    return t.strftime("%Y-%m-%d %H:%M") if t else ""
+
+
+def _memory_table(mems: Sequence[MemoryRecord], title: str = "Memories") -> Table:
+    table = Table(title=title, show_lines=False)
+    for col in ("id", "category", "score", "status", "hits", "last activated", "content"):
+        table.add_column(col, overflow="fold")
+    for m in mems:
+        table.add_row(m.id, m.category, f"{m.score:.2f}", m.status + (" 📌" if m.pinned else ""),
+                      str(m.activation_count), _short(m.last_activated), m.content)
+    return table
+
+
+def _hit_table(hits: Sequence[Hit], title: str) -> Table:
+    table = Table(title=title)
+    for col in ("#", "score", "source", "content"):
+        table.add_column(col, overflow="fold")
+    for i, h in enumerate(hits, 1):
+        table.add_row(str(i), f"{h.score:.3f}", h.source, h.content)
+    return table
+
+
+def _progress() -> Progress:
+    return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+                    console=err, transient=True)
+
+
+def _parse_time(value: str | None, name: str) -> datetime | None:
+    if value is None:
+        return None
+    try:
+        return datetime.fromisoformat(value)
+    except ValueError:
+        raise typer.BadParameter(f"{name}: not an ISO date/time such as 2026-11-01 or 2026-11-01T09:00") from None
+
+
+# ---- commands ---------------------------------------------------------------------------
+
+
+def _import_with_progress(mem: Memory, convs: Sequence[Any], total: int, user: str,
+                          agent: str | None) -> tuple[int, int]:
+    with _progress() as bar:
+        task = bar.add_task("storing turns", total=total)
+        n = mem.import_conversations(convs, user_id=user, agent_id=agent,
+                                     progress=lambda k: bar.advance(task, k))
+        emb = bar.add_task("embedding", total=total)
+        embedded = mem.flush(progress=lambda k: bar.advance(emb, k))
+    return n, embedded

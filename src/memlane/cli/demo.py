@@ -1,0 +1,93 @@
+"""`memlane demo`: the bundled conversation, imported, extracted, searched and written out."""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from importlib import resources
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.table import Table
+
+from memlane.cli.common import (
+    JsonOpt,
+    _emit_json,
+    _hit_table,
+    _import_with_progress,
+    _memory,
+    _memory_table,
+    app,
+    out,
+)
+
+
+@app.command()
+def demo(
+    home: Annotated[Path | None, typer.Option("--home", help="Keep the demo data here (default: a temp dir).")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Import a bundled Chinese + English conversation into a fresh data dir and search it.
+
+    Example: memlane demo
+    """
+    from memlane.importers import parse
+
+    data = json.loads(resources.files("memlane.data").joinpath("sample_conversation.json").read_text("utf-8"))
+    target = home or Path(tempfile.mkdtemp(prefix="memlane-demo-"))
+    user = "lin"
+    report: dict[str, Any] = {"home": str(target), "searches": []}
+    with _memory(target) as mem:
+        convs = parse(data, "sample_conversation.json")
+        total = sum(len(c.messages) for c in convs)
+        n, _ = _import_with_progress(mem, convs, total, user, None)
+        report["turns"] = n
+        # ending each session runs extraction: the LLM when MEMLANE_LLM_BASE_URL is set,
+        # the offline heuristic extractor otherwise
+        report["extraction"] = {"extractor": "llm" if mem.llm is not None else "heuristic", "jobs": []}
+        for conv in convs:
+            for result in mem.end_session(conv.session_id, user_id=conv.user_id or user):
+                if result.action == "extract" and result.result is not None:
+                    job = result.result
+                    report["extraction"]["jobs"].append({"session": job.session_id, "status": job.status,
+                                                         "error": job.error, **job.stats})
+        report["sessions"] = [s.model_dump(mode="json") for s in mem.sessions(user_id=user)]
+        report["memories"] = mem.list(user_id=user)
+        for q in data["questions"]:
+            report["searches"].append({
+                "query": q,
+                "memories": mem.search(q, user_id=user, limit=3, activate=False),
+                "turns": mem.search(q, user_id=user, limit=3, corpus="turns"),
+            })
+        report["stats"] = mem.stats(user_id=user)
+        report["files"] = {"memory_md": str(mem.md_export(user_id=user)), "user_md": str(mem.user_profile(user_id=user))}
+    if as_json:
+        _emit_json(report)
+        return
+    _print_demo(report)
+    out.print(f"human-readable memory: {report['files']['memory_md']}\nuser profile:          {report['files']['user_md']}")
+
+
+def _print_demo(report: dict[str, Any]) -> None:
+    out.rule("[bold]memlane demo")
+    out.print(f"data directory: {report['home']}  (no server, no API key, embedder: {report['stats'].embedder})")
+    sessions = Table(title="Stored conversation")
+    for col in ("session", "started", "turns"):
+        sessions.add_column(col)
+    for s in sorted(report["sessions"], key=lambda s: s["started_at"]):
+        sessions.add_row(s["id"], s["started_at"][:16], str(s["message_count"]))
+    out.print(sessions)
+    if report.get("extraction"):
+        how = report["extraction"]["extractor"]
+        note = ("offline, by the heuristic extractor (set MEMLANE_LLM_BASE_URL for an LLM)" if how == "heuristic"
+                else "by the LLM")
+        failed = [j for j in report["extraction"]["jobs"] if j["status"] == "retrying"]
+        out.print(f"memories extracted {note} when each session ended"
+                  + (f"; {len(failed)} job(s) queued for retry: {failed[0]['error']}" if failed else ""))
+    if report["memories"]:
+        out.print(_memory_table(report["memories"], "Memories"))
+    for s in report["searches"]:
+        if s["memories"]:
+            out.print(_hit_table(s["memories"], f"search memories: {s['query']}"))
+        out.print(_hit_table(s["turns"], f"search conversation: {s['query']}"))
