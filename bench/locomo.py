@@ -293,7 +293,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             n_obs += n
         console.print(f"  {name}: {len(sessions)} sessions, {len(qs)} questions", style="dim")
 
-    study = [] if args.no_key_study else key_study(convs, args.embedder, [cfg.embedding.max_chars, 200], cached)
+    study = [] if args.no_key_study else key_study(convs, args.embedder, [cfg.embedding.max_chars, 1000], cached)
     # keep every passage vector for the next run
     all_hashes = [content_hash(vector_key(t, cfg.embedding.max_chars)) for _, c in convs for t in turn_texts(c).values()]
     cached.update(mem.store.cache_get(model, all_hashes))

@@ -108,3 +108,19 @@ def test_a_hit_activates_only_where_the_profile_says(make_memory, profile, activ
     assert after.score == rec.score  # a hit alone never changes the score
     memory.search("爵士乐", user_id="u1", activate=False)  # benchmarks and previews
     assert memory.get(rec.id, user_id="u1").activation_count == after.activation_count
+
+
+def test_words_most_documents_hold_are_left_out_of_large_corpora(make_memory):
+    from memlane.search import drop_common
+
+    memory = make_memory(search={"common_term_min_docs": 30, "common_term_share": 0.2})
+    for i in range(40):
+        memory.add(f"the user mentioned topic number {i}", user_id="u1")
+    jazz = memory.add("the user plays jazz piano", user_id="u1")
+    cfg = memory.config.search
+    assert drop_common(memory.store, "memories", ["user", "jazz", "piano"], cfg) == ["jazz", "piano"]
+    assert drop_common(memory.store, "memories", ["user", "jazz"], cfg) == ["user", "jazz"]  # two always stay
+    small = make_memory(home=memory.config.home.parent / "small", search={"common_term_share": 0.2})
+    small.add("the user plays jazz piano", user_id="u1")
+    assert drop_common(small.store, "memories", ["user", "jazz", "piano"], small.config.search) == ["user", "jazz", "piano"]
+    assert memory.search("user jazz piano", user_id="u1")[0].id == jazz.id

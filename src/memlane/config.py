@@ -47,7 +47,9 @@ class EmbeddingConfig(_Section):
     dimensions: int = Field(384, ge=8)  # hash embedder width; remote providers report their own
     batch_size: int = Field(32, ge=1)
     timeout_s: float = Field(30.0, gt=0)
-    max_chars: int = Field(1_000, ge=16)  # a turn's vector key is cut here (issue 3: cost)
+    # a row is embedded cut at this many characters; full text stays in FTS. Issue 3 key study
+    # (bench/locomo.py): 200 keeps LoCoMo R@10 and embeds long replies ~4x faster than 1000
+    max_chars: int = Field(200, ge=16)
     background: bool = True  # turns are embedded behind ingest, never blocking add_messages
 
 
@@ -82,6 +84,11 @@ class SearchConfig(_Section):
     # w_dense · the z-scored dense similarity; "rrf": reciprocal-rank fusion. Measured on
     # LoCoMo (bench/locomo.py, issue 3): RRF(60) does not beat the lexical side, "score" does.
     fusion: Literal["score", "rrf"] = "score"
+    # In a large corpus, query words held by more than this share of documents are left out
+    # of the full-text query: their BM25 weight is near zero, but FTS5 would score every row
+    # holding them (issue 3 scale bench: "user", "plans" over 100k memories of one user).
+    common_term_share: float = Field(0.05, gt=0, le=1)
+    common_term_min_docs: int = Field(20_000, ge=1)  # smaller corpora keep every word
     w_dense: float = Field(0.2, ge=0)  # issue 3: best of 0.05–0.4 on LoCoMo
     neighbour_window: int = Field(2, ge=0)  # turns each side indexed as context (issue 3)
     neighbour_weight: float = Field(0.3, ge=0)  # bm25 column weight of that context

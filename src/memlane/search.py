@@ -20,7 +20,7 @@ from memlane.config import SearchConfig
 from memlane.errors import ValidationError
 from memlane.models import Corpus, Episode, Hit, MemoryRecord, Scope, Turn
 from memlane.store import Store
-from memlane.text import fts_query, fts_terms, highlights, keywords
+from memlane.text import fts_query, fts_terms, highlights, index_term, keywords
 
 
 @dataclass(frozen=True)
@@ -60,6 +60,19 @@ def analyse(query: str, max_keywords: int | None = None) -> tuple[list[str], str
     """(keywords, FTS5 match expression) for a query."""
     words = keywords(query, max_keywords)
     return words, fts_query(fts_terms(words))
+
+
+def drop_common(store: Store, corpus: Corpus, terms: list[str], cfg: SearchConfig) -> list[str]:
+    """Leave out the words most documents hold, in a large corpus; the two rarest always stay."""
+    if len(terms) <= 2:
+        return terms
+    counts, total = store.term_documents(corpus, [index_term(t) for t in terms])
+    if total < cfg.common_term_min_docs:
+        return terms
+    share = {t: counts.get(index_term(t), 0) / total for t in terms}
+    keep = [t for t in terms if share[t] <= cfg.common_term_share]
+    rarest = sorted(terms, key=lambda t: share[t])[:2]
+    return [t for t in terms if t in keep or t in rarest]
 
 
 def fuse_rrf(cands: dict[int, Candidate], rrf_k: int) -> None:
@@ -103,7 +116,7 @@ def candidates(
     pool: int,
 ) -> dict[int, Candidate]:
     """Lexical ∪ dense candidates, each scored on both sides where the data allows."""
-    _, match = analyse(query)
+    match = fts_query(drop_common(store, corpus, fts_terms(keywords(query)), cfg))
     weights = (1.0, cfg.neighbour_weight) if corpus == "turns" else (1.0,)
     cands: dict[int, Candidate] = {}
     for rank, (rowid, score) in enumerate(store.fts(corpus, scope, match, max(pool, cfg.fts_candidates), weights), 1):

@@ -106,6 +106,18 @@ def _stemmer() -> Any:
     return Stemmer.Stemmer("english")
 
 
+def index_term(word: str) -> str:
+    """The term FTS5's `porter unicode61` tokenizer stores for a query word."""
+    return word if CJK_RUN.fullmatch(word) else _porter().stemWord(word.lower())
+
+
+@functools.lru_cache(maxsize=1)
+def _porter() -> Any:
+    import Stemmer
+
+    return Stemmer.Stemmer("porter")
+
+
 def highlights(keywords_: Iterable[str], text: str) -> list[str]:
     """The query keywords a text contains: CJK as substrings, Latin words by their stem
     (so "runs" highlights "running", as FTS5's porter tokenizer matched it)."""

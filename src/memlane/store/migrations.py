@@ -148,3 +148,11 @@ def m003_fts_scope(db: Any) -> None:
             f"DROP TABLE {fts};"
             f"ALTER TABLE {fts}_scoped RENAME TO {fts};"
         )
+
+
+@migration
+def m004_fts_vocab(db: Any) -> None:
+    """FTS5's own term statistics (fts5vocab 'row': documents per term), so a query can leave
+    out words that nearly every document holds (issue 3, scale)."""
+    for fts in FTS_TABLES:
+        db.execute(f"CREATE VIRTUAL TABLE {fts}_vocab USING fts5vocab('{fts}', 'row')")

@@ -315,6 +315,18 @@ class SQLiteStore:
             raise BackendError(f"full-text query {match!r} failed: {exc}") from exc
         return [(int(r[0]), float(r[1])) for r in rows]
 
+    def term_documents(self, corpus: Corpus, terms: Sequence[str]) -> tuple[dict[str, int], int]:
+        """({index term: documents holding it}, an estimate of the documents in the corpus).
+
+        Counts span all scopes: a word common everywhere is common in each scope too."""
+        if not terms:
+            return {}, 0
+        marks = ",".join("?" * len(terms))
+        counts = {t: int(n) for t, n in self._q(
+            f"SELECT term, doc FROM {_FTS[corpus]}_vocab WHERE term IN ({marks})", list(terms))}
+        total = int(self._q(f"SELECT COALESCE(MAX(rowid), 0) FROM {corpus}")[0][0])  # O(log n), not COUNT
+        return counts, total
+
     def _index(self, corpus: Corpus, rowid: int, *columns: str) -> None:
         fts = _FTS[corpus]
         self._conn.execute(f"DELETE FROM {fts} WHERE rowid = ?", (rowid,))
