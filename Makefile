@@ -22,6 +22,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/locomo.py
 	$(BIN)/python bench/scale.py
 	$(BIN)/python bench/lifecycle.py
+	$(BIN)/python bench/llm_cost.py
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests bench

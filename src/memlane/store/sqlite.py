@@ -12,7 +12,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -35,71 +35,23 @@ from memlane.models import (
 )
 from memlane.store import vindex
 from memlane.store.migrations import MIGRATIONS, scope_token
+from memlane.store.rows import (
+    EPISODE_COLS,
+    MEMORY_COLS,
+    TURN_COLS,
+    dt_,
+    episode_row,
+    memory_params,
+    memory_row,
+    session_row,
+    to_json,
+    ts,
+    turn_row,
+)
 from memlane.text import index_text
 
 R = TypeVar("R")
 _FTS = {"memories": "memories_fts", "turns": "turns_fts", "episodes": "episodes_fts"}
-
-
-def ts(value: datetime | None) -> float | None:
-    if value is None:
-        return None
-    if value.tzinfo is None:
-        value = value.replace(tzinfo=UTC)
-    return value.timestamp()
-
-
-def dt(value: float | None) -> datetime | None:
-    return None if value is None else datetime.fromtimestamp(value, UTC)
-
-
-def _dt(value: float) -> datetime:
-    return datetime.fromtimestamp(value, UTC)
-
-
-def _json(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, default=str)
-
-
-_MEMORY_COLS = (
-    "id, user_id, agent_id, content, category, kind, score, confidence, subject, predicate, "
-    "created_at, updated_at, last_activated, activation_count, expires_at, source, verified, "
-    "source_session, status, pinned, metadata"
-)
-_TURN_COLS = (
-    "id, user_id, agent_id, session_id, seq, role, content, name, tool_calls, created_at, "
-    "token_count, archived, metadata"
-)
-_EPISODE_COLS = (
-    "id, user_id, agent_id, session_id, summary, goal, outcome, entities, tools_used, "
-    "started_at, ended_at, score, created_at"
-)
-
-
-def _memory(row: Sequence[Any]) -> MemoryRecord:
-    return MemoryRecord(
-        id=row[0], user_id=row[1], agent_id=row[2], content=row[3], category=row[4], kind=row[5],
-        score=row[6], confidence=row[7], subject=row[8], predicate=row[9],
-        created_at=_dt(row[10]), updated_at=_dt(row[11]), last_activated=_dt(row[12]),
-        activation_count=row[13], expires_at=dt(row[14]), source=row[15], verified=bool(row[16]),
-        source_session=row[17], status=row[18], pinned=bool(row[19]), metadata=json.loads(row[20]),
-    )
-
-
-def _turn(row: Sequence[Any]) -> Turn:
-    return Turn(
-        id=row[0], user_id=row[1], agent_id=row[2], session_id=row[3], seq=row[4], role=row[5],
-        content=row[6], name=row[7], tool_calls=json.loads(row[8]) if row[8] else None,
-        created_at=_dt(row[9]), token_count=row[10], archived=row[11], metadata=json.loads(row[12]),
-    )
-
-
-def _episode(row: Sequence[Any]) -> Episode:
-    return Episode(
-        id=row[0], user_id=row[1], agent_id=row[2], session_id=row[3], summary=row[4], goal=row[5],
-        outcome=row[6], entities=json.loads(row[7]), tools_used=json.loads(row[8]),
-        started_at=_dt(row[9]), ended_at=_dt(row[10]), score=row[11], created_at=_dt(row[12]),
-    )
 
 
 class SQLiteStore:
@@ -354,7 +306,7 @@ class SQLiteStore:
             "extraction_count, metadata FROM sessions WHERE user_id = ? AND agent_id = ? AND id = ?",
             (scope.user_id, scope.agent_id, session_id),
         )
-        return _session(rows[0]) if rows else None
+        return session_row(rows[0]) if rows else None
 
     def list_sessions(self, scope: Scope, limit: int = 100) -> list[Session]:
         rows = self._q(
@@ -363,7 +315,7 @@ class SQLiteStore:
             "ORDER BY started_at DESC LIMIT ?",
             (scope.user_id, scope.agent_id, limit),
         )
-        return [_session(r) for r in rows]
+        return [session_row(r) for r in rows]
 
     def put_session(self, session: Session) -> None:
         self._x(
@@ -374,7 +326,7 @@ class SQLiteStore:
             "message_count = excluded.message_count, extraction_count = excluded.extraction_count, "
             "metadata = excluded.metadata",
             (session.user_id, session.agent_id, session.id, ts(session.started_at), ts(session.ended_at),
-             session.summary, session.message_count, session.extraction_count, _json(session.metadata)),
+             session.summary, session.message_count, session.extraction_count, to_json(session.metadata)),
         )
 
     # ---- turns ------------------------------------------------------------------------
@@ -389,10 +341,10 @@ class SQLiteStore:
     def insert_turn(self, turn: Turn) -> int:
         with self._lock:
             self._conn.execute(
-                f"INSERT INTO turns({_TURN_COLS}) VALUES ({', '.join('?' * 13)})",
+                f"INSERT INTO turns({TURN_COLS}) VALUES ({', '.join('?' * 13)})",
                 (turn.id, turn.user_id, turn.agent_id, turn.session_id, turn.seq, turn.role, turn.content,
-                 turn.name, _json(turn.tool_calls) if turn.tool_calls else None, ts(turn.created_at),
-                 turn.token_count, turn.archived, _json(turn.metadata)),
+                 turn.name, to_json(turn.tool_calls) if turn.tool_calls else None, ts(turn.created_at),
+                 turn.token_count, turn.archived, to_json(turn.metadata)),
             )
             rowid = self._conn.last_insert_rowid()
             self._index("turns", rowid, turn.content, "")
@@ -455,13 +407,13 @@ class SQLiteStore:
             where.append(f"rowid IN ({','.join('?' * len(rowids))})")
             params.extend(rowids)
         order = "DESC" if newest_first else "ASC"
-        sql = f"SELECT {_TURN_COLS}, rowid FROM turns WHERE {' AND '.join(where)} ORDER BY created_at {order}, seq {order}"
+        sql = f"SELECT {TURN_COLS}, rowid FROM turns WHERE {' AND '.join(where)} ORDER BY created_at {order}, seq {order}"
         if limit is not None:
             sql += f" LIMIT {int(limit)}"
-        return [_turn(r) for r in self._q(sql, params)]
+        return [turn_row(r) for r in self._q(sql, params)]
 
     def turns_by_rowid(self, scope: Scope, rowids: Sequence[int]) -> dict[int, Turn]:
-        return self._by_rowid("turns", _TURN_COLS, _turn, scope, rowids)
+        return self._by_rowid("turns", TURN_COLS, turn_row, scope, rowids)
 
     def _by_rowid(self, table: str, cols: str, parse: Callable[[Sequence[Any]], R], scope: Scope,
                   rowids: Sequence[int]) -> dict[int, R]:
@@ -489,7 +441,7 @@ class SQLiteStore:
     def insert_memory(self, memory: MemoryRecord) -> int:
         with self._lock:
             self._conn.execute(
-                f"INSERT INTO memories({_MEMORY_COLS}) VALUES ({', '.join('?' * 21)})", _memory_params(memory)
+                f"INSERT INTO memories({MEMORY_COLS}) VALUES ({', '.join('?' * 21)})", memory_params(memory)
             )
             rowid = self._conn.last_insert_rowid()
             self._index("memories", rowid, memory.content)
@@ -512,8 +464,8 @@ class SQLiteStore:
             start = int(self._q("SELECT COALESCE(MAX(rowid), 0) FROM memories")[0][0]) + 1
             rowids = list(range(start, start + len(memories)))
             self._conn.executemany(
-                f"INSERT INTO memories(rowid, {_MEMORY_COLS}, embedded) VALUES (?, {', '.join('?' * 21)}, ?)",
-                [(r, *_memory_params(m), int(vecs is not None)) for r, m in zip(rowids, memories, strict=True)],
+                f"INSERT INTO memories(rowid, {MEMORY_COLS}, embedded) VALUES (?, {', '.join('?' * 21)}, ?)",
+                [(r, *memory_params(m), int(vecs is not None)) for r, m in zip(rowids, memories, strict=True)],
             )
             self._conn.executemany(
                 "INSERT INTO memories_fts(rowid, body, scope) VALUES (?, ?, ?)",
@@ -538,7 +490,7 @@ class SQLiteStore:
     def update_memory(self, memory: MemoryRecord, *, content_changed: bool) -> int:
         """Write every field of `memory`; returns its rowid. Reindexes when content changed."""
         with self._lock:
-            params = _memory_params(memory)
+            params = memory_params(memory)
             self._conn.execute(
                 "UPDATE memories SET content = ?, category = ?, kind = ?, score = ?, confidence = ?, "
                 "subject = ?, predicate = ?, created_at = ?, updated_at = ?, last_activated = ?, "
@@ -561,13 +513,13 @@ class SQLiteStore:
 
     def get_memory(self, scope: Scope, memory_id: str) -> MemoryRecord | None:
         rows = self._q(
-            f"SELECT {_MEMORY_COLS} FROM memories WHERE user_id = ? AND agent_id = ? AND id = ?",
+            f"SELECT {MEMORY_COLS} FROM memories WHERE user_id = ? AND agent_id = ? AND id = ?",
             (scope.user_id, scope.agent_id, memory_id),
         )
-        return _memory(rows[0]) if rows else None
+        return memory_row(rows[0]) if rows else None
 
     def memories_by_rowid(self, scope: Scope, rowids: Sequence[int]) -> dict[int, MemoryRecord]:
-        return self._by_rowid("memories", _MEMORY_COLS, _memory, scope, rowids)
+        return self._by_rowid("memories", MEMORY_COLS, memory_row, scope, rowids)
 
     def list_memories(
         self,
@@ -594,9 +546,9 @@ class SQLiteStore:
         if until is not None:
             where.append("created_at <= ?")
             params.append(ts(until))
-        sql = f"SELECT {_MEMORY_COLS} FROM memories WHERE {' AND '.join(where)} ORDER BY {order}"
+        sql = f"SELECT {MEMORY_COLS} FROM memories WHERE {' AND '.join(where)} ORDER BY {order}"
         sql += f" LIMIT {int(limit) if limit is not None else -1} OFFSET {int(offset)}"
-        return [_memory(r) for r in self._q(sql, params)]
+        return [memory_row(r) for r in self._q(sql, params)]
 
     def delete_memory(self, scope: Scope, memory_id: str) -> bool:
         with self.transaction():
@@ -624,8 +576,8 @@ class SQLiteStore:
         self._x(
             "INSERT INTO memory_events(memory_id, user_id, agent_id, kind, before, after, actor, reason, created_at) "
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (memory_id, scope.user_id, scope.agent_id, kind, _json(before) if before is not None else None,
-             _json(after) if after is not None else None, actor, reason, ts(at)),
+            (memory_id, scope.user_id, scope.agent_id, kind, to_json(before) if before is not None else None,
+             to_json(after) if after is not None else None, actor, reason, ts(at)),
         )
 
     def events(self, scope: Scope, memory_id: str | None = None, limit: int = 1000) -> list[MemoryEvent]:
@@ -641,7 +593,7 @@ class SQLiteStore:
             MemoryEvent(
                 id=r[0], memory_id=r[1], user_id=r[2], agent_id=r[3], kind=r[4],
                 before=json.loads(r[5]) if r[5] else None, after=json.loads(r[6]) if r[6] else None,
-                actor=r[7], reason=r[8], created_at=_dt(r[9]),
+                actor=r[7], reason=r[8], created_at=dt_(r[9]),
             )
             for r in self._q(sql, params)
         ]
@@ -651,9 +603,9 @@ class SQLiteStore:
     def insert_episode(self, episode: Episode) -> int:
         with self._lock:
             self._conn.execute(
-                f"INSERT INTO episodes({_EPISODE_COLS}) VALUES ({', '.join('?' * 13)})",
+                f"INSERT INTO episodes({EPISODE_COLS}) VALUES ({', '.join('?' * 13)})",
                 (episode.id, episode.user_id, episode.agent_id, episode.session_id, episode.summary,
-                 episode.goal, episode.outcome, _json(episode.entities), _json(episode.tools_used),
+                 episode.goal, episode.outcome, to_json(episode.entities), to_json(episode.tools_used),
                  ts(episode.started_at), ts(episode.ended_at), episode.score, ts(episode.created_at)),
             )
             rowid = self._conn.last_insert_rowid()
@@ -662,17 +614,17 @@ class SQLiteStore:
             return rowid
 
     def list_episodes(self, scope: Scope, *, session_id: str | None = None, limit: int = 100) -> list[Episode]:
-        sql = f"SELECT {_EPISODE_COLS} FROM episodes WHERE user_id = ? AND agent_id = ?"
+        sql = f"SELECT {EPISODE_COLS} FROM episodes WHERE user_id = ? AND agent_id = ?"
         params: list[Any] = [scope.user_id, scope.agent_id]
         if session_id is not None:
             sql += " AND session_id = ?"
             params.append(session_id)
         sql += " ORDER BY ended_at DESC LIMIT ?"
         params.append(limit)
-        return [_episode(r) for r in self._q(sql, params)]
+        return [episode_row(r) for r in self._q(sql, params)]
 
     def episodes_by_rowid(self, scope: Scope, rowids: Sequence[int]) -> dict[int, Episode]:
-        return self._by_rowid("episodes", _EPISODE_COLS, _episode, scope, rowids)
+        return self._by_rowid("episodes", EPISODE_COLS, episode_row, scope, rowids)
 
     def delete_episode(self, scope: Scope, episode_id: str) -> bool:
         with self.transaction():
@@ -696,14 +648,14 @@ class SQLiteStore:
         if not rows:
             return None
         return Scratchpad(user_id=scope.user_id, agent_id=scope.agent_id, current_focus=rows[0][0],
-                          recent_tasks=json.loads(rows[0][1]), updated_at=_dt(rows[0][2]))
+                          recent_tasks=json.loads(rows[0][1]), updated_at=dt_(rows[0][2]))
 
     def put_scratchpad(self, pad: Scratchpad) -> None:
         self._x(
             "INSERT INTO scratchpad(user_id, agent_id, current_focus, recent_tasks, updated_at) VALUES (?, ?, ?, ?, ?) "
             "ON CONFLICT(user_id, agent_id) DO UPDATE SET current_focus = excluded.current_focus, "
             "recent_tasks = excluded.recent_tasks, updated_at = excluded.updated_at",
-            (pad.user_id, pad.agent_id, pad.current_focus, _json(pad.recent_tasks), ts(pad.updated_at)),
+            (pad.user_id, pad.agent_id, pad.current_focus, to_json(pad.recent_tasks), ts(pad.updated_at)),
         )
 
     # ---- extraction jobs --------------------------------------------------------------
@@ -733,7 +685,7 @@ class SQLiteStore:
         )
         return [
             ExtractionJob(id=r[0], user_id=r[1], agent_id=r[2], session_id=r[3], first_seq=r[4], last_seq=r[5],
-                          status=r[6], attempts=r[7], next_at=_dt(r[8]), last_error=r[9], created_at=_dt(r[10]))
+                          status=r[6], attempts=r[7], next_at=dt_(r[8]), last_error=r[9], created_at=dt_(r[10]))
             for r in rows
         ]
 
@@ -779,20 +731,6 @@ class SQLiteStore:
     def raw_count(self, table: str, where: str = "1", params: Sequence[Any] = ()) -> int:
         """Row count of any table; for audits and tests of what is left behind."""
         return int(self._q(f"SELECT COUNT(*) FROM {table} WHERE {where}", params)[0][0])
-
-
-def _session(r: Sequence[Any]) -> Session:
-    return Session(id=r[0], user_id=r[1], agent_id=r[2], started_at=_dt(r[3]), ended_at=dt(r[4]), summary=r[5],
-                   message_count=r[6], extraction_count=r[7], metadata=json.loads(r[8]))
-
-
-def _memory_params(m: MemoryRecord) -> tuple[Any, ...]:
-    return (
-        m.id, m.user_id, m.agent_id, m.content, m.category, m.kind, m.score, m.confidence, m.subject,
-        m.predicate, ts(m.created_at), ts(m.updated_at), ts(m.last_activated), m.activation_count,
-        ts(m.expires_at), m.source, int(m.verified), m.source_session, m.status, int(m.pinned),
-        _json(m.metadata),
-    )
 
 
 def _chunks(items: list[Any], size: int) -> Iterator[list[Any]]:

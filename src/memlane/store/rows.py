@@ -1,0 +1,89 @@
+"""Rows ↔ records for the SQLite store: column lists, parsers, parameters, time stamps.
+
+Times are stored as UTC epoch seconds (REAL): cheap to compare and to do arithmetic on, and
+`datetime(created_at, 'unixepoch')` shows them in any SQLite client.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from memlane.models import Episode, MemoryRecord, Session, Turn
+
+
+def ts(value: datetime | None) -> float | None:
+    if value is None:
+        return None
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=UTC)
+    return value.timestamp()
+
+
+def dt(value: float | None) -> datetime | None:
+    return None if value is None else datetime.fromtimestamp(value, UTC)
+
+
+def dt_(value: float) -> datetime:
+    return datetime.fromtimestamp(value, UTC)
+
+
+def to_json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+MEMORY_COLS = (
+    "id, user_id, agent_id, content, category, kind, score, confidence, subject, predicate, "
+    "created_at, updated_at, last_activated, activation_count, expires_at, source, verified, "
+    "source_session, status, pinned, metadata"
+)
+TURN_COLS = (
+    "id, user_id, agent_id, session_id, seq, role, content, name, tool_calls, created_at, "
+    "token_count, archived, metadata"
+)
+EPISODE_COLS = (
+    "id, user_id, agent_id, session_id, summary, goal, outcome, entities, tools_used, "
+    "started_at, ended_at, score, created_at"
+)
+
+
+def memory_row(row: Sequence[Any]) -> MemoryRecord:
+    return MemoryRecord(
+        id=row[0], user_id=row[1], agent_id=row[2], content=row[3], category=row[4], kind=row[5],
+        score=row[6], confidence=row[7], subject=row[8], predicate=row[9],
+        created_at=dt_(row[10]), updated_at=dt_(row[11]), last_activated=dt_(row[12]),
+        activation_count=row[13], expires_at=dt(row[14]), source=row[15], verified=bool(row[16]),
+        source_session=row[17], status=row[18], pinned=bool(row[19]), metadata=json.loads(row[20]),
+    )
+
+
+def turn_row(row: Sequence[Any]) -> Turn:
+    return Turn(
+        id=row[0], user_id=row[1], agent_id=row[2], session_id=row[3], seq=row[4], role=row[5],
+        content=row[6], name=row[7], tool_calls=json.loads(row[8]) if row[8] else None,
+        created_at=dt_(row[9]), token_count=row[10], archived=row[11], metadata=json.loads(row[12]),
+    )
+
+
+def episode_row(row: Sequence[Any]) -> Episode:
+    return Episode(
+        id=row[0], user_id=row[1], agent_id=row[2], session_id=row[3], summary=row[4], goal=row[5],
+        outcome=row[6], entities=json.loads(row[7]), tools_used=json.loads(row[8]),
+        started_at=dt_(row[9]), ended_at=dt_(row[10]), score=row[11], created_at=dt_(row[12]),
+    )
+
+
+def session_row(r: Sequence[Any]) -> Session:
+    return Session(id=r[0], user_id=r[1], agent_id=r[2], started_at=dt_(r[3]), ended_at=dt(r[4]), summary=r[5],
+                   message_count=r[6], extraction_count=r[7], metadata=json.loads(r[8]))
+
+
+def memory_params(m: MemoryRecord) -> tuple[Any, ...]:
+    return (
+        m.id, m.user_id, m.agent_id, m.content, m.category, m.kind, m.score, m.confidence, m.subject,
+        m.predicate, ts(m.created_at), ts(m.updated_at), ts(m.last_activated), m.activation_count,
+        ts(m.expires_at), m.source, int(m.verified), m.source_session, m.status, int(m.pinned),
+        to_json(m.metadata),
+    )
