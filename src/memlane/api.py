@@ -288,8 +288,11 @@ class Memory:
         user_id: str,
         agent_id: str | None = None,
         progress: Callable[[int], None] | None = None,
+        embed: bool = True,
     ) -> int:
-        """Store parsed conversations (see `memlane.importers`) in one transaction; returns turns."""
+        """Store parsed conversations (see `memlane.importers`) in one transaction; returns turns.
+
+        `embed=False` leaves the vectors to the background indexer or the next `flush()`."""
         count = 0
         self._importing = True
         try:
@@ -301,7 +304,8 @@ class Memory:
                         progress(len(conv.messages))
         finally:
             self._importing = False
-        self._after_write()
+        if embed:
+            self._after_write()
         return count
 
     def get_turns(self, session_id: str | None = None, *, user_id: str, agent_id: str | None = None,

@@ -78,7 +78,7 @@ class SearchConfig(_Section):
     w_recency: float = 0.15
     recency_half_life_days: float = Field(30.0, gt=0)  # seed 004 §5.2
     fts_candidates: int = Field(100, ge=1)
-    vector_candidates: int = Field(100, ge=1)
+    vector_candidates: int = Field(50, ge=1)  # issue 3: 50 dense + 100 lexical lose nothing vs 100 + 200
     rrf_k: int = Field(60, ge=1)
     # How lexical and dense evidence are combined. "score" (default): max-normalised BM25 +
     # w_dense · the z-scored dense similarity; "rrf": reciprocal-rank fusion. Measured on

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import uuid
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -111,6 +111,18 @@ class MemoryRecord(_Record):
     def snapshot(self) -> dict[str, Any]:
         """The state an audit event keeps as before/after (the scope is the event's own)."""
         return self.model_dump(mode="json", exclude={"user_id", "agent_id"})
+
+
+class MemoryFacts(NamedTuple):
+    """The few fields ranking and filtering need, read without building whole records."""
+
+    score: float
+    last_activated: datetime
+    expires_at: datetime | None
+    status: str
+    category: str
+    source_session: str | None
+    created_at: datetime
 
 
 class Episode(_Record):

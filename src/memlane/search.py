@@ -18,7 +18,7 @@ import numpy as np
 
 from memlane.config import SearchConfig
 from memlane.errors import ValidationError
-from memlane.models import Corpus, Episode, Hit, MemoryRecord, Scope, Turn
+from memlane.models import Corpus, Episode, Hit, MemoryFacts, MemoryRecord, Scope, Turn
 from memlane.store import Store
 from memlane.text import fts_query, fts_terms, highlights, index_term, keywords
 
@@ -207,20 +207,27 @@ def search(
     if limit < 1:
         raise ValidationError("limit", f"must be at least 1, got {limit}")
     filters = filters or Filters()
-    cands = candidates(store, cfg, corpus, scope, query, query_vector, pool=limit * 5)
+    cands = candidates(store, cfg, corpus, scope, query, query_vector, pool=limit)
     if not cands:
         return []
     _normalise_relevance(cands)
     rowids = list(cands)
     hits: list[Hit] = []
     if corpus == "memories":
-        for rowid, mem in store.memories_by_rowid(scope, rowids).items():
-            if _keep_memory(mem, filters, now):
-                c = cands[rowid]
-                score = (cfg.w_similarity * c.relevance + cfg.w_importance * mem.score
-                         + cfg.w_recency * recency(mem.last_activated, now, cfg.recency_half_life_days))
-                hits.append(_hit("memories", mem.id, mem.content, score, c, f"memory:{mem.id}",
-                                 mem.created_at, memory=mem))
+        # rank on a few columns, then build records only for what is returned
+        ranked: list[tuple[float, int]] = []
+        for rowid, f in store.memory_facts(scope, rowids).items():
+            if _keep_memory(f, filters, now):
+                score = (cfg.w_similarity * cands[rowid].relevance + cfg.w_importance * f.score
+                         + cfg.w_recency * recency(f.last_activated, now, cfg.recency_half_life_days))
+                ranked.append((score, rowid))
+        ranked.sort(key=lambda x: (-x[0], x[1]))
+        top = ranked[:limit]
+        records = store.memories_by_rowid(scope, [r for _, r in top])
+        for score, rowid in top:
+            mem = records[rowid]
+            hits.append(_hit("memories", mem.id, mem.content, score, cands[rowid], f"memory:{mem.id}",
+                             mem.created_at, memory=mem))
     elif corpus == "turns":
         # only turns' rank is their relevance: materialise the best first, just enough of them
         ordered = sorted(rowids, key=lambda r: (-cands[r].relevance, r))
@@ -270,7 +277,7 @@ def _keep_time(at: datetime, f: Filters) -> bool:
     return (f.since is None or at >= f.since) and (f.until is None or at <= f.until)
 
 
-def _keep_memory(m: MemoryRecord, f: Filters, now: datetime) -> bool:
+def _keep_memory(m: MemoryRecord | MemoryFacts, f: Filters, now: datetime) -> bool:
     if not f.include_expired and m.expires_at is not None and m.expires_at <= now:
         return False
     if f.status is not None and m.status != f.status:

@@ -27,6 +27,7 @@ from memlane.models import (
     Episode,
     ExtractionJob,
     MemoryEvent,
+    MemoryFacts,
     MemoryRecord,
     Scope,
     Scratchpad,
@@ -39,6 +40,7 @@ from memlane.store.rows import (
     EPISODE_COLS,
     MEMORY_COLS,
     TURN_COLS,
+    dt,
     dt_,
     episode_row,
     memory_params,
@@ -77,6 +79,7 @@ class SQLiteStore:
         self._lock = threading.RLock()
         self._depth = 0
         self._vector_dims: int | None = None
+        self._df_cache: dict[tuple[str, str], tuple[int, int]] = {}  # (corpus, term) → (docs, corpus size then)
         self._migrate()
         self._ann = vindex.AnnCache(
             self._conn,
@@ -253,31 +256,41 @@ class SQLiteStore:
             return []
         fts = _FTS[corpus]
         # the last column holds the scope's token (m003): weight 0, ANDed into the MATCH so
-        # FTS5 walks only this scope's rows; the join on user_id stays the guarantee
+        # FTS5 walks only this scope's rows. FTS5 ranks on its own (joining first would probe
+        # the base table for every match); the scope is then verified on the top rows only.
         n_text = 2 if corpus == "turns" else 1
         w = ", ".join(str(float(x)) for x in [*list(weights)[:n_text], *[1.0] * (n_text - len(weights)), 0.0])
         scoped = f'scope : "{scope_token(scope.user_id, scope.agent_id)}" AND ({match})'
-        sql = (
-            f"SELECT f.rowid, bm25({fts}, {w}) AS s FROM {fts} f JOIN {corpus} t ON t.rowid = f.rowid "
-            f"WHERE {fts} MATCH ? AND t.user_id = ? AND t.agent_id = ? ORDER BY s LIMIT ?"
-        )
         try:
-            rows = self._q(sql, (scoped, scope.user_id, scope.agent_id, limit))
+            ranked = self._q(f"SELECT rowid, bm25({fts}, {w}) AS s FROM {fts} WHERE {fts} MATCH ? ORDER BY s LIMIT ?",
+                             (scoped, limit))
         except apsw.SQLError as exc:
             raise BackendError(f"full-text query {match!r} failed: {exc}") from exc
-        return [(int(r[0]), float(r[1])) for r in rows]
+        if not ranked:
+            return []
+        marks = ",".join("?" * len(ranked))
+        mine = {int(r[0]) for r in self._q(
+            f"SELECT rowid FROM {corpus} WHERE +user_id = ? AND +agent_id = ? AND rowid IN ({marks})",
+            (scope.user_id, scope.agent_id, *[r[0] for r in ranked]))}
+        return [(int(r[0]), float(r[1])) for r in ranked if int(r[0]) in mine]
 
     def term_documents(self, corpus: Corpus, terms: Sequence[str]) -> tuple[dict[str, int], int]:
         """({index term: documents holding it}, an estimate of the documents in the corpus).
 
-        Counts span all scopes: a word common everywhere is common in each scope too."""
+        Counts span all scopes: a word common everywhere is common in each scope too. fts5vocab
+        counts by walking the term's doclist, so counts are cached in this process and refreshed
+        once the corpus has grown or shrunk by a tenth: they only steer which words to skip."""
         if not terms:
             return {}, 0
-        marks = ",".join("?" * len(terms))
-        counts = {t: int(n) for t, n in self._q(
-            f"SELECT term, doc FROM {_FTS[corpus]}_vocab WHERE term IN ({marks})", list(terms))}
         total = int(self._q(f"SELECT COALESCE(MAX(rowid), 0) FROM {corpus}")[0][0])  # O(log n), not COUNT
-        return counts, total
+        fresh = lambda at: abs(total - at) <= total / 10  # noqa: E731
+        todo = [t for t in terms if not ((hit := self._df_cache.get((corpus, t))) and fresh(hit[1]))]
+        if todo:
+            marks = ",".join("?" * len(todo))
+            found = dict(self._q(f"SELECT term, doc FROM {_FTS[corpus]}_vocab WHERE term IN ({marks})", list(todo)))
+            for t in todo:
+                self._df_cache[(corpus, t)] = (int(found.get(t, 0)), total)
+        return {t: self._df_cache[(corpus, t)][0] for t in terms}, total
 
     def _index(self, corpus: Corpus, rowid: int, *columns: str) -> None:
         fts = _FTS[corpus]
@@ -373,7 +386,7 @@ class SQLiteStore:
                 "SELECT n.rowid, n.session_id, n.seq FROM turns c JOIN turns n ON n.user_id = c.user_id "
                 "AND n.agent_id = c.agent_id AND n.session_id = c.session_id "
                 "AND n.seq BETWEEN c.seq - ? AND c.seq + ? "
-                f"WHERE c.user_id = ? AND c.agent_id = ? AND c.rowid IN ({marks})",
+                f"WHERE +c.user_id = ? AND +c.agent_id = ? AND c.rowid IN ({marks})",
                 (width, width, scope.user_id, scope.agent_id, *chunk),
             ):
                 out[int(r[0])] = (int(r[0]), r[1], int(r[2]))
@@ -422,7 +435,8 @@ class SQLiteStore:
         for chunk in _chunks(list(rowids), 500):
             marks = ",".join("?" * len(chunk))
             for r in self._q(
-                f"SELECT {cols}, rowid FROM {table} WHERE user_id = ? AND agent_id = ? AND rowid IN ({marks})",
+                # `+` keeps SQLite from walking the scope index: rowid lookups are what we want here
+                f"SELECT {cols}, rowid FROM {table} WHERE +user_id = ? AND +agent_id = ? AND rowid IN ({marks})",
                 (scope.user_id, scope.agent_id, *chunk),
             ):
                 out[int(r[-1])] = parse(r)
@@ -520,6 +534,11 @@ class SQLiteStore:
 
     def memories_by_rowid(self, scope: Scope, rowids: Sequence[int]) -> dict[int, MemoryRecord]:
         return self._by_rowid("memories", MEMORY_COLS, memory_row, scope, rowids)
+
+    def memory_facts(self, scope: Scope, rowids: Sequence[int]) -> dict[int, MemoryFacts]:
+        return self._by_rowid(
+            "memories", "score, last_activated, expires_at, status, category, source_session, created_at",
+            lambda r: MemoryFacts(r[0], dt_(r[1]), dt(r[2]), r[3], r[4], r[5], dt_(r[6])), scope, rowids)
 
     def list_memories(
         self,
