@@ -8,18 +8,16 @@ from typing import Any
 
 from memlane import Memory
 from memlane.models import MemoryRecord
+from memlane.testing import ManualClock
 
 START = datetime(2026, 1, 1, 9, 0, tzinfo=UTC)
 
 
-class Clock:
-    """`now` moves only when a test says so."""
+class Clock(ManualClock):
+    """`now` moves only when a test says so; `at_day(n)` is n days after START."""
 
     def __init__(self, start: datetime = START) -> None:
-        self.now = start
-
-    def __call__(self) -> datetime:
-        return self.now
+        super().__init__(start)
 
     def at_day(self, days: float) -> datetime:
         self.now = START + timedelta(days=days)

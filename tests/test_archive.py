@@ -25,16 +25,7 @@ from memlane.archive import (
 from memlane.config import ArchiveConfig, ContextConfig
 from memlane.errors import BackendError
 from memlane.events import Event
-from memlane.testing import ScriptedLLM
-
-
-class Clock:
-    def __init__(self, t: datetime) -> None:
-        self.t = t
-
-    def __call__(self) -> datetime:
-        return self.t
-
+from memlane.testing import ManualClock, ScriptedLLM
 
 JAN31 = datetime(2026, 1, 31, 12, 0, tzinfo=UTC)
 
@@ -78,7 +69,7 @@ def test_feb_1_december_is_monthly() -> None:
 ])
 def test_archiving_writes_each_age_to_its_place(make_memory: Callable[..., Memory], now: datetime,
                                                 expected: list[str]) -> None:
-    memory = make_memory("file-archive", clock=Clock(now))
+    memory = make_memory("file-archive", clock=ManualClock(now))
     say(memory, datetime(2025, 11, 20, 9, tzinfo=UTC), "我们讨论了年度预算")
     say(memory, datetime(2025, 11, 21, 9, tzinfo=UTC), "预算定为十万")
     say(memory, datetime(2025, 12, 15, 9, tzinfo=UTC), "圣诞节去哈尔滨旅行")
@@ -114,7 +105,7 @@ def test_slug_rules() -> None:
 
 
 def test_same_day_files_never_collide(make_memory: Callable[..., Memory]) -> None:
-    clock = Clock(JAN31)
+    clock = ManualClock(JAN31)
     memory = make_memory("file-archive", clock=clock)
     say(memory, datetime(2026, 1, 30, 9, tzinfo=UTC), "deploy notes")
     memory.archive(user_id="u1")
@@ -128,7 +119,7 @@ def test_same_day_files_never_collide(make_memory: Callable[..., Memory]) -> Non
 
 
 def test_failed_summaries_back_off_and_end_in_a_backlog_event(make_memory: Callable[..., Memory]) -> None:
-    clock = Clock(JAN31)
+    clock = ManualClock(JAN31)
     memory = make_memory("file-archive", clock=clock)
     memory.llm = ScriptedLLM(*[BackendError("LLM down")] * 6, "- 用户去了哈尔滨")
     backlog: list[Event] = []
@@ -141,9 +132,9 @@ def test_failed_summaries_back_off_and_end_in_a_backlog_event(make_memory: Calla
         assert report.failed == 1 and msg["archived"] is False
         assert memory.get_turns(user_id="u1")[0].archived == "false"
         next_at = datetime.fromisoformat(msg["archiveNextAt"])
-        delays.append(int((next_at - clock.t).total_seconds()))
+        delays.append(int((next_at - clock.now).total_seconds()))
         assert memory.archive(user_id="u1").ran is False  # still backing off
-        clock.t = next_at
+        clock.now = next_at
     assert delays == [600, 1800, 7200, 21600, 43200, 86400]  # 10m → 30m → 2h → 6h → 12h, then longer
     assert [e.payload["attempts"] for e in backlog] == [5, 6]
     report = memory.archive(user_id="u1")
@@ -157,17 +148,17 @@ def test_failed_summaries_back_off_and_end_in_a_backlog_event(make_memory: Calla
 
 
 def test_triggers_more_than_n_unarchived_or_six_hours(make_memory: Callable[..., Memory]) -> None:
-    clock = Clock(JAN31)
+    clock = ManualClock(JAN31)
     memory = make_memory("file-archive", clock=clock, archive={"trigger_unarchived": 3})
     say(memory, JAN31, "one")
     assert memory.archive(user_id="u1").reason == "first run"
     for text in ("two", "three", "four"):
-        say(memory, clock.t, text)
+        say(memory, clock.now, text)
     assert memory.archive(user_id="u1").ran is False  # 3 is not more than 3
-    say(memory, clock.t, "five")
+    say(memory, clock.now, "five")
     assert memory.archive(user_id="u1").ran is True
-    say(memory, clock.t, "six")
-    clock.t += timedelta(hours=6)
+    say(memory, clock.now, "six")
+    clock.now += timedelta(hours=6)
     assert memory.archive(user_id="u1").reason == "6 hours since the last run"
     assert [m["archived"] for m in history(memory)] == [True] * 6
 
@@ -195,7 +186,7 @@ def test_caps_never_drop_unarchived_or_pending_messages() -> None:
 
 
 def test_overflow_emits_an_event_and_forces_archiving(make_memory: Callable[..., Memory]) -> None:
-    memory = make_memory("file-archive", clock=Clock(JAN31),
+    memory = make_memory("file-archive", clock=ManualClock(JAN31),
                          archive={"history_soft_cap": 4, "history_hard_cap": 6, "trigger_unarchived": 100})
     memory.llm = ScriptedLLM(BackendError("down"))
     overflow: list[Event] = []
@@ -217,7 +208,7 @@ def test_overflow_emits_an_event_and_forces_archiving(make_memory: Callable[...,
 
 
 def test_a_broken_history_file_is_reported_never_overwritten(make_memory: Callable[..., Memory]) -> None:
-    memory = make_memory("file-archive", clock=Clock(JAN31))
+    memory = make_memory("file-archive", clock=ManualClock(JAN31))
     path = memory.data_dir(user_id="u1") / "history.json"
     path.parent.mkdir(parents=True)
     path.write_text("[{broken", encoding="utf-8")
@@ -274,7 +265,7 @@ def test_search_ranks_files_excludes_merged_dailies_and_falls_back(tmp_path: Pat
 
 
 def test_archive_context_packs_tagged_cut_hits_within_budget(make_memory: Callable[..., Memory]) -> None:
-    memory = make_memory("file-archive", clock=Clock(JAN31))
+    memory = make_memory("file-archive", clock=ManualClock(JAN31))
     root = memory.data_dir(user_id="u1")
     for i in range(7):
         write(root, f"memory/2026-01-2{i}-deploy.md", f"# x\n\ndeploy 部署 记录 {i} " + "很长的内容" * 100)
@@ -290,7 +281,7 @@ def test_archive_context_packs_tagged_cut_hits_within_budget(make_memory: Callab
 
 
 def test_keywords_come_from_the_pending_input_and_recent_history(make_memory: Callable[..., Memory]) -> None:
-    memory = make_memory("file-archive", clock=Clock(JAN31))
+    memory = make_memory("file-archive", clock=ManualClock(JAN31))
     write(memory.data_dir(user_id="u1"), "MEMORY.md",
           "## Active Memories\n\n### [a1] fact | 0.9 | 2026-01-01 | 1\n用户的猫叫 mochi\n")
     say(memory, JAN31, "我们在聊 mochi")

@@ -8,17 +8,13 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from memlane.testing import ScriptedLLM
+from memlane.testing import ManualClock, ScriptedLLM
 
 T0 = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
 
 
-class Clock:
-    def __init__(self, now: datetime = T0) -> None:
-        self.now = now
-
-    def __call__(self) -> datetime:
-        return self.now
+def Clock(now: datetime = T0) -> ManualClock:  # noqa: N802
+    return ManualClock(now)
 
 
 def ops(*items: dict) -> str:

@@ -17,6 +17,7 @@ from memlane.config import LLMConfig
 from memlane.errors import BackendError
 from memlane.llm import make_llm
 from memlane.llm.client import OpenAICompatibleLLM
+from memlane.testing import ManualClock
 from tests.stubs import openai_stub
 
 MSGS: list[Any] = [{"role": "user", "content": "hi"}]
@@ -145,12 +146,8 @@ def test_unreachable_server():
         client(url, max_retries=0, timeout_s=1).complete(MSGS)
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
-
-    def __call__(self) -> datetime:
-        return self.now
+def Clock() -> ManualClock:  # noqa: N802
+    return ManualClock(datetime(2026, 3, 1, 9, 0, tzinfo=UTC))
 
 
 def test_an_extraction_job_survives_a_flaky_server(make_memory):

@@ -20,7 +20,7 @@ from memlane.markdown import (
     scope_dir,
 )
 from memlane.models import MemoryRecord, Scope
-from memlane.testing import ScriptedLLM
+from memlane.testing import ManualClock, ScriptedLLM
 
 SEED_EXAMPLE = """# Agent Memory
 
@@ -43,14 +43,6 @@ SEED_EXAMPLE = """# Agent Memory
 ### [x1y2z3] fact | 0.18 | 2026-01-10 | 2
 用户曾尝试用 Vue 写前端，但后来放弃了
 """
-
-
-class Clock:
-    def __init__(self, t: datetime) -> None:
-        self.t = t
-
-    def __call__(self) -> datetime:
-        return self.t
 
 
 def record(id: str, content: str, score: float, category: str = "fact", **kw: object) -> MemoryRecord:
@@ -149,14 +141,14 @@ def test_export_then_import_without_edits_changes_nothing(memory: Memory) -> Non
 
 
 def test_edits_become_audited_operations(make_memory: Callable[..., Memory]) -> None:
-    clock = Clock(datetime(2026, 2, 20, 10, 0, tzinfo=UTC))
+    clock = ManualClock(datetime(2026, 2, 20, 10, 0, tzinfo=UTC))
     memory = make_memory(clock=clock)
     keep = memory.add("用户喜欢简洁的代码风格", user_id="u1", category="preference", importance="high")
     edit = memory.add("用户的主要语言是 Python", user_id="u1", category="fact")
     rescore = memory.add("用户每天早上查看行情", user_id="u1", category="workflow")
     gone = memory.add("用户曾尝试 Vue", user_id="u1", category="fact", importance="low")
     path = memory.md_export(user_id="u1")
-    clock.t += timedelta(minutes=5)
+    clock.now += timedelta(minutes=5)
     text = path.read_text(encoding="utf-8")
     text = text.replace("用户的主要语言是 Python", "用户的主要语言是 Rust")
     text = text.replace(f"[{rescore.id}] workflow | 0.60", f"[{rescore.id}] workflow | 0.95")
@@ -193,11 +185,11 @@ def test_a_broken_entry_is_not_read_as_deleted(memory: Memory) -> None:
 
 
 def test_memories_born_after_the_file_are_kept(make_memory: Callable[..., Memory]) -> None:
-    clock = Clock(datetime(2026, 2, 20, 10, 0, tzinfo=UTC))
+    clock = ManualClock(datetime(2026, 2, 20, 10, 0, tzinfo=UTC))
     memory = make_memory(clock=clock)
     memory.add("old", user_id="u1")
     memory.md_export(user_id="u1")
-    clock.t += timedelta(minutes=1)
+    clock.now += timedelta(minutes=1)
     new = memory.add("written by the agent while a person edited the file", user_id="u1")
     assert memory.md_import(user_id="u1") == []
     assert memory.get(new.id, user_id="u1")

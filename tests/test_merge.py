@@ -13,7 +13,7 @@ from memlane import Config, Memory
 from memlane.config import PolicyConfig
 from memlane.embeddings import make_embedder
 from memlane.policy import reinforce
-from memlane.testing import ScriptedLLM
+from memlane.testing import ManualClock, ScriptedLLM
 
 T0 = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
 
@@ -22,12 +22,8 @@ def ops(*items: dict) -> str:
     return json.dumps({"operations": list(items)}, ensure_ascii=False)
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = T0
-
-    def __call__(self) -> datetime:
-        return self.now
+def Clock() -> ManualClock:  # noqa: N802
+    return ManualClock(T0)
 
 
 @pytest.fixture

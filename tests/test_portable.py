@@ -15,16 +15,9 @@ import pytest
 from memlane import Memory, ValidationError
 from memlane.markdown import parse_memory_md
 from memlane.models import Episode, Scope, Scratchpad
+from memlane.testing import ManualClock
 
 T0 = datetime(2026, 1, 20, 9, 0, tzinfo=UTC)
-
-
-class Clock:
-    def __init__(self, t: datetime) -> None:
-        self.t = t
-
-    def __call__(self) -> datetime:
-        return self.t
 
 
 def populate(memory: Memory, user: str = "u1") -> None:
@@ -60,7 +53,7 @@ def snapshot(memory: Memory, user: str) -> dict:
 
 
 def test_jsonl_round_trip_is_lossless(make_memory: Callable[..., Memory], tmp_path: Path) -> None:
-    src = make_memory(clock=Clock(T0))
+    src = make_memory(clock=ManualClock(T0))
     populate(src)
     path = tmp_path / "u1.jsonl"
     path.write_text(src.export(user_id="u1"), encoding="utf-8")

@@ -12,18 +12,14 @@ import pytest
 from memlane.errors import BackendError
 from memlane.jobs import ScopeLock
 from memlane.models import Scope
-from memlane.testing import ScriptedLLM
+from memlane.testing import ManualClock, ScriptedLLM
 
 T0 = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
 ADD_TEA = json.dumps({"operations": [{"op": "ADD", "content": "用户喜欢喝白茶"}]}, ensure_ascii=False)
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = T0
-
-    def __call__(self) -> datetime:
-        return self.now
+def Clock() -> ManualClock:  # noqa: N802
+    return ManualClock(T0)
 
 
 @pytest.fixture

@@ -8,16 +8,9 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from memlane.models import Episode, Scope
+from memlane.testing import ManualClock
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
-
-
-class Clock:
-    def __init__(self, now: datetime) -> None:
-        self.now = now
-
-    def __call__(self) -> datetime:
-        return self.now
 
 
 def say(role: str, text: str, minutes: int) -> dict:
@@ -80,7 +73,7 @@ def test_episodes_are_searched_with_the_same_mechanism(memory):
 
 
 def test_importance_and_recency_break_ties_between_equal_matches(make_memory):
-    clock = Clock(T0)
+    clock = ManualClock(T0)
     memory = make_memory(clock=clock)
     old = memory.add("the user likes jasmine tea", user_id="u1", importance="medium")
     clock.now = T0 + timedelta(days=90)

@@ -6,12 +6,28 @@ from __future__ import annotations
 import json
 from collections import deque
 from collections.abc import Sequence
+from datetime import datetime, timedelta
 from typing import Any
 
 from memlane.embeddings.hashing import HashEmbedder
 from memlane.errors import BackendError
 from memlane.llm import ChatMessage
 from memlane.text import estimate_tokens
+
+
+class ManualClock:
+    """A clock that moves only when told: pass it as `Memory(clock=...)` to test decay,
+    expiry and back-off without waiting."""
+
+    def __init__(self, start: datetime) -> None:
+        self.now = start
+
+    def __call__(self) -> datetime:
+        return self.now
+
+    def advance(self, *, days: float = 0, hours: float = 0, minutes: float = 0) -> datetime:
+        self.now += timedelta(days=days, hours=hours, minutes=minutes)
+        return self.now
 
 
 class ScriptedLLM:
@@ -47,4 +63,4 @@ class ScriptedLLM:
         return sum(c["prompt_tokens"] + c["completion_tokens"] for c in self.calls)
 
 
-__all__ = ["HashEmbedder", "ScriptedLLM"]
+__all__ = ["HashEmbedder", "ManualClock", "ScriptedLLM"]
