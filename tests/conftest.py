@@ -1,14 +1,16 @@
 from __future__ import annotations
 
 import contextlib
+import json
 from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from memlane import Config, Memory
-from memlane.testing import HashEmbedder
+from memlane.testing import HashEmbedder, ManualClock, ScriptedLLM
 
 PROFILE_NAMES = ["default", "file-archive", "scored-markdown", "progressive", "companion", "consolidator"]
 
@@ -35,6 +37,22 @@ def make_memory(tmp_path: Path) -> Iterator[Callable[..., Memory]]:
     for m in made:
         with contextlib.suppress(Exception):
             m.close()
+
+
+T0 = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)  # the scripted tests' start time
+
+
+def ops(*items: dict[str, Any]) -> str:
+    """An extraction reply, as the LLM would send it."""
+    return json.dumps({"operations": list(items)}, ensure_ascii=False)
+
+
+@pytest.fixture
+def mem(make_memory: Callable[..., Memory]) -> Memory:
+    """A memory whose LLM replies from a script and whose clock stands at T0 until moved."""
+    m = make_memory(clock=ManualClock(T0))
+    m.llm = ScriptedLLM()
+    return m
 
 
 @pytest.fixture

@@ -4,28 +4,13 @@
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 
 import pytest
 
-from memlane.testing import ManualClock, ScriptedLLM
+from memlane.testing import ScriptedLLM
 
-T0 = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
-
-
-def Clock(now: datetime = T0) -> ManualClock:  # noqa: N802
-    return ManualClock(now)
-
-
-def ops(*items: dict) -> str:
-    return json.dumps({"operations": list(items)}, ensure_ascii=False)
-
-
-@pytest.fixture
-def mem(make_memory):
-    m = make_memory(clock=Clock())
-    m.llm = ScriptedLLM()
-    return m
+from .conftest import T0, ops
 
 
 def say(mem, session: str, *texts: str, user: str = "u1") -> None:

@@ -4,8 +4,7 @@ transaction per job."""
 
 from __future__ import annotations
 
-import json
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 
 import pytest
 
@@ -13,24 +12,9 @@ from memlane import Config, Memory
 from memlane.config import PolicyConfig
 from memlane.embeddings import make_embedder
 from memlane.policy import reinforce
-from memlane.testing import ManualClock, ScriptedLLM
+from memlane.testing import ScriptedLLM
 
-T0 = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
-
-
-def ops(*items: dict) -> str:
-    return json.dumps({"operations": list(items)}, ensure_ascii=False)
-
-
-def Clock() -> ManualClock:  # noqa: N802
-    return ManualClock(T0)
-
-
-@pytest.fixture
-def mem(make_memory):
-    m = make_memory(clock=Clock())
-    m.llm = ScriptedLLM()
-    return m
+from .conftest import T0, ops
 
 
 def session(mem, sid: str, text: str, *replies: str) -> None:

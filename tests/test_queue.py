@@ -5,28 +5,18 @@ from __future__ import annotations
 
 import json
 import threading
-from datetime import UTC, datetime, timedelta
-
-import pytest
+from datetime import timedelta
 
 from memlane.errors import BackendError
 from memlane.jobs import ScopeLock
 from memlane.models import Scope
 from memlane.testing import ManualClock, ScriptedLLM
 
-T0 = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
+from .conftest import T0
+
 ADD_TEA = json.dumps({"operations": [{"op": "ADD", "content": "用户喜欢喝白茶"}]}, ensure_ascii=False)
 
 
-def Clock() -> ManualClock:  # noqa: N802
-    return ManualClock(T0)
-
-
-@pytest.fixture
-def mem(make_memory):
-    m = make_memory(clock=Clock())
-    m.llm = ScriptedLLM()
-    return m
 
 
 def test_backoff_then_archive_backlog_and_the_job_is_never_dropped(mem):
@@ -56,7 +46,7 @@ def test_backoff_then_archive_backlog_and_the_job_is_never_dropped(mem):
 
 
 def test_every_n_user_messages_under_seed002_limits(make_memory):
-    m = make_memory(clock=Clock(), extraction={"every_n_user_messages": 1, "max_per_session": 2,
+    m = make_memory(clock=ManualClock(T0), extraction={"every_n_user_messages": 1, "max_per_session": 2,
                                                "min_message_chars": 10})
     m.llm = ScriptedLLM()
     m.add_messages("s1", [{"role": "user", "content": "短消息"}], user_id="u1")  # < 10 chars: no call

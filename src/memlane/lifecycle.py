@@ -470,22 +470,8 @@ def person_edits(memory: Memory, scope: Scope) -> list[markdown.MdOperation]:
 def apply_edits(memory: Memory, scope: Scope, ops: list[markdown.MdOperation]) -> None:
     """Apply `person_edits` as audited operations (actor "import"), all or nothing."""
     file = markdown.read_memory_file(markdown.memory_path(memory, scope))
-    entries = {e.line: e for e in file.entries}
-    uid, aid = scope.user_id, scope.agent_id or None
     with memory.store.transaction():
-        for op in ops:
-            e = entries.get(op.line)
-            if op.op == "ADD" and e is not None:
-                rec = memory.add(e.content, category=e.category, importance=e.score, source="import", actor="import",
-                                 user_id=uid, agent_id=aid)
-                op.memory_id = rec.id
-            elif op.op == "UPDATE" and e is not None:
-                memory.update(op.memory_id, actor="import", reason=f"MEMORY.md line {e.line} edited",
-                              content=e.content if "content" in op.fields else None,
-                              category=e.category if "category" in op.fields else None,
-                              score=e.score if "score" in op.fields else None, user_id=uid, agent_id=aid)
-            elif op.op == "DELETE":
-                memory.delete(op.memory_id, actor="import", reason="removed from MEMORY.md", user_id=uid, agent_id=aid)
+        markdown.apply_operations(memory, scope, ops, {e.line: e for e in file.entries})
 
 
 # ---- the scheduler ---------------------------------------------------------------------------

@@ -355,25 +355,32 @@ def import_memory_md(
                                   f"is {len(e.content)} characters; the limit is {limit}")
     if dry_run or not ops:
         return ops
-    uid, aid = scope.user_id, scope.agent_id or None
     paused, mem._md_paused = mem._md_paused, True
     try:
         with mem.store.transaction():
-            for op in ops:
-                e = by_line.get(op.line)
-                if op.op == "ADD" and e is not None:
-                    rec = mem.add(e.content, category=e.category, importance=e.score, source="import",
-                                  actor="import", user_id=uid, agent_id=aid)
-                    op.memory_id = rec.id
-                elif op.op == "UPDATE" and e is not None:
-                    mem.update(op.memory_id, actor="import", reason=f"{source.name} line {e.line} edited",
-                               content=e.content if "content" in op.fields else None,
-                               category=e.category if "category" in op.fields else None,
-                               score=e.score if "score" in op.fields else None, user_id=uid, agent_id=aid)
-                elif op.op == "DELETE":
-                    mem.delete(op.memory_id, actor="import", reason=f"removed from {source.name}",
-                               user_id=uid, agent_id=aid)
+            apply_operations(mem, scope, ops, by_line, source.name)
     finally:
         mem._md_paused = paused
     write_memory_md(mem, scope)
     return ops
+
+
+def apply_operations(mem: Memory, scope: Scope, ops: list[MdOperation], by_line: dict[int, MdEntry],
+                     file_name: str = "MEMORY.md") -> None:
+    """Turn planned operations into audited memory changes (actor "import"); the caller
+    holds the transaction. `by_line` maps a file line to its parsed entry."""
+    uid, aid = scope.user_id, scope.agent_id or None
+    for op in ops:
+        e = by_line.get(op.line)
+        if op.op == "ADD" and e is not None:
+            rec = mem.add(e.content, category=e.category, importance=e.score, source="import",
+                          actor="import", user_id=uid, agent_id=aid)
+            op.memory_id = rec.id
+        elif op.op == "UPDATE" and e is not None:
+            mem.update(op.memory_id, actor="import", reason=f"{file_name} line {e.line} edited",
+                       content=e.content if "content" in op.fields else None,
+                       category=e.category if "category" in op.fields else None,
+                       score=e.score if "score" in op.fields else None, user_id=uid, agent_id=aid)
+        elif op.op == "DELETE":
+            mem.delete(op.memory_id, actor="import", reason=f"removed from {file_name}",
+                       user_id=uid, agent_id=aid)

@@ -114,9 +114,11 @@ def candidates(
     query: str,
     query_vector: Callable[[str], np.ndarray] | None,
     pool: int,
+    words: list[str] | None = None,
 ) -> dict[int, Candidate]:
     """Lexical ∪ dense candidates, each scored on both sides where the data allows."""
-    match = fts_query(drop_common(store, corpus, fts_terms(keywords(query)), cfg))
+    words = keywords(query) if words is None else words
+    match = fts_query(drop_common(store, corpus, fts_terms(words), cfg))
     weights = (1.0, cfg.neighbour_weight) if corpus == "turns" else (1.0,)
     cands: dict[int, Candidate] = {}
     for rank, (rowid, score) in enumerate(store.fts(corpus, scope, match, max(pool, cfg.fts_candidates), weights), 1):
@@ -207,7 +209,8 @@ def search(
     if limit < 1:
         raise ValidationError("limit", f"must be at least 1, got {limit}")
     filters = filters or Filters()
-    cands = candidates(store, cfg, corpus, scope, query, query_vector, pool=limit)
+    words = keywords(query)  # once: for the full-text query and for the highlights
+    cands = candidates(store, cfg, corpus, scope, query, query_vector, pool=limit, words=words)
     if not cands:
         return []
     _normalise_relevance(cands)
@@ -251,7 +254,6 @@ def search(
                 hits.append(_hit("episodes", ep.id, ep.summary, score, c, f"episode:{ep.session_id}",
                                  ep.ended_at, episode=ep))
     hits.sort(key=lambda h: (-h.score, h.id))
-    words = keywords(query)
     for h in hits[:limit]:
         h.highlights = highlights(words, h.content)
     return hits[:limit]
