@@ -37,6 +37,8 @@ ABLATIONS: dict[str, dict[str, Any]] = {
     "  − session prior": {"session_prior": 0.0},
     "  − dense neighbour smoothing": {"dense_neighbour_weights": []},
     "  − lexical neighbour column": {"neighbour_weight": 0.0},
+    "  − turn length / question priors": {"turn_length_prior": 0.0, "question_penalty": 0.0},
+    "  − date prior": {"date_prior": 0.0},
     "  RRF(60) instead of score fusion": {"fusion": "rrf"},
 }
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}

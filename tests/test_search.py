@@ -117,3 +117,31 @@ def test_words_most_documents_hold_are_left_out_of_large_corpora(make_memory):
     small.add("the user plays jazz piano", user_id="u1")
     assert drop_common(small.store, "memories", ["user", "jazz", "piano"], small.config.search) == ["user", "jazz", "piano"]
     assert memory.search("user jazz piano", user_id="u1")[0].id == jazz.id
+
+
+def test_a_date_in_the_query_favours_what_was_said_then(memory):
+    """Two sessions tell the same kind of thing; the one on the named day (or within the
+    grace days after a named month) comes first, in English and in Chinese."""
+    june, october = datetime(2025, 6, 20, 10, tzinfo=UTC), datetime(2025, 10, 13, 10, tzinfo=UTC)
+    for sid, at, text in (("s-june", june, "We went camping by the lake, lovely trip."),
+                          ("s-oct", october, "We went camping in the hills, lovely trip.")):
+        memory.add_messages(sid, [{"role": "user", "content": text, "created_at": at}], user_id="u1")
+    first = lambda q: memory.search(q, user_id="u1", corpus="turns", limit=2)[0].turn.session_id  # noqa: E731
+    assert first("Where did we go camping on October 13, 2025?") == "s-oct"
+    assert first("Where did we go camping in June?") == "s-june"
+    assert first("2025年10月13日去哪里露营了 camping") == "s-oct"
+
+
+def test_turns_that_state_rank_above_turns_that_ask(memory):
+    memory.add_messages("s1", [
+        say("user", "Do you know which pottery class in the city I should take this spring?", 0),
+        say("assistant", "Sure, let me think.", 1),
+        say("user", "Unrelated chat about the weather and the traffic.", 2),
+        say("user", "Weekend plans are still open, nothing fixed.", 3),
+        say("user", "I signed up for the pottery class at the community centre on Tuesdays.", 4),
+    ], user_id="u1")
+    top = memory.search("pottery class", user_id="u1", corpus="turns", limit=2)
+    assert top[0].content.startswith("I signed up")
+    memory.config.search.turn_length_prior = memory.config.search.question_penalty = 0.0
+    top = memory.search("pottery class", user_id="u1", corpus="turns", limit=2)
+    assert top[0].content.startswith("Do you know")  # BM25 and the vectors alone prefer the question

@@ -11,6 +11,7 @@ import pytest
 
 from memlane import Memory
 from memlane.models import MemoryRecord, Scope
+from memlane.store import vindex
 from memlane.store.sqlite import SQLiteStore
 from memlane.store.vindex import AnnSettings
 from memlane.testing import HashEmbedder
@@ -161,3 +162,24 @@ def test_fts_match_is_scoped(open_store: Callable[[], SQLiteStore]) -> None:
     assert len(mine) == 20
     assert store.memories_by_rowid(U1, list(mine)).keys() == mine
     assert store.fts("memories", Scope(user_id="nobody"), '"topic"', 100) == []
+
+
+def test_small_scope_scan_is_exact_per_agent_and_sees_other_writers(open_store: Callable[[], SQLiteStore]) -> None:
+    """Below the threshold a scope's vec0 chunks are read whole: same answers as brute force,
+    the agent is part of the scope, and a write by another connection is seen at once."""
+    store, other = open_store(), open_store()
+    now = datetime(2025, 1, 1, tzinfo=UTC)
+    mine = [record(i) for i in range(40)]
+    theirs = [MemoryRecord(**{**record(i).model_dump(), "id": f"agent{i}", "agent_id": "bot"}) for i in range(40)]
+    vecs, bot_vecs = clustered(40, seed=3), clustered(40, seed=4)
+    rowids = store.insert_memories(mine, vecs)
+    store.insert_memories(theirs, bot_vecs)
+    scanned = vindex.scan_scope(store._conn, "memories", U1, DIMS)  # the fast path is really taken
+    assert scanned is not None and sorted(scanned[0].tolist()) == sorted(rowids)
+    q = clustered(1, seed=8)[0]
+    assert [r for r, _ in store.knn("memories", U1, q, 5)] == exact(vecs, rowids, q, 5)
+    got = store.vectors("memories", U1, rowids[:3] + [10_000])
+    assert sorted(got) == sorted(rowids[:3]) and np.allclose(got[rowids[0]], vecs[0])
+    # another process adds the nearest possible vector: the cached scan must not hide it
+    new = other.insert_memories([MemoryRecord(**{**record(99).model_dump(), "created_at": now})], q[None, :])
+    assert store.knn("memories", U1, q, 1)[0][0] == new[0]

@@ -125,6 +125,17 @@ class MemoryFacts(NamedTuple):
     created_at: datetime
 
 
+class TurnPlace(NamedTuple):
+    """Where a turn sits and the two facts of its text that ranking uses."""
+
+    rowid: int
+    session_id: str
+    seq: int
+    length: int  # characters
+    question: bool  # ends with a question mark
+    created_at: datetime
+
+
 class Episode(_Record):
     id: str
     user_id: str

@@ -17,8 +17,9 @@ from typing import Any
 import numpy as np
 
 from memlane.config import SearchConfig
+from memlane.dates import mentioned_period
 from memlane.errors import ValidationError
-from memlane.models import Corpus, Episode, Hit, MemoryFacts, MemoryRecord, Scope, Turn
+from memlane.models import Corpus, Episode, Hit, MemoryFacts, MemoryRecord, Scope, Turn, TurnPlace
 from memlane.store import Store
 from memlane.text import fts_query, fts_terms, highlights, index_term, keywords
 
@@ -53,6 +54,7 @@ class Candidate:
     similarity: float = 0.0
     vector_rank: int | None = None
     relevance: float = 0.0
+    at: datetime | None = None  # turns: when it was said (for a date the query names)
     extra: dict[str, float] = field(default_factory=dict)
 
 
@@ -131,14 +133,18 @@ def candidates(
         for rowid, dist in store.knn(corpus, scope, qv, max(pool, cfg.vector_candidates)):
             cands.setdefault(rowid, Candidate(rowid)).similarity = 1.0 - dist
     smooth = corpus == "turns" and qv is not None and bool(cfg.dense_neighbour_weights) and bool(cands)
-    window: list[tuple[int, str, int]] = []
-    if corpus == "turns" and cands and (smooth or cfg.session_prior > 0):
+    window: list[TurnPlace] = []
+    if corpus == "turns" and cands and (smooth or cfg.session_prior > 0 or cfg.turn_length_prior > 0
+                                          or cfg.question_penalty > 0):
         window = store.turn_windows(scope, list(cands), len(cfg.dense_neighbour_weights) if smooth else 0)
+        for w in window:
+            if w.rowid in cands:
+                cands[w.rowid].at = w.created_at
     if qv is not None and cands:
         # score the lexical-only candidates densely too: cutting the dense side to its own
         # top-k loses answers that only the words found (issue 3, measured). For turns the
         # neighbours' vectors come in the same fetch.
-        wanted = [r for r, _, _ in window] if smooth else [r for r, c in cands.items() if c.similarity == 0.0]
+        wanted = [w.rowid for w in window] if smooth else [r for r, c in cands.items() if c.similarity == 0.0]
         vecs = store.vectors(corpus, scope, wanted)
         ids = list(vecs)
         sims = dict(zip(ids, (np.stack([vecs[r] for r in ids]) @ qv).tolist(), strict=True)) if ids else {}
@@ -154,18 +160,20 @@ def candidates(
         fuse_rrf(cands, cfg.rrf_k)
     else:
         fuse_scores(cands, cfg.w_dense, dense)
+        if corpus == "turns" and window:
+            _turn_priors(window, cands, cfg.turn_length_prior, cfg.question_penalty)
         if corpus == "turns" and cfg.session_prior > 0:
-            _session_prior({r: sess for r, sess, _ in window}, cands, cfg.session_prior)
+            _session_prior({w.rowid: w.session_id for w in window}, cands, cfg.session_prior)
     return cands
 
 
-def _neighbour_smoothed(window: list[tuple[int, str, int]], wanted: set[int], sims: dict[int, float],
+def _neighbour_smoothed(window: list[TurnPlace], wanted: set[int], sims: dict[int, float],
                         weights: Sequence[float]) -> dict[int, float]:
     """Each turn's similarity as the weighted mean of its own and its neighbours' (same
     session, ±len(weights) turns): an answer is often spread over a few turns."""
-    pos = {(sess, seq): rowid for rowid, sess, seq in window}
+    pos = {(w.session_id, w.seq): w.rowid for w in window}
     out: dict[int, float] = {}
-    for rowid, sess, seq in window:
+    for rowid, sess, seq, *_ in window:
         if rowid not in wanted or rowid not in sims:
             continue
         num, den = sims[rowid], 1.0
@@ -176,6 +184,19 @@ def _neighbour_smoothed(window: list[tuple[int, str, int]], wanted: set[int], si
                     den += w
         out[rowid] = num / den
     return out
+
+
+def _turn_priors(window: list[TurnPlace], cands: dict[int, Candidate], length_weight: float,
+                 question_penalty: float) -> None:
+    """Favour turns that state something: longer ones (log length, centred over the
+    candidates) and not questions, which ask rather than hold the answer."""
+    places = {w.rowid: w for w in window if w.rowid in cands}
+    if not places:
+        return
+    logs = {r: math.log1p(w.length) for r, w in places.items()}
+    mean = sum(logs.values()) / len(logs)
+    for rowid, w in places.items():
+        cands[rowid].relevance += length_weight * (logs[rowid] - mean) - (question_penalty if w.question else 0.0)
 
 
 def _session_prior(sessions: dict[int, str], cands: dict[int, Candidate], weight: float) -> None:
@@ -214,6 +235,14 @@ def search(
     if not cands:
         return []
     _normalise_relevance(cands)
+    period = mentioned_period(query)
+
+    def dated(at: datetime | None) -> float:
+        return cfg.date_prior if period and at and period.contains(at, cfg.date_grace_days) else 0.0
+
+    if corpus == "turns" and period:
+        for c in cands.values():
+            c.relevance += dated(c.at)
     rowids = list(cands)
     hits: list[Hit] = []
     if corpus == "memories":
@@ -221,7 +250,7 @@ def search(
         ranked: list[tuple[float, int]] = []
         for rowid, f in store.memory_facts(scope, rowids).items():
             if _keep_memory(f, filters, now):
-                score = (cfg.w_similarity * cands[rowid].relevance + cfg.w_importance * f.score
+                score = (cfg.w_similarity * (cands[rowid].relevance + dated(f.created_at)) + cfg.w_importance * f.score
                          + cfg.w_recency * recency(f.last_activated, now, cfg.recency_half_life_days))
                 ranked.append((score, rowid))
         ranked.sort(key=lambda x: (-x[0], x[1]))
@@ -249,7 +278,7 @@ def search(
         for rowid, ep in store.episodes_by_rowid(scope, rowids).items():
             if _keep_time(ep.ended_at, filters) and (filters.session_id in (None, ep.session_id)):
                 c = cands[rowid]
-                score = (cfg.w_similarity * c.relevance + cfg.w_importance * ep.score
+                score = (cfg.w_similarity * (c.relevance + dated(ep.ended_at)) + cfg.w_importance * ep.score
                          + cfg.w_recency * recency(ep.ended_at, now, cfg.recency_half_life_days))
                 hits.append(_hit("episodes", ep.id, ep.summary, score, c, f"episode:{ep.session_id}",
                                  ep.ended_at, episode=ep))

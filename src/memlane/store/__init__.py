@@ -26,6 +26,7 @@ from memlane.models import (
     Scratchpad,
     Session,
     Turn,
+    TurnPlace,
 )
 
 
@@ -49,6 +50,8 @@ class Store(Protocol):
     # full text
     def fts(self, corpus: Corpus, scope: Scope, match: str, limit: int,
             weights: Sequence[float] = ...) -> list[tuple[int, float]]: ...
+    def fts_terms(self, corpus: Corpus, scope: Scope, terms: Sequence[str], limit: int,
+                  weights: Sequence[float] = ...) -> list[tuple[int, float]]: ...
 
     def term_documents(self, corpus: Corpus, terms: Sequence[str]) -> tuple[dict[str, int], int]: ...
 
@@ -60,7 +63,7 @@ class Store(Protocol):
     def insert_turn(self, turn: Turn) -> int: ...
     def set_turn_context(self, rowid: int, body: str, context: str) -> None: ...
     def turn_rows(self, scope: Scope, session_id: str, seq_from: int, seq_to: int) -> list[tuple[int, int, str]]: ...
-    def turn_windows(self, scope: Scope, rowids: Sequence[int], width: int) -> list[tuple[int, str, int]]: ...
+    def turn_windows(self, scope: Scope, rowids: Sequence[int], width: int) -> list[TurnPlace]: ...
     def get_turns(self, scope: Scope, *, session_id: str | None = ..., since: datetime | None = ...,
                   until: datetime | None = ..., limit: int | None = ..., newest_first: bool = ...,
                   rowids: Sequence[int] | None = ...) -> list[Turn]: ...
@@ -105,6 +108,7 @@ class Store(Protocol):
 
 def open_store(config: Config) -> Store:
     if config.store.backend == "sqlite":
+        from memlane.store.lexindex import LexSettings
         from memlane.store.sqlite import SQLiteStore
         from memlane.store.vindex import AnnSettings
 
@@ -112,7 +116,8 @@ def open_store(config: Config) -> Store:
         ann = AnnSettings(threshold=s.ann_threshold, connectivity=s.ann_connectivity,
                           expansion_add=s.ann_expansion_add, expansion_search=s.ann_expansion_search,
                           dtype=s.ann_dtype, threads=s.ann_threads)
-        return SQLiteStore(config.db_path, busy_timeout_ms=config.store.busy_timeout_ms, ann=ann)
+        return SQLiteStore(config.db_path, busy_timeout_ms=config.store.busy_timeout_ms, ann=ann,
+                           lexical=LexSettings(threshold=s.lexical_threshold))
     raise ConfigError(
         f"store.backend: {config.store.backend!r} is not available yet; use 'sqlite'"
     )

@@ -156,3 +156,26 @@ def m004_fts_vocab(db: Any) -> None:
     out words that nearly every document holds (issue 3, scale)."""
     for fts in FTS_TABLES:
         db.execute(f"CREATE VIRTUAL TABLE {fts}_vocab USING fts5vocab('{fts}', 'row')")
+
+
+@migration
+def m005_text_log(db: Any) -> None:
+    """Keep in-process BM25 caches (store/lexindex.py) exact across processes (issue 3, scale).
+
+    text_corpora: per FTS5 corpus, whether some process keeps a cache of it (`logged`), the
+    last logged change, and how far the log was pruned. text_log: every FTS5 write of a
+    logged corpus, written in the writer's transaction. `text_epoch` names this database, so a
+    cache file left by another database under the same path is never taken for its own.
+    """
+    db.execute(
+        """
+        CREATE TABLE text_corpora(
+            corpus TEXT PRIMARY KEY, logged INTEGER NOT NULL DEFAULT 0,
+            last_seq INTEGER NOT NULL DEFAULT 0, pruned INTEGER NOT NULL DEFAULT 0) WITHOUT ROWID;
+        INSERT INTO text_corpora(corpus) VALUES ('memories'), ('turns'), ('episodes');
+        CREATE TABLE text_log(
+            seq INTEGER PRIMARY KEY AUTOINCREMENT, corpus TEXT NOT NULL, row INTEGER NOT NULL, op TEXT NOT NULL);
+        CREATE INDEX text_log_corpus ON text_log(corpus, seq);
+        INSERT OR IGNORE INTO meta(key, value) VALUES ('text_epoch', lower(hex(randomblob(8))));
+        """
+    )

@@ -33,8 +33,9 @@ from memlane.models import (
     Scratchpad,
     Session,
     Turn,
+    TurnPlace,
 )
-from memlane.store import vindex
+from memlane.store import lexindex, vindex
 from memlane.store.migrations import MIGRATIONS, scope_token
 from memlane.store.rows import (
     EPISODE_COLS,
@@ -62,7 +63,8 @@ class SQLiteStore:
     name = "sqlite"
 
     def __init__(
-        self, path: Path | str, *, busy_timeout_ms: int = 30_000, ann: vindex.AnnSettings | None = None
+        self, path: Path | str, *, busy_timeout_ms: int = 30_000, ann: vindex.AnnSettings | None = None,
+        lexical: lexindex.LexSettings | None = None,
     ) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -81,21 +83,28 @@ class SQLiteStore:
         self._vector_dims: int | None = None
         self._df_cache: dict[tuple[str, str], tuple[int, int]] = {}  # (corpus, term) → (docs, corpus size then)
         self._migrate()
+        snapshot = lambda: vindex.read_snapshot(self._conn, self._lock, lambda: self._depth > 0)  # noqa: E731
+        self._scans = vindex.ScopeScans(size=8)  # small scopes' vectors, read whole
         self._ann = vindex.AnnCache(
             self._conn,
-            lambda: vindex.read_snapshot(self._conn, self._lock, lambda: self._depth > 0),
+            snapshot,
             self.transaction,
             self.path.parent / "vindex",
             self.path.stem,
             ann or vindex.AnnSettings(threshold=5_000, connectivity=16, expansion_add=64,
                                       expansion_search=128, dtype="f16", threads=2),
         )
+        # the BM25 cache of large corpora (store/lexindex.py); public for its counters and stats
+        self.lexical = lexindex.LexCache(self._conn, snapshot, self.transaction, lambda: self._depth > 0,
+                                         self.path.parent / "lexindex", self.path.stem,
+                                         lexical or lexindex.LexSettings(threshold=10_000))
 
     # ---- plumbing -------------------------------------------------------------------
 
     def close(self) -> None:
         with self._lock:
             self._ann.close()
+            self.lexical.close()
             self._conn.close()
 
     @contextmanager
@@ -185,13 +194,18 @@ class SQLiteStore:
         """Nearest rows of this scope by cosine distance: [(rowid, distance)].
 
         A scope holding `ann_threshold` vectors or more is searched through its HNSW cache
-        (store/vindex.py, approximate); smaller ones are scanned exactly by sqlite-vec."""
+        (store/vindex.py, approximate); smaller ones are scanned exactly, from their vec0
+        chunk blobs read whole (vindex.scan_scope) or else by vec0 itself."""
         if self._vector_dims is None:
             return []
         with self._lock:
             hits = self._ann.search(corpus, scope, vector, k)
         if hits is not None:
             return hits
+        with self._lock:
+            scanned = self._scans.get(self._conn, corpus, scope, self._vector_dims)
+        if scanned is not None:
+            return scanned.knn(vector, k)
         rows = self._q(
             f"SELECT rowid, distance FROM vec_{corpus} WHERE embedding MATCH ? AND k = ? "
             "AND user_id = ? AND agent_id = ? ORDER BY distance",
@@ -203,8 +217,10 @@ class SQLiteStore:
     def vectors(self, corpus: Corpus, scope: Scope, rowids: Sequence[int]) -> dict[int, np.ndarray]:
         if self._vector_dims is None or not rowids:
             return {}
-        with self._lock:  # a big scope's graph holds them; else vec0's chunks, read directly
+        with self._lock:  # a big scope's graph holds them; else its vec0 chunks, read whole
             fast = self._ann.vectors(corpus, scope, rowids)
+            if fast is None and (scanned := self._scans.get(self._conn, corpus, scope, self._vector_dims)):
+                fast = scanned.get(rowids)
             if fast is None:
                 fast = vindex.read_vectors(self._conn, corpus, scope.user_id, rowids, self._vector_dims)
         if fast is not None:
@@ -251,28 +267,59 @@ class SQLiteStore:
     def fts(
         self, corpus: Corpus, scope: Scope, match: str, limit: int, weights: Sequence[float] = (1.0,)
     ) -> list[tuple[int, float]]:
-        """BM25 candidates of this scope: [(rowid, bm25)] best first (bm25 is negative)."""
+        """BM25 candidates of this scope: [(rowid, bm25)] best first (bm25 is negative).
+
+        A corpus of `lexical_threshold` rows or more is ranked by its in-process cache
+        (store/lexindex.py: FTS5's tokens and scores, but only the scope's postings are read);
+        smaller ones, and MATCH syntax other than OR-ed quoted terms, by FTS5 itself."""
+        if not match:
+            return []
+        terms = lexindex.parse_match(match)
+        if terms is None:
+            return self.fts5(corpus, scope, match, limit, weights)
+        return self.fts_terms(corpus, scope, terms, limit, weights)
+
+    def fts_terms(
+        self, corpus: Corpus, scope: Scope, terms: Sequence[str], limit: int, weights: Sequence[float] = (1.0,)
+    ) -> list[tuple[int, float]]:
+        """`fts` of the OR of `terms` (each one quoted, as text.fts_query does)."""
+        if not terms:
+            return []
+        with self._lock:
+            ranked = self.lexical.search(corpus, scope_token(scope.user_id, scope.agent_id), terms, limit,
+                                         _bm25_weights(corpus, weights)[:-1])
+        if ranked is None:
+            return self.fts5(corpus, scope, lexindex.match_of(terms), limit, weights)
+        return self._mine(corpus, scope, ranked)
+
+    def fts5(
+        self, corpus: Corpus, scope: Scope, match: str, limit: int, weights: Sequence[float] = (1.0,)
+    ) -> list[tuple[int, float]]:
+        """`fts` answered by FTS5 itself, whatever the corpus's size: the lexical cache's reference."""
         if not match:
             return []
         fts = _FTS[corpus]
         # the last column holds the scope's token (m003): weight 0, ANDed into the MATCH so
         # FTS5 walks only this scope's rows. FTS5 ranks on its own (joining first would probe
         # the base table for every match); the scope is then verified on the top rows only.
-        n_text = 2 if corpus == "turns" else 1
-        w = ", ".join(str(float(x)) for x in [*list(weights)[:n_text], *[1.0] * (n_text - len(weights)), 0.0])
+        w = ", ".join(str(x) for x in _bm25_weights(corpus, weights))
         scoped = f'scope : "{scope_token(scope.user_id, scope.agent_id)}" AND ({match})'
         try:
             ranked = self._q(f"SELECT rowid, bm25({fts}, {w}) AS s FROM {fts} WHERE {fts} MATCH ? ORDER BY s LIMIT ?",
                              (scoped, limit))
         except apsw.SQLError as exc:
             raise BackendError(f"full-text query {match!r} failed: {exc}") from exc
+        return self._mine(corpus, scope, [(int(r[0]), float(r[1])) for r in ranked])
+
+    def _mine(self, corpus: Corpus, scope: Scope, ranked: list[tuple[int, float]]) -> list[tuple[int, float]]:
+        """The ranked rows that belong to the scope: its token is a hash, so it is verified."""
         if not ranked:
             return []
         marks = ",".join("?" * len(ranked))
         mine = {int(r[0]) for r in self._q(
             f"SELECT rowid FROM {corpus} WHERE +user_id = ? AND +agent_id = ? AND rowid IN ({marks})",
-            (scope.user_id, scope.agent_id, *[r[0] for r in ranked]))}
-        return [(int(r[0]), float(r[1])) for r in ranked if int(r[0]) in mine]
+            (scope.user_id, scope.agent_id, *[r for r, _ in ranked]))}
+        return [(r, s) for r, s in ranked if r in mine]
 
     def term_documents(self, corpus: Corpus, terms: Sequence[str]) -> tuple[dict[str, int], int]:
         """({index term: documents holding it}, an estimate of the documents in the corpus).
@@ -282,6 +329,10 @@ class SQLiteStore:
         once the corpus has grown or shrunk by a tenth: they only steer which words to skip."""
         if not terms:
             return {}, 0
+        with self._lock:  # a large corpus's cache knows them exactly, for free
+            known = self.lexical.documents(corpus, terms)
+        if known is not None:
+            return known
         total = int(self._q(f"SELECT COALESCE(MAX(rowid), 0) FROM {corpus}")[0][0])  # O(log n), not COUNT
         fresh = lambda at: abs(total - at) <= total / 10  # noqa: E731
         todo = [t for t in terms if not ((hit := self._df_cache.get((corpus, t))) and fresh(hit[1]))]
@@ -294,17 +345,20 @@ class SQLiteStore:
 
     def _index(self, corpus: Corpus, rowid: int, *columns: str) -> None:
         fts = _FTS[corpus]
-        self._conn.execute(f"DELETE FROM {fts} WHERE rowid = ?", (rowid,))
         marks = ", ".join("?" * len(columns))
         names = "body, context" if len(columns) == 2 else "body"
-        owner = self._conn.execute(f"SELECT user_id, agent_id FROM {corpus} WHERE rowid = ?", (rowid,)).fetchall()[0]
-        self._conn.execute(
-            f"INSERT INTO {fts}(rowid, {names}, scope) VALUES (?, {marks}, ?)",
-            (rowid, *[index_text(c) for c in columns], scope_token(str(owner[0]), str(owner[1]))),
-        )
+        with self.transaction():  # the row and its change-log entry (lexindex) commit together
+            self._conn.execute(f"DELETE FROM {fts} WHERE rowid = ?", (rowid,))
+            owner = self._conn.execute(f"SELECT user_id, agent_id FROM {corpus} WHERE rowid = ?", (rowid,)).fetchall()[0]
+            self._conn.execute(
+                f"INSERT INTO {fts}(rowid, {names}, scope) VALUES (?, {marks}, ?)",
+                (rowid, *[index_text(c) for c in columns], scope_token(str(owner[0]), str(owner[1]))),
+            )
+            lexindex.record(self._conn, corpus, [rowid], "put")
 
     def _unindex(self, corpus: Corpus, rowid: int) -> None:
         self._conn.execute(f"DELETE FROM {_FTS[corpus]} WHERE rowid = ?", (rowid,))
+        lexindex.record(self._conn, corpus, [rowid], "del")
         if self._vector_dims is not None:
             owner = self._conn.execute(f"SELECT user_id, agent_id FROM {corpus} WHERE rowid = ?", (rowid,)).fetchall()
             self._conn.execute(f"DELETE FROM vec_{corpus} WHERE rowid = ?", (rowid,))
@@ -376,20 +430,22 @@ class SQLiteStore:
         )
         return [(int(r[0]), int(r[1]), r[2]) for r in rows]
 
-    def turn_windows(self, scope: Scope, rowids: Sequence[int], width: int) -> list[tuple[int, str, int]]:
-        """[(rowid, session_id, seq)] of the given turns and their neighbours within `width`
-        in the same session: one query over the (scope, session, seq) index."""
-        out: dict[int, tuple[int, str, int]] = {}
+    def turn_windows(self, scope: Scope, rowids: Sequence[int], width: int) -> list[TurnPlace]:
+        """Where the given turns and their neighbours within `width` (same session) sit, with
+        their length and whether they end in a question: one query over the (scope, session,
+        seq) index."""
+        out: dict[int, TurnPlace] = {}
         for chunk in _chunks(list(rowids), 500):
             marks = ",".join("?" * len(chunk))
             for r in self._q(
-                "SELECT n.rowid, n.session_id, n.seq FROM turns c JOIN turns n ON n.user_id = c.user_id "
+                "SELECT n.rowid, n.session_id, n.seq, length(n.content), "
+                "substr(rtrim(n.content), -1) IN ('?', '？'), n.created_at FROM turns c JOIN turns n ON n.user_id = c.user_id "
                 "AND n.agent_id = c.agent_id AND n.session_id = c.session_id "
                 "AND n.seq BETWEEN c.seq - ? AND c.seq + ? "
                 f"WHERE +c.user_id = ? AND +c.agent_id = ? AND c.rowid IN ({marks})",
                 (width, width, scope.user_id, scope.agent_id, *chunk),
             ):
-                out[int(r[0])] = (int(r[0]), r[1], int(r[2]))
+                out[int(r[0])] = TurnPlace(int(r[0]), r[1], int(r[2]), int(r[3]), bool(r[4]), dt_(r[5]))
         return list(out.values())
 
     def get_turns(
@@ -486,6 +542,7 @@ class SQLiteStore:
                 [(r, index_text(m.content), scope_token(m.user_id, m.agent_id))
                  for r, m in zip(rowids, memories, strict=True)],
             )
+            lexindex.record(self._conn, "memories", rowids, "put")
             if vecs is not None:
                 # grouped by scope: vec0 keeps a chunk per user, and each insert into a cold
                 # chunk walks its blob (interleaved users: ~2.5k rows/s, grouped: ~12k)
@@ -750,6 +807,12 @@ class SQLiteStore:
     def raw_count(self, table: str, where: str = "1", params: Sequence[Any] = ()) -> int:
         """Row count of any table; for audits and tests of what is left behind."""
         return int(self._q(f"SELECT COUNT(*) FROM {table} WHERE {where}", params)[0][0])
+
+
+def _bm25_weights(corpus: Corpus, weights: Sequence[float]) -> list[float]:
+    """bm25()'s column weights: the given ones for the text columns (1.0 where missing), 0 for the scope."""
+    n_text = len(lexindex.COLUMNS[corpus][1])
+    return [*[float(x) for x in list(weights)[:n_text]], *[1.0] * (n_text - len(weights)), 0.0]
 
 
 def _chunks(items: list[Any], size: int) -> Iterator[list[Any]]:

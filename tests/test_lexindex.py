@@ -1,0 +1,257 @@
+"""The lexical cache (store/lexindex.py) ranks exactly as FTS5 does, stays fresh across stores
+and restarts, and never shows one scope's rows to another."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+import apsw
+import pytest
+
+from memlane import Memory
+from memlane.models import MemoryRecord, Scope, Turn
+from memlane.search import analyse
+from memlane.store.lexindex import LexSettings, Tokenizer, build
+from memlane.store.migrations import scope_token
+from memlane.store.sqlite import SQLiteStore
+
+NOW = datetime(2025, 1, 1, tzinfo=UTC)
+EN = ["run", "runs", "running", "runner", "ran", "cook", "cooking", "cooked", "coffee", "espresso", "pasta", "travel", "travelling", "tokyo", "lisbon", "meeting", "meetings", "deadline", "python", "database", "allergy", "peanuts", "garden", "kitchen"]
+ZH = ["咖啡", "橘猫", "猫", "过敏", "花生", "东京", "旅行", "会议", "数据库", "跑步", "花园"]
+SCOPES = [Scope(user_id=u, agent_id=a) for u in ("u1", "u2", "u3") for a in ("", "bot")]
+U1 = Scope(user_id="u1")
+
+
+def sentence(rng: random.Random) -> str:
+    words = rng.choices(EN + ZH, k=rng.randint(1, 14))
+    return " ".join(words) + rng.choice([".", "!", "?", ""])
+
+
+def memory(i: int, scope: Scope, content: str) -> MemoryRecord:
+    return MemoryRecord(id=f"m{i}", user_id=scope.user_id, agent_id=scope.agent_id, content=content,
+                        category="fact", score=0.5, created_at=NOW, updated_at=NOW, last_activated=NOW)
+
+
+def queries(rng: random.Random, n: int) -> list[str]:
+    """FTS5 matches as search builds them, some with repeated or unknown words."""
+    out = []
+    for _ in range(n):
+        words = rng.sample(EN + ZH, rng.randint(1, 4))
+        if rng.random() < 0.2:
+            words.append(rng.choice(["running", "zebra", "橘猫", words[0]]))
+        out.append(analyse(" ".join(words))[1])
+    return out
+
+
+@pytest.fixture
+def open_store(tmp_path: Path) -> Iterator[Callable[..., SQLiteStore]]:
+    made: list[SQLiteStore] = []
+
+    def factory(threshold: int = 100) -> SQLiteStore:
+        store = SQLiteStore(tmp_path / "memlane.db", lexical=LexSettings(threshold=threshold))
+        made.append(store)
+        return store
+
+    yield factory
+    for s in made:
+        s.close()
+
+
+def fill(store: SQLiteStore, n: int, seed: int = 0, start: int = 0) -> None:
+    rng = random.Random(seed)
+    store.insert_memories([memory(start + i, rng.choice(SCOPES), sentence(rng)) for i in range(n)])
+
+
+def test_memories_rank_exactly_as_fts5(open_store: Callable[..., SQLiteStore]) -> None:
+    store = open_store()
+    fill(store, 3000)
+    for i in range(50):  # the single-row write path too
+        store.insert_memory(memory(5000 + i, SCOPES[i % len(SCOPES)], sentence(random.Random(i))))
+    found = 0
+    for match in queries(random.Random(1), 120):
+        for scope in SCOPES:
+            got = store.fts("memories", scope, match, 20)
+            assert got == store.fts5("memories", scope, match, 20), (match, scope)
+            found += bool(got)
+    assert found > 500
+    assert store.lexical.builds == 1  # the cache answered
+
+
+def test_turns_rank_exactly_as_fts5_with_column_weights(open_store: Callable[..., SQLiteStore]) -> None:
+    store = open_store()
+    rng = random.Random(2)
+    rows: list[tuple[int, str]] = []
+    for i in range(1500):
+        scope = SCOPES[i % 3]
+        turn = Turn(id=f"t{i}", user_id=scope.user_id, agent_id=scope.agent_id, session_id=f"s{i // 20}",
+                    seq=i % 20 + 1, role="user", content=sentence(rng), created_at=NOW, token_count=5)
+        rows.append((store.insert_turn(turn), turn.content))
+    for i, (rowid, body) in enumerate(rows):  # neighbours' text as context, as add_messages does
+        store.set_turn_context(rowid, body, " ".join(c for _, c in rows[max(0, i - 2) : i + 3] if c != body))
+    for match in queries(random.Random(3), 80):
+        for scope in SCOPES[:3]:
+            got = store.fts("turns", scope, match, 30, (1.0, 0.3))
+            assert got == store.fts5("turns", scope, match, 30, (1.0, 0.3)), (match, scope)
+    assert store.lexical.builds == 1
+
+
+def test_a_word_in_every_row_ranks_exactly(open_store: Callable[..., SQLiteStore]) -> None:
+    """Rows holding only a near-zero-idf word are skipped when they cannot reach the top k;
+    the answer stays FTS5's, also when they can (too few other matches)."""
+    store = open_store()
+    rng = random.Random(6)
+    u9 = Scope(user_id="u9")
+    store.insert_memories([memory(i, u9, "note " + sentence(rng)) for i in range(6000)])
+    store.insert_memory(memory(9000, u9, "note zeppelin"))
+    for words in ["note coffee", "note zeppelin", "note pasta 猫", "note", "zeppelin note running"]:
+        for limit in (1, 5, 20, 100):
+            assert store.fts("memories", u9, analyse(words)[1], limit) == store.fts5(
+                "memories", u9, analyse(words)[1], limit), (words, limit)
+
+
+def test_stemmed_and_chinese_words_are_found(open_store: Callable[..., SQLiteStore]) -> None:
+    store = open_store()
+    fill(store, 200)
+    runs = store.insert_memory(memory(900, U1, "She runs every morning"))
+    cat = store.insert_memory(memory(901, U1, "我家的橘猫很胖"))
+    assert runs in [r for r, _ in store.fts("memories", U1, analyse("running")[1], 500)]
+    assert cat in [r for r, _ in store.fts("memories", U1, analyse("猫")[1], 500)]
+    assert store.lexical.builds == 1
+
+
+def test_phrases_and_scope_tokens_are_left_to_fts5(open_store: Callable[..., SQLiteStore]) -> None:
+    store = open_store()
+    fill(store, 300)
+    rowid = store.insert_memory(memory(900, U1, "the foo_bar flag and foo bar"))
+    assert rowid in [r for r, _ in store.fts("memories", U1, '"foo_bar"', 50)]
+    # "foo_bar" is the phrase "foo bar" to FTS5; a scope's token would match the scope column
+    for match in ['"foo_bar" OR "coffee"', f'"{scope_token("u2", "")}"', 'coffee AND pasta']:
+        assert store.fts("memories", U1, match, 50) == store.fts5("memories", U1, match, 50)
+
+
+def lexical_ids(mem: Memory, query: str) -> list[str]:
+    """Ids of u1's hits found by their words (the dense side finds neighbours of any query)."""
+    return [h.id for h in mem.search(query, user_id="u1", activate=False, limit=50) if h.bm25_rank is not None]
+
+
+def test_changes_are_seen_in_this_and_another_process(make_memory: Callable[..., Memory], tmp_path: Path) -> None:
+    home = tmp_path / "shared"
+    first = make_memory(home=home, search={"lexical_threshold": 100})
+    fill(first.store, 300)  # type: ignore[arg-type]
+    ids = lexical_ids
+    assert ids(first, "zeppelin") == []
+    assert first.store.lexical.builds == 1  # type: ignore[attr-defined]
+
+    added = first.add("a zeppelin over the garden", user_id="u1")
+    assert ids(first, "zeppelin") == [added.id]
+    first.update(added.id, user_id="u1", content="a blimp over the garden")
+    assert ids(first, "zeppelin") == []
+    assert ids(first, "blimp") == [added.id]
+
+    second = make_memory(home=home, search={"lexical_threshold": 100})
+    other = second.add("zeppelins at dawn", user_id="u1")
+    second.update(added.id, user_id="u1", content="a zeppelin again")
+    assert set(ids(first, "zeppelin")) == {added.id, other.id}
+    assert ids(first, "blimp") == []
+    second.delete(other.id, user_id="u1")
+    owner = next(s for s in SCOPES if second.store.get_memory(s, "m0") is not None)  # a row of the build
+    gone = first.store.memory_rowid(owner, "m0")
+    second.delete("m0", user_id=owner.user_id, agent_id=owner.agent_id or None)
+    assert ids(first, "zeppelin") == [added.id]
+    assert gone not in [r for r, _ in first.store.fts("memories", owner, '"coffee" OR "run" OR "猫"', 10**6)]
+    for match in queries(random.Random(4), 40):
+        for scope in SCOPES:
+            assert first.store.fts("memories", scope, match, 20) == first.store.fts5(  # type: ignore[attr-defined]
+                "memories", scope, match, 20)
+
+
+def test_scopes_never_mix(open_store: Callable[..., SQLiteStore]) -> None:
+    store = open_store()
+    fill(store, 500)
+    for scope in SCOPES:
+        got = [r for r, _ in store.fts("memories", scope, '"coffee" OR "咖啡" OR "run"', 1000)]
+        assert got
+        assert store.memories_by_rowid(scope, got).keys() == set(got)
+    both = [store.insert_memory(memory(900 + i, s, "unicorn unicorn")) for i, s in enumerate(SCOPES[:2])]
+    assert [r for r, _ in store.fts("memories", SCOPES[0], '"unicorn"', 10)] == [both[0]]
+    assert [r for r, _ in store.fts("memories", SCOPES[1], '"unicorn"', 10)] == [both[1]]
+    assert store.fts("memories", Scope(user_id="nobody"), '"unicorn"', 10) == []
+
+
+def test_a_reopened_store_loads_the_saved_cache(open_store: Callable[..., SQLiteStore], tmp_path: Path) -> None:
+    store = open_store()
+    fill(store, 400)
+    match = analyse("coffee running 咖啡")[1]
+    before = store.fts("memories", U1, match, 30)
+    assert store.lexical.builds == 1
+    store.close()
+    files = list((tmp_path / "lexindex").glob("*.npz"))
+    assert len(files) == 1
+
+    # changed while no process held the cache: the log carries it to the next one
+    writer = open_store(threshold=10**9)
+    late = writer.insert_memory(memory(900, U1, "coffee coffee running"))
+    writer.close()
+
+    again = open_store()
+    got = again.fts("memories", U1, match, 30)
+    assert (again.lexical.builds, again.lexical.loads) == (0, 1)
+    assert got == again.fts5("memories", U1, match, 30) != before
+    assert late in [r for r, _ in got]
+    again.close()
+
+    files[0].write_bytes(files[0].read_bytes()[:200])  # damaged: rebuilt from SQLite
+    third = open_store()
+    assert third.fts("memories", U1, match, 30) == got
+    assert (third.lexical.builds, third.lexical.loads) == (1, 0)
+
+
+def test_small_corpora_use_fts5_and_keep_no_log(open_store: Callable[..., SQLiteStore], tmp_path: Path) -> None:
+    store = open_store(threshold=1000)
+    fill(store, 200)
+    store.fts("memories", U1, '"coffee"', 10)
+    store.term_documents("memories", ["coffe"])
+    store.insert_memory(memory(900, U1, "more coffee"))
+    assert store.lexical.builds == 0
+    assert store.raw_count("text_log") == 0
+    assert not (tmp_path / "lexindex").exists()
+
+
+def test_term_documents_come_from_the_cache(open_store: Callable[..., SQLiteStore]) -> None:
+    store = open_store()
+    fill(store, 600)
+    rowid = store.insert_memory(memory(900, U1, "zeppelin"))
+    counts, total = store.term_documents("memories", ["coffe", "zeppelin", "nothing"])
+    assert store.lexical.builds == 1
+    coffee = sum(len(store.fts5("memories", s, '"coffee"', 10**6)) for s in SCOPES)
+    assert counts == {"coffe": coffee, "zeppelin": 1, "nothing": 0}
+    assert total == store.raw_count("memories")
+    store.delete_memory(U1, "m900")
+    assert store.term_documents("memories", ["zeppelin"])[0] == {"zeppelin": 0}
+    assert rowid not in [r for r, _ in store.fts("memories", U1, '"zeppelin"', 5)]
+
+
+@pytest.mark.parametrize("ncols", [1, 2])
+def test_folding_the_delta_keeps_the_ranking(ncols: int) -> None:
+    """Rows added and removed after a build rank the same before and after they are folded in."""
+    tokenizer = Tokenizer(apsw.Connection(":memory:"))
+    rng = random.Random(5)
+    scopes = ["zsA", "zsB", "zsC"]
+    postings = build([(i, *[sentence(rng) for _ in range(ncols)], rng.choice(scopes)) for i in range(1, 400)],
+                     ncols, tokenizer)
+    for rowid in range(1, 400, 7):
+        postings.remove(rowid)
+    for rowid in [*range(3, 400, 11), *range(400, 460)]:  # replaced rows and new ones, a new scope and word
+        postings.remove(rowid)
+        text = [sentence(rng) + rng.choice(["", " zeppelin"]) for _ in range(ncols)]
+        postings.add(rowid, [tokenizer.document(t) for t in text], [rng.choice([*scopes, "zsD"])])
+    tids = [postings.terms.get(w) for w in ["coffe", "run", "猫", "花生", "zeppelin"]]
+    weights = [1.0, 0.3][:ncols]
+    before = {s: postings.rank(postings.scopes[s], tids, weights, 15) for s in [*scopes, "zsD"]}
+    postings.fold()
+    assert not postings.d_rowid and not postings.dead
+    assert {s: postings.rank(postings.scopes[s], tids, weights, 15) for s in [*scopes, "zsD"]} == before
+    assert all(before.values())
