@@ -10,14 +10,18 @@ passed in directly; the query embedding is precomputed, so search latency exclud
 Rows go in through `Store.insert_memories` (one transaction of 10k rows each); searches go
 through `Memory.search(..., query_vector=..., activate=False)` on the same database, with the
 hash embedder's model id and width so the store keeps the vectors. The raw full-text column
-times `Store.fts` (the lexical cache of store/lexindex.py once a corpus holds
-`search.lexical_threshold` rows), next to `SQLiteStore.fts5`, FTS5's own ranking of the same
-query; the cache's build is the first full-text query's cost, timed apart. Results of the
-scenarios not run are kept from the last results file.
+times `Store.fts` (the lexical cache of store/lexindex.py, with the scope's own BM25
+statistics), next to `SQLiteStore.fts5`, FTS5's own ranking of the same query; the cache's
+build is the first full-text query's cost, timed apart. Each answer is checked against FTS5:
+with one user the scope's statistics are the table's, with many a second store ranks with
+the table's ("corpus") statistics. Results of the scenarios not run are kept from the last
+results file.
 
     python bench/scale.py                         # 10k, 100k, 1M
     python bench/scale.py --sizes 10k,100k --queries 100
     python bench/scale.py --skip-1m
+    python bench/scale.py --sizes 1m --keep --workdir /tmp/scale1m   # keep the database …
+    python bench/scale.py --sizes 1m --reuse /tmp/scale1m/memlane-scale-1m-XXXX   # … query it again
 """
 
 from __future__ import annotations
@@ -41,6 +45,8 @@ from common import RESULTS, Timer, console, percentile, table, write_result  # n
 
 from memlane import Config, Memory  # noqa: E402
 from memlane.models import MemoryRecord, Scope  # noqa: E402
+from memlane.store.lexindex import LexSettings  # noqa: E402
+from memlane.store.sqlite import SQLiteStore  # noqa: E402
 
 DIMS = 384
 BATCH = 10_000
@@ -191,10 +197,11 @@ def run_scenario(name: str, world: World, args: argparse.Namespace) -> dict[str,
     n = n_users * per_user
     console.print(f"[bold]{name}[/]: {n_users:,} user(s) × {per_user:,} memories")
     corpus = world.sample(n, n_users)
-    home = Path(tempfile.mkdtemp(prefix=f"memlane-scale-{name}-", dir=args.workdir))
+    # a kept database of the same scenario and seed holds this very corpus: queried, not refilled
+    home = Path(args.reuse) if args.reuse else Path(tempfile.mkdtemp(prefix=f"memlane-scale-{name}-", dir=args.workdir))
     try:
         memory = make_memory(home, args.ann_threshold)
-        insert_s = insert(memory, corpus)
+        insert_s = None if args.reuse else insert(memory, corpus)
         size = db_bytes(home)
         order = np.argsort(corpus.users, kind="stable")
         rows_of = np.split(order, np.cumsum(np.bincount(corpus.users, minlength=n_users))[:-1])
@@ -217,6 +224,9 @@ def run_scenario(name: str, world: World, args: argparse.Namespace) -> dict[str,
         rss_after = rss_mb()
         for u, text, vec in queries[:5]:  # warm-up (page cache, jieba, numpy)
             memory.search(text, user_id=scopes[u].user_id, query_vector=vec, activate=False)
+        # FTS5's statistics span the table: with many users, its reference is a "corpus" ranking
+        check = memory.store if n_users == 1 else SQLiteStore(home / "memlane.db",
+                                                              lexical=LexSettings(statistics="corpus"))
 
         lat, fts_lat, fts5_lat, knn_lat, recalls, hits_n = [], [], [], [], [], []
         for u, text, vec in queries:
@@ -230,6 +240,8 @@ def run_scenario(name: str, world: World, args: argparse.Namespace) -> dict[str,
             with Timer() as t:
                 reference = memory.store.fts5("memories", scopes[u], analyse(text)[1], 100)  # type: ignore[attr-defined]
             fts5_lat.append(t.seconds * 1000)
+            if check is not memory.store:
+                lexical = check.fts("memories", scopes[u], analyse(text)[1], 100)
             assert lexical == reference, f"lexical cache and FTS5 disagree on {text!r}"
             with Timer() as t:
                 got = memory.store.knn("memories", scopes[u], vec, 100)
@@ -241,10 +253,12 @@ def run_scenario(name: str, world: World, args: argparse.Namespace) -> dict[str,
             recalls.append(len(exact.intersection(r for r, _ in got[:10])) / 10)
         stats = memory.store.stats(scopes[0])
         used_ann = per_user >= memory.config.search.ann_threshold
+        if check is not memory.store:
+            check.close()
         memory.close()
         return {
             "scenario": name, "users": n_users, "per_user": per_user, "rows": n,
-            "insert_s": insert_s, "insert_rows_s": n / insert_s, "db_mb": size / 1e6,
+            "insert_s": insert_s, "insert_rows_s": None if insert_s is None else n / insert_s, "db_mb": size / 1e6,
             "search_p50_ms": percentile(lat, 50), "search_p95_ms": percentile(lat, 95),
             "fts_p50_ms": percentile(fts_lat, 50), "fts_p95_ms": percentile(fts_lat, 95),
             "fts5_p50_ms": percentile(fts5_lat, 50), "fts5_p95_ms": percentile(fts5_lat, 95),
@@ -257,7 +271,7 @@ def run_scenario(name: str, world: World, args: argparse.Namespace) -> dict[str,
             "memories_user0": stats["memories"],
         }
     finally:
-        if not args.keep:
+        if not (args.keep or args.reuse):
             shutil.rmtree(home, ignore_errors=True)
 
 
@@ -269,6 +283,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--ann-threshold", type=int, default=None, help="override SearchConfig.ann_threshold")
     p.add_argument("--workdir", default=None, help="where the temporary databases go")
     p.add_argument("--keep", action="store_true", help="keep the databases")
+    p.add_argument("--reuse", default=None, help="query this kept database (one scenario, same seed) instead of filling one")
     p.add_argument("--seed", type=int, default=7)
     args = p.parse_args(argv)
     sizes = [s.strip().lower() for s in args.sizes.split(",") if s.strip()]
@@ -277,11 +292,14 @@ def main(argv: list[str] | None = None) -> int:
         p.error(f"--sizes: unknown {unknown}; known: {list(SCENARIOS)}")
     if args.skip_1m:
         sizes = [s for s in sizes if s != "1m"]
+    if args.reuse and len(sizes) != 1:
+        p.error("--reuse: name the one scenario of that database with --sizes")
     world = World(args.seed)
     results = [run_scenario(s, world, args) for s in sizes]
     targets = {"10k": 10.0, "100k": 10.0, "1m": 5.0}
     rows = [
-        (r["scenario"], f"{r['users']:,} × {r['per_user']:,}", f"{r['insert_rows_s']:,.0f}", f"{r['db_mb']:,.0f}",
+        (r["scenario"], f"{r['users']:,} × {r['per_user']:,}",
+         "–" if r["insert_rows_s"] is None else f"{r['insert_rows_s']:,.0f}", f"{r['db_mb']:,.0f}",
          r["search_p50_ms"], r["search_p95_ms"], f"≤ {targets[r['scenario']]:.0f}", r["fts_p95_ms"],
          r["fts5_p95_ms"], r["knn_p95_ms"], "hnsw" if r["ann"] else "vec0", r["vector_recall@10"],
          f"{r['ann_build_s']:.1f}", f"{r['lexical_build_s']:.1f}" if r["lexical"] else "–",

@@ -145,3 +145,31 @@ def test_turns_that_state_rank_above_turns_that_ask(memory):
     memory.config.search.turn_length_prior = memory.config.search.question_penalty = 0.0
     top = memory.search("pottery class", user_id="u1", corpus="turns", limit=2)
     assert top[0].content.startswith("Do you know")  # BM25 and the vectors alone prefer the question
+
+
+@pytest.mark.parametrize("lexical_threshold", [0, 10**9])  # the lexical cache, or FTS5 itself
+def test_the_dense_query_leaves_out_words_most_rows_hold(make_memory, lexical_threshold):
+    """In a conversation every turn starts with a speaker's name: embedded with the query, the
+    names pull it towards every turn alike, so the dense side gets the query without them.
+    Only a turn's own text counts: its neighbours column holds every name."""
+    memory = make_memory(search={"lexical_threshold": lexical_threshold})
+    lines = [f"Caroline: note {i} about the garden" if i % 2 else f"Melanie: reply {i} on the weather"
+             for i in range(60)] + ["Caroline: I painted a sunrise over the lake last week."]
+    for i in range(5, 60, 10):  # in 7 turns' own text, in half the neighbour columns
+        lines[i] += " A sunrise walk."
+    memory.add_messages("s1", [say("user", text, i) for i, text in enumerate(lines)], user_id="u1")
+    seen: list[str] = []
+
+    def embed(text: str):
+        seen.append(text)
+        return memory.embedder.embed([text], query=True)[0]
+
+    hits = memory.search("What did Caroline's friend paint at sunrise?", user_id="u1", corpus="turns", limit=3,
+                         query_vector=embed)
+    assert seen == ["What did friend paint at sunrise?"]  # "Caroline" is in half the turns: left out
+    assert hits[0].content.startswith("Caroline: I painted")
+    memory.search("Caroline", user_id="u1", corpus="turns", query_vector=embed)
+    assert seen[-1] == "Caroline"  # nothing would be left: the query stays whole
+    memory.config.search.dense_common_share = 1.0
+    memory.search("What did Caroline paint?", user_id="u1", corpus="turns", query_vector=embed)
+    assert seen[-1] == "What did Caroline paint?"

@@ -534,11 +534,13 @@ class Memory:
         filters: Filters | dict[str, Any] | None = None,
         corpus: Corpus = "memories",
         activate: bool | None = None,
-        query_vector: np.ndarray | None = None,
+        query_vector: np.ndarray | Callable[[str], np.ndarray] | None = None,
     ) -> _list[Hit]:
         """Hybrid search of one corpus: "memories" (default), "turns" or "episodes".
 
-        `query_vector` skips embedding the query when the caller already has it."""
+        `query_vector` skips embedding the query: a vector the caller already has, or a
+        function from text to vector (the caller's own embedder or cache), given the text the
+        dense side embeds (`search.dense_text`)."""
         scope = Scope.of(user_id, agent_id)
         if corpus not in ("memories", "turns", "episodes"):
             raise ValidationError("corpus", f"must be memories, turns or episodes, got {corpus!r}")
@@ -546,7 +548,7 @@ class Memory:
         hits = run_search(
             self.store, self.config.search, corpus, scope, query,
             limit=limit or self.config.search.default_limit, now=self.clock(),
-            query_vector=self._query_vector if query_vector is None else (lambda _q: query_vector), filters=f,
+            query_vector=_vector_source(query_vector, self._query_vector), filters=f,
         )
         if corpus == "memories" and (self.config.search.activate_on_hit if activate is None else activate):
             self._activate(scope, [h.memory for h in hits if h.memory is not None])
@@ -673,3 +675,12 @@ def open_memory(home: str | Path | None = None, **overrides: Any) -> Memory:
     if home is not None:
         overrides.setdefault("store", {})["home"] = str(home)
     return Memory(Config.from_env(**overrides))
+
+
+def _vector_source(given: np.ndarray | Callable[[str], np.ndarray] | None,
+                   own: Callable[[str], np.ndarray]) -> Callable[[str], np.ndarray]:
+    if given is None:
+        return own
+    if callable(given):
+        return given
+    return lambda _text: given

@@ -104,6 +104,10 @@ class SearchConfig(_Section):
     # said then, or up to date_grace_days after (memlane.dates; issue 3: +1.6 pts R@10 on LoCoMo).
     date_prior: float = Field(0.6, ge=0)  # added to the normalised relevance (best = 1)
     date_grace_days: int = Field(7, ge=0)
+    # The dense query leaves out words this share of the scope's rows hold (the speakers'
+    # names in a conversation): issue 3, +1 pt R@10 on LoCoMo; 1.0 keeps every word.
+    dense_common_share: float = Field(0.3, gt=0, le=1)
+    dense_common_min_docs: int = Field(50, ge=1)  # smaller scopes keep every word
     keywords_max: int = Field(6, ge=1)  # seed 000: top 6 keywords
     activate_on_hit: bool = True  # seed 001/004: a hit updates last_activated / count
     default_limit: int = Field(10, ge=1)
@@ -117,7 +121,11 @@ class SearchConfig(_Section):
     ann_expansion_search: int = Field(128, ge=8)  # query beam (at least k is always used)
     ann_dtype: Literal["f32", "f16"] = "f16"  # f16 built 2x faster here at the same recall
     ann_threads: int = Field(2, ge=1)  # threads for a cache (re)build
-    lexical_threshold: int = Field(10_000, ge=1)  # issue 3, scale: a corpus this big is ranked by store/lexindex.py
+    # Not from a seed (issue 3, scale): a corpus holding at least this many rows is ranked by
+    # the in-process BM25 cache (store/lexindex.py), with lexical_statistics; 0: every corpus.
+    # Set it high for FTS5-only ranking, whose statistics then span the whole table (all users).
+    lexical_threshold: int = Field(0, ge=0)
+    lexical_statistics: Literal["scope", "corpus"] = "scope"  # BM25 N/avgdl/df of the query's scope or the table: issue 3, LoCoMo R@10 0.809 vs 0.787
 
 
 class DecayRule(_Section):

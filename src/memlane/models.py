@@ -131,9 +131,10 @@ class TurnPlace(NamedTuple):
     rowid: int
     session_id: str
     seq: int
+    # the facts below are read for the turns asked about; a neighbour has 0 / False / None
     length: int  # characters
     question: bool  # ends with a question mark
-    created_at: datetime
+    at: float | None  # created_at as a POSIX timestamp
 
 
 class Episode(_Record):

@@ -121,10 +121,10 @@ def _porter() -> Any:
 def highlights(keywords_: Iterable[str], text: str) -> list[str]:
     """The query keywords a text contains: CJK as substrings, Latin words by their stem
     (so "runs" highlights "running", as FTS5's porter tokenizer matched it)."""
-    stem = _stemmer().stemWord
-    stems = {stem(w) for w in _WORD.findall(text.lower())}
+    stemmer = _stemmer()
     lowered = text.lower()
-    return [k for k in keywords_ if (k in lowered if CJK_RUN.fullmatch(k) else stem(k) in stems)]
+    stems = set(stemmer.stemWords(_WORD.findall(lowered)))
+    return [k for k in keywords_ if (k in lowered if CJK_RUN.fullmatch(k) else stemmer.stemWord(k) in stems)]
 
 
 def fts_terms(words: Iterable[str]) -> list[str]:
