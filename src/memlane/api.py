@@ -548,7 +548,7 @@ class Memory:
         hits = run_search(
             self.store, self.config.search, corpus, scope, query,
             limit=limit or self.config.search.default_limit, now=self.clock(),
-            query_vector=_vector_source(query_vector, self._query_vector), filters=f,
+            query_vector=self._query_vector if query_vector is None else query_vector, filters=f,
         )
         if corpus == "memories" and (self.config.search.activate_on_hit if activate is None else activate):
             self._activate(scope, [h.memory for h in hits if h.memory is not None])
@@ -675,12 +675,3 @@ def open_memory(home: str | Path | None = None, **overrides: Any) -> Memory:
     if home is not None:
         overrides.setdefault("store", {})["home"] = str(home)
     return Memory(Config.from_env(**overrides))
-
-
-def _vector_source(given: np.ndarray | Callable[[str], np.ndarray] | None,
-                   own: Callable[[str], np.ndarray]) -> Callable[[str], np.ndarray]:
-    if given is None:
-        return own
-    if callable(given):
-        return given
-    return lambda _text: given

@@ -145,7 +145,7 @@ def candidates(
     corpus: Corpus,
     scope: Scope,
     query: str,
-    query_vector: Callable[[str], np.ndarray] | None,
+    query_vector: np.ndarray | Callable[[str], np.ndarray] | None,
     pool: int,
     words: list[str] | None = None,
 ) -> dict[int, Candidate]:
@@ -156,7 +156,9 @@ def candidates(
     cands: dict[int, Candidate] = {}
     for rank, (rowid, score) in enumerate(store.fts(corpus, scope, match, max(pool, cfg.fts_candidates), weights), 1):
         cands[rowid] = Candidate(rowid, bm25=score, bm25_rank=rank)
-    qv = query_vector(dense_text(store, corpus, scope, query, cfg)) if query_vector is not None else None
+    # a vector given as such is used as is: only a function needs the text to embed
+    qv = (query_vector if query_vector is None or isinstance(query_vector, np.ndarray)
+          else query_vector(dense_text(store, corpus, scope, query, cfg)))
     if qv is not None and float(np.linalg.norm(qv)) == 0:  # punctuation-only queries have no vector
         qv = None
     dense: dict[int, float] = {}
@@ -250,7 +252,7 @@ def search(
     *,
     limit: int,
     now: datetime,
-    query_vector: Callable[[str], np.ndarray] | None,
+    query_vector: np.ndarray | Callable[[str], np.ndarray] | None,
     filters: Filters | None = None,
 ) -> list[Hit]:
     """Ranked hits of one corpus for one scope."""
