@@ -38,6 +38,8 @@ ABLATIONS: dict[str, dict[str, Any]] = {
     "  − dense neighbour smoothing": {"dense_neighbour_weights": []},
     "  − lexical neighbour column": {"neighbour_weight": 0.0},
     "  − turn length / question priors": {"turn_length_prior": 0.0, "question_penalty": 0.0},
+    "  − reply prior (a question's next turn)": {"reply_prior": 0.0},
+    "  − speaker prior (the speaker the query names)": {"speaker_prior": 0.0},
     "  − date prior": {"date_prior": 0.0},
     "  − common words left out of the dense query": {"dense_common_share": 1.0},
     "  RRF(60) instead of score fusion": {"fusion": "rrf"},

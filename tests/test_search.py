@@ -173,3 +173,43 @@ def test_the_dense_query_leaves_out_words_most_rows_hold(make_memory, lexical_th
     memory.config.search.dense_common_share = 1.0
     memory.search("What did Caroline paint?", user_id="u1", corpus="turns", query_vector=embed)
     assert seen[-1] == "What did Caroline paint?"
+
+
+def test_a_reply_ranks_through_the_question_it_answers(memory):
+    """The query's words are in the question; the answer that follows shares none of them."""
+    memory.add_messages("s1", [
+        say("user", "What is your favourite weekend hobby these days?", 0),
+        say("assistant", "Sailing on the bay with my brother, most Saturdays.", 1),
+        say("user", "Unrelated: the printer is out of toner again.", 2),
+        say("assistant", "Order a cartridge online.", 3),
+        say("user", "Also the weather is nice today.", 4),
+        say("user", "My neighbour has a new hobby, a hobby for rainy days.", 5),
+    ], user_id="u1")
+
+    def rank(text: str) -> int:
+        hits = memory.search("favourite weekend hobby", user_id="u1", corpus="turns", limit=6)
+        return next(i for i, h in enumerate(hits) if h.content.startswith(text))
+
+    assert rank("Sailing") < rank("My neighbour")
+    memory.config.search.reply_prior = 0.0
+    assert rank("Sailing") > rank("My neighbour")
+
+
+def test_a_query_naming_one_speaker_favours_their_turns(memory):
+    """Turns carry who said them; a query naming one speaker prefers that speaker's turns,
+    in English (any case, possessive) and in Chinese. Naming both favours neither."""
+    def said(name: str, text: str, minutes: int) -> dict:
+        return {**say("user", text, minutes), "name": name}
+
+    memory.add_messages("s1", [said("Caroline", "I went to a pottery class on Friday.", 0),
+                               said("Melanie", "I went to a pottery class on Sunday.", 1),
+                               said("小林", "我周五去上了陶艺课。", 2),
+                               said("小王", "我周日去上了陶艺课。", 3)], user_id="u1")
+    first = lambda q: memory.search(q, user_id="u1", corpus="turns", limit=4)[0].turn.name  # noqa: E731
+    assert first("When did melanie go to a pottery class?") == "Melanie"
+    assert first("Caroline's pottery class: which day?") == "Caroline"
+    assert first("小王哪天去上陶艺课？") == "小王"
+    assert first("小林哪天去上陶艺课？") == "小林"
+    memory.config.search.speaker_prior = 0.0
+    assert {first("When did Melanie go to a pottery class?"), first("When did Caroline go to a pottery class?")} \
+        == {first("When did Caroline or Melanie go to a pottery class?")}  # without the prior: one order

@@ -100,6 +100,13 @@ class SearchConfig(_Section):
     # − question_penalty for a turn ending in "?": together +1.3 pts R@10 in the study.
     turn_length_prior: float = Field(0.1, ge=0)
     question_penalty: float = Field(0.2, ge=0)
+    # Conversation structure (issue 3, LoCoMo): a turn that asks passes reply_prior × its
+    # relevance to the next turn of its session, which answers it (+1 pt R@10); a query that
+    # names exactly one speaker of the candidates favours that speaker's turns by
+    # speaker_prior (+1.5 pts; 0.6 starts to lose the adversarial questions, which name the
+    # other speaker on purpose).
+    reply_prior: float = Field(0.3, ge=0)
+    speaker_prior: float = Field(0.3, ge=0)
     # A query naming a date ("on October 13, 2023", "in June", "2023年10月") favours what was
     # said then, or up to date_grace_days after (memlane.dates; issue 3: +1.6 pts R@10 on LoCoMo).
     date_prior: float = Field(0.6, ge=0)  # added to the normalised relevance (best = 1)

@@ -126,7 +126,7 @@ class MemoryFacts(NamedTuple):
 
 
 class TurnPlace(NamedTuple):
-    """Where a turn sits and the two facts of its text that ranking uses."""
+    """Where a turn sits and the facts of it that ranking uses."""
 
     rowid: int
     session_id: str
@@ -135,6 +135,7 @@ class TurnPlace(NamedTuple):
     length: int  # characters
     question: bool  # ends with a question mark
     at: float | None  # created_at as a POSIX timestamp
+    speaker: str | None = None  # the turn's name (who said it), when it has one
 
 
 class Episode(_Record):

@@ -1,9 +1,9 @@
 """Hybrid retrieval over the three corpora: memories, turns (conversation traces), episodes.
 
 query → keywords (CJK words via jieba, stemmed Latin words via FTS5 porter) → FTS5 BM25
-candidates ∪ vector KNN candidates → every candidate scored densely → fusion → composite
-rank (relevance, importance, recency) → filters (scope always; expiry, status, category,
-time) → hits.
+candidates ∪ vector KNN candidates → every candidate scored densely → fusion → turn priors
+(length, question, reply, speaker, session) → composite rank (relevance, importance,
+recency) → filters (scope always; expiry, status, category, time) → hits.
 """
 
 from __future__ import annotations
@@ -168,8 +168,10 @@ def candidates(
     smooth = corpus == "turns" and qv is not None and bool(cfg.dense_neighbour_weights) and bool(cands)
     window: list[TurnPlace] = []
     if corpus == "turns" and cands and (smooth or cfg.session_prior > 0 or cfg.turn_length_prior > 0
-                                          or cfg.question_penalty > 0):
-        window = store.turn_windows(scope, list(cands), len(cfg.dense_neighbour_weights) if smooth else 0)
+                                          or cfg.question_penalty > 0 or cfg.reply_prior > 0
+                                          or cfg.speaker_prior > 0):
+        width = max(len(cfg.dense_neighbour_weights) if smooth else 0, 1 if cfg.reply_prior > 0 else 0)
+        window = store.turn_windows(scope, list(cands), width)
         for w in window:
             if w.rowid in cands:
                 cands[w.rowid].at = w.at
@@ -193,6 +195,8 @@ def candidates(
         fuse_scores(cands, cfg.w_dense, dense)
         if corpus == "turns" and window:
             _turn_priors(window, cands, cfg.turn_length_prior, cfg.question_penalty)
+            _reply_prior(window, cands, cfg.reply_prior)
+            _speaker_prior(query, window, cands, cfg.speaker_prior)
         if corpus == "turns" and cfg.session_prior > 0:
             _session_prior({w.rowid: w.session_id for w in window}, cands, cfg.session_prior)
     return cands
@@ -228,6 +232,48 @@ def _turn_priors(window: list[TurnPlace], cands: dict[int, Candidate], length_we
     mean = sum(logs.values()) / len(logs)
     for rowid, w in places.items():
         cands[rowid].relevance += length_weight * (logs[rowid] - mean) - (question_penalty if w.question else 0.0)
+
+
+def _reply_prior(window: list[TurnPlace], cands: dict[int, Candidate], weight: float) -> None:
+    """A turn that asks passes weight × its relevance to the next turn of its session: a
+    question found by the query's words is often answered right after, in other words."""
+    if weight <= 0:
+        return
+    at = {(w.session_id, w.seq): w.rowid for w in window}
+    passed: dict[int, float] = {}
+    for w in window:
+        reply = at.get((w.session_id, w.seq + 1))
+        if w.question and w.rowid in cands and reply in cands and reply is not None:
+            passed[reply] = max(passed.get(reply, 0.0), weight * max(cands[w.rowid].relevance, 0.0))
+    for rowid, bonus in passed.items():
+        cands[rowid].relevance += bonus
+
+
+def named_speakers(query: str, speakers: set[str]) -> list[str]:
+    """The speakers a query names: Latin names as whole words, any case; CJK names as text."""
+    out = []
+    for name in speakers:
+        if CJK_RUN.search(name):
+            found = name in query
+        else:
+            found = re.search(rf"(?<![^\W_]){re.escape(name)}(?![^\W_])", query, re.IGNORECASE) is not None
+        if found:
+            out.append(name)
+    return out
+
+
+def _speaker_prior(query: str, window: list[TurnPlace], cands: dict[int, Candidate], weight: float) -> None:
+    """When the query names exactly one of the candidates' speakers ("What did Melanie
+    paint?"), add weight to that speaker's turns. Two names named: no side is favoured."""
+    if weight <= 0:
+        return
+    said = {w.rowid: w.speaker for w in window if w.rowid in cands and w.speaker}
+    named = named_speakers(query, set(said.values()))
+    if len(named) != 1:
+        return
+    for rowid, speaker in said.items():
+        if speaker == named[0]:
+            cands[rowid].relevance += weight
 
 
 def _session_prior(sessions: dict[int, str], cands: dict[int, Candidate], weight: float) -> None:
