@@ -9,6 +9,7 @@ stores LoCoMo's per-session observations as memories and ranks those (the memory
     python bench/locomo.py                    # all 10 conversations, default embedder
     python bench/locomo.py --limit 2 --embedder hash
     python bench/locomo.py --data my_locomo_style.json
+    python bench/locomo.py --peer mem0        # also mem0 (pip install mem0ai): infer=False, same vectors
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parent))
 from common import CACHE, Timer, console, mean_metrics, metrics, percentile, table, write_result  # noqa: E402
+from peers import MEM0_LABEL, PeerConversation, require_mem0, run_mem0  # noqa: E402
 
 from memlane import Config, Memory  # noqa: E402
 from memlane.importers import locomo_date, locomo_sessions, locomo_turn_text  # noqa: E402
@@ -267,8 +269,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap.add_argument("--embedder", default="e5", help="e5 (default), hash, minilm, use, openai")
     ap.add_argument("--no-observations", action="store_true", help="skip the memory-path run")
     ap.add_argument("--no-key-study", action="store_true", help="skip the vector-key cost study")
+    ap.add_argument("--peer", choices=["mem0"], default=None, help="also run another engine on the same turns and vectors")
     ap.add_argument("--out", default="locomo", help="result name in bench/results/")
     args = ap.parse_args(argv)
+    if args.peer == "mem0":
+        require_mem0()
 
     convs = load(args.data)[: args.limit]
     home = Path(tempfile.mkdtemp(prefix="memlane-locomo-"))
@@ -285,6 +290,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ingest_s = embed_s = query_embed_s = 0.0
     n_turns = n_obs = n_queries = n_embedded = 0
     vectors = QueryVectors(mem, cached)  # what memlane embeds: the dense text of each question
+    peer_convs: list[PeerConversation] = []
     for name, conv in convs:
         user = f"locomo-{name}"
         sessions = locomo_sessions(conv)
@@ -318,12 +324,20 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         texts = turn_texts(conv)
         rows["bm25 (bm25s, stemmed)"] += run_bm25(texts, qs)
         rows["dense (same embedder)"] += run_dense(mem, texts, qs, qvecs)
+        peer_convs.append(PeerConversation(user, texts, qs))
         if not args.no_observations:
             r_obs, n = run_observations(mem, f"{user}-obs", conv, qs, vectors)
             rows["memlane memories (observations)"] += r_obs
             n_obs += n
         console.print(f"  {name}: {len(sessions)} sessions, {len(qs)} questions", style="dim")
 
+    peers: dict[str, Any] = {}
+    if args.peer == "mem0":
+        max_chars, batch = cfg.embedding.max_chars, cfg.embedding.batch_size
+        peer_queries = QueryVectors(mem, cached)  # the plain question, as the dense baseline has it
+        rows[MEM0_LABEL], peers["mem0"] = run_mem0(
+            peer_convs, mem.embedder.dimensions, query=peer_queries,
+            passages=lambda ts: embed_cached(mem.store, mem.embedder, [vector_key(t, max_chars) for t in ts], batch))
     study = [] if args.no_key_study else key_study(convs, args.embedder, [cfg.embedding.max_chars, 1000], cached)
     # keep every passage vector for the next run
     all_hashes = [content_hash(vector_key(t, cfg.embedding.max_chars)) for _, c in convs for t in turn_texts(c).values()]
@@ -342,6 +356,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                 "observations": n_obs},
         latency_ms={"p50": percentile(latencies, 50), "p95": percentile(latencies, 95),
                     "query_embedding_ms_mean": 1000 * query_embed_s / n_embedded if n_embedded else None},
+        peers=peers,
     )
     base = systems["memlane"]["all"]
     cols = ["system", "R@5", "R@10", "R@20", "Hit@10", "NDCG@10", "R@10 w/o adv", "R@10 ratio"]
@@ -357,6 +372,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                         [[name, *[s["by_category"].get(c, {}).get("R@10", 0.0) for c in cats]] for name, s in systems.items()]))
     console.print(f"search latency p50 {results['latency_ms']['p50']:.2f} ms, p95 {results['latency_ms']['p95']:.2f} ms "
                   f"(query embedding excluded: {results['latency_ms']['query_embedding_ms_mean'] or 0:.1f} ms/query when not cached)")
+    for p in peers.values():
+        console.print(f"{p['system']} search latency p50 {p['latency_ms']['p50']:.2f} ms, p95 {p['latency_ms']['p95']:.2f} ms; "
+                      f"ingest {p['memories']} turns in {p['ingest_seconds']:.1f} s ({p['vector_store']}; "
+                      f"BM25 signal in {p['searches_with_bm25_signal']:.0%} of searches)")
     console.print(f"ingest: {results['ingest']['store_turns_per_s']:.0f} turns/s stored and full-text indexed; "
                   f"embedding {results['ingest']['embed_s_per_1000_turns']:.1f} s per 1,000 turns "
                   "(near 0 when the bench cache has them; the key study measures it uncached)")
