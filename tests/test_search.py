@@ -213,3 +213,18 @@ def test_a_query_naming_one_speaker_favours_their_turns(memory):
     memory.config.search.speaker_prior = 0.0
     assert {first("When did Melanie go to a pottery class?"), first("When did Caroline go to a pottery class?")} \
         == {first("When did Caroline or Melanie go to a pottery class?")}  # without the prior: one order
+
+
+def test_the_dense_query_leaves_out_chinese_names_most_rows_hold(memory):
+    lines = [f"小林：第{i}天在花园里浇花" if i % 2 else f"小王：第{i}天的天气不错" for i in range(60)]
+    memory.add_messages("s1", [say("user", text, i) for i, text in enumerate(lines)], user_id="u1")
+    seen: list[str] = []
+
+    def embed(text: str):
+        seen.append(text)
+        return memory.embedder.embed([text], query=True)[0]
+
+    memory.search("小林上周画了什么日出？", user_id="u1", corpus="turns", query_vector=embed)
+    assert "小林" not in seen[-1] and "日出" in seen[-1]  # the name is in half the turns: left out
+    memory.search("小林和小王", user_id="u1", corpus="turns", query_vector=embed)
+    assert seen[-1] == "小林和小王"  # nothing would be left: the query stays whole

@@ -22,7 +22,7 @@ from memlane.dates import mentioned_period
 from memlane.errors import ValidationError
 from memlane.models import Corpus, Episode, Hit, MemoryFacts, MemoryRecord, Scope, Turn, TurnPlace
 from memlane.store import Store
-from memlane.text import CJK_RUN, fts_query, fts_terms, highlights, index_term, keywords
+from memlane.text import CJK_RUN, fts_query, fts_terms, highlights, index_term, keywords, segment
 
 
 @dataclass(frozen=True)
@@ -68,23 +68,40 @@ def analyse(query: str, max_keywords: int | None = None) -> tuple[list[str], str
 _WORD = re.compile(r"[^\W_]+(?:'s)?")
 
 
+def _query_words(query: str) -> list[tuple[int, int, list[str]]]:
+    """(start, end, index terms a row must hold to hold the word) of each query word: Latin
+    words stemmed, CJK words of two or more characters (jieba) as their bigrams."""
+    out: list[tuple[int, int, list[str]]] = []
+    for m in _WORD.finditer(query):
+        word = m.group()
+        if not CJK_RUN.search(word):
+            out.append((m.start(), m.end(), [index_term(word.removesuffix("'s"))]))
+    for m in CJK_RUN.finditer(query):
+        pos = m.start()
+        for word in segment(m.group()):
+            if len(word) >= 2:
+                out.append((pos, pos + len(word), fts_terms([word])))
+            pos += len(word)
+    return sorted(out)
+
+
 def dense_text(store: Store, corpus: Corpus, scope: Scope, query: str, cfg: SearchConfig) -> str:
-    """What is embedded for the dense side: the query without the Latin words that at least
+    """What is embedded for the dense side: the query without the words that at least
     `dense_common_share` of the scope's rows hold, such as the speakers' names in a
-    conversation. They pull the query towards every row alike (issue 3: +1 pt R@10 on LoCoMo).
-    The query itself when nothing would be left or the scope is small."""
+    conversation (小林 as well as Caroline). They pull the query towards every row alike
+    (issue 3: +1 pt R@10 on LoCoMo). The query itself when nothing would be left or the
+    scope is small."""
     if cfg.dense_common_share >= 1:
         return query
-    spans = [(m.start(), m.end(), m.group().removesuffix("'s")) for m in _WORD.finditer(query)
-             if not CJK_RUN.search(m.group())]
+    spans = _query_words(query)
     if not spans:
         return query
-    terms = {w: index_term(w) for _, _, w in spans}
     # counted in the rows' own text: a turn's neighbours column holds every speaker's name
-    counts, total = store.scope_documents(corpus, scope, list(set(terms.values())), column=0)
+    counts, total = store.scope_documents(corpus, scope, list({t for *_, ts in spans for t in ts}), column=0)
     if total < cfg.dense_common_min_docs:
         return query
-    common = [(a, b) for a, b, w in spans if counts.get(terms[w], 0) >= cfg.dense_common_share * total]
+    # a CJK word counts as held where all its bigrams are: the least held one bounds it
+    common = [(a, b) for a, b, ts in spans if min(counts.get(t, 0) for t in ts) >= cfg.dense_common_share * total]
     if not common or len(common) == len(spans):
         return query
     out, pos = [], 0
