@@ -126,6 +126,11 @@ class SearchConfig(_Section):
     # Set it high for FTS5-only ranking, whose statistics then span the whole table (all users).
     lexical_threshold: int = Field(0, ge=0)
     lexical_statistics: Literal["scope", "corpus"] = "scope"  # BM25 N/avgdl/df of the query's scope or the table: issue 3, LoCoMo R@10 0.809 vs 0.787
+    # Not from a seed (issue 3, scale): a memories table of at least this many rows keeps what
+    # search reads of every memory in process (store/memcache.py: owners, ranking columns,
+    # int8 vector codes, ~440 B a memory); 0: every table. Over 1M memories of 1k users that
+    # leaves SQLite only the returned records to read.
+    memory_cache_threshold: int = Field(20_000, ge=0)
 
 
 class DecayRule(_Section):

@@ -285,12 +285,17 @@ def search(
                          + cfg.w_recency * recency(f.last_activated, now, cfg.recency_half_life_days))
                 ranked.append((score, rowid))
         ranked.sort(key=lambda x: (-x[0], x[1]))
-        top = ranked[:limit]
-        records = store.memories_by_rowid(scope, [r for _, r in top])
-        for score, rowid in top:
-            mem = records[rowid]
-            hits.append(_hit("memories", mem.id, mem.content, score, cands[rowid], f"memory:{mem.id}",
-                             mem.created_at, memory=mem))
+        for i in range(0, len(ranked), limit):
+            top = ranked[i : i + limit]
+            records = store.memories_by_rowid(scope, [r for _, r in top])
+            for score, rowid in top:
+                mem = records.get(rowid)
+                # the record is the last word: another writer may have deleted or changed it since
+                if mem is not None and _keep_memory(mem, filters, now) and len(hits) < limit:
+                    hits.append(_hit("memories", mem.id, mem.content, score, cands[rowid], f"memory:{mem.id}",
+                                     mem.created_at, memory=mem))
+            if len(hits) >= limit:
+                break
     elif corpus == "turns":
         # only turns' rank is their relevance: materialise the best first, just enough of them
         ordered = sorted(rowids, key=lambda r: (-cands[r].relevance, r))

@@ -211,3 +211,39 @@ def m007_memory_facts_in_scope_index(db: Any) -> None:
             expires_at, category, source_session, created_at);
         """
     )
+
+
+@migration
+def m008_row_log(db: Any) -> None:
+    """Keep the in-process cache of memories' ranking columns and vector codes
+    (store/memcache.py) exact across processes (issue 3, scale).
+
+    Triggers write the log, so every change of a memories row is in it, whichever code or tool
+    made it. Every vector write of a memory also writes its row (`embedded`), so the row's
+    entry covers its vector too. The triggers log only once some process keeps a cache
+    (`row_corpora.logged`); the log's last entry is MAX(seq), `pruned` how far it was cut.
+    `row_epoch` names this database, so a cache file of another one is never taken for its own.
+    """
+    db.execute(
+        """
+        CREATE TABLE row_corpora(
+            corpus TEXT PRIMARY KEY, logged INTEGER NOT NULL DEFAULT 0,
+            pruned INTEGER NOT NULL DEFAULT 0) WITHOUT ROWID;
+        INSERT INTO row_corpora(corpus) VALUES ('memories');
+        CREATE TABLE row_log(seq INTEGER PRIMARY KEY AUTOINCREMENT, corpus TEXT NOT NULL, row INTEGER NOT NULL);
+        CREATE INDEX row_log_corpus ON row_log(corpus, seq);
+        CREATE TRIGGER memories_log_insert AFTER INSERT ON memories
+            WHEN (SELECT logged FROM row_corpora WHERE corpus = 'memories')
+            BEGIN INSERT INTO row_log(corpus, row) VALUES ('memories', NEW.rowid); END;
+        CREATE TRIGGER memories_log_update AFTER UPDATE ON memories
+            WHEN (SELECT logged FROM row_corpora WHERE corpus = 'memories')
+            BEGIN
+                INSERT INTO row_log(corpus, row) VALUES ('memories', NEW.rowid);
+                INSERT INTO row_log(corpus, row) SELECT 'memories', OLD.rowid WHERE OLD.rowid != NEW.rowid;
+            END;
+        CREATE TRIGGER memories_log_delete AFTER DELETE ON memories
+            WHEN (SELECT logged FROM row_corpora WHERE corpus = 'memories')
+            BEGIN INSERT INTO row_log(corpus, row) VALUES ('memories', OLD.rowid); END;
+        INSERT OR IGNORE INTO meta(key, value) VALUES ('row_epoch', lower(hex(randomblob(8))));
+        """
+    )

@@ -35,7 +35,7 @@ from memlane.models import (
     Turn,
     TurnPlace,
 )
-from memlane.store import lexindex, vindex
+from memlane.store import lexindex, memcache, vindex
 from memlane.store.migrations import MIGRATIONS, index_vector_chunks, scope_token
 from memlane.store.rows import (
     EPISODE_COLS,
@@ -65,7 +65,7 @@ class SQLiteStore:
 
     def __init__(
         self, path: Path | str, *, busy_timeout_ms: int = 30_000, ann: vindex.AnnSettings | None = None,
-        lexical: lexindex.LexSettings | None = None,
+        lexical: lexindex.LexSettings | None = None, memory: memcache.MemSettings | None = None,
     ) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -86,19 +86,18 @@ class SQLiteStore:
         self._migrate()
         snapshot = lambda: vindex.read_snapshot(self._conn, self._lock, lambda: self._depth > 0)  # noqa: E731
         self._scans = vindex.ScopeScans(size=8)  # small scopes' vectors, read whole
-        self._ann = vindex.AnnCache(
-            self._conn,
-            snapshot,
-            self.transaction,
-            self.path.parent / "vindex",
-            self.path.stem,
-            ann or vindex.AnnSettings(threshold=5_000, connectivity=16, expansion_add=64,
-                                      expansion_search=128, dtype="f16", threads=2),
-        )
+        ann = ann or vindex.AnnSettings(threshold=5_000, connectivity=16, expansion_add=64, expansion_search=128,
+                                        dtype="f16", threads=2)
+        self._ann = vindex.AnnCache(self._conn, snapshot, self.transaction, self.path.parent / "vindex",
+                                    self.path.stem, ann)
         # the BM25 cache that ranks full-text queries (store/lexindex.py); public for its counters
         self.lexical = lexindex.LexCache(self._conn, snapshot, self.transaction, lambda: self._depth > 0,
                                          self.path.parent / "lexindex", self.path.stem,
                                          lexical or lexindex.LexSettings())
+        # what search reads of every memory, for large memories tables (store/memcache.py)
+        self.memcache = memcache.MemCache(self._conn, snapshot, self.transaction, lambda: self._depth > 0,
+                                          lambda: self._vector_dims, self.path.parent / "memcache", self.path.stem,
+                                          memory or memcache.MemSettings(vector_limit=ann.threshold))
 
     # ---- plumbing -------------------------------------------------------------------
 
@@ -106,6 +105,7 @@ class SQLiteStore:
         with self._lock:
             self._ann.close()
             self.lexical.close()
+            self.memcache.close()
             self._conn.close()
 
     @contextmanager
@@ -202,9 +202,12 @@ class SQLiteStore:
             return []
         with self._lock:
             hits = self._ann.search(corpus, scope, vector, k)
-        if hits is not None:
-            return hits
-        with self._lock:
+            if hits is not None:
+                return hits
+            cached = self.memcache.ready() if corpus == "memories" else None
+            codes = None if cached is None else cached.scope_codes(cached.scope_id(scope.user_id, scope.agent_id))
+            if codes is not None:
+                return codes.knn(vector, k)
             scanned = self._scans.get(self._conn, corpus, scope, self._vector_dims)
         if scanned is not None:
             return scanned.knn(vector, k)
@@ -245,6 +248,10 @@ class SQLiteStore:
             return {}
         with self._lock:
             vecs = self._ann.vectors(corpus, scope, rowids)
+            cached = self.memcache.ready() if vecs is None and corpus == "memories" else None
+            codes = None if cached is None else cached.scope_codes(cached.scope_id(scope.user_id, scope.agent_id))
+            if codes is not None:
+                return codes.dots(rowids, vector)
             if vecs is None and (scanned := self._scans.get(self._conn, corpus, scope, self._vector_dims)):
                 return scanned.dots(rowids, vector)
         if vecs is None:
@@ -334,6 +341,11 @@ class SQLiteStore:
         (from the scope index alone: every index holds the rowid)."""
         if not ranked:
             return []
+        with self._lock:  # a large memories table's cache knows every row's owner
+            rows = self.memcache.ready() if corpus == "memories" else None
+            if rows is not None:
+                owned = rows.owned(rows.scope_id(scope.user_id, scope.agent_id), [r for r, _ in ranked])
+                return [x for x, ok in zip(ranked, owned.tolist(), strict=True) if ok]
         mine = self._by_rowid(corpus, "1", lambda r: True, scope, [r for r, _ in ranked], covered=True)
         return [(r, s) for r, s in ranked if r in mine]
 
@@ -650,6 +662,10 @@ class SQLiteStore:
         return self._by_rowid("memories", MEMORY_COLS, memory_row, scope, rowids)
 
     def memory_facts(self, scope: Scope, rowids: Sequence[int]) -> dict[int, MemoryFacts]:
+        with self._lock:  # a large table's cache holds them (store/memcache.py)
+            rows = self.memcache.ready()
+            if rows is not None:
+                return rows.facts(rows.scope_id(scope.user_id, scope.agent_id), rowids)
         return self._by_rowid(  # the columns of the memories_scope index (m007)
             "memories", "score, last_activated, expires_at, status, category, source_session, created_at",
             lambda r: MemoryFacts(r[0], dt_(r[1]), dt(r[2]), r[3], r[4], r[5], dt_(r[6])), scope, rowids, covered=True)
