@@ -39,7 +39,12 @@ def record(i: int, scope: Scope, **kw: object) -> MemoryRecord:
         id=f"m{i}", user_id=scope.user_id, agent_id=scope.agent_id, content=f"note {i} about topic {i % 5}",
         category=CATEGORIES[i % 3], score=0.3 + (i % 7) / 10, created_at=NOW - timedelta(days=i % 40),
         updated_at=NOW, last_activated=NOW - timedelta(hours=i), source_session=f"s{i % 4}" if i % 2 else None,
-        expires_at=NOW + timedelta(days=1) if i % 9 == 0 else None)
+        expires_at=NOW + timedelta(days=1) if i % 9 == 0 else None, pinned=i % 5 == 0, verified=i % 4 == 0,
+        subject="user" if i % 3 else None, predicate="drinks" if i % 3 else None, confidence=0.5 + (i % 3) / 4,
+        metadata={"turns": [i, i + 1], "note": "咖啡 ☕"} if i % 2 else {}, activation_count=i % 6,
+        kind="episodic" if i % 7 == 0 else "semantic", source="user" if i % 2 else "import")
+    if i % 8 == 0:
+        fields["content"] = f"用户喜欢喝咖啡 {i} \U0001f375"
     return MemoryRecord(**{**fields, **kw})  # type: ignore[arg-type]
 
 
@@ -65,7 +70,8 @@ def fill(store: SQLiteStore, n: int = 300, seed: int = 0) -> list[int]:
 def agree(cached: SQLiteStore, plain: SQLiteStore, rowids: list[int], seed: int = 1) -> None:
     """Facts, owners and nearest vectors of the cached store equal SQLite's own answers."""
     for scope in [*SCOPES, Scope(user_id="nobody")]:
-        assert cached.memory_facts(scope, rowids) == plain.memory_facts(scope, rowids)
+        assert cached.memory_facts(scope, rowids).rows() == plain.memory_facts(scope, rowids).rows()
+        assert cached.memories_by_rowid(scope, rowids) == plain.memories_by_rowid(scope, rowids)
         ranked = [(r, -1.0) for r in rowids]
         assert cached._mine("memories", scope, ranked) == plain._mine("memories", scope, ranked)
         q = unit(1, seed)[0]
@@ -101,8 +107,8 @@ def test_follows_writes_of_another_connection(open_store: Callable[..., SQLiteSt
     other.put_vectors("memories", U1, [rowids[15]], unit(1, 7))
     added = other.insert_memories([record(1000, U2), record(1001, Scope(user_id="u3"))], unit(2, 8))
     agree(cached, plain, rowids + added)
-    assert rowids[0] not in cached.memory_facts(U1, rowids)
-    assert cached.memory_facts(U1, [rowids[3]])[rowids[3]].status == "archived"
+    assert rowids[0] not in cached.memory_facts(U1, rowids).rows()
+    assert cached.memory_facts(U1, [rowids[3]]).status.tolist() == ["archived"]
     assert cached.knn("memories", U1, unit(1, 7)[0], 1)[0][0] == rowids[15]
     assert cached.memcache.builds == 1  # caught up from the log, not rebuilt
 
@@ -117,18 +123,18 @@ def test_raw_sql_writes_are_logged_too(open_store: Callable[..., SQLiteStore], t
     raw.execute("DELETE FROM memories WHERE rowid = ?", (rowids[2],))
     raw.close()
     agree(cached, plain, rowids)
-    assert cached.memory_facts(U2, [rowids[1]])[rowids[1]].status == "archived"
+    assert cached.memory_facts(U2, [rowids[1]]).status.tolist() == ["archived"]
 
 
 def test_uncommitted_writes_never_reach_the_cache(open_store: Callable[..., SQLiteStore]) -> None:
     cached = open_store()
     rowids = fill(cached)
-    before = cached.memory_facts(U1, rowids)
+    before = cached.memory_facts(U1, rowids).rows()
     with pytest.raises(RuntimeError), cached.transaction():
         cached.delete_memory(U1, "m0")
-        assert rowids[0] not in cached.memory_facts(U1, rowids)  # SQLite answers inside the transaction
+        assert rowids[0] not in cached.memory_facts(U1, rowids).rows()  # SQLite answers inside the transaction
         raise RuntimeError("roll back")
-    assert cached.memory_facts(U1, rowids) == before
+    assert cached.memory_facts(U1, rowids).rows() == before
 
 
 def test_a_reopened_store_loads_the_file_and_a_stale_file_is_rebuilt(
@@ -172,7 +178,7 @@ def test_a_store_behind_a_pruned_log_reloads(open_store: Callable[..., SQLiteSto
     assert b.memcache._rows is not None
     b.memcache._save(b.memcache._rows)  # a's arrays are now behind the pruned log
     agree(a, plain, rowids)
-    assert rowids[1] not in a.memory_facts(U2, rowids)
+    assert rowids[1] not in a.memory_facts(U2, rowids).rows()
 
 
 def test_small_tables_keep_no_cache_and_no_log(open_store: Callable[..., SQLiteStore]) -> None:
@@ -255,3 +261,27 @@ def test_scopes_at_the_vector_limit_are_left_to_the_hnsw_cache(tmp_path: Path) -
     assert rows is not None and rows.scope_codes(rows.scope_id("u2", "")) is None
     for s in stores:
         s.close()
+
+
+def test_packed_texts_keep_every_row_through_replacements_and_rewrites() -> None:
+    import random
+
+    from memlane.store.packed import PackedTexts
+
+    rng = random.Random(5)
+    texts, want = PackedTexts(), {}
+    for step in range(30_000):
+        r = rng.randrange(3_000)
+        texts.reserve(r + 1)
+        if rng.random() < 0.15:
+            texts.set(r, None)
+            want.pop(r, None)
+        else:
+            want[r] = f"{step} {'咖啡' * rng.randrange(3)} {'x' * rng.randrange(400)}"
+            texts.set(r, want[r])
+        if step % 5_000 == 0:
+            texts.pack()
+    texts.pack()
+    assert all(texts.get(r) == want.get(r) for r in range(3_000))
+    again = PackedTexts.of(texts.buf[: texts.used], texts.start, texts.size)
+    assert all(again.get(r) == want.get(r) for r in range(3_000))

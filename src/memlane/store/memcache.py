@@ -33,7 +33,7 @@ import apsw
 import numpy as np
 
 from memlane.store import vindex
-from memlane.store.memrows import COLUMNS, FORMAT, MemoryRows
+from memlane.store.memrows import COLUMNS, FORMAT, RECORD_COLUMNS, MemoryRows
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +46,7 @@ class MemSettings:
 
     threshold: int = 20_000
     vector_limit: int = 5_000  # a scope with this many vectors is left to the HNSW cache (ann_threshold)
+    records: bool = True  # keep whole records too, not only what ranking reads
 
 
 class MemCache:
@@ -74,6 +75,7 @@ class MemCache:
         self._path = directory / f"{prefix}-memories.npz"
         self.settings = settings
         self._rows: MemoryRows | None = None
+        self._columns = f"{COLUMNS}, {RECORD_COLUMNS}" if settings.records else COLUMNS
         self.builds = 0  # arrays built from SQLite / loaded from a file, by this process
         self.loads = 0
 
@@ -85,8 +87,7 @@ class MemCache:
             return None
         dims = self._dims() or 0
         state = self._state()  # one statement: a consistent read by itself
-        if m is not None and (m.seq, m.epoch, m.vector_epoch, m.dims, m.limit) == (
-                state[0], state[2], state[3], dims, self.settings.vector_limit):
+        if m is not None and m.seq == state[0] and self._fits(m, state[2], state[3], dims):
             return m if m.count >= self.settings.threshold else None  # nothing new: the common case
         if self._in_transaction():
             return None  # the open write transaction may roll back: leave the arrays alone
@@ -124,7 +125,8 @@ class MemCache:
 
     def _fits(self, m: MemoryRows, epoch: str, vector_epoch: str, dims: int) -> bool:
         """Arrays of this database, embedder and vector limit."""
-        return (m.epoch, m.vector_epoch, m.dims, m.limit) == (epoch, vector_epoch, dims, self.settings.vector_limit)
+        return (m.epoch, m.vector_epoch, m.dims, m.limit, m.records is not None) == (
+            epoch, vector_epoch, dims, self.settings.vector_limit, self.settings.records)
 
     def _max_rowid(self) -> int:
         # O(log n), not COUNT(*): only decides whether a cache is worth building
@@ -149,7 +151,8 @@ class MemCache:
         for i in range(0, len(touched), 500):
             chunk = touched[i : i + 500]
             marks = ",".join("?" * len(chunk))
-            rows = self._conn.execute(f"SELECT rowid, {COLUMNS} FROM memories WHERE rowid IN ({marks})", chunk).fetchall()
+            rows = self._conn.execute(f"SELECT rowid, {self._columns} FROM memories WHERE rowid IN ({marks})",
+                                      chunk).fetchall()
             vectors: dict[int, np.ndarray] = {}
             if m.dims and rows:
                 vectors = {int(r): np.frombuffer(v, np.float32) for r, v in self._conn.execute(
@@ -177,8 +180,8 @@ class MemCache:
         with self._snapshot():
             last = self._state()[0]
             size = self._max_rowid() + 1
-            m = MemoryRows(dims, self.settings.vector_limit, capacity=size + size // 16)  # room to grow
-            rows = iter(self._conn.execute(f"SELECT rowid, {COLUMNS} FROM memories"))
+            m = MemoryRows(dims, self.settings.vector_limit, self.settings.records, capacity=size + size // 16)
+            rows = iter(self._conn.execute(f"SELECT rowid, {self._columns} FROM memories"))
             while part := list(itertools.islice(rows, 50_000)):
                 m.put(part)
             if dims:
@@ -209,8 +212,9 @@ class MemCache:
         on_disk: dict[str, Any] = {}
         with contextlib.suppress(*_Readers), np.load(self._path, allow_pickle=False) as z:
             on_disk = json.loads(bytes(z["meta"]).decode())
-        if (on_disk.get("format"), on_disk.get("epoch"), on_disk.get("vector_epoch"), on_disk.get("limit")) != (
-                FORMAT, m.epoch, m.vector_epoch, m.limit) or int(on_disk.get("seq", -1)) < m.seq:
+        mine = {"format": FORMAT, "epoch": m.epoch, "vector_epoch": m.vector_epoch, "limit": m.limit,
+                "records": m.records is not None}
+        if any(on_disk.get(k) != v for k, v in mine.items()) or int(on_disk.get("seq", -1)) < m.seq:
             m.save(self._path)
         m.unsaved = 0
         with self._transaction():

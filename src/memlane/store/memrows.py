@@ -22,17 +22,19 @@ import os
 import zipfile
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from memlane.models import MemoryFacts
+from memlane.store.packed import PackedTexts
 
-FORMAT = 2  # of the saved file
+FORMAT = 4  # of the saved file
 # the columns read per row, in this order, after rowid (MemoryFacts' order from `score` on)
 COLUMNS = "user_id, agent_id, score, last_activated, expires_at, status, category, source_session, created_at"
+# the rest of a record (rows.MEMORY_COLS), kept as one JSON array a row when records are kept
+RECORD_COLUMNS = "id, content, kind, confidence, subject, predicate, updated_at, activation_count, source, verified, pinned, metadata"
 _FACTS = ("present", "owner", "score", "last_activated", "expires_at", "created_at", "status", "category", "session")
 _EMPTY = {"owner": -1, "expires_at": math.nan, "status": -1, "category": -1, "session": -1}  # else 0
 
@@ -106,9 +108,10 @@ class MemoryRows:
     """The arrays of one memories table. Row r of each fact array is rowid r; `present` marks
     the rows that exist. `owner` indexes `scopes` ((user_id, agent_id) pairs), the string
     columns index `strings`. `vectors` holds each scope's codes, except the scopes in `big`
-    (they reached `limit` vectors; 0: no limit) and scopes with no vector."""
+    (they reached `limit` vectors; 0: no limit) and scopes with no vector. `records`, when
+    kept, completes each row to a whole record (~120 B a memory plus its text)."""
 
-    def __init__(self, dims: int, limit: int, capacity: int = 0) -> None:
+    def __init__(self, dims: int, limit: int, records: bool, capacity: int = 0) -> None:
         self.dims = dims
         self.limit = limit
         self.present = np.zeros(capacity, np.bool_)
@@ -120,10 +123,13 @@ class MemoryRows:
         self.status = np.full(capacity, -1, np.int32)
         self.category = np.full(capacity, -1, np.int32)
         self.session = np.full(capacity, -1, np.int32)  # -1: no source session
+        # the rest of each record as JSON text (RECORD_COLUMNS); None: records not kept
+        self.records = PackedTexts(capacity) if records else None
         self.scopes: list[tuple[str, str]] = []
         self.scope_ids: dict[tuple[str, str], int] = {}
         self.strings: list[str] = []
         self.string_ids: dict[str, int] = {}
+        self._names = np.asarray([None], dtype=object)  # `strings` + [None], for fancy indexing
         self.vectors: dict[int, ScopeCodes] = {}
         self.big: set[int] = set()
         self.count = 0  # rows present
@@ -152,23 +158,39 @@ class MemoryRows:
         at = np.where(ok, want, 0)
         return ok & self.present[at] & (self.owner[at] == (-2 if sid is None else sid))
 
-    def facts(self, sid: int | None, rowids: Sequence[int]) -> dict[int, MemoryFacts]:
-        """{rowid: facts} of the rowids that are present rows of the scope."""
+    def facts(self, sid: int | None, rowids: Sequence[int]) -> MemoryFacts:
+        """The facts of the rowids that are present rows of the scope, in the order given."""
         want = np.asarray(rowids, dtype=np.int64)
         mine = want[self.owned(sid, want)]
-        s = self.strings
-        out: dict[int, MemoryFacts] = {}
-        for r, score, last, expires, status, category, session, created in zip(
-            mine.tolist(), self.score[mine].tolist(), self.last_activated[mine].tolist(),
-            self.expires_at[mine].tolist(), self.status[mine].tolist(), self.category[mine].tolist(),
-            self.session[mine].tolist(), self.created_at[mine].tolist(), strict=True,
-        ):
-            out[r] = MemoryFacts(score, _dt(last), None if math.isnan(expires) else _dt(expires), s[status],
-                                 s[category], None if session < 0 else s[session], _dt(created))
+        if len(self._names) != len(self.strings) + 1:  # the strings as objects, None last (-1)
+            self._names = np.asarray([*self.strings, None], dtype=object)
+        return MemoryFacts(mine, self.score[mine], self.last_activated[mine], self.expires_at[mine],
+                           self.created_at[mine], self._names[self.status[mine]], self._names[self.category[mine]],
+                           self._names[self.session[mine]])
+
+    def record_rows(self, sid: int | None, rowids: Sequence[int]) -> dict[int, tuple[Any, ...]] | None:
+        """{rowid: the row as `SELECT {rows.MEMORY_COLS}` reads it} of the rowids that are
+        present rows of the scope; None when records are not kept."""
+        if self.records is None:
+            return None
+        want = np.asarray(rowids, dtype=np.int64)
+        s, out = self.strings, {}
+        for r in want[self.owned(sid, want)].tolist():
+            text = self.records.get(r)
+            assert text is not None  # every present row has its record
+            id_, content, kind, confidence, subject, predicate, updated, count, source, verified, pinned, meta = (
+                json.loads(text))
+            user, agent = self.scopes[int(self.owner[r])]
+            expires, session = float(self.expires_at[r]), int(self.session[r])
+            out[r] = (id_, user, agent, content, s[self.category[r]], kind, float(self.score[r]), confidence, subject,
+                      predicate, float(self.created_at[r]), updated, float(self.last_activated[r]), count,
+                      None if math.isnan(expires) else expires, source, verified, None if session < 0 else s[session],
+                      s[self.status[r]], pinned, meta)
         return out
 
     def bytes(self) -> int:
-        return (sum(getattr(self, name).nbytes for name in _FACTS)
+        """Bytes held by the arrays and the record texts."""
+        return ((0 if self.records is None else self.records.nbytes) + sum(getattr(self, name).nbytes for name in _FACTS)
                 + sum(c.rowids.nbytes + c.codes.nbytes + c.scale.nbytes + c.norm.nbytes for c in self.vectors.values()))
 
     # ---- changes -------------------------------------------------------------------------
@@ -186,6 +208,8 @@ class MemoryRows:
         for r in gone:
             self.present[r] = False
             self.owner[r] = -1
+            if self.records is not None:
+                self.records.set(r, None)
         self.count -= len(gone)
         self.put(rows)
         self.add_vectors(np.asarray(sorted(vectors), np.int64), [vectors[r] for r in sorted(vectors)])
@@ -207,6 +231,10 @@ class MemoryRows:
         self.category[rowids] = [self._string(x) for x in cols[7]]
         self.session[rowids] = [-1 if x is None else self._string(x) for x in cols[8]]
         self.created_at[rowids] = cols[9]
+        if self.records is not None:
+            dump = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+            for row in rows:
+                self.records.set(int(row[0]), dump(row[10:]))
 
     def add_vectors(self, rowids: np.ndarray, vectors: Sequence[np.ndarray] | np.ndarray) -> None:
         """Add the vectors of present rows that hold none yet, to their owners' codes; vectors
@@ -258,6 +286,8 @@ class MemoryRows:
             new = np.full(cap, _EMPTY.get(name, 0), dtype=old.dtype)
             new[: len(old)] = old
             setattr(self, name, new)
+        if self.records is not None:
+            self.records.reserve(cap)
 
     # ---- files ---------------------------------------------------------------------------
 
@@ -269,12 +299,16 @@ class MemoryRows:
         blocks = [self.vectors[s] for s in sids]
         meta = {"format": FORMAT, "epoch": self.epoch, "vector_epoch": self.vector_epoch, "seq": self.seq,
                 "dims": self.dims, "limit": self.limit, "scopes": self.scopes, "strings": self.strings,
-                "big": sorted(self.big)}
+                "big": sorted(self.big), "records": self.records is not None}
         small = {name: getattr(self, name)[:end] for name in _FACTS}
         small["vector_scopes"] = np.asarray(sids, np.int64)
         small["vector_ends"] = np.cumsum([len(b) for b in blocks], dtype=np.int64)
         for part in ("rowids", "scale", "norm"):
             small[f"vector_{part}"] = np.concatenate([getattr(b, part) for b in blocks]) if blocks else np.empty(0)
+        if self.records is not None:
+            self.records.pack()
+            small["record_start"], small["record_size"] = self.records.start[:end], self.records.size[:end]
+            small["record_texts"] = self.records.buf[: self.records.used]
         tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
         with zipfile.ZipFile(tmp, "w", allowZip64=True) as z:
             z.writestr("meta.npy", _npy(np.frombuffer(json.dumps(meta).encode(), np.uint8)))
@@ -295,9 +329,13 @@ class MemoryRows:
             meta = json.loads(bytes(z["meta"]).decode())
             if meta["format"] != FORMAT:
                 raise ValueError(f"format {meta['format']}")
-            m = cls(int(meta["dims"]), int(meta["limit"]))
+            m = cls(int(meta["dims"]), int(meta["limit"]), bool(meta["records"]))
             for name in _FACTS:
                 setattr(m, name, z[name])
+            if m.records is not None:
+                m.records = PackedTexts.of(z["record_texts"], z["record_start"], z["record_size"])
+                if len(m.records) != len(m.present) or bool(np.any((m.records.size >= 0) != m.present)):
+                    raise ValueError("record texts do not fit the rows")
             sids, ends = z["vector_scopes"], z["vector_ends"]
             rowids, scale, norm, codes = z["vector_rowids"], z["vector_scale"], z["vector_norm"], z["vector_codes"]
         m.scopes = [(str(u), str(a)) for u, a in meta["scopes"]]
@@ -331,6 +369,3 @@ def _npy(array: np.ndarray) -> bytes:
     np.lib.format.write_array(buf, np.ascontiguousarray(array), allow_pickle=False)
     return buf.getvalue()
 
-
-def _dt(value: float) -> datetime:
-    return datetime.fromtimestamp(value, UTC)

@@ -41,7 +41,6 @@ from memlane.store.rows import (
     EPISODE_COLS,
     MEMORY_COLS,
     TURN_COLS,
-    dt,
     dt_,
     episode_row,
     memory_params,
@@ -659,16 +658,22 @@ class SQLiteStore:
         return memory_row(rows[0]) if rows else None
 
     def memories_by_rowid(self, scope: Scope, rowids: Sequence[int]) -> dict[int, MemoryRecord]:
+        with self._lock:  # a large table's cache may hold whole records (store/memcache.py)
+            cached = self.memcache.ready()
+            rows = None if cached is None else cached.record_rows(cached.scope_id(scope.user_id, scope.agent_id), rowids)
+        if rows is not None:
+            return {r: memory_row(row) for r, row in rows.items()}
         return self._by_rowid("memories", MEMORY_COLS, memory_row, scope, rowids)
 
-    def memory_facts(self, scope: Scope, rowids: Sequence[int]) -> dict[int, MemoryFacts]:
+    def memory_facts(self, scope: Scope, rowids: Sequence[int]) -> MemoryFacts:
         with self._lock:  # a large table's cache holds them (store/memcache.py)
             rows = self.memcache.ready()
             if rows is not None:
                 return rows.facts(rows.scope_id(scope.user_id, scope.agent_id), rowids)
-        return self._by_rowid(  # the columns of the memories_scope index (m007)
-            "memories", "score, last_activated, expires_at, status, category, source_session, created_at",
-            lambda r: MemoryFacts(r[0], dt_(r[1]), dt(r[2]), r[3], r[4], r[5], dt_(r[6])), scope, rowids, covered=True)
+        found = self._by_rowid(  # the columns of the memories_scope index (m007)
+            "memories", "score, last_activated, expires_at, created_at, status, category, source_session",
+            tuple, scope, rowids, covered=True)
+        return MemoryFacts.of_rows([(r, *found[r][:-1]) for r in dict.fromkeys(rowids) if r in found])
 
     def list_memories(
         self,
