@@ -285,3 +285,26 @@ def test_packed_texts_keep_every_row_through_replacements_and_rewrites() -> None
     assert all(texts.get(r) == want.get(r) for r in range(3_000))
     again = PackedTexts.of(texts.buf[: texts.used], texts.start, texts.size)
     assert all(again.get(r) == want.get(r) for r in range(3_000))
+
+
+def test_the_log_says_when_a_vector_may_have_changed(open_store: Callable[..., SQLiteStore], tmp_path: Path) -> None:
+    """An activation (columns only) is logged 'row' and costs the cache no vector read; a
+    vector write, an insert and a delete are 'vec'. A row moved to another owner by raw SQL
+    takes its vector along."""
+    cached, other, plain = open_store(), open_store(threshold=10**9), open_store(threshold=10**9)
+    rowids = fill(cached)
+    cached.memcache.ready()
+    mem = other.get_memory(U1, "m0")
+    assert mem is not None
+    other.update_memory(mem.model_copy(update={"activation_count": 7, "last_activated": NOW}), content_changed=False)
+    other.put_vectors("memories", U2, [rowids[1]], unit(1, 9))
+    ops = [r[0] for r in other._q("SELECT op FROM row_log ORDER BY seq")]
+    assert ops[0] == "row" and sorted(ops[1:]) == ["row", "vec"]  # put_vectors sets `embedded`: both
+    agree(cached, plain, rowids)
+    assert cached.knn("memories", U2, unit(1, 9)[0], 1)[0][0] == rowids[1]
+    # (vec0 keeps the vector under its old user: only the cache, which follows the row, is asked)
+    raw = apsw.Connection(str(tmp_path / "memlane.db"))
+    raw.execute("UPDATE memories SET user_id = 'u2' WHERE rowid = ?", (rowids[3],))
+    raw.close()
+    assert rowids[3] in {r for r, _ in cached.knn("memories", U2, unit(300, 0)[3], 3)}
+    assert rowids[3] not in {r for r, _ in cached.knn("memories", U1, unit(300, 0)[3], 300)}

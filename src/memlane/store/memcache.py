@@ -38,6 +38,7 @@ from memlane.store.memrows import COLUMNS, FORMAT, RECORD_COLUMNS, MemoryRows
 log = logging.getLogger(__name__)
 
 _Readers = (OSError, ValueError, KeyError, IndexError, EOFError, zipfile.BadZipFile)
+_SAVE_MIN = 5_000  # changes applied before the file is rewritten (and the log pruned)
 
 
 @dataclass(frozen=True)
@@ -113,9 +114,10 @@ class MemCache:
         return {} if m is None else {"rows": m.count, "scopes": len(m.scopes), "bytes": m.bytes()}
 
     def close(self) -> None:
-        """Save arrays with changes not yet on disk, so the next process starts warm."""
+        """Save arrays with many changes not yet on disk, so the next process starts warm; a
+        few it applies from the log faster than ~600 MB (1M rows) are written."""
         m, self._rows = self._rows, None
-        if m is not None and m.unsaved and not self._in_transaction():
+        if m is not None and m.unsaved >= _SAVE_MIN and not self._in_transaction():
             try:
                 self._save(m)
             except (OSError, apsw.Error) as exc:
@@ -144,27 +146,29 @@ class MemCache:
 
     def _catch_up(self, m: MemoryRows, last: int) -> None:
         """Apply the logged changes after `m.seq`; runs inside the read snapshot, which holds
-        the newest version of every row: each touched row is read once."""
+        the newest version of every row: each touched row is read once, its vector only when
+        the log says it may have changed (or the row changed owner)."""
         changes = self._conn.execute(
-            "SELECT seq, row FROM row_log WHERE corpus = 'memories' AND seq > ? ORDER BY seq", (m.seq,)).fetchall()
-        touched = sorted({int(r) for _, r in changes})
+            "SELECT seq, row, op FROM row_log WHERE corpus = 'memories' AND seq > ? ORDER BY seq", (m.seq,)).fetchall()
+        touched = sorted({int(r) for _, r, _ in changes})
+        revector = {int(r) for _, r, op in changes if op == "vec"}
         for i in range(0, len(touched), 500):
             chunk = touched[i : i + 500]
-            marks = ",".join("?" * len(chunk))
-            rows = self._conn.execute(f"SELECT rowid, {self._columns} FROM memories WHERE rowid IN ({marks})",
-                                      chunk).fetchall()
-            vectors: dict[int, np.ndarray] = {}
-            if m.dims and rows:
-                vectors = {int(r): np.frombuffer(v, np.float32) for r, v in self._conn.execute(
-                    f"SELECT rowid, embedding FROM vec_memories WHERE rowid IN ({marks})", chunk)}
+            rows = self._conn.execute(f"SELECT rowid, {self._columns} FROM memories WHERE rowid IN "
+                                      f"({','.join('?' * len(chunk))})", chunk).fetchall()
             found = {int(r[0]) for r in rows}
-            m.apply(rows, [r for r in chunk if r not in found], {r: v for r, v in vectors.items() if r in found})
+            again = sorted((revector & found) | set(m.moved(rows)))
+            vectors: dict[int, np.ndarray] = {}
+            if m.dims and again:
+                vectors = {int(r): np.frombuffer(v, np.float32) for r, v in self._conn.execute(
+                    f"SELECT rowid, embedding FROM vec_memories WHERE rowid IN ({','.join('?' * len(again))})", again)}
+            m.apply(rows, [r for r in chunk if r not in found], again, vectors)
         m.seq = int(changes[-1][0]) if changes else last
         m.unsaved += len(changes)
 
     def _tidy(self, m: MemoryRows) -> None:
         """Save after many changes: keeps the log short and a restart warm."""
-        if m.unsaved >= max(5_000, m.count // 10):
+        if m.unsaved >= max(_SAVE_MIN, m.count // 10):
             try:
                 self._save(m)
             except OSError as exc:

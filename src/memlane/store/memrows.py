@@ -195,16 +195,23 @@ class MemoryRows:
 
     # ---- changes -------------------------------------------------------------------------
 
-    def apply(self, rows: Sequence[Sequence[Any]], gone: Iterable[int], vectors: dict[int, np.ndarray]) -> None:
-        """Rows read as `SELECT rowid, {COLUMNS}` (new or changed), rowids no longer there, and
-        the float vectors of the rows that have one: each row's old version is replaced."""
+    def moved(self, rows: Sequence[Sequence[Any]]) -> list[int]:
+        """The present rowids among rows read as `SELECT rowid, {COLUMNS}` whose owner changed."""
+        return [int(r[0]) for r in rows if r[0] < len(self.present) and self.present[r[0]]
+                and self.scope_ids.get((r[1], r[2])) != self.owner[r[0]]]
+
+    def apply(self, rows: Sequence[Sequence[Any]], gone: Iterable[int], revectored: Iterable[int],
+              vectors: dict[int, np.ndarray]) -> None:
+        """Rows read as `SELECT rowid, {COLUMNS}` (new or changed), rowids no longer there,
+        and the rows whose vector may have changed, with the float vectors of those that
+        have one: each row's old version is replaced."""
         gone = [r for r in gone if 0 <= r < len(self.present) and self.present[r]]
-        touched = np.asarray([int(r[0]) for r in rows] + gone, np.int64)
-        known = touched[touched < len(self.present)]
-        known = known[self.present[known]]
-        for sid in np.unique(self.owner[known]).tolist():  # their vectors, from the scope holding them now
+        stale = np.asarray([*revectored, *gone], np.int64)
+        stale = stale[stale < len(self.present)]
+        stale = stale[self.present[stale]]
+        for sid in np.unique(self.owner[stale]).tolist():  # their vectors, from the scope holding them now
             if sid in self.vectors:
-                self.vectors[sid] = self.vectors[sid].without(known[self.owner[known] == sid])
+                self.vectors[sid] = self.vectors[sid].without(stale[self.owner[stale] == sid])
         for r in gone:
             self.present[r] = False
             self.owner[r] = -1
