@@ -156,10 +156,10 @@ def _unit(v: np.ndarray) -> np.ndarray:
     return (v / np.linalg.norm(v, axis=1, keepdims=True)).astype(np.float32)
 
 
-def make_memory(home: Path, ann_threshold: int | None, memory_cache: bool = True) -> Memory:
+def make_memory(home: Path, ann_threshold: int | None, memory_cache_threshold: int | None = None) -> Memory:
     search: dict[str, Any] = {} if ann_threshold is None else {"ann_threshold": ann_threshold}
-    if not memory_cache:
-        search["memory_cache_threshold"] = NO_CACHE
+    if memory_cache_threshold is not None:
+        search["memory_cache_threshold"] = memory_cache_threshold
     config = Config.load(store={"home": str(home)}, search=search,
                          embedding={"provider": "hash", "dimensions": DIMS, "background": False})
     return Memory(config)
@@ -208,7 +208,7 @@ def run_scenario(name: str, world: World, args: argparse.Namespace) -> dict[str,
     # a kept database of the same scenario and seed holds this very corpus: queried, not refilled
     home = Path(args.reuse) if args.reuse else Path(tempfile.mkdtemp(prefix=f"memlane-scale-{name}-", dir=args.workdir))
     try:
-        memory = make_memory(home, args.ann_threshold)
+        memory = make_memory(home, args.ann_threshold, args.memory_cache_threshold)
         insert_s = None if args.reuse else insert(memory, corpus)
         size = db_bytes(home)
         order = np.argsort(corpus.users, kind="stable")
@@ -243,7 +243,7 @@ def run_scenario(name: str, world: World, args: argparse.Namespace) -> dict[str,
         check = memory.store if n_users == 1 else SQLiteStore(home / "memlane.db", lexical=LexSettings(statistics="corpus"),
                                                               memory=MemSettings(threshold=NO_CACHE))
         # the same searches answered by SQLite, without the memory cache: what its int8 codes change
-        plain = make_memory(home, args.ann_threshold, memory_cache=False) if mem_stats else None
+        plain = make_memory(home, args.ann_threshold, NO_CACHE) if mem_stats else None
 
         lat, fts_lat, fts5_lat, knn_lat, recalls, hits_n, same = [], [], [], [], [], [], []
         for u, text, vec in queries:
@@ -313,6 +313,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--skip-1m", action="store_true", help="leave out the 1M-row scenario")
     p.add_argument("--queries", type=int, default=200, help="queries per scenario")
     p.add_argument("--ann-threshold", type=int, default=None, help="override SearchConfig.ann_threshold")
+    p.add_argument("--memory-cache-threshold", type=int, default=None,
+                   help="override SearchConfig.memory_cache_threshold")
     p.add_argument("--workdir", default=None, help="where the temporary databases go")
     p.add_argument("--keep", action="store_true", help="keep the databases")
     p.add_argument("--reuse", default=None, help="query this kept database (one scenario, same seed) instead of filling one")

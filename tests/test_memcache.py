@@ -257,10 +257,18 @@ def test_scopes_at_the_vector_limit_are_left_to_the_hnsw_cache(tmp_path: Path) -
     assert [r for r, _ in cached.knn("memories", U2, q, 5)] == exact(small, 2, 40)
     more = other.insert_memories([record(200 + i, U2) for i in range(20)], unit(20, 4))
     assert cached.knn("memories", U2, unit(20, 4)[7], 1)[0][0] == more[7]
+    cached_answer = cached.knn("memories", U2, q, 5)
     rows = cached.memcache.ready()
     assert rows is not None and rows.scope_codes(rows.scope_id("u2", "")) is None
+    assert cached.memcache._rows is not None
+    cached.memcache._save(cached.memcache._rows)  # a file in which no scope holds codes
     for s in stores:
         s.close()
+    again = SQLiteStore(tmp_path / "memlane.db", ann=ann, memory=MemSettings(threshold=0, vector_limit=50))
+    again.ensure_vectors(f"hash-{DIMS}", DIMS)
+    assert [r for r, _ in again.knn("memories", U2, q, 5)] == [r for r, _ in cached_answer]
+    assert again.memcache.ready() is not None and (again.memcache.loads, again.memcache.builds) == (1, 0)
+    again.close()
 
 
 def test_packed_texts_keep_every_row_through_replacements_and_rewrites() -> None:
@@ -308,3 +316,22 @@ def test_the_log_says_when_a_vector_may_have_changed(open_store: Callable[..., S
     raw.close()
     assert rowids[3] in {r for r, _ in cached.knn("memories", U2, unit(300, 0)[3], 3)}
     assert rowids[3] not in {r for r, _ in cached.knn("memories", U1, unit(300, 0)[3], 300)}
+
+
+def test_a_damaged_file_whose_meta_looks_current_is_replaced(open_store: Callable[..., SQLiteStore],
+                                                              tmp_path: Path) -> None:
+    first = open_store()
+    rowids = fill(first)
+    first.memcache.ready()
+    first.close()
+    path = tmp_path / "memcache" / "memlane-memories.npz"
+    with np.load(path) as z:
+        arrays = {k: z[k] for k in z.files}
+    arrays["owner"] = arrays["owner"][:-1]  # the meta is intact, the arrays do not fit together
+    np.savez(path, **arrays)
+    second = open_store()
+    agree(second, open_store(threshold=10**9), rowids)
+    assert second.memcache.builds == 1
+    second.close()
+    third = open_store()
+    assert third.memcache.ready() is not None and third.memcache.loads == 1

@@ -45,7 +45,7 @@ _SAVE_MIN = 5_000  # changes applied before the file is rewritten (and the log p
 class MemSettings:
     """SearchConfig's memory_cache_* fields; the store layer takes no Config."""
 
-    threshold: int = 20_000
+    threshold: int = 10_000
     vector_limit: int = 5_000  # a scope with this many vectors is left to the HNSW cache (ann_threshold)
     records: bool = True  # keep whole records too, not only what ranking reads
 
@@ -233,6 +233,8 @@ class MemCache:
             m = MemoryRows.load(self._path)
         except _Readers as exc:
             log.warning("memory cache %s is damaged (%s); rebuilding it from SQLite", self._path, exc)
+            with contextlib.suppress(OSError):  # its meta may look current: the rebuild must replace it
+                self._path.unlink()
             return None
         if not self._fits(m, epoch, vector_epoch, dims) or not pruned <= m.seq <= last:
             log.warning("memory cache %s is stale (seq %d, log %d..%d); rebuilding it from SQLite",

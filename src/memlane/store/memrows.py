@@ -310,8 +310,8 @@ class MemoryRows:
         small = {name: getattr(self, name)[:end] for name in _FACTS}
         small["vector_scopes"] = np.asarray(sids, np.int64)
         small["vector_ends"] = np.cumsum([len(b) for b in blocks], dtype=np.int64)
-        for part in ("rowids", "scale", "norm"):
-            small[f"vector_{part}"] = np.concatenate([getattr(b, part) for b in blocks]) if blocks else np.empty(0)
+        for part, dtype in (("rowids", np.int64), ("scale", np.float32), ("norm", np.float32)):
+            small[f"vector_{part}"] = np.concatenate([getattr(b, part) for b in blocks] or [np.empty(0, dtype)])
         if self.records is not None:
             self.records.pack()
             small["record_start"], small["record_size"] = self.records.start[:end], self.records.size[:end]
@@ -363,7 +363,7 @@ class MemoryRows:
         )
         if not consistent:
             raise ValueError("arrays do not fit together")
-        starts = [0, *ends[:-1].tolist()]
+        starts = [0, *ends.tolist()][: len(ends)]
         for sid, s, e in zip(sids.tolist(), starts, ends.tolist(), strict=True):
             m.vectors[sid] = ScopeCodes(rowids[s:e], codes[s:e], scale[s:e], norm[s:e])  # views: no copy
         m.count = int(present.sum())
