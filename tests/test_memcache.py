@@ -335,3 +335,22 @@ def test_a_damaged_file_whose_meta_looks_current_is_replaced(open_store: Callabl
     second.close()
     third = open_store()
     assert third.memcache.ready() is not None and third.memcache.loads == 1
+
+
+def test_vectors_are_read_through_vec0_when_its_chunks_are_not_readable(
+        open_store: Callable[..., SQLiteStore], monkeypatch: pytest.MonkeyPatch) -> None:
+    """The build reads vec0's chunk blobs (sqlite-vec 0.1.x's layout); any other layout falls
+    back to vec0's own rows, with the same answers."""
+    from memlane.store import vindex
+
+    real = vindex.scan_corpus
+
+    def other_layout(conn: object, corpus: str, dims: int, public: bool = False) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        if not public:
+            raise ValueError("not the layout this reads")
+        yield from real(conn, corpus, dims, public=True, batch=7)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(vindex, "scan_corpus", other_layout)
+    cached, plain = open_store(), open_store(threshold=10**9)
+    rowids = fill(cached)
+    agree(cached, plain, rowids)

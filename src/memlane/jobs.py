@@ -413,9 +413,9 @@ def _holds(content: str, word: str) -> bool:
 
 
 
-__all__ = ["JobReport", "JobRunner", "ScopeLock"]
-
-
 def _cosine(a: np.ndarray, b: np.ndarray) -> float:
     norm = float(np.linalg.norm(a)) * float(np.linalg.norm(b))
     return float(np.dot(a, b)) / norm if norm > 0 else 0.0
+
+
+__all__ = ["JobReport", "JobRunner", "ScopeLock"]

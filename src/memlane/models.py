@@ -146,9 +146,9 @@ class MemoryFacts:
         """{rowid: (score, last_activated, expires_at or None, created_at, status, category,
         source_session)}: for comparisons."""
         expires = [None if np.isnan(x) else x for x in self.expires_at.tolist()]
-        return {r: tuple(t) for r, *t in zip(self.rowid.tolist(), self.score.tolist(), self.last_activated.tolist(), expires,
-                                      self.created_at.tolist(), self.status.tolist(), self.category.tolist(),
-                                      self.source_session.tolist(), strict=True)}
+        columns = zip(self.score.tolist(), self.last_activated.tolist(), expires, self.created_at.tolist(),
+                      self.status.tolist(), self.category.tolist(), self.source_session.tolist(), strict=True)
+        return dict(zip(self.rowid.tolist(), columns, strict=True))
 
 
 class TurnPlace(NamedTuple):

@@ -1,19 +1,22 @@
 """An in-process copy of what search reads of every memory (store/memrows.py): owners, ranking
-columns and int8 vector codes, for a memories table of at least `memory_cache_threshold` rows.
+columns, int8 vector codes and, by default, whole records, for a memories table of at least
+`memory_cache_threshold` rows.
 
-Without it, a query over 1M memories of 1k users reads its user's scattered rows from disk
-(the scope index run of the candidates' facts, the user's whole vec0 chunk): ~5 of the ~9 ms
-p95 measured (issue 3). With it, SQLite serves only the records of the hits returned.
+Without it, a query over 1M memories of 1k users reads its user's scattered rows from disk:
+the user's whole vec0 chunk (~4 ms p50), the hits' records (~1 ms) and the candidates' facts
+(~0.7 ms) of the ~9 ms p50 measured (issue 3). With it, a search reads none of them, only
+the few small pages that hold the caches' log states.
 
 SQLite stays the source of truth (DESIGN.md, "Scale-out"), kept exact as the lexical cache
 of lexindex.py is. Triggers of migration m008 append every insert, update and delete of a
-memories row to `row_log` once some process keeps a cache (`row_corpora.logged`); a vector
-write always writes its row too (`embedded`), so the log covers the vectors. A query first
-applies the entries after the cache's own sequence number, re-reading each touched row and
-its vector. The arrays are saved under `<home>/memcache/` with the sequence number they
-include, so a new process loads them instead of rebuilding (1M rows: ~440 MB); a save
-prunes the log entries it includes. A missing, stale or damaged file is rebuilt from SQLite,
-and a cache that cannot be built leaves every query to SQLite.
+memories row to `row_log` once some process keeps a cache (`row_corpora.logged`), marked
+'vec' when the row's vector may have changed too (a vector write always sets the row's
+`embedded`). A query first applies the entries after the cache's own sequence number,
+re-reading each touched row, and its vector when so marked. The arrays are saved under
+`<home>/memcache/` with the sequence number they include, so a new process loads them
+instead of rebuilding (1M rows: ~590 MB, 1-4 s, against ~17 s to build); a save prunes the
+log entries it includes. A missing, stale or damaged file is rebuilt from SQLite, and inside
+a write transaction with changes of its own, SQLite answers.
 """
 
 from __future__ import annotations

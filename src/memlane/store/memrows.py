@@ -1,16 +1,17 @@
 """What search reads of every memory, as numpy arrays: its owner and the columns it is
-ranked and filtered by (`MemoryFacts`), indexed by rowid, and each scope's vectors as int8
-codes in one contiguous block per scope.
+ranked and filtered by (`MemoryFacts`), indexed by rowid; the rest of its record as JSON text
+(store/packed.py); and each scope's vectors as int8 codes in one contiguous block per scope.
 
 Over 1M memories of 1k users, reading a query's candidates from SQLite is reading one
-user's rows scattered over a 2 GB file: the scope index run of their facts, and the user's
-1.5 MB vec0 chunk (2–7 ms cold on this VM, where the page cache lasts seconds; issue 3).
-Held here they cost ~450 B a memory: 384 of them the codes of a 384-d vector (int8 with one
-scale per row: cosines off by at most ~0.002, recall@10 of the nearest vectors 0.996 on the
-scale bench's data), the rest the columns. A scope's block is scanned without a gather
-(1k rows: ~0.1 ms, against ~0.5 ms picking its rows out of one array of every scope). Scopes
-holding `limit` vectors or more keep no codes: the HNSW cache (vindex.py) answers for them.
-store/memcache.py keeps the arrays exact to SQLite.
+user's rows scattered over a 2 GB file: the scope index run of their facts, the user's
+1.5 MB vec0 chunk (2–7 ms cold on this VM, where the page cache lasts seconds; issue 3) and
+the records of the hits. Held here they cost ~590 B a memory on the scale bench: 384 of them
+the codes of a 384-d vector (int8 with one scale per row: cosines off by at most ~0.002,
+recall@10 of the nearest vectors 0.998 there), ~140 the record, ~60 the columns. A scope's
+block is scanned without a gather (1k rows: ~0.1 ms, against ~0.5 ms picking its rows out of
+one array of every scope). Scopes holding `limit` vectors or more keep no codes: the HNSW
+cache (vindex.py) answers for them (one that shrinks below the limit again is scanned from
+vec0 until the arrays are rebuilt). store/memcache.py keeps the arrays exact to SQLite.
 """
 
 from __future__ import annotations

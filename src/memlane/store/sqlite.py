@@ -341,9 +341,9 @@ class SQLiteStore:
         if not ranked:
             return []
         with self._lock:  # a large memories table's cache knows every row's owner
-            rows = self.memcache.ready() if corpus == "memories" else None
-            if rows is not None:
-                owned = rows.owned(rows.scope_id(scope.user_id, scope.agent_id), [r for r, _ in ranked])
+            cached = self.memcache.ready() if corpus == "memories" else None
+            if cached is not None:
+                owned = cached.owned(cached.scope_id(scope.user_id, scope.agent_id), [r for r, _ in ranked])
                 return [x for x, ok in zip(ranked, owned.tolist(), strict=True) if ok]
         mine = self._by_rowid(corpus, "1", lambda r: True, scope, [r for r, _ in ranked], covered=True)
         return [(r, s) for r, s in ranked if r in mine]
@@ -667,9 +667,9 @@ class SQLiteStore:
 
     def memory_facts(self, scope: Scope, rowids: Sequence[int]) -> MemoryFacts:
         with self._lock:  # a large table's cache holds them (store/memcache.py)
-            rows = self.memcache.ready()
-            if rows is not None:
-                return rows.facts(rows.scope_id(scope.user_id, scope.agent_id), rowids)
+            cached = self.memcache.ready()
+            if cached is not None:
+                return cached.facts(cached.scope_id(scope.user_id, scope.agent_id), rowids)
         found = self._by_rowid(  # the columns of the memories_scope index (m007)
             "memories", "score, last_activated, expires_at, created_at, status, category, source_session",
             tuple, scope, rowids, covered=True)
