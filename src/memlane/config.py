@@ -129,7 +129,8 @@ class SearchConfig(_Section):
     # Not from a seed (issue 3, scale): a memories table of at least this many rows keeps what
     # search reads of every memory in process (store/memcache.py: owners, ranking columns,
     # int8 vector codes of scopes below ann_threshold, ~450 B a memory); 0: every table. Scale
-    # bench: 1M memories of 1k users p95 8.7 -> 2.8 ms, one user's 10k p95 5.5 -> 4.6 ms.
+    # bench: 1M memories of 1k users p95 16-23 -> 2.9-3.4 ms; one user's 10k, same database
+    # with and without: p95 5.7 -> 4.6 ms.
     memory_cache_threshold: int = Field(10_000, ge=0)
     # ... and whole records, so the returned hits are not read from disk either (10 random
     # page reads a query: 1.3 ms p50 on the 1M bench here). ~140 B a memory with its text.
