@@ -14,8 +14,12 @@ times `Store.fts` (the lexical cache of store/lexindex.py, with the scope's own 
 statistics), next to `SQLiteStore.fts5`, FTS5's own ranking of the same query; the cache's
 build is the first full-text query's cost, timed apart. Each answer is checked against FTS5:
 with one user the scope's statistics are the table's, with many a second store ranks with
-the table's ("corpus") statistics. Results of the scenarios not run are kept from the last
-results file.
+the table's ("corpus") statistics. A memories table of `memory_cache_threshold` rows or
+more is served by the memory cache (store/memcache.py): its first use (a build from SQLite,
+or a load of its file) is timed apart, with its arrays' size and what it added to the RSS;
+"vector R@10" is then the recall of its int8 codes, and "hits = uncached" the share of each
+search's hits that a second `Memory` without the cache returns too. Results of the scenarios
+not run are kept from the last results file.
 
     python bench/scale.py                         # 10k, 100k, 1M
     python bench/scale.py --sizes 10k,100k --queries 100
@@ -46,11 +50,13 @@ from common import RESULTS, Timer, console, percentile, table, write_result  # n
 from memlane import Config, Memory  # noqa: E402
 from memlane.models import MemoryRecord, Scope  # noqa: E402
 from memlane.store.lexindex import LexSettings  # noqa: E402
+from memlane.store.memcache import MemSettings  # noqa: E402
 from memlane.store.sqlite import SQLiteStore  # noqa: E402
 
 DIMS = 384
 BATCH = 10_000
 SCENARIOS = {"10k": (1, 10_000), "100k": (1, 100_000), "1m": (1_000, 1_000)}  # users, per user
+NO_CACHE = 10**12  # a memory_cache_threshold no table reaches: SQLite answers
 
 TOPICS: dict[str, list[str]] = {
     "food": ["pasta", "sushi", "peanuts", "coffee", "espresso", "ramen", "salad", "cheese", "bakery", "vegan", "spicy", "dumplings"],
@@ -150,8 +156,10 @@ def _unit(v: np.ndarray) -> np.ndarray:
     return (v / np.linalg.norm(v, axis=1, keepdims=True)).astype(np.float32)
 
 
-def make_memory(home: Path, ann_threshold: int | None) -> Memory:
+def make_memory(home: Path, ann_threshold: int | None, memory_cache_threshold: int | None = None) -> Memory:
     search: dict[str, Any] = {} if ann_threshold is None else {"ann_threshold": ann_threshold}
+    if memory_cache_threshold is not None:
+        search["memory_cache_threshold"] = memory_cache_threshold
     config = Config.load(store={"home": str(home)}, search=search,
                          embedding={"provider": "hash", "dimensions": DIMS, "background": False})
     return Memory(config)
@@ -200,7 +208,7 @@ def run_scenario(name: str, world: World, args: argparse.Namespace) -> dict[str,
     # a kept database of the same scenario and seed holds this very corpus: queried, not refilled
     home = Path(args.reuse) if args.reuse else Path(tempfile.mkdtemp(prefix=f"memlane-scale-{name}-", dir=args.workdir))
     try:
-        memory = make_memory(home, args.ann_threshold)
+        memory = make_memory(home, args.ann_threshold, args.memory_cache_threshold)
         insert_s = None if args.reuse else insert(memory, corpus)
         size = db_bytes(home)
         order = np.argsort(corpus.users, kind="stable")
@@ -209,8 +217,15 @@ def run_scenario(name: str, world: World, args: argparse.Namespace) -> dict[str,
         queries = world.queries(args.queries, user_topics)
         scopes = [Scope(user_id=f"u{u:04d}") for u in range(n_users)]
 
-        # the first vector query of a scope above the threshold builds its ANN cache, and the
-        # first full-text query of a corpus above the threshold its lexical cache: timed apart
+        # the first vector query of a scope above the threshold builds its ANN cache, the first
+        # full-text query of a corpus above the threshold its lexical cache, and the first query
+        # of a large memories table its memory cache: timed apart
+        memcache = memory.store.memcache  # type: ignore[attr-defined]
+        rss_start = rss_mb()
+        with Timer() as t:
+            memcache.ready()
+        mem_s, mem_stats, mem_loaded = t.seconds, memcache.stats(), bool(memcache.loads)
+        mem_rss = rss_mb() - rss_start
         with Timer() as t:
             memory.store.knn("memories", scopes[queries[0][0]], queries[0][2], 10)
         build_s = t.seconds
@@ -225,15 +240,20 @@ def run_scenario(name: str, world: World, args: argparse.Namespace) -> dict[str,
         for u, text, vec in queries[:5]:  # warm-up (page cache, jieba, numpy)
             memory.search(text, user_id=scopes[u].user_id, query_vector=vec, activate=False)
         # FTS5's statistics span the table: with many users, its reference is a "corpus" ranking
-        check = memory.store if n_users == 1 else SQLiteStore(home / "memlane.db",
-                                                              lexical=LexSettings(statistics="corpus"))
+        check = memory.store if n_users == 1 else SQLiteStore(home / "memlane.db", lexical=LexSettings(statistics="corpus"),
+                                                              memory=MemSettings(threshold=NO_CACHE))
+        # the same searches answered by SQLite, without the memory cache: what its int8 codes change
+        plain = make_memory(home, args.ann_threshold, NO_CACHE) if mem_stats else None
 
-        lat, fts_lat, fts5_lat, knn_lat, recalls, hits_n = [], [], [], [], [], []
+        lat, fts_lat, fts5_lat, knn_lat, recalls, hits_n, same = [], [], [], [], [], [], []
         for u, text, vec in queries:
             with Timer() as t:
                 hits = memory.search(text, user_id=scopes[u].user_id, query_vector=vec, activate=False)
             lat.append(t.seconds * 1000)
             hits_n.append(len(hits))
+            if plain is not None:
+                want = plain.search(text, user_id=scopes[u].user_id, query_vector=vec, activate=False)
+                same.append(len({h.id for h in hits} & {h.id for h in want}) / max(1, len(want)))
             with Timer() as t:
                 lexical = memory.store.fts("memories", scopes[u], analyse(text)[1], 100)
             fts_lat.append(t.seconds * 1000)
@@ -255,6 +275,8 @@ def run_scenario(name: str, world: World, args: argparse.Namespace) -> dict[str,
         used_ann = per_user >= memory.config.search.ann_threshold
         if check is not memory.store:
             check.close()
+        if plain is not None:
+            plain.close()
         memory.close()
         return {
             "scenario": name, "users": n_users, "per_user": per_user, "rows": n,
@@ -264,7 +286,10 @@ def run_scenario(name: str, world: World, args: argparse.Namespace) -> dict[str,
             "fts5_p50_ms": percentile(fts5_lat, 50), "fts5_p95_ms": percentile(fts5_lat, 95),
             "lexical_build_s": lex_build_s, "lexical": bool(lex_stats),
             "lexical_mb": lex_stats.get("bytes", 0) / 1e6, "rss_mb_before_lexical": rss_before,
-            "rss_mb_after_lexical": rss_after,
+            "rss_mb_after_lexical": rss_after, "memory_cache": bool(mem_stats), "memory_cache_s": mem_s,
+            "memory_cache_loaded": mem_loaded, "memory_cache_mb": mem_stats.get("bytes", 0) / 1e6,
+            "memory_cache_rss_mb": mem_rss,
+            "hits_same_as_uncached@10": float(np.mean(same)) if same else None,
             "knn_p50_ms": percentile(knn_lat, 50), "knn_p95_ms": percentile(knn_lat, 95),
             "vector_recall@10": float(np.mean(recalls)), "ann": used_ann, "ann_build_s": build_s,
             "mean_hits": float(np.mean(hits_n)), "queries": len(queries),
@@ -275,12 +300,21 @@ def run_scenario(name: str, world: World, args: argparse.Namespace) -> dict[str,
             shutil.rmtree(home, ignore_errors=True)
 
 
+def _memory_cache(r: dict[str, Any]) -> str:
+    """"load 2.6 / 442": the memory cache's first use (a build or a file load) and its arrays."""
+    if not r.get("memory_cache"):
+        return "–"
+    return f"{'load' if r['memory_cache_loaded'] else 'build'} {r['memory_cache_s']:.1f} / {r['memory_cache_mb']:,.0f}"
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--sizes", default="10k,100k,1m", help="comma-separated scenarios: 10k, 100k, 1m")
     p.add_argument("--skip-1m", action="store_true", help="leave out the 1M-row scenario")
     p.add_argument("--queries", type=int, default=200, help="queries per scenario")
     p.add_argument("--ann-threshold", type=int, default=None, help="override SearchConfig.ann_threshold")
+    p.add_argument("--memory-cache-threshold", type=int, default=None,
+                   help="override SearchConfig.memory_cache_threshold")
     p.add_argument("--workdir", default=None, help="where the temporary databases go")
     p.add_argument("--keep", action="store_true", help="keep the databases")
     p.add_argument("--reuse", default=None, help="query this kept database (one scenario, same seed) instead of filling one")
@@ -301,16 +335,18 @@ def main(argv: list[str] | None = None) -> int:
         (r["scenario"], f"{r['users']:,} × {r['per_user']:,}",
          "–" if r["insert_rows_s"] is None else f"{r['insert_rows_s']:,.0f}", f"{r['db_mb']:,.0f}",
          r["search_p50_ms"], r["search_p95_ms"], f"≤ {targets[r['scenario']]:.0f}", r["fts_p95_ms"],
-         r["fts5_p95_ms"], r["knn_p95_ms"], "hnsw" if r["ann"] else "vec0", r["vector_recall@10"],
+         r["fts5_p95_ms"], r["knn_p95_ms"], "hnsw" if r["ann"] else "int8" if r.get("memory_cache") else "vec0", r["vector_recall@10"],
          f"{r['ann_build_s']:.1f}", f"{r['lexical_build_s']:.1f}" if r["lexical"] else "–",
-         f"{r['lexical_mb']:,.0f}" if r["lexical"] else "–")
+         f"{r['lexical_mb']:,.0f}" if r["lexical"] else "–", _memory_cache(r),
+         "–" if r.get("hits_same_as_uncached@10") is None else f"{r['hits_same_as_uncached@10']:.3f}",
+         f"{r['memory_cache_rss_mb']:,.0f}" if r.get("memory_cache") else "–")
         for r in results
     ]
     console.print(table(
         "memlane scale (hybrid search via Memory.search, query vector precomputed; ms)",
         ["scenario", "users × memories", "insert rows/s", "DB MB", "p50", "p95", "target p95",
          "fts p95", "fts5 p95", "knn p95", "vectors", "vector R@10", "ann build s", "lexical build s",
-         "lexical MB"],
+         "lexical MB", "mem cache s / MB", "hits = uncached", "mem cache RSS MB"],
         rows,
     ))
     ran = {r["scenario"] for r in results}

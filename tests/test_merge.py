@@ -159,3 +159,15 @@ def test_dedup_with_the_real_offline_embedder(tmp_path, e5):
         assert [x.content for x in report.added] == ["用户喜欢喝绿茶"]  # 0.977 to 白茶: a different fact
     finally:
         m.close()
+
+
+def test_dedup_decides_on_the_stored_vectors_not_on_knn_distances(mem, monkeypatch):
+    """knn may rank by int8 codes or an f16 graph (issue 3): a neighbour it reports as a twin
+    is a duplicate only if the stored vectors say so."""
+    tea = mem.add("用户喜欢喝白茶", user_id="u1", importance="low")
+    real = mem.store.knn
+    monkeypatch.setattr(mem.store, "knn", lambda corpus, scope, vector, k: [(r, 0.0) for r, _ in
+                                                                             real(corpus, scope, vector, k)])
+    session(mem, "s1", "我每天跑步", ops({"op": "ADD", "content": "用户每天跑步", "importance": "high"}))
+    assert {m.content for m in mem.list(user_id="u1")} == {"用户喜欢喝白茶", "用户每天跑步"}
+    assert mem.get(tea.id, user_id="u1").activation_count == 0

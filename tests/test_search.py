@@ -228,3 +228,31 @@ def test_the_dense_query_leaves_out_chinese_names_most_rows_hold(memory):
     assert "小林" not in seen[-1] and "日出" in seen[-1]  # the name is in half the turns: left out
     memory.search("小林和小王", user_id="u1", corpus="turns", query_vector=embed)
     assert seen[-1] == "小林和小王"  # nothing would be left: the query stays whole
+
+
+def test_filters_on_fact_columns_keep_what_filters_on_records_keep():
+    """Search filters candidates on fact columns (numpy), then each returned record again:
+    both must keep the same memories."""
+    import random
+
+    import numpy as np
+
+    from memlane.models import MemoryFacts, MemoryRecord
+    from memlane.search import Filters, _keep_memory, _kept_facts
+
+    rng = random.Random(3)
+    records = [MemoryRecord(
+        id=f"m{i}", user_id="u1", content="x", category=rng.choice(["fact", "todo", "rule"]), score=rng.random(),
+        created_at=T0 + timedelta(days=rng.randint(-30, 30)), updated_at=T0,
+        last_activated=T0 - timedelta(hours=rng.randint(0, 900)), status=rng.choice(["active", "archived"]),
+        source_session=rng.choice([None, "s1", "s2"]),
+        expires_at=rng.choice([None, T0 - timedelta(days=1), T0 + timedelta(days=1)])) for i in range(300)]
+    facts = MemoryFacts.of_rows([(i, m.score, m.last_activated.timestamp(), m.expires_at and m.expires_at.timestamp(),
+                                  m.created_at.timestamp(), m.status, m.category, m.source_session)
+                                 for i, m in enumerate(records)])
+    for f in [Filters(), Filters(status=None), Filters(include_expired=True), Filters(category="todo"),
+              Filters(category=["fact", "rule"], status="archived"), Filters(session_id="s2"),
+              Filters(since=T0 - timedelta(days=5), until=T0 + timedelta(days=5), status=None)]:
+        kept = _kept_facts(facts, f, T0)
+        assert kept.rowid.tolist() == [i for i, m in enumerate(records) if _keep_memory(m, f, T0)], f
+        assert np.array_equal(kept.score, facts.score[kept.rowid])

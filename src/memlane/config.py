@@ -133,6 +133,15 @@ class SearchConfig(_Section):
     # Set it high for FTS5-only ranking, whose statistics then span the whole table (all users).
     lexical_threshold: int = Field(0, ge=0)
     lexical_statistics: Literal["scope", "corpus"] = "scope"  # BM25 N/avgdl/df of the query's scope or the table: issue 3, LoCoMo R@10 0.809 vs 0.787
+    # Not from a seed (issue 3, scale): a memories table of at least this many rows keeps what
+    # search reads of every memory in process (store/memcache.py: owners, ranking columns,
+    # int8 vector codes of scopes below ann_threshold, ~450 B a memory); 0: every table. Scale
+    # bench: 1M memories of 1k users p95 16-23 -> 2.9-3.4 ms; one user's 10k, same database
+    # with and without: p95 5.7 -> 4.6 ms.
+    memory_cache_threshold: int = Field(10_000, ge=0)
+    # ... and whole records, so the returned hits are not read from disk either (10 random
+    # page reads a query: 1.3 ms p50 on the 1M bench here). ~140 B a memory with its text.
+    memory_cache_records: bool = True
 
 
 class DecayRule(_Section):

@@ -362,16 +362,21 @@ class JobRunner:
         threshold = dedup_threshold(pol, self.embedder.model_id)
         near = self.store.knn("memories", scope, vec, 5)
         found = self.store.memories_by_rowid(scope, [r for r, _ in near])
+        # knn may rank by int8 codes or an f16 graph (issue 3, scale): the threshold is
+        # decided on the stored vectors themselves
+        exact = self.store.vectors("memories", scope, [r for r, _ in near])
         for rowid, dist in near:
             twin = found.get(rowid)
-            if twin is None or twin.status != "active" or 1.0 - dist <= threshold:
+            v = exact.get(rowid)
+            sim = 1.0 - dist if v is None else _cosine(v, vec)
+            if twin is None or twin.status != "active" or sim <= threshold:
                 continue
             # seed 004 §6: a duplicate reinforces the memory, keeping the higher importance
             after = reinforced(twin, pol, now, floor=score)
             if op.pinned:
                 after = after.model_copy(update={"pinned": True, "verified": True})
             self._write(scope, twin, after, "BOOST", actor,
-                        f"re-extracted (similarity {1.0 - dist:.3f}): {op.content}", now)
+                        f"re-extracted (similarity {sim:.3f}): {op.content}", now)
             report.reinforced.append(after)
             return
         mem = MemoryRecord(
@@ -406,6 +411,11 @@ def _holds(content: str, word: str) -> bool:
         return all(ch in content for ch in word)
     return word.lower()[: max(4, len(word) - 2)] in content.lower()
 
+
+
+def _cosine(a: np.ndarray, b: np.ndarray) -> float:
+    norm = float(np.linalg.norm(a)) * float(np.linalg.norm(b))
+    return float(np.dot(a, b)) / norm if norm > 0 else 0.0
 
 
 __all__ = ["JobReport", "JobRunner", "ScopeLock"]

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal, NamedTuple
 
+import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from memlane.errors import ValidationError
@@ -113,16 +116,39 @@ class MemoryRecord(_Record):
         return self.model_dump(mode="json", exclude={"user_id", "agent_id"})
 
 
-class MemoryFacts(NamedTuple):
-    """The few fields ranking and filtering need, read without building whole records."""
+@dataclass(frozen=True)
+class MemoryFacts:
+    """The few fields ranking and filtering need, as columns, one entry per memory found:
+    read without building records, and ranked in numpy. Times are POSIX seconds."""
 
-    score: float
-    last_activated: datetime
-    expires_at: datetime | None
-    status: str
-    category: str
-    source_session: str | None
-    created_at: datetime
+    rowid: np.ndarray  # int64
+    score: np.ndarray  # float64
+    last_activated: np.ndarray  # float64
+    expires_at: np.ndarray  # float64, NaN: never
+    created_at: np.ndarray  # float64
+    status: np.ndarray  # object: str
+    category: np.ndarray  # object: str
+    source_session: np.ndarray  # object: str | None
+
+    @classmethod
+    def of_rows(cls, rows: Sequence[Sequence[Any]]) -> MemoryFacts:
+        """From rows of (rowid, score, last_activated, expires_at, created_at, status, category,
+        source_session), as SQLite returns them."""
+        cols = list(zip(*rows, strict=True)) if rows else [()] * 8
+        floats = [np.asarray([np.nan if x is None else x for x in c], np.float64) for c in cols[1:5]]
+        texts = [np.asarray(c, dtype=object) for c in cols[5:]]
+        return cls(np.asarray(cols[0], np.int64), *floats, *texts)
+
+    def __len__(self) -> int:
+        return len(self.rowid)
+
+    def rows(self) -> dict[int, tuple[Any, ...]]:
+        """{rowid: (score, last_activated, expires_at or None, created_at, status, category,
+        source_session)}: for comparisons."""
+        expires = [None if np.isnan(x) else x for x in self.expires_at.tolist()]
+        columns = zip(self.score.tolist(), self.last_activated.tolist(), expires, self.created_at.tolist(),
+                      self.status.tolist(), self.category.tolist(), self.source_session.tolist(), strict=True)
+        return dict(zip(self.rowid.tolist(), columns, strict=True))
 
 
 class TurnPlace(NamedTuple):

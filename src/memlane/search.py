@@ -341,19 +341,26 @@ def search(
     hits: list[Hit] = []
     if corpus == "memories":
         # rank on a few columns, then build records only for what is returned
-        ranked: list[tuple[float, int]] = []
-        for rowid, f in store.memory_facts(scope, rowids).items():
-            if _keep_memory(f, filters, now):
-                score = (cfg.w_similarity * (cands[rowid].relevance + dated(f.created_at)) + cfg.w_importance * f.score
-                         + cfg.w_recency * recency(f.last_activated, now, cfg.recency_half_life_days))
-                ranked.append((score, rowid))
-        ranked.sort(key=lambda x: (-x[0], x[1]))
-        top = ranked[:limit]
-        records = store.memories_by_rowid(scope, [r for _, r in top])
-        for score, rowid in top:
-            mem = records[rowid]
-            hits.append(_hit("memories", mem.id, mem.content, score, cands[rowid], f"memory:{mem.id}",
-                             mem.created_at, memory=mem))
+        facts = store.memory_facts(scope, rowids)
+        facts = _kept_facts(facts, filters, now)
+        prior = [dated(datetime.fromtimestamp(t, UTC)) for t in facts.created_at.tolist()] if period else 0.0
+        relevance = np.fromiter((cands[r].relevance for r in facts.rowid.tolist()), np.float64, len(facts)) + prior
+        age_days = np.maximum(0.0, (now.timestamp() - facts.last_activated) / 86400)
+        scores = (cfg.w_similarity * relevance + cfg.w_importance * facts.score
+                  + cfg.w_recency * np.power(0.5, age_days / cfg.recency_half_life_days))  # recency(), in numpy
+        order = np.lexsort((facts.rowid, -scores))
+        ranked = list(zip(scores[order].tolist(), facts.rowid[order].tolist(), strict=True))
+        for i in range(0, len(ranked), limit):
+            top = ranked[i : i + limit]
+            records = store.memories_by_rowid(scope, [r for _, r in top])
+            for score, rowid in top:
+                mem = records.get(rowid)
+                # the record is the last word: another writer may have deleted or changed it since
+                if mem is not None and _keep_memory(mem, filters, now) and len(hits) < limit:
+                    hits.append(_hit("memories", mem.id, mem.content, score, cands[rowid], f"memory:{mem.id}",
+                                     mem.created_at, memory=mem))
+            if len(hits) >= limit:
+                break
     elif corpus == "turns":
         # only turns' rank is their relevance: materialise the best first, just enough of them
         ordered = sorted(rowids, key=lambda r: (-cands[r].relevance, r))
@@ -402,7 +409,25 @@ def _keep_time(at: datetime, f: Filters) -> bool:
     return (f.since is None or at >= f.since) and (f.until is None or at <= f.until)
 
 
-def _keep_memory(m: MemoryRecord | MemoryFacts, f: Filters, now: datetime) -> bool:
+def _kept_facts(m: MemoryFacts, f: Filters, now: datetime) -> MemoryFacts:
+    """The memories `_keep_memory` keeps, on columns."""
+    keep = np.ones(len(m), np.bool_)
+    if not f.include_expired:
+        keep &= ~(m.expires_at <= now.timestamp())  # NaN (never) compares False: kept
+    if f.status is not None:
+        keep &= m.status == f.status
+    if f.category is not None:
+        keep &= np.isin(m.category, [f.category] if isinstance(f.category, str) else list(f.category))
+    if f.session_id is not None:
+        keep &= m.source_session == f.session_id
+    if f.since is not None:
+        keep &= m.created_at >= f.since.timestamp()
+    if f.until is not None:
+        keep &= m.created_at <= f.until.timestamp()
+    return m if keep.all() else MemoryFacts(*(getattr(m, name)[keep] for name in m.__dataclass_fields__))
+
+
+def _keep_memory(m: MemoryRecord, f: Filters, now: datetime) -> bool:
     if not f.include_expired and m.expires_at is not None and m.expires_at <= now:
         return False
     if f.status is not None and m.status != f.status:

@@ -81,7 +81,7 @@ class Store(Protocol):
     def memory_rowid(self, scope: Scope, memory_id: str) -> int: ...
     def get_memory(self, scope: Scope, memory_id: str) -> MemoryRecord | None: ...
     def memories_by_rowid(self, scope: Scope, rowids: Sequence[int]) -> dict[int, MemoryRecord]: ...
-    def memory_facts(self, scope: Scope, rowids: Sequence[int]) -> dict[int, MemoryFacts]: ...
+    def memory_facts(self, scope: Scope, rowids: Sequence[int]) -> MemoryFacts: ...
     def list_memories(self, scope: Scope, *, category: str | None = ..., status: str | None = ...,
                       session_id: str | None = ..., since: datetime | None = ..., until: datetime | None = ...,
                       limit: int | None = ..., offset: int = ..., order: str = ...) -> list[MemoryRecord]: ...
@@ -113,6 +113,7 @@ class Store(Protocol):
 def open_store(config: Config) -> Store:
     if config.store.backend == "sqlite":
         from memlane.store.lexindex import LexSettings
+        from memlane.store.memcache import MemSettings
         from memlane.store.sqlite import SQLiteStore
         from memlane.store.vindex import AnnSettings
 
@@ -121,7 +122,9 @@ def open_store(config: Config) -> Store:
                           expansion_add=s.ann_expansion_add, expansion_search=s.ann_expansion_search,
                           dtype=s.ann_dtype, threads=s.ann_threads)
         return SQLiteStore(config.db_path, busy_timeout_ms=config.store.busy_timeout_ms, ann=ann,
-                           lexical=LexSettings(threshold=s.lexical_threshold, statistics=s.lexical_statistics))
+                           lexical=LexSettings(threshold=s.lexical_threshold, statistics=s.lexical_statistics),
+                           memory=MemSettings(threshold=s.memory_cache_threshold, vector_limit=s.ann_threshold,
+                                              records=s.memory_cache_records))
     raise ConfigError(
         f"store.backend: {config.store.backend!r} is not available yet; use 'sqlite'"
     )

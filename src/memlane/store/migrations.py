@@ -211,3 +211,46 @@ def m007_memory_facts_in_scope_index(db: Any) -> None:
             expires_at, category, source_session, created_at);
         """
     )
+
+
+@migration
+def m008_row_log(db: Any) -> None:
+    """Keep the in-process cache of memories (store/memcache.py) exact across processes
+    (issue 3, scale).
+
+    Triggers write the log, so every change of a memories row is in it, whichever code or tool
+    made it. `op` says what may have changed: 'row' its columns only, 'vec' its vector too.
+    Every vector write of a memory also sets its `embedded` column, so `UPDATE OF embedded`
+    marks it; an insert or a delete is 'vec' as well. An activation (a 'row' change) thus
+    costs a cache no vector read. The triggers log only once some process keeps a cache
+    (`row_corpora.logged`); the log's last entry is MAX(seq), `pruned` how far it was cut.
+    `row_epoch` names this database, so a cache file of another one is never taken for its own.
+    """
+    db.execute(
+        """
+        CREATE TABLE row_corpora(
+            corpus TEXT PRIMARY KEY, logged INTEGER NOT NULL DEFAULT 0,
+            pruned INTEGER NOT NULL DEFAULT 0) WITHOUT ROWID;
+        INSERT INTO row_corpora(corpus) VALUES ('memories');
+        CREATE TABLE row_log(
+            seq INTEGER PRIMARY KEY AUTOINCREMENT, corpus TEXT NOT NULL, row INTEGER NOT NULL, op TEXT NOT NULL);
+        CREATE INDEX row_log_corpus ON row_log(corpus, seq);
+        CREATE TRIGGER memories_log_insert AFTER INSERT ON memories
+            WHEN (SELECT logged FROM row_corpora WHERE corpus = 'memories')
+            BEGIN INSERT INTO row_log(corpus, row, op) VALUES ('memories', NEW.rowid, 'vec'); END;
+        CREATE TRIGGER memories_log_update AFTER UPDATE ON memories
+            WHEN (SELECT logged FROM row_corpora WHERE corpus = 'memories')
+            BEGIN
+                INSERT INTO row_log(corpus, row, op)
+                    VALUES ('memories', NEW.rowid, CASE WHEN OLD.rowid = NEW.rowid THEN 'row' ELSE 'vec' END);
+                INSERT INTO row_log(corpus, row, op) SELECT 'memories', OLD.rowid, 'vec' WHERE OLD.rowid != NEW.rowid;
+            END;
+        CREATE TRIGGER memories_log_vector AFTER UPDATE OF embedded ON memories
+            WHEN (SELECT logged FROM row_corpora WHERE corpus = 'memories')
+            BEGIN INSERT INTO row_log(corpus, row, op) VALUES ('memories', NEW.rowid, 'vec'); END;
+        CREATE TRIGGER memories_log_delete AFTER DELETE ON memories
+            WHEN (SELECT logged FROM row_corpora WHERE corpus = 'memories')
+            BEGIN INSERT INTO row_log(corpus, row, op) VALUES ('memories', OLD.rowid, 'vec'); END;
+        INSERT OR IGNORE INTO meta(key, value) VALUES ('row_epoch', lower(hex(randomblob(8))));
+        """
+    )

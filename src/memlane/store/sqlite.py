@@ -35,13 +35,12 @@ from memlane.models import (
     Turn,
     TurnPlace,
 )
-from memlane.store import lexindex, vindex
+from memlane.store import lexindex, memcache, vindex
 from memlane.store.migrations import MIGRATIONS, index_vector_chunks, scope_token
 from memlane.store.rows import (
     EPISODE_COLS,
     MEMORY_COLS,
     TURN_COLS,
-    dt,
     dt_,
     episode_row,
     memory_params,
@@ -65,7 +64,7 @@ class SQLiteStore:
 
     def __init__(
         self, path: Path | str, *, busy_timeout_ms: int = 30_000, ann: vindex.AnnSettings | None = None,
-        lexical: lexindex.LexSettings | None = None,
+        lexical: lexindex.LexSettings | None = None, memory: memcache.MemSettings | None = None,
     ) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -86,19 +85,18 @@ class SQLiteStore:
         self._migrate()
         snapshot = lambda: vindex.read_snapshot(self._conn, self._lock, lambda: self._depth > 0)  # noqa: E731
         self._scans = vindex.ScopeScans(size=8)  # small scopes' vectors, read whole
-        self._ann = vindex.AnnCache(
-            self._conn,
-            snapshot,
-            self.transaction,
-            self.path.parent / "vindex",
-            self.path.stem,
-            ann or vindex.AnnSettings(threshold=5_000, connectivity=16, expansion_add=64,
-                                      expansion_search=128, dtype="f16", threads=2),
-        )
+        ann = ann or vindex.AnnSettings(threshold=5_000, connectivity=16, expansion_add=64, expansion_search=128,
+                                        dtype="f16", threads=2)
+        self._ann = vindex.AnnCache(self._conn, snapshot, self.transaction, self.path.parent / "vindex",
+                                    self.path.stem, ann)
         # the BM25 cache that ranks full-text queries (store/lexindex.py); public for its counters
         self.lexical = lexindex.LexCache(self._conn, snapshot, self.transaction, lambda: self._depth > 0,
                                          self.path.parent / "lexindex", self.path.stem,
                                          lexical or lexindex.LexSettings())
+        # what search reads of every memory, for large memories tables (store/memcache.py)
+        self.memcache = memcache.MemCache(self._conn, snapshot, self.transaction, lambda: self._depth > 0,
+                                          lambda: self._vector_dims, self.path.parent / "memcache", self.path.stem,
+                                          memory or memcache.MemSettings(vector_limit=ann.threshold))
 
     # ---- plumbing -------------------------------------------------------------------
 
@@ -106,6 +104,7 @@ class SQLiteStore:
         with self._lock:
             self._ann.close()
             self.lexical.close()
+            self.memcache.close()
             self._conn.close()
 
     @contextmanager
@@ -202,9 +201,12 @@ class SQLiteStore:
             return []
         with self._lock:
             hits = self._ann.search(corpus, scope, vector, k)
-        if hits is not None:
-            return hits
-        with self._lock:
+            if hits is not None:
+                return hits
+            cached = self.memcache.ready() if corpus == "memories" else None
+            codes = None if cached is None else cached.scope_codes(cached.scope_id(scope.user_id, scope.agent_id))
+            if codes is not None:
+                return codes.knn(vector, k)
             scanned = self._scans.get(self._conn, corpus, scope, self._vector_dims)
         if scanned is not None:
             return scanned.knn(vector, k)
@@ -245,6 +247,10 @@ class SQLiteStore:
             return {}
         with self._lock:
             vecs = self._ann.vectors(corpus, scope, rowids)
+            cached = self.memcache.ready() if vecs is None and corpus == "memories" else None
+            codes = None if cached is None else cached.scope_codes(cached.scope_id(scope.user_id, scope.agent_id))
+            if codes is not None:
+                return codes.dots(rowids, vector)
             if vecs is None and (scanned := self._scans.get(self._conn, corpus, scope, self._vector_dims)):
                 return scanned.dots(rowids, vector)
         if vecs is None:
@@ -334,6 +340,11 @@ class SQLiteStore:
         (from the scope index alone: every index holds the rowid)."""
         if not ranked:
             return []
+        with self._lock:  # a large memories table's cache knows every row's owner
+            cached = self.memcache.ready() if corpus == "memories" else None
+            if cached is not None:
+                owned = cached.owned(cached.scope_id(scope.user_id, scope.agent_id), [r for r, _ in ranked])
+                return [x for x, ok in zip(ranked, owned.tolist(), strict=True) if ok]
         mine = self._by_rowid(corpus, "1", lambda r: True, scope, [r for r, _ in ranked], covered=True)
         return [(r, s) for r, s in ranked if r in mine]
 
@@ -649,12 +660,22 @@ class SQLiteStore:
         return memory_row(rows[0]) if rows else None
 
     def memories_by_rowid(self, scope: Scope, rowids: Sequence[int]) -> dict[int, MemoryRecord]:
+        with self._lock:  # a large table's cache may hold whole records (store/memcache.py)
+            cached = self.memcache.ready()
+            rows = None if cached is None else cached.record_rows(cached.scope_id(scope.user_id, scope.agent_id), rowids)
+        if rows is not None:
+            return {r: memory_row(row) for r, row in rows.items()}
         return self._by_rowid("memories", MEMORY_COLS, memory_row, scope, rowids)
 
-    def memory_facts(self, scope: Scope, rowids: Sequence[int]) -> dict[int, MemoryFacts]:
-        return self._by_rowid(  # the columns of the memories_scope index (m007)
-            "memories", "score, last_activated, expires_at, status, category, source_session, created_at",
-            lambda r: MemoryFacts(r[0], dt_(r[1]), dt(r[2]), r[3], r[4], r[5], dt_(r[6])), scope, rowids, covered=True)
+    def memory_facts(self, scope: Scope, rowids: Sequence[int]) -> MemoryFacts:
+        with self._lock:  # a large table's cache holds them (store/memcache.py)
+            cached = self.memcache.ready()
+            if cached is not None:
+                return cached.facts(cached.scope_id(scope.user_id, scope.agent_id), rowids)
+        found = self._by_rowid(  # the columns of the memories_scope index (m007)
+            "memories", "score, last_activated, expires_at, created_at, status, category, source_session",
+            tuple, scope, rowids, covered=True)
+        return MemoryFacts.of_rows([(r, *found[r][:-1]) for r in dict.fromkeys(rowids) if r in found])
 
     def list_memories(
         self,

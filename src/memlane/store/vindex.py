@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import itertools
 import json
 import logging
 import os
@@ -26,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import apsw
 import numpy as np
 from usearch.index import Index
 
@@ -405,6 +407,44 @@ def scan_scope(conn: Any, corpus: Corpus, scope: Scope, dims: int) -> tuple[np.n
     if not ids:
         return np.empty(0, dtype=np.int64), np.empty((0, dims), dtype=np.float32)
     return (ids[0], mats[0]) if len(ids) == 1 else (np.concatenate(ids), np.concatenate(mats))
+
+
+def scan_corpus(conn: Any, corpus: Corpus, dims: int, public: bool = False,
+                batch: int = 10_000) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """(rowids, vectors) of every embedded row of a corpus, a batch at a time: vec0's chunk
+    blobs read whole (1M × 384-d: ~1.5 GB in 1k reads), or with `public` vec0's own rows.
+    Run inside one read transaction. ValueError when the chunks are not sqlite-vec 0.1.x's
+    layout (the caller then scans with `public`)."""
+    width = dims * 4
+    if public:
+        rows = iter(conn.execute(f"SELECT rowid, embedding FROM vec_{corpus}"))
+        while part := list(itertools.islice(rows, batch)):
+            yield (np.fromiter((r[0] for r in part), np.int64, len(part)),
+                   np.frombuffer(b"".join(r[1] for r in part), np.float32).reshape(len(part), dims))
+        return
+    try:
+        chunks = conn.execute(f"SELECT chunk_id, size, validity, rowids FROM vec_{corpus}_chunks ORDER BY chunk_id").fetchall()
+    except apsw.SQLError as exc:
+        raise ValueError(f"vec0 chunks not readable: {exc}") from exc
+    for chunk_id, size, validity, rowids in chunks:
+        slots = np.frombuffer(rowids, np.int64)
+        valid = np.unpackbits(np.frombuffer(validity, np.uint8), bitorder="little")[: len(slots)].astype(np.bool_)
+        if len(slots) != size or len(valid) != size:
+            raise ValueError(f"chunk {chunk_id}: {len(slots)} rowids, {len(valid)} validity bits, size {size}")
+        keep = np.flatnonzero(valid)
+        if not len(keep):
+            continue
+        try:
+            blob = conn.blob_open("main", f"vec_{corpus}_vector_chunks00", "vectors", chunk_id, False)
+        except apsw.Error as exc:
+            raise ValueError(f"chunk {chunk_id}: {exc}") from exc
+        try:
+            if blob.length() != size * width:
+                raise ValueError(f"chunk {chunk_id}: {blob.length()} bytes of vectors for {size} slots")
+            run = np.frombuffer(blob.read((int(keep[-1]) + 1) * width), dtype=np.float32).reshape(-1, dims)
+        finally:
+            blob.close()
+        yield slots[keep], run[keep]
 
 
 @dataclass
