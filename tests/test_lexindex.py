@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import apsw
+import numpy as np
 import pytest
 
 from memlane import Memory
@@ -305,6 +306,20 @@ def test_a_reopened_store_loads_the_saved_cache(open_store: Callable[..., SQLite
     third = open_store()
     assert third.fts("memories", U1, match, 30) == got
     assert (third.lexical.builds, third.lexical.loads) == (1, 0)
+    third.close()
+
+    # the meta is intact, the arrays do not fit together: rebuilt, and the file replaced
+    with np.load(files[0]) as z:
+        arrays = {k: z[k] for k in z.files}
+    arrays["rowid"] = arrays["rowid"][:-1]
+    np.savez(files[0], **arrays)
+    fourth = open_store()
+    assert fourth.fts("memories", U1, match, 30) == got
+    assert (fourth.lexical.builds, fourth.lexical.loads) == (1, 0)
+    fourth.close()
+    fifth = open_store()
+    assert fifth.fts("memories", U1, match, 30) == got
+    assert (fifth.lexical.builds, fifth.lexical.loads) == (0, 1)
 
 
 def test_corpora_below_the_threshold_use_fts5_and_keep_no_log(

@@ -159,6 +159,7 @@ class LexCache:
         self._entries: dict[Corpus, Postings] = {}
         self.builds = 0  # postings built from SQLite / loaded from a file, by this process
         self.loads = 0
+        self._damaged: set[Corpus] = set()  # files that failed to load: the next save replaces them
 
     def search(self, corpus: Corpus, scope_token: str, terms: Sequence[str], limit: int,
                weights: Sequence[float]) -> list[tuple[int, float]] | None:
@@ -326,8 +327,10 @@ class LexCache:
             on_disk: dict[str, Any] = {}
             with contextlib.suppress(*_Readers), np.load(path, allow_pickle=False) as z:
                 on_disk = json.loads(bytes(z["meta"]).decode())
-            if on_disk.get("epoch") != p.epoch or int(on_disk.get("seq", -1)) < p.seq:
+            # a damaged file's meta may still look current: it is replaced all the same
+            if corpus in self._damaged or on_disk.get("epoch") != p.epoch or int(on_disk.get("seq", -1)) < p.seq:
                 p.save(path)
+                self._damaged.discard(corpus)
         else:  # shrank below: a file left from before would soon be stale
             self._path(corpus).unlink(missing_ok=True)
         p.fold()
@@ -345,6 +348,7 @@ class LexCache:
             p = Postings.load(path, len(COLUMNS[corpus][1]))
         except _Readers as exc:
             log.warning("lexical index %s is damaged (%s); rebuilding it from SQLite", path, exc)
+            self._damaged.add(corpus)
             return None
         if p.epoch != epoch or not pruned <= p.seq <= last_seq:
             log.warning("lexical index %s is stale (seq %d, log %d..%d); rebuilding it from SQLite",
