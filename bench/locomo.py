@@ -275,6 +275,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     if args.peer == "mem0":
         require_mem0()
 
+    if not args.data.exists():
+        raise SystemExit(f"no LoCoMo data at {args.data}: pass --data PATH (a LoCoMo-layout file or a folder of them)")
     convs = load(args.data)[: args.limit]
     home = Path(tempfile.mkdtemp(prefix="memlane-locomo-"))
     cfg = Config.load(store={"home": str(home)}, embedding={"provider": args.embedder, "background": False})
