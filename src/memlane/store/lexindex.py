@@ -33,8 +33,7 @@ import json
 import logging
 import re
 import zipfile
-from collections.abc import Callable, Sequence
-from contextlib import AbstractContextManager
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -45,6 +44,7 @@ import numpy as np
 from memlane.models import Corpus
 from memlane.store.migrations import FTS_TABLES
 from memlane.store.postings import Postings, build
+from memlane.store.vindex import Access
 
 log = logging.getLogger(__name__)
 
@@ -133,29 +133,15 @@ class LexSettings:
 
 
 class LexCache:
-    """The BM25 postings of one SQLite store, one per corpus at or above the threshold.
+    """The BM25 postings of one SQLite store, one per corpus at or above the threshold."""
 
-    `snapshot()` must yield with the store's lock held and one read transaction open;
-    `transaction()` is the store's write transaction; `in_transaction()` tells whether one is open."""
-
-    def __init__(
-        self,
-        conn: Any,
-        snapshot: Callable[[], AbstractContextManager[None]],
-        transaction: Callable[[], AbstractContextManager[None]],
-        in_transaction: Callable[[], bool],
-        directory: Path,
-        prefix: str,
-        settings: LexSettings,
-    ) -> None:
-        self._conn = conn
-        self._snapshot = snapshot
-        self._transaction = transaction
-        self._in_transaction = in_transaction
+    def __init__(self, db: Access, directory: Path, prefix: str, settings: LexSettings) -> None:
+        self._conn, self._snapshot, self._transaction = db.conn, db.snapshot, db.transaction
+        self._in_transaction = db.in_transaction
         self._dir = directory
         self._prefix = prefix
         self.settings = settings
-        self.tokenizer = Tokenizer(conn)
+        self.tokenizer = Tokenizer(db.conn)
         self._entries: dict[Corpus, Postings] = {}
         self.builds = 0  # postings built from SQLite / loaded from a file, by this process
         self.loads = 0

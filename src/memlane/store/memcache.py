@@ -27,7 +27,6 @@ import json
 import logging
 import zipfile
 from collections.abc import Callable
-from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -54,27 +53,13 @@ class MemSettings:
 
 
 class MemCache:
-    """The memories arrays of one SQLite store.
+    """The memories arrays of one SQLite store; `dims()` is the width of the store's vectors
+    (None: no vector tables)."""
 
-    `snapshot()` must yield with the store's lock held and one read transaction open;
-    `transaction()` is the store's write transaction; `in_transaction()` tells whether one
-    is open; `dims()` is the width of the store's vectors (None: no vector tables)."""
-
-    def __init__(
-        self,
-        conn: Any,
-        snapshot: Callable[[], AbstractContextManager[None]],
-        transaction: Callable[[], AbstractContextManager[None]],
-        in_transaction: Callable[[], bool],
-        dims: Callable[[], int | None],
-        directory: Path,
-        prefix: str,
-        settings: MemSettings,
-    ) -> None:
-        self._conn = conn
-        self._snapshot = snapshot
-        self._transaction = transaction
-        self._in_transaction = in_transaction
+    def __init__(self, db: vindex.Access, dims: Callable[[], int | None], directory: Path, prefix: str,
+                 settings: MemSettings) -> None:
+        self._conn, self._snapshot, self._transaction = db.conn, db.snapshot, db.transaction
+        self._in_transaction = db.in_transaction
         self._dims = dims
         self._path = directory / f"{prefix}-memories.npz"
         self.settings = settings

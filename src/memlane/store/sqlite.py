@@ -83,19 +83,18 @@ class SQLiteStore:
         self._vector_dims: int | None = None
         self._df_cache: dict[tuple[str, str], tuple[int, int]] = {}  # (corpus, term) → (docs, corpus size then)
         self._migrate()
-        snapshot = lambda: vindex.read_snapshot(self._conn, self._lock, lambda: self._depth > 0)  # noqa: E731
+        in_transaction = lambda: self._depth > 0  # noqa: E731
+        db = vindex.Access(self._conn, lambda: vindex.read_snapshot(self._conn, self._lock, in_transaction),
+                           self.transaction, in_transaction)
         self._scans = vindex.ScopeScans(size=8)  # small scopes' vectors, read whole
         ann = ann or vindex.AnnSettings(threshold=5_000, connectivity=16, expansion_add=64, expansion_search=128,
                                         dtype="f16", threads=2)
-        self._ann = vindex.AnnCache(self._conn, snapshot, self.transaction, self.path.parent / "vindex",
-                                    self.path.stem, ann)
+        self._ann = vindex.AnnCache(db, self.path.parent / "vindex", self.path.stem, ann)
         # the BM25 cache that ranks full-text queries (store/lexindex.py); public for its counters
-        self.lexical = lexindex.LexCache(self._conn, snapshot, self.transaction, lambda: self._depth > 0,
-                                         self.path.parent / "lexindex", self.path.stem,
+        self.lexical = lexindex.LexCache(db, self.path.parent / "lexindex", self.path.stem,
                                          lexical or lexindex.LexSettings())
         # what search reads of every memory, for large memories tables (store/memcache.py)
-        self.memcache = memcache.MemCache(self._conn, snapshot, self.transaction, lambda: self._depth > 0,
-                                          lambda: self._vector_dims, self.path.parent / "memcache", self.path.stem,
+        self.memcache = memcache.MemCache(db, lambda: self._vector_dims, self.path.parent / "memcache", self.path.stem,
                                           memory or memcache.MemSettings(vector_limit=ann.threshold))
 
     # ---- plumbing -------------------------------------------------------------------

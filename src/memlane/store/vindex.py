@@ -99,23 +99,10 @@ class _Entry:
 
 
 class AnnCache:
-    """The ANN graphs of one SQLite store, one per (corpus, scope) above the threshold.
+    """The ANN graphs of one SQLite store, one per (corpus, scope) above the threshold."""
 
-    `snapshot()` must yield with the store's lock held and one read transaction open;
-    `transaction()` is the store's write transaction."""
-
-    def __init__(
-        self,
-        conn: Any,
-        snapshot: Callable[[], AbstractContextManager[None]],
-        transaction: Callable[[], AbstractContextManager[None]],
-        directory: Path,
-        prefix: str,
-        settings: AnnSettings,
-    ) -> None:
-        self._conn = conn
-        self._snapshot = snapshot
-        self._transaction = transaction
+    def __init__(self, db: Access, directory: Path, prefix: str, settings: AnnSettings) -> None:
+        self._conn, self._snapshot, self._transaction = db.conn, db.snapshot, db.transaction
         self._dir = directory
         self._prefix = prefix
         self.settings = settings
@@ -303,6 +290,19 @@ def _search(index: Index, vector: np.ndarray, k: int, expansion: int) -> list[tu
     index.expansion_search = max(expansion, count)  # type: ignore[misc]
     m = index.search(np.asarray(vector, dtype=np.float32), count, threads=1)
     return [(int(key), float(d)) for key, d in zip(m.keys, m.distances, strict=True) if np.isfinite(d)]
+
+
+@dataclass(frozen=True)
+class Access:
+    """How the store's in-process caches (HNSW, lexical, memories) reach its database:
+    `snapshot()` yields with the store's lock held and one read transaction open;
+    `transaction()` is the store's write transaction; `in_transaction()` tells whether one is
+    open in this process."""
+
+    conn: Any
+    snapshot: Callable[[], AbstractContextManager[None]]
+    transaction: Callable[[], AbstractContextManager[None]]
+    in_transaction: Callable[[], bool]
 
 
 @contextlib.contextmanager
