@@ -198,3 +198,12 @@ def test_a_memory_removed_from_memory_md_can_be_restored(make_memory: Callable[.
     m.md_import(user_id="u1")
     assert m.list(user_id="u1") == []
     assert m.restore(gone.id, user_id="u1").content == "用户曾尝试 Vue"
+
+
+def test_a_flood_of_contradictions_halves_a_memory_once_per_job(mem: Memory) -> None:
+    home = mem.add("用户住在杭州", user_id="u1", category="fact", importance="high")
+    mem.add_messages("s1", [{"role": "user", "content": "我搬家了"}], user_id="u1")
+    mem.llm.enqueue(ops(*({"op": "ADD", "content": f"用户住在第{i}个城市 city{i}", "contradicts": [home.id]}
+                          for i in range(10))))
+    mem.extract("s1", user_id="u1")
+    assert mem.get(home.id, user_id="u1").score == pytest.approx(home.score * 0.5)

@@ -87,6 +87,7 @@ Lookup = Callable[[str], MemoryRecord | None]
 # A DELETE or UPDATE and the memory it targets → why it may not apply, or None
 Guard = Callable[[Operation, MemoryRecord], str | None]
 
+_LOGGED = 5  # rejected items logged one by one per reply; the rest are counted
 _CAP_FIELDS = {"ADD": "max_adds_per_job", "UPDATE": "max_updates_per_job", "BOOST": "max_boosts_per_job",
                "DELETE": "max_deletes_per_job"}
 
@@ -143,7 +144,8 @@ def validate_operations(
             op = _operation(item, lookup=lookup, config=config, now=now, source=source)
         except ValidationError as exc:
             rejected.append(Rejected(i, item, str(exc)))
-            log.warning("extraction: rejected operation %d (%s): %r", i, exc, item)
+            if len(rejected) - refused <= _LOGGED:  # a hostile reply must not flood the log
+                log.warning("extraction: rejected operation %d (%s): %s", i, exc, str(item)[:300])
             continue
         if (guard is not None and op.op in ("UPDATE", "DELETE") and op.id
                 and (target := lookup(op.id)) is not None and (why := guard(op, target)) is not None):
@@ -159,9 +161,9 @@ def validate_operations(
                            reason=op.reason, source=source)
         budget.take(kind or op.op)
         ops.append(op)
-    over = [r for r in rejected if r.reason.startswith("over the cap")]
-    if over:
-        log.warning("extraction: %d operations over the per-job caps were rejected", len(over))
+    if len(rejected) > _LOGGED:
+        log.warning("extraction: %d of %d operations rejected (%d refused by the caps or the user's protection); "
+                    "JobReport.rejected has every reason", len(rejected), len(items), refused)
     if items and not ops and not refused:
         raise ExtractionError(
             f"none of the {len(items)} operations in the LLM answer is usable; first problem: {rejected[0].reason}",

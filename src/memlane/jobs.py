@@ -403,6 +403,8 @@ class JobRunner:
         self.store.add_event(scope, mem.id, "ADD", None, mem.snapshot(), actor, op.reason, now)
         report.added.append(mem)
         for cid in op.contradicts:
+            if any(c.id == cid for c in report.contradicted):
+                continue  # halved once per job: a flood of contradicting ADDs cannot zero a memory
             old = self.store.get_memory(scope, cid)
             if old is not None:
                 after = penalised(old, pol, now)
