@@ -4,8 +4,12 @@ stated survives an injected "delete everything", and every deletion can be undon
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from collections.abc import Callable
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 
@@ -207,3 +211,23 @@ def test_a_flood_of_contradictions_halves_a_memory_once_per_job(mem: Memory) -> 
                           for i in range(10))))
     mem.extract("s1", user_id="u1")
     assert mem.get(home.id, user_id="u1").score == pytest.approx(home.score * 0.5)
+
+
+def test_cli_restore_and_undo(tmp_path: Path) -> None:
+    def run(*args: str, check: int = 0) -> subprocess.CompletedProcess[str]:
+        env = {**os.environ, "MEMLANE_HOME": str(tmp_path), "MEMLANE_EMBEDDER": "hash"}
+        proc = subprocess.run([sys.executable, "-m", "memlane", *args], capture_output=True, text=True,
+                              env=env, timeout=120)
+        assert proc.returncode == check, (proc.stdout, proc.stderr)
+        return proc
+
+    mid = json.loads(run("add", "用户对花生过敏", "--user", "lin", "--json").stdout)["id"]
+    run("delete", mid, "--user", "lin")
+    restored = json.loads(run("restore", mid, "--user", "lin", "--json").stdout)
+    assert (restored["id"], restored["content"]) == (mid, "用户对花生过敏")
+    assert "exists" in run("restore", mid, "--user", "lin", check=1).stderr
+    undone = json.loads(run("undo", mid, "--user", "lin", "--json").stdout)
+    assert undone["kind"] == "DELETE"
+    again = run("undo", mid, "--user", "lin").stdout  # the undo undone: back again
+    assert "RESTORE" in again and "用户对花生过敏" in again
+    assert "never existed" in run("undo", "nope", "--user", "lin", check=1).stderr
