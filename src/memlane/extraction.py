@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import logging
 import re
+import reprlib
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -145,7 +146,7 @@ def validate_operations(
         except ValidationError as exc:
             rejected.append(Rejected(i, item, str(exc)))
             if len(rejected) - refused <= _LOGGED:  # a hostile reply must not flood the log
-                log.warning("extraction: rejected operation %d (%s): %s", i, exc, str(item)[:300])
+                log.warning("extraction: rejected operation %d (%s): %s", i, exc, reprlib.repr(item))
             continue
         if (guard is not None and op.op in ("UPDATE", "DELETE") and op.id
                 and (target := lookup(op.id)) is not None and (why := guard(op, target)) is not None):
@@ -214,7 +215,7 @@ def _operation(item: Any, *, lookup: Lookup, config: Config, now: datetime, sour
     if op_text is None and item.get("content"):
         op_text = "ADD"  # seed 001/004's plain list of memories
     if not isinstance(op_text, str) or not (m := _OP.match(op_text)):
-        raise ValidationError("op", f"must be ADD, UPDATE:id, BOOST:id, DELETE:id or SKIP, got {op_text!r}")
+        raise ValidationError("op", f"must be ADD, UPDATE:id, BOOST:id, DELETE:id or SKIP, got {reprlib.repr(op_text)}")
     kind = m.group(1).upper()
     if m.group(2) and not item.get("id"):
         item["id"] = m.group(2)
