@@ -230,4 +230,4 @@ def test_cli_restore_and_undo(tmp_path: Path) -> None:
     assert undone["kind"] == "DELETE"
     again = run("undo", mid, "--user", "lin").stdout  # the undo undone: back again
     assert "RESTORE" in again and "用户对花生过敏" in again
-    assert "never existed" in run("undo", "nope", "--user", "lin", check=1).stderr
+    assert "no history" in run("undo", "nope", "--user", "lin", check=1).stderr

@@ -91,7 +91,8 @@ def _check_id(memory_id: Any) -> None:
 def _events(mem: Memory, scope: Scope, memory_id: str) -> list[MemoryEvent]:
     events = mem.store.events(scope, memory_id, limit=_ALL)
     if not events:
-        raise NotFound(f"memory {memory_id!r} never existed for user {scope.user_id!r}; `memlane list` shows the ids")
+        raise NotFound(f"memory {memory_id!r} has no history for user {scope.user_id!r} (it never existed, or "
+                       "the user was purged); `memlane list` shows the ids")
     return events
 
 
