@@ -183,6 +183,7 @@ class _Pass:
         self.work: dict[str, MemoryRecord] = {}
         self.deleted: list[tuple[MemoryRecord, str]] = []
         self.removed: list[MemoryRecord] = []  # every memory this pass deleted, for the files step
+        self.keep_file = False
 
     def run(self) -> None:
         self.reload()
@@ -255,7 +256,8 @@ class _Pass:
             file = markdown.read_memory_file(path)
             ops, deleted = mdsync.sync_memory_md(self.memory, self.scope, file, path.name, dry_run=self.dry_run)
         except MemlaneError as exc:
-            self.report.errors.append(f"{self.scope.user_id}: MEMORY.md not imported: {exc}")
+            self.report.errors.append(f"{self.scope.user_id}: MEMORY.md not imported (left as it is): {exc}")
+            self.keep_file = True  # a person's edits stay in the file until they are fixed
             return
         for op in ops:
             why = op.reason if op.op == "SKIP" else ", ".join(op.fields)
@@ -411,7 +413,8 @@ class _Pass:
             return
         refresh = lc.refresh_files or lc.markdown_primary
         if refresh and (self.work or markdown.memory_path(self.memory, self.scope).exists()):  # no empty files
-            self.report.files.append(str(markdown.write_memory_md(self.memory, self.scope)))
+            if not self.keep_file:
+                self.report.files.append(str(markdown.write_memory_md(self.memory, self.scope)))
             if lc.refresh_files:
                 self.report.files.append(str(userprofile.write_user_md(self.memory, self.scope)))
         mdsync.forget_in_files(self.memory, self.scope, self.removed, user_md=not lc.refresh_files)

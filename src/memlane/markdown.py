@@ -88,7 +88,7 @@ def atomic_write(path: Path, text: str, *, backup: bool = False) -> None:
     try:
         if backup and path.exists():
             _replace(path.with_name(path.name + ".bak"), path.read_bytes())
-        _replace(path, text.encode("utf-8"))
+        _replace(path, text.encode("utf-8", "replace"))  # a lone surrogate must not fail the write
     except OSError as exc:
         raise BackendError(f"cannot write {path}: {exc}; check the directory's permissions and free space") from exc
 
@@ -392,6 +392,15 @@ def load_manifest(mem: Memory, scope: Scope, token: str | None) -> Manifest | No
         entries = json.loads(raw[len(token) + 1:])
         return Manifest(token, {i: Written(c, s, d) for i, (c, s, d) in entries.items()})
     return None
+
+
+def drop_manifests(mem: Memory, scope: Scope) -> None:
+    """Forget what memlane wrote for the scope (a purge): its files then delete nothing."""
+    key = _manifest_key(scope)
+    with mem.store.transaction():
+        for slot in range(mem.config.lifecycle.md_manifests_kept):
+            if mem.store.meta(f"{key}:{slot}") is not None:
+                mem.store.set_meta(f"{key}:{slot}", "")
 
 
 # ---- writing the file ---------------------------------------------------------------------

@@ -196,4 +196,4 @@ def forget_in_files(mem: Memory, scope: Scope, deleted: list[MemoryRecord], *, u
             atomic_write(p, remove_entries(text, ids))
     profile = scope_dir(mem.config.home, scope) / userprofile.USER_FILE
     if user_md and profile.exists() and any(m.category in userprofile.PROFILE_CATEGORIES for m in deleted):
-        userprofile.write_user_md(mem, scope)
+        userprofile.write_user_md(mem, scope, summarize=False)
