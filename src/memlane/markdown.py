@@ -389,8 +389,13 @@ def load_manifest(mem: Memory, scope: Scope, token: str | None) -> Manifest | No
         raw = mem.store.meta(f"{key}:{slot}")
         if raw is None or not raw.startswith(token + "\n"):
             continue
-        entries = json.loads(raw[len(token) + 1:])
-        return Manifest(token, {i: Written(c, s, d) for i, (c, s, d) in entries.items()})
+        try:
+            entries = json.loads(raw[len(token) + 1:])
+            return Manifest(token, {str(i): Written(str(c), str(s), str(d)) for i, (c, s, d) in entries.items()})
+        except (ValueError, TypeError, AttributeError):
+            log.warning("the manifest of MEMORY.md write %s is damaged; the file is read as one memlane did not write",
+                        token)
+            return None
     return None
 
 

@@ -191,6 +191,8 @@ def forget_in_files(mem: Memory, scope: Scope, deleted: list[MemoryRecord], *, u
             text = p.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError):
             continue
+        if not any(f"[{i}]" in text for i in ids):
+            continue  # the common case, without parsing a large file
         file = parse_memory_md(text)
         if ids & ({e.id for e in file.entries if e.id} | {s.id for s in file.skipped if s.id}):
             atomic_write(p, remove_entries(text, ids))
