@@ -81,14 +81,15 @@ def scope_dir(home: Path, scope: Scope) -> Path:
     return path / "agents" / _encode(scope.agent_id) if scope.agent_id else path
 
 
-def atomic_write(path: Path, text: str, *, backup: bool = False) -> None:
+def atomic_write(path: Path, text: str | bytes, *, backup: bool = False) -> None:
     """Write through a temp file and os.replace, so readers see the old or the new file,
     never half of one; with `backup`, the previous file goes to `<name>.bak` first, the same
     way. Temp files that killed writers left behind are removed."""
     try:
         if backup and path.exists():
             _replace(path.with_name(path.name + ".bak"), path.read_bytes())
-        _replace(path, text.encode("utf-8", "replace"))  # a lone surrogate must not fail the write
+        # a lone surrogate must not fail the write
+        _replace(path, text if isinstance(text, bytes) else text.encode("utf-8", "replace"))
     except OSError as exc:
         raise BackendError(f"cannot write {path}: {exc}; check the directory's permissions and free space") from exc
 
@@ -431,15 +432,19 @@ def write_memory_md(mem: Memory, scope: Scope, path: Path | None = None) -> Path
     return target
 
 
-def _backup_text(mem: Memory, scope: Scope, target: Path, live: set[str]) -> str | None:
+def _backup_text(mem: Memory, scope: Scope, target: Path, live: set[str]) -> str | bytes | None:
     """The current file for `.bak`, minus entries of memories that were deleted: a backup
-    must not bring forgotten text back."""
+    must not bring forgotten text back. A file that is not UTF-8 is kept byte for byte."""
     try:
-        old = target.read_text(encoding="utf-8")
+        raw = target.read_bytes()
     except FileNotFoundError:
         return None
-    except (OSError, UnicodeDecodeError):
-        return None  # unreadable or not UTF-8: nothing memlane could restore from it either
+    except OSError as exc:
+        raise BackendError(f"cannot read {target} to back it up: {exc}") from exc
+    try:
+        old = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return raw
     file = parse_memory_md(old)
     ids = {e.id for e in file.entries if e.id} | {s.id for s in file.skipped if s.id}
     gone = {i for i in ids - live if mem.store.events(scope, i, limit=1)}
