@@ -9,6 +9,7 @@ import contextlib
 import os
 import subprocess
 import sys
+import threading
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -167,6 +168,43 @@ def test_an_import_rerun_after_a_crash_adds_each_new_entry_once(memory: Memory) 
     assert sorted(m.content for m in memory.list(user_id="u1")) == ["already here", "prepare the demo"]
     assert all(e.id for e in read_memory_md(path))
     assert memory.md_import(user_id="u1") == []
+
+
+def test_two_importers_of_one_file_add_each_entry_once(make_memory: Callable[..., Memory]) -> None:
+    first, second = make_memory(), make_memory()  # two connections to one home, as two processes
+    first.add("already here", user_id="u1")
+    path = first.md_export(user_id="u1")
+    path.write_text(path.read_text(encoding="utf-8") + "".join(f"\n### fact\nthe user owns a {w}\n" for w in WORDS),
+                    encoding="utf-8")
+    edited = path.read_text(encoding="utf-8")
+    errors: list[BaseException] = []
+
+    def run(memory: Memory) -> None:
+        try:
+            memory.md_import(user_id="u1")
+        except BaseException as exc:  # reported below, with the thread's own traceback
+            errors.append(exc)
+
+    threads = [threading.Thread(target=run, args=(m,)) for m in (first, second)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    path.write_text(edited, encoding="utf-8")  # and once more from the file as the person left it
+    first.md_import(user_id="u1")
+    assert errors == []
+    contents = [m.content for m in first.list(user_id="u1")]
+    assert sorted(contents) == sorted(["already here", *(f"the user owns a {w}" for w in WORDS)])
+
+
+def test_a_file_that_cannot_be_imported_is_left_for_the_person(memory: Memory) -> None:
+    memory.add("keep me", user_id="u1")
+    path = memory.md_export(user_id="u1")
+    text = path.read_text(encoding="utf-8") + "\n### not-a-category\nmy note\n"
+    path.write_text(text, encoding="utf-8")
+    report = memory.consolidate(user_id="u1")
+    assert report.errors and "not-a-category" in report.errors[0]
+    assert path.read_text(encoding="utf-8") == text
 
 
 # ---- writing -----------------------------------------------------------------------------------
