@@ -200,7 +200,7 @@ def test_bad_import_names_the_line_and_applies_nothing(memory: Memory) -> None:
     path = memory.md_export(user_id="u1")
     path.write_text(path.read_text(encoding="utf-8").replace("keep me", "changed") + "\n### nonsense | 0.5\nx\n",
                     encoding="utf-8")
-    with pytest.raises(ValidationError, match="line 13: category"):
+    with pytest.raises(ValidationError, match="line 14: category"):
         memory.md_import(user_id="u1")
     assert [m.content for m in memory.list(user_id="u1")] == ["keep me"]
     path.write_text("", encoding="utf-8")

@@ -17,7 +17,7 @@ import numpy as np
 from pydantic import ValidationError as PydanticValidationError
 
 from memlane import archive as files_archive
-from memlane import lifecycle, markdown, portable, review, sessions, userprofile
+from memlane import lifecycle, markdown, mdsync, portable, review, sessions, userprofile
 from memlane import undo as undoing
 from memlane.config import Config
 from memlane.context import Context, build_context
@@ -513,6 +513,8 @@ class Memory:
             self.store.delete_memory(scope, memory_id)
             self.store.add_event(scope, memory_id, "DELETE", before.snapshot(), None, actor, reason, now)
         self._after_memory_change(scope)
+        if not self._md_paused:  # in every profile, the text leaves MEMORY.md (+ .bak) and USER.md
+            mdsync.forget_in_files(self, scope, [before])
         self.events.emit(Event.memory_deleted(scope, memory_id, before.content, before.category, actor, reason, now))
         return before
 
@@ -592,7 +594,7 @@ class Memory:
     def md_import(self, path: Path | None = None, *, user_id: str, agent_id: str | None = None,
                   dry_run: bool = False) -> _list[markdown.MdOperation]:
         """Apply a person's edits of MEMORY.md as audited ADD / UPDATE / DELETE (actor "import")."""
-        return markdown.import_memory_md(self, Scope.of(user_id, agent_id), path, dry_run=dry_run)
+        return mdsync.import_memory_md(self, Scope.of(user_id, agent_id), path, dry_run=dry_run)
 
     def user_profile(self, *, user_id: str, agent_id: str | None = None, path: Path | None = None) -> Path:
         """Write USER.md (seed 002): the profile from preference / fact / workflow memories."""

@@ -273,6 +273,9 @@ class LifecycleConfig(_Section):
     nightly_at: str = ""  # seed 002: e.g. "03:00"; overrides schedule_hours when set
     markdown_primary: bool = False  # seed 001: MEMORY.md rewritten on every save
     refresh_files: bool = True  # seed 002 §7: consolidation ends by refreshing MEMORY.md and USER.md
+    # not from a seed: how many of a scope's recent MEMORY.md writes keep their manifest (what each
+    # file held), so a file an older or concurrent writer left behind can still be read as edited
+    md_manifests_kept: int = Field(8, ge=1)
     archive_turns: bool | None = None  # seed 000: archive old turns into memory/; None = only under file-archive
     reviewer: bool | None = None  # seed 003 MemoryReviewer (needs an LLM); None = only under companion
     review_max_per_run: int = Field(50, ge=0)  # not from a seed: bounds the reviewer's LLM calls per scope and run

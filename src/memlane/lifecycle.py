@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from memlane import markdown, userprofile
+from memlane import markdown, mdsync, userprofile
 from memlane.errors import MemlaneError, ValidationError
 from memlane.jobs import JobReport
 from memlane.llm.prompts.review import ReviewAnswer, ReviewMode
@@ -182,6 +182,8 @@ class _Pass:
         self.pol = memory.config.policy
         self.work: dict[str, MemoryRecord] = {}
         self.deleted: list[tuple[MemoryRecord, str]] = []
+        self.removed: list[MemoryRecord] = []  # every memory this pass deleted, for the files step
+        self.keep_file = False
 
     def run(self) -> None:
         self.reload()
@@ -226,6 +228,7 @@ class _Pass:
             self.store.delete_memory(self.scope, mem.id)
             self.store.add_event(self.scope, mem.id, "DELETE", mem.snapshot(), None, ACTOR, f"{step}: {reason}", self.now)
             self.deleted.append((mem, f"{step}: {reason}"))
+            self.removed.append(mem)
 
     def announce(self) -> None:
         """`memory.deleted` events, once the step's transaction committed."""
@@ -246,17 +249,23 @@ class _Pass:
         """A person's edits of MEMORY.md go in first, so the refreshed file keeps them."""
         if not (self.cfg.lifecycle.refresh_files or self.cfg.lifecycle.markdown_primary):
             return
+        path = markdown.memory_path(self.memory, self.scope)
+        if not path.is_file():
+            return
         try:
-            ops = person_edits(self.memory, self.scope)
+            file = markdown.read_memory_file(path)
+            ops, deleted = mdsync.sync_memory_md(self.memory, self.scope, file, path.name, dry_run=self.dry_run)
         except MemlaneError as exc:
-            self.report.errors.append(f"{self.scope.user_id}: MEMORY.md not imported: {exc}")
+            self.report.errors.append(f"{self.scope.user_id}: MEMORY.md not imported (left as it is): {exc}")
+            self.keep_file = True  # a person's edits stay in the file until they are fixed
             return
         for op in ops:
-            self.report.actions.append(Action("import", "IMPORT", op.memory_id, self.scope.user_id,
-                                              self.scope.agent_id, reason=f"MEMORY.md {op.op} {', '.join(op.fields)}",
-                                              content=op.content))
-        if ops and not self.dry_run:
-            apply_edits(self.memory, self.scope, ops)
+            why = op.reason if op.op == "SKIP" else ", ".join(op.fields)
+            self.report.actions.append(Action("import", "SKIP" if op.op == "SKIP" else "IMPORT", op.memory_id,
+                                              self.scope.user_id, self.scope.agent_id,
+                                              reason=f"MEMORY.md {op.op} {why}".rstrip(), content=op.content))
+        self.removed += deleted
+        if any(op.op != "SKIP" for op in ops) and not self.dry_run:
             self.reload()
 
     def dedup(self) -> None:
@@ -310,22 +319,27 @@ class _Pass:
     def thresholds(self) -> None:
         with self.step():
             for mem in self.ordered():
-                for action, reason in threshold_verdicts(mem, self.now, self.pol):
-                    cur = self.work[mem.id]
-                    if action == "DELETE":
-                        self.remove("thresholds", cur, reason)
-                    elif action == "DEMOTE":
-                        after = cur.model_copy(update={"expires_at": transient_until(self.now, self.pol),
-                                                       "updated_at": self.now,
-                                                       "metadata": {**cur.metadata, "priority": "transient"}})
-                        self.change("thresholds", "DEMOTE", cur, after, reason)
-                    else:
-                        self.change("thresholds", "ARCHIVE", cur,
-                                    cur.model_copy(update={"status": "archived", "updated_at": self.now}), reason)
+                self._verdicts("thresholds", mem)
+
+    def _verdicts(self, step: str, mem: MemoryRecord) -> None:
+        for action, reason in threshold_verdicts(mem, self.now, self.pol):
+            cur = self.work[mem.id]
+            if action == "DELETE":
+                self.remove(step, cur, reason)
+            elif action == "DEMOTE":
+                after = cur.model_copy(update={"expires_at": transient_until(self.now, self.pol),
+                                               "updated_at": self.now,
+                                               "metadata": {**cur.metadata, "priority": "transient"}})
+                self.change(step, "DEMOTE", cur, after, reason)
+            else:
+                self.change(step, "ARCHIVE", cur,
+                            cur.model_copy(update={"status": "archived", "updated_at": self.now}), reason)
 
     def expire(self) -> None:
         """Seed 002 cleanup_expired: past `expires_at` → deleted; a todo (seed 001 phase 1.5)
-        is down-scored and archived instead, recallable, and decays away from there."""
+        is down-scored and archived instead, recallable, and decays away from there. The
+        down-scored todo meets the thresholds at once (a score now below delete_below goes
+        now), so the next run finds nothing left to do."""
         with self.step():
             for mem in self.ordered():
                 if not expired(mem, self.now, self.pol):
@@ -337,6 +351,7 @@ class _Pass:
                         "score": mem.score * self.pol.expired_todo_factor, "status": "archived", "expires_at": None,
                         "updated_at": self.now, "metadata": {**mem.metadata, "expired_at": mem.expires_at.isoformat()}})
                     self.change("expire", "ARCHIVE", mem, after, f"todo {reason}: ×{self.pol.expired_todo_factor:g}")
+                    self._verdicts("expire", after)
                 else:
                     self.remove("expire", mem, reason)
 
@@ -391,15 +406,18 @@ class _Pass:
         self.change("review", "KEEP", mem, mem.model_copy(update=update), why, kind="UPDATE")
 
     def files(self) -> None:
-        """Seed 002 §7: refresh MEMORY.md and USER.md (seed 001: MEMORY.md is the primary view)."""
+        """Seed 002 §7: refresh MEMORY.md and USER.md (seed 001: MEMORY.md is the primary view).
+        Where they are not refreshed but exist, deleted memories are cut out of them."""
         lc = self.cfg.lifecycle
-        if self.dry_run or not (lc.refresh_files or lc.markdown_primary):
+        if self.dry_run:
             return
-        if not self.work and not markdown.memory_path(self.memory, self.scope).exists():
-            return  # a scope of turns only: no empty files
-        self.report.files.append(str(markdown.write_memory_md(self.memory, self.scope)))
-        if lc.refresh_files:
-            self.report.files.append(str(userprofile.write_user_md(self.memory, self.scope)))
+        refresh = lc.refresh_files or lc.markdown_primary
+        if refresh and (self.work or markdown.memory_path(self.memory, self.scope).exists()):  # no empty files
+            if not self.keep_file:
+                self.report.files.append(str(markdown.write_memory_md(self.memory, self.scope)))
+            if lc.refresh_files:
+                self.report.files.append(str(userprofile.write_user_md(self.memory, self.scope)))
+        mdsync.forget_in_files(self.memory, self.scope, self.removed, user_md=not lc.refresh_files)
 
     def archive(self) -> None:
         """Seed 000: archive old turns into memory/ when its triggers hold."""
@@ -430,48 +448,12 @@ def archive_enabled(memory: Memory) -> bool:
 
 
 def person_edits(memory: Memory, scope: Scope) -> list[markdown.MdOperation]:
-    """The differences between MEMORY.md and the store that a person made.
-
-    The file may be older than the store (extraction writes the store only), so a file
-    entry of a memory the store changed after the file was written (its audit trail says
-    so) is stale, not an edit: the store wins. Entries without an id are a person's
-    additions; memories missing from a file that is newer than them were removed by one."""
+    """What consolidation's import step would do with the scope's MEMORY.md (`mdsync` rules:
+    only what differs from what memlane wrote into the file is a person's edit)."""
     path = markdown.memory_path(memory, scope)
     if not path.is_file():
         return []
-    file = markdown.read_memory_file(path)
-    if not file.entries and not file.has_sections:
-        raise ValidationError("file", f"{path} has no '## Active Memories' section and no entries; left alone")
-    ops = markdown.plan_sync(file, memory.store.list_memories(scope))
-    if file.last_updated is None:
-        return ops
-    written = file.last_updated.replace(microsecond=0)
-
-    def changed_since(memory_id: str) -> bool:
-        return any(e.created_at.replace(microsecond=0) > written for e in memory.store.events(scope, memory_id))
-
-    out = []
-    for op in ops:
-        if op.op == "UPDATE" and changed_since(op.memory_id):
-            continue
-        if op.op == "ADD" and op.memory_id and memory.store.events(scope, op.memory_id):
-            continue  # memlane deleted it since; the file is behind
-        out.append(op)
-    cats = memory.config.policy.categories
-    entries = {e.line: e for e in file.entries}
-    for op in out:
-        e = entries.get(op.line)
-        if e is not None and op.op != "DELETE" and e.category not in cats:
-            raise ValidationError(f"MEMORY.md line {e.line}: category",
-                                  f"unknown category {e.category!r}; allowed: {', '.join(cats)}")
-    return out
-
-
-def apply_edits(memory: Memory, scope: Scope, ops: list[markdown.MdOperation]) -> None:
-    """Apply `person_edits` as audited operations (actor "import"), all or nothing."""
-    file = markdown.read_memory_file(markdown.memory_path(memory, scope))
-    with memory.store.transaction():
-        markdown.apply_operations(memory, scope, ops, {e.line: e for e in file.entries})
+    return mdsync.plan_import(memory, scope, markdown.read_memory_file(path), path.name)
 
 
 # ---- the scheduler ---------------------------------------------------------------------------

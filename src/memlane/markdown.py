@@ -25,10 +25,13 @@ or `<home>/scopes/<user>/agents/<agent>/MEMORY.md` for an agent's own memory.
 
 from __future__ import annotations
 
+import glob
+import hashlib
+import json
 import logging
 import os
 import re
-import shutil
+import secrets
 import tempfile
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
@@ -49,6 +52,8 @@ _SECTION = re.compile(r"^##(?:\s+(.*?))?\s*$")
 _ID_HEAD = re.compile(r"^\[([^\]]*)\]\s*(.*)$")
 _CATEGORY = re.compile(r"^[A-Za-z][\w-]*$")
 _UPDATED = re.compile(r"<!--\s*Last updated:\s*(\S+)\s*-->")
+# names the manifest of what memlane wrote into this file (see `Manifest`)
+_TOKEN = re.compile(r"<!--\s*memlane write:\s*([0-9a-f]{8,64})\s*-->")
 # A content line that starts with "#" would read as a heading: it is written with one extra
 # leading backslash and read back without it, so any text survives the round trip.
 _NEEDS_ESCAPE = re.compile(r"^\\*#")
@@ -76,25 +81,59 @@ def scope_dir(home: Path, scope: Scope) -> Path:
     return path / "agents" / _encode(scope.agent_id) if scope.agent_id else path
 
 
-def atomic_write(path: Path, text: str, *, backup: bool = False) -> None:
+def atomic_write(path: Path, text: str | bytes, *, backup: bool = False) -> None:
     """Write through a temp file and os.replace, so readers see the old or the new file,
-    never half of one; with `backup`, the previous file is copied to `<name>.bak` first."""
+    never half of one; with `backup`, the previous file goes to `<name>.bak` first, the same
+    way. Temp files that killed writers left behind are removed."""
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
         if backup and path.exists():
-            shutil.copy2(path, path.with_name(path.name + ".bak"))
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
-                fh.write(text)
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+            _replace(path.with_name(path.name + ".bak"), path.read_bytes())
+        # a lone surrogate must not fail the write
+        _replace(path, text if isinstance(text, bytes) else text.encode("utf-8", "replace"))
     except OSError as exc:
         raise BackendError(f"cannot write {path}: {exc}; check the directory's permissions and free space") from exc
+
+
+def _replace(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    _remove_stale_temps(path)
+    # the writer's pid in the name tells a live writer's temp file from a dead one's
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.{os.getpid()}-", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _remove_stale_temps(path: Path) -> None:
+    """`.<name>.<pid>-<random>.tmp` of a process that is gone (or, from older versions, with
+    no pid at all) is a leftover of a killed writer: it may hold text that was deleted since."""
+    prefix = f".{path.name}."
+    for tmp in path.parent.glob(f"{glob.escape(prefix)}*.tmp"):
+        middle = tmp.name[len(prefix):-len(".tmp")]
+        if "." in middle:
+            continue  # another file's temp (`.MEMORY.md.bak.<pid>-….tmp`)
+        pid, sep, _ = middle.partition("-")
+        if sep and pid.isdigit() and _alive(int(pid)):
+            continue
+        tmp.unlink(missing_ok=True)
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # exists, owned by someone else
+    return True
 
 
 # ---- the format ---------------------------------------------------------------------------
@@ -127,6 +166,7 @@ class MemoryFile:
     skipped: list[Skipped] = field(default_factory=list)
     last_updated: datetime | None = None
     has_sections: bool = False
+    token: str | None = None  # the `memlane write` stamp: which manifest says what memlane wrote here
 
 
 def _is_archived(mem: MemoryRecord, archive_below: float) -> bool:
@@ -138,14 +178,17 @@ def _order(mems: list[MemoryRecord]) -> list[MemoryRecord]:
     return sorted(mems, key=lambda m: (-m.score, m.created_at, m.id))
 
 
-def render_memory_md(memories: list[MemoryRecord], *, now: datetime, archive_below: float = 0.2) -> str:
-    """The whole file, regenerated (seed 001: every save is a full rewrite)."""
+def render_memory_md(memories: list[MemoryRecord], *, now: datetime, archive_below: float = 0.2,
+                     token: str | None = None) -> str:
+    """The whole file, regenerated (seed 001: every save is a full rewrite). `token` names the
+    manifest recorded for this write."""
     active = _order([m for m in memories if not _is_archived(m, archive_below)])
     archived = _order([m for m in memories if _is_archived(m, archive_below)])
     lines = [
         "# Agent Memory", "",
         f"<!-- Last updated: {now.astimezone(UTC).strftime('%Y-%m-%dT%H:%M:%S')} -->",
-        f"<!-- Total entries: {len(memories)} -->", "",
+        f"<!-- Total entries: {len(memories)} -->",
+        *([f"<!-- memlane write: {token} -->"] if token else []), "",
         "## Active Memories", "",
     ]
     for mem in active:
@@ -189,6 +232,8 @@ def parse_memory_md(text: str) -> MemoryFile:
             body.append(line)
         elif result.last_updated is None and (u := _UPDATED.search(line)) is not None:
             result.last_updated = _parse_stamp(u.group(1))
+        elif result.token is None and (t := _TOKEN.search(line)) is not None:
+            result.token = t.group(1)
     flush()
     return result
 
@@ -264,14 +309,15 @@ def read_memory_md(path: Path) -> list[MdEntry]:
     return read_memory_file(path).entries
 
 
-# ---- syncing with the store ---------------------------------------------------------------
+# ---- operations ------------------------------------------------------------------------------
 
-OpKind = Literal["ADD", "UPDATE", "DELETE"]
+OpKind = Literal["ADD", "UPDATE", "DELETE", "SKIP"]
 
 
 @dataclass
 class MdOperation:
-    """One difference between the file and the store, as it was (or would be) applied."""
+    """One difference between the file and the store, as it was (or would be) applied; SKIP
+    is one that is not applied, and `reason` says why."""
 
     op: OpKind
     memory_id: str
@@ -279,6 +325,91 @@ class MdOperation:
     content: str
     before: str = ""
     line: int = 0
+    reason: str = ""
+    category: str = ""
+    score: float | None = None
+    key: str = ""  # ADD: `entry_key`, kept in the new memory's metadata
+
+
+def entry_key(category: str, content: str) -> str:
+    """A stable identity for an entry without an id, so importing it twice adds it once."""
+    return "md:" + content_digest(f"{category.lower()}\n{content}")
+
+
+# ---- what memlane wrote: the manifest --------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Written:
+    """One entry as memlane wrote it: what a person's edit is measured against."""
+
+    category: str
+    score: str  # as the file shows it, two decimals
+    digest: str  # `content_digest` of the content
+
+
+@dataclass
+class Manifest:
+    """Exactly the entries one write of MEMORY.md held. Recorded in the store before the file
+    is replaced and named by the file's `memlane write` stamp, so a file read back is always
+    compared with what it held when memlane wrote it, whichever writer's file won a race."""
+
+    token: str
+    entries: dict[str, Written]
+
+
+def content_digest(text: str) -> str:
+    """Content as the parser reads it back (line ends normalised, stripped)."""
+    norm = text.replace("\r\n", "\n").replace("\r", "\n").strip()
+    return hashlib.sha256(norm.encode("utf-8", "replace")).hexdigest()[:24]
+
+
+def _manifest_key(scope: Scope) -> str:
+    digest = hashlib.sha256(f"{scope.user_id}\x00{scope.agent_id}".encode("utf-8", "replace")).hexdigest()[:20]
+    return f"md:manifest:{digest}"
+
+
+def save_manifest(mem: Memory, scope: Scope, token: str, records: list[MemoryRecord]) -> None:
+    """Keep the manifest in one of the scope's `md_manifests_kept` slots (a ring: the oldest
+    write's manifest goes)."""
+    key, kept = _manifest_key(scope), mem.config.lifecycle.md_manifests_kept
+    entries = {m.id: [m.category, f"{m.score:.2f}", content_digest(m.content)] for m in records}
+    with mem.store.transaction():
+        n = int(mem.store.meta(f"{key}:next") or 0)
+        mem.store.set_meta(f"{key}:{n % kept}", token + "\n" + json.dumps(entries, ensure_ascii=False))
+        mem.store.set_meta(f"{key}:next", str(n + 1))
+
+
+def load_manifest(mem: Memory, scope: Scope, token: str | None) -> Manifest | None:
+    """The manifest a file's stamp names; None for a file memlane did not write (or wrote
+    so many writes ago that its manifest is gone)."""
+    if not token:
+        return None
+    key = _manifest_key(scope)
+    for slot in range(mem.config.lifecycle.md_manifests_kept):
+        raw = mem.store.meta(f"{key}:{slot}")
+        if raw is None or not raw.startswith(token + "\n"):
+            continue
+        try:
+            entries = json.loads(raw[len(token) + 1:])
+            return Manifest(token, {str(i): Written(str(c), str(s), str(d)) for i, (c, s, d) in entries.items()})
+        except (ValueError, TypeError, AttributeError):
+            log.warning("the manifest of MEMORY.md write %s is damaged; the file is read as one memlane did not write",
+                        token)
+            return None
+    return None
+
+
+def drop_manifests(mem: Memory, scope: Scope) -> None:
+    """Forget what memlane wrote for the scope (a purge): its files then delete nothing."""
+    key = _manifest_key(scope)
+    with mem.store.transaction():
+        for slot in range(mem.config.lifecycle.md_manifests_kept):
+            if mem.store.meta(f"{key}:{slot}") is not None:
+                mem.store.set_meta(f"{key}:{slot}", "")
+
+
+# ---- writing the file ---------------------------------------------------------------------
 
 
 def memory_path(mem: Memory, scope: Scope) -> Path:
@@ -286,101 +417,50 @@ def memory_path(mem: Memory, scope: Scope) -> Path:
 
 
 def write_memory_md(mem: Memory, scope: Scope, path: Path | None = None) -> Path:
-    """Render the scope's memories to MEMORY.md (backup + atomic replace)."""
+    """Render the scope's memories to MEMORY.md: the manifest first, then the backup (without
+    memories deleted since), then the atomic replace."""
     target = path or memory_path(mem, scope)
     records = mem.store.list_memories(scope)
-    text = render_memory_md(records, now=mem.clock(), archive_below=mem.config.policy.archive_below)
-    atomic_write(target, text, backup=True)
+    token = secrets.token_hex(8)
+    text = render_memory_md(records, now=mem.clock(), archive_below=mem.config.policy.archive_below, token=token)
+    # manifest before file: a crash in between leaves the old file, whose manifest is still kept
+    save_manifest(mem, scope, token, records)
+    backup = _backup_text(mem, scope, target, {m.id for m in records})
+    if backup is not None:
+        atomic_write(target.with_name(target.name + ".bak"), backup)
+    atomic_write(target, text)
     return target
 
 
-def plan_sync(file: MemoryFile, records: list[MemoryRecord]) -> list[MdOperation]:
-    """The operations that make the store say what the file says."""
-    by_id = {m.id: m for m in records}
-    ops: list[MdOperation] = []
-    for e in file.entries:
-        old = by_id.get(e.id) if e.id else None
-        if old is None:
-            ops.append(MdOperation("ADD", e.id or "", ["content", "category", "score"], e.content, line=e.line))
-            continue
-        changed = []
-        if e.content != old.content:
-            changed.append("content")
-        if e.category != old.category:
-            changed.append("category")
-        # the file shows two decimals: only a different rounded value is an edit
-        if e.score is not None and round(old.score, 2) != round(e.score, 2):
-            changed.append("score")
-        if changed:
-            ops.append(MdOperation("UPDATE", old.id, changed, e.content, old.content, e.line))
-    in_file = {e.id for e in file.entries if e.id} | {s.id for s in file.skipped if s.id}
-    for old in records:
-        if old.id in in_file:
-            continue
-        # a memory born after the file was written is not missing from it: keep it
-        if file.last_updated is not None and old.created_at.replace(microsecond=0) > file.last_updated:
-            continue
-        ops.append(MdOperation("DELETE", old.id, [], old.content, old.content))
-    return ops
-
-
-def import_memory_md(
-    mem: Memory, scope: Scope, path: Path | None = None, *, dry_run: bool = False
-) -> list[MdOperation]:
-    """Apply a person's edits of MEMORY.md as audited operations (all or nothing), then
-    rewrite the file so new entries show their ids."""
-    source = path or memory_path(mem, scope)
-    if not source.is_file():
-        raise ValidationError("file", f"{source} does not exist; `memlane md export` writes it")
-    file = read_memory_file(source)
-    if not file.entries and not file.has_sections:
-        # an emptied or foreign file would otherwise delete every memory of the scope
-        raise ValidationError(
-            "file", f"{source} has no '## Active Memories' section and no entries; refusing to delete every memory"
-        )
-    cats = mem.config.policy.categories
-    limit = mem.config.store.max_content_chars
-    by_line = {e.line: e for e in file.entries}
-    records = mem.store.list_memories(scope)
-    ops = plan_sync(file, records)
-    for op in ops:
-        e = by_line.get(op.line)
-        if e is None:
-            continue
-        if e.category not in cats:
-            raise ValidationError(f"{source.name} line {e.line}: category",
-                                  f"unknown category {e.category!r}; allowed: {', '.join(cats)}")
-        if len(e.content) > limit:
-            raise ValidationError(f"{source.name} line {e.line}: content",
-                                  f"is {len(e.content)} characters; the limit is {limit}")
-    if dry_run or not ops:
-        return ops
-    paused, mem._md_paused = mem._md_paused, True
+def _backup_text(mem: Memory, scope: Scope, target: Path, live: set[str]) -> str | bytes | None:
+    """The current file for `.bak`, minus entries of memories that were deleted: a backup
+    must not bring forgotten text back. A file that is not UTF-8 is kept byte for byte."""
     try:
-        with mem.store.transaction():
-            apply_operations(mem, scope, ops, by_line, source.name)
-    finally:
-        mem._md_paused = paused
-    write_memory_md(mem, scope)
-    return ops
+        raw = target.read_bytes()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise BackendError(f"cannot read {target} to back it up: {exc}") from exc
+    try:
+        old = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return raw
+    file = parse_memory_md(old)
+    ids = {e.id for e in file.entries if e.id} | {s.id for s in file.skipped if s.id}
+    gone = {i for i in ids - live if mem.store.events(scope, i, limit=1)}
+    return remove_entries(old, gone) if gone else old
 
 
-def apply_operations(mem: Memory, scope: Scope, ops: list[MdOperation], by_line: dict[int, MdEntry],
-                     file_name: str = "MEMORY.md") -> None:
-    """Turn planned operations into audited memory changes (actor "import"); the caller
-    holds the transaction. `by_line` maps a file line to its parsed entry."""
-    uid, aid = scope.user_id, scope.agent_id or None
-    for op in ops:
-        e = by_line.get(op.line)
-        if op.op == "ADD" and e is not None:
-            rec = mem.add(e.content, category=e.category, importance=e.score, source="import",
-                          actor="import", user_id=uid, agent_id=aid)
-            op.memory_id = rec.id
-        elif op.op == "UPDATE" and e is not None:
-            mem.update(op.memory_id, actor="import", reason=f"{file_name} line {e.line} edited",
-                       content=e.content if "content" in op.fields else None,
-                       category=e.category if "category" in op.fields else None,
-                       score=e.score if "score" in op.fields else None, user_id=uid, agent_id=aid)
-        elif op.op == "DELETE":
-            mem.delete(op.memory_id, actor="import", reason=f"removed from {file_name}",
-                       user_id=uid, agent_id=aid)
+def remove_entries(text: str, ids: set[str]) -> str:
+    """`text` without the `### [id] …` blocks of `ids` (a heading ends a block)."""
+    out: list[str] = []
+    dropping = False
+    for line in text.replace("\r\n", "\n").replace("\r", "\n").split("\n"):
+        if (m := _ENTRY.match(line)) is not None:
+            head = _ID_HEAD.match(m.group(1) or "")
+            dropping = head is not None and head.group(1).strip() in ids
+        elif _SECTION.match(line) is not None:
+            dropping = False
+        if not dropping:
+            out.append(line)
+    return "\n".join(out)

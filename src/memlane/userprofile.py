@@ -84,8 +84,9 @@ def render_user_md(memories: list[MemoryRecord], *, now: datetime, llm: LLM | No
     ])
 
 
-def write_user_md(mem: Memory, scope: Scope, path: Path | None = None) -> Path:
+def write_user_md(mem: Memory, scope: Scope, path: Path | None = None, *, summarize: bool = True) -> Path:
+    """`summarize=False` writes the template without asking the LLM (a delete must not wait on one)."""
     target = path or scope_dir(mem.config.home, scope) / USER_FILE
-    text = render_user_md(mem.store.list_memories(scope), now=mem.clock(), llm=mem.llm)
+    text = render_user_md(mem.store.list_memories(scope), now=mem.clock(), llm=mem.llm if summarize else None)
     atomic_write(target, text)
     return target

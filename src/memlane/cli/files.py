@@ -65,7 +65,7 @@ def md_import(
         ops = mem.md_import(path, user_id=user, agent_id=agent, dry_run=dry_run)
     if as_json:
         _emit_json([{"op": o.op, "memory_id": o.memory_id, "fields": o.fields, "content": o.content,
-                     "before": o.before, "line": o.line} for o in ops])
+                     "before": o.before, "line": o.line, "reason": o.reason} for o in ops])
         return
     if not ops:
         out.print("MEMORY.md and the store agree: nothing to do")
@@ -75,6 +75,7 @@ def md_import(
         table.add_column(col, overflow="fold")
     for o in ops:
         text = f"{o.before} → {o.content}" if o.op == "UPDATE" and "content" in o.fields else o.content
+        text = f"{text} ({o.reason})" if o.reason else text
         table.add_row(o.op, o.memory_id, ", ".join(o.fields), str(o.line or ""), text)
     out.print(table)
 
