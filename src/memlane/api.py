@@ -50,6 +50,7 @@ from memlane.search import search as run_search
 from memlane.store import Store, open_store
 from memlane.text import estimate_tokens
 from memlane.tools import MemoryTools
+from memlane.worker import JobWorker
 
 log = logging.getLogger(__name__)
 _list = builtins.list  # `list` is also a method name below
@@ -84,6 +85,7 @@ class Memory:
         self._indexer: BackgroundIndexer | None = None
         self._importing = False
         self._jobs: JobRunner | None = None
+        self._worker: JobWorker | None = None  # started on first use, with an LLM (see `_background`)
         self._md_paused = False  # md import applies many writes, then rewrites MEMORY.md once
         if self.config.embedding.background:
             self._indexer = BackgroundIndexer(
@@ -101,6 +103,9 @@ class Memory:
     # ---- lifecycle of the object ------------------------------------------------------
 
     def close(self) -> None:
+        if self._worker is not None:  # bounded: a hung LLM call is left to the next worker
+            self._worker.stop(self.config.extraction.worker_stop_seconds)
+            self._worker = None
         if self._indexer is not None:
             self._indexer.stop()
             self._indexer = None
@@ -157,7 +162,11 @@ class Memory:
             self.store.put_session(session)
         self._after_write()
         if not self._importing:  # the turns are committed; only now may an LLM summarise them
-            sessions.maybe_compact(self, scope, session_id)
+            if self._background():  # never wait on the LLM's summary: the worker compacts
+                self.worker.submit(lambda: sessions.maybe_compact(self, scope, session_id),
+                                   key=("compact", scope, session_id))
+            else:
+                sessions.maybe_compact(self, scope, session_id)
             self._extraction_trigger(scope, session_id, turns)
         return turns
 
@@ -198,9 +207,14 @@ class Memory:
             msg = msg.model_copy(update={"created_at": msg.created_at.replace(tzinfo=UTC)})
         return msg
 
-    def end_session(self, session_id: str, *, user_id: str, agent_id: str | None = None) -> list[RuleResult]:
+    def end_session(self, session_id: str, *, user_id: str, agent_id: str | None = None,
+                    wait: bool | None = None) -> list[RuleResult]:
         """Close a session and emit `session.ended`; the configured rules decide what runs
-        (by default: extract memories from its turns; an episode for sessions of ≥ 3 messages)."""
+        (by default: extract memories from its turns; an episode for sessions of ≥ 3 messages).
+
+        With an LLM, the extraction is queued (report status "queued") and the episode
+        written by the background worker, so this returns at once; `wait=True` (or
+        `extraction.wait_for_llm`) runs them here and returns their results."""
         scope = Scope.of(user_id, agent_id)
         session = self.store.get_session(scope, session_id)
         if session is None:
@@ -209,12 +223,41 @@ class Memory:
         session.ended_at = now
         with self.store.transaction():
             self.store.put_session(session)
-        return self.events.emit(Event.session_ended(scope, session_id, session.message_count, now))
+        event = Event.session_ended(scope, session_id, session.message_count, now)
+        if not self._background(wait):
+            event.payload["wait"] = True
+        return self.events.emit(event)
 
     def _action_extract(self, event: Event) -> JobReport | None:
         """Queue the session's not-yet-extracted turns as one job (a range is queued once) and
-        run it now; a failed run stays queued with back-off (see `drain`)."""
-        return self._extract_now(event.scope, event.payload["session_id"], None)
+        run it now — or, in the background (see `end_session`), let the worker run it; a
+        failed run stays queued with back-off (see `drain`)."""
+        scope, session_id = event.scope, event.payload["session_id"]
+        if event.payload.get("wait") or not self._background():
+            return self._extract_now(scope, session_id, None)
+        return self._queue_extraction(scope, session_id)
+
+    def _queue_extraction(self, scope: Scope, session_id: str) -> JobReport | None:
+        job = self.jobs.enqueue(scope, session_id, self.clock())
+        self.worker.notify()
+        if job is None:
+            return None
+        return JobReport(session_id, job.first_seq, job.last_seq, job_id=job.id, status="queued",
+                         attempts=job.attempts, next_at=job.next_at)
+
+    def _background(self, wait: bool | None = None) -> bool:
+        """Whether LLM work goes to the worker: an LLM is configured and nobody asked to wait.
+        Offline the heuristics are fast and run in the caller."""
+        if wait is None:
+            wait = self.config.extraction.wait_for_llm
+        return self.llm is not None and not wait
+
+    @property
+    def worker(self) -> JobWorker:
+        """The background worker (started on first use; `close()` stops it)."""
+        if self._worker is None:
+            self._worker = JobWorker(self)
+        return self._worker
 
     # ---- extraction (issue 4) ---------------------------------------------------------
 
@@ -247,10 +290,16 @@ class Memory:
         return self.jobs.drain(now or self.clock(), self.llm, limit)
 
     def _extract_now(self, scope: Scope, session_id: str, through_seq: int | None) -> JobReport | None:
+        """Queue the session's new turns and run that job here, after the session's earlier
+        jobs that are due (left queued while the scope was busy); the new job's report."""
         job = self.jobs.enqueue(scope, session_id, self.clock(), through_seq)
+        now = self.clock()
+        for old in self.store.jobs(scope=scope, due_before=now, status=("queued",), limit=100):
+            if old.session_id == session_id and (job is None or old.id != job.id):
+                self.jobs.run_contained(old, now, self.llm)
         if job is None:
             return None
-        return self.jobs.run(job, self.clock(), self.llm)
+        return self.jobs.run_contained(job, self.clock(), self.llm)
 
     def _retrieve(self, scope: Scope, query: str, limit: int) -> _list[Hit]:
         # seed 003: being retrieved for the extractor is not being used; never activates
@@ -279,6 +328,8 @@ class Memory:
             self.store.put_session(session)
         if count < cfg.every_n_user_messages or session.extraction_count >= cfg.max_per_session:
             return None
+        if self._background():
+            return self._queue_extraction(scope, session_id)
         return self._extract_now(scope, session_id, None)
 
     def import_conversations(
@@ -339,7 +390,15 @@ class Memory:
         return self.store.list_episodes(Scope.of(user_id, agent_id), session_id=session_id, limit=limit)
 
     def _action_episode(self, event: Event) -> Episode | None:
-        """The `episode` rule action: summarise the ended session (seeds 002, 003, 004 §6)."""
+        """The `episode` rule action: summarise the ended session (seeds 002, 003, 004 §6);
+        in the background (see `end_session`) the worker writes it and this returns None."""
+        if not event.payload.get("wait") and self._background():
+            self.worker.submit(lambda: self._write_episode(event), key=("episode", event.scope,
+                                                                          event.payload["session_id"]))
+            return None
+        return self._write_episode(event)
+
+    def _write_episode(self, event: Event) -> Episode | None:
         episode = sessions.write_episode(self, event)
         if episode is not None:
             self._after_write()
