@@ -1,0 +1,271 @@
+"""Issue 12, "Stuck and poisoned": a dead writer's lease is taken over within seconds, one
+bad job or scope fails alone (recorded, backed off), any valid id has a directory, the
+scheduler never dies, and no caller waits on an LLM unless it asks to."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memlane.config import LLMConfig
+from memlane.errors import BackendError
+from memlane.lease import Lease, ScopeLock
+from memlane.lifecycle import Scheduler
+from memlane.llm.client import OpenAICompatibleLLM
+from memlane.models import Scope
+from memlane.testing import ManualClock, ScriptedLLM
+from tests.stubs import openai_stub
+
+from .conftest import T0
+
+ROOT = Path(__file__).resolve().parents[1]
+TEA = "remember that I drink white tea every afternoon"
+
+
+def completion(text: str) -> dict[str, Any]:
+    return {"choices": [{"index": 0, "message": {"role": "assistant", "content": text}}]}
+
+
+def hanging(release: threading.Event, seconds: float = 30.0) -> Callable[[str, dict[str, Any]], tuple[int, Any]]:
+    """A stub LLM handler that hangs until released (or `seconds` pass)."""
+    def handler(path: str, body: dict[str, Any]) -> tuple[int, Any]:
+        release.wait(seconds)
+        return 200, completion('{"operations": []}')
+    return handler
+
+
+# ---- a dead holder ---------------------------------------------------------------------------
+
+CHILD = """
+import sys
+from memlane import Config, Memory
+home, url = sys.argv[1], sys.argv[2]
+cfg = Config.load("default", store={"home": home}, embedding={"provider": "hash", "background": False},
+                  llm={"base_url": url, "model": "m", "timeout_s": 60, "max_retries": 0})
+m = Memory(cfg)
+m.add_messages("s1", [{"role": "user", "content": "I am allergic to peanuts, please never suggest them"}],
+               user_id="u1")
+m.end_session("s1", user_id="u1", wait=True)  # extraction first: the LLM hangs with the lease held
+"""
+
+
+def test_a_writer_killed_mid_extraction_is_taken_over_within_seconds(make_memory, tmp_path):
+    home = tmp_path / "data"
+    release = threading.Event()
+    with openai_stub(hanging(release)) as (url, seen):
+        env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+        child = subprocess.Popen([sys.executable, "-c", CHILD, str(home), url], env=env, stderr=subprocess.PIPE)
+        try:
+            deadline = time.monotonic() + 12  # ~1.5 s on an idle machine
+            while not seen and time.monotonic() < deadline and child.poll() is None:
+                time.sleep(0.05)
+            assert seen, f"the child never called the LLM: {child.poll()} {child.stderr.read() if child.poll() else ''}"
+            os.kill(child.pid, signal.SIGKILL)
+            child.wait(5)
+        finally:
+            release.set()
+            if child.poll() is None:
+                child.kill()
+
+    fresh = make_memory(home=home)  # offline: the heuristic extractor
+    scope = Scope.of("u1")
+    stale = Lease.parse(fresh.store.meta(ScopeLock.key(scope)))
+    assert stale is not None and stale.pid == child.pid and stale.until > time.time()  # still "held"
+    assert [j.status for j in fresh.store.jobs(status=("queued", "running", "done"))] == ["running"]
+
+    started = time.monotonic()
+    [report] = fresh.drain()
+    assert report.status == "done" and time.monotonic() - started < 5
+    job = fresh.store.jobs(status=("done",))[0]
+    assert job.attempts == 2  # the interrupted run counts as an attempt
+    # "remember …" and consolidation of that user are not skipped either
+    fresh.add_messages("s2", [{"role": "user", "content": TEA}], user_id="u1")
+    assert any("white tea" in m.content for m in fresh.list(user_id="u1"))
+    assert fresh.consolidate(user_id="u1").locked == []
+
+
+def test_a_lease_from_another_host_or_a_reused_pid():
+    now = time.time()
+    mine = Lease.mine("me", now + 30)
+    assert not mine.dead() and mine.live(now)
+    assert Lease("x", now + 30, os.getpid(), mine.host, "1").dead()  # our pid, another start: reused
+    assert Lease("x", now + 30, 2**22 + 12345, mine.host, "").dead()  # no such process
+    elsewhere = Lease("x", now + 30, 1, "another-host", "")
+    assert elsewhere.live(now) and not elsewhere.live(now + 31)  # trusted until its lease runs out
+    assert Lease.parse("old-owner|" + str(now + 30)) == Lease("old-owner", now + 30)  # the pre-pid format
+
+
+def test_a_live_holder_keeps_its_short_lease_by_heartbeat(memory):
+    scope = Scope.of("u1")
+    lock, other = ScopeLock(memory.store, 0.3), ScopeLock(memory.store, 0.3)
+    with lock.hold(scope, "worker") as held:
+        assert held
+        time.sleep(1.0)  # three leases long
+        assert not other.acquire(scope, "someone-else")
+    assert other.acquire(scope, "someone-else")  # released on exit
+
+
+def test_remember_while_the_scope_is_busy_is_applied_later(mem):
+    scope = Scope.of("u1")
+    busy = ScopeLock(mem.store, 60)
+    assert busy.acquire(scope, "another-writer")
+    mem.add_messages("s1", [{"role": "user", "content": TEA}], user_id="u1")
+    assert mem.list(user_id="u1") == []
+    busy.release(scope, "another-writer")
+    mem.llm.enqueue(json.dumps({"operations": []}))
+    assert [r.status for r in mem.drain()] == ["done"]
+    assert [m.content for m in mem.list(user_id="u1") if "white tea" in m.content]
+
+
+# ---- containment -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("poison", ["[" * 100_000 + "]" * 100_000, '{"operations": ' + "[" * 50 + "]" * 50 + "}",
+                                    RecursionError("maximum recursion depth exceeded"), KeyError("surprise")])
+def test_a_poisoned_job_fails_alone_with_backoff(mem, poison):
+    mem.add_messages("s1", [{"role": "user", "content": "I like jazz and rainy evenings"}], user_id="u1")
+    mem.add_messages("s2", [{"role": "user", "content": "I like jazz and rainy evenings"}], user_id="u2")
+    mem.llm.enqueue(poison)
+    [bad] = [r.result for r in mem.end_session("s1", user_id="u1") if r.action == "extract"]
+    assert bad.status == "retrying" and bad.next_at == T0 + timedelta(seconds=600)
+    [job] = mem.store.jobs(scope=Scope.of("u1"), status=("queued", "running"))
+    assert (job.status, job.attempts) == ("queued", 1) and job.last_error
+    mem.llm.enqueue(json.dumps({"operations": [{"op": "ADD", "content": "User likes jazz"}]}))
+    [good] = [r.result for r in mem.end_session("s2", user_id="u2") if r.action == "extract"]
+    assert good.status == "done"
+    assert mem.drain() == []  # the bad one is not due; nothing raises
+    assert mem.consolidate().errors == []
+
+
+def test_consolidate_all_runs_every_scope_past_a_failing_one(memory):
+    long_ids = ["u" * 256, "长" * 100, "A" * 200]
+    for uid in ["a-broken", *long_ids, "z-last"]:
+        memory.add("likes green tea", user_id=uid)
+    (memory.data_dir(user_id="a-broken") / "MEMORY.md").mkdir(parents=True)  # cannot be written
+    report = memory.consolidate()
+    assert len(report.scopes) == 5
+    [err] = report.errors
+    assert "a-broken" in err and "files" in err
+    for uid in [*long_ids, "z-last"]:
+        d = memory.data_dir(user_id=uid)
+        assert (d / "MEMORY.md").is_file() and len(d.name.encode()) <= 120
+    assert memory.data_dir(user_id="Lin").name == "%4Cin"  # short ids keep their names
+    names = {memory.data_dir(user_id="u" * n).name for n in (254, 255, 256)}
+    assert len(names) == 3  # cut names stay distinct
+
+
+def test_the_scheduler_thread_survives_failures(make_memory):
+    m = make_memory(lifecycle={"scheduler_poll_seconds": 0.05})
+
+    def boom(report: object) -> None:
+        raise RuntimeError("a broken hook")
+
+    sched = Scheduler(m, on_run=boom)
+    sched.start()
+    try:
+        deadline = time.monotonic() + 5
+        while sched.status()["failures"] == 0 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(0.2)
+        status = sched.status()
+        assert status["failures"] >= 1 and status["alive"] and "broken hook" in status["last_error"]
+    finally:
+        sched.stop()
+
+
+# ---- no caller waits on an LLM ---------------------------------------------------------------
+
+
+def test_ending_a_session_does_not_wait_on_a_hung_llm(make_memory):
+    release = threading.Event()
+    with openai_stub(hanging(release, 3.0)) as (url, seen):
+        m = make_memory(clock=ManualClock(T0), extraction={"wait_for_llm": False},
+                        session={"compaction_cap": 4},
+                        llm={"base_url": url, "model": "m", "timeout_s": 0.5, "max_retries": 1,
+                             "retry_backoff_s": 0.0})
+        started = time.monotonic()
+        for i in range(6):  # past the compaction cap: compaction goes to the worker too
+            m.add_messages("s1", [{"role": "user", "content": f"message {i}: I live in Lisbon and like fado"}],
+                           user_id="u1")
+        m.build_context("s1", "where do I live", user_id="u1")
+        results = {r.action: r.result for r in m.end_session("s1", user_id="u1")}
+        elapsed = time.monotonic() - started
+        assert elapsed < 1.0, elapsed
+        assert results["extract"].status == "queued" and results["episode"] is None
+        assert m.worker.wait_idle(9)
+        release.set()
+    [job] = m.store.jobs(status=("queued",))
+    assert job.attempts == 1 and job.next_at == T0 + timedelta(seconds=600)  # backed off, turns kept
+    assert len(m.get_turns("s1", user_id="u1")) == 6
+    assert m.episodes(user_id="u1")  # the extractive episode, written by the worker
+
+
+def test_a_retry_runs_when_due_without_anyone_draining(make_memory):
+    clock = ManualClock(T0)
+    m = make_memory(clock=clock, extraction={"wait_for_llm": False, "worker_poll_seconds": 0.1})
+    m.llm = ScriptedLLM(BackendError("LLM down"))
+    m.add_messages("s1", [{"role": "user", "content": "I like jazz"}], user_id="u1")
+    m.end_session("s1", user_id="u1")
+    assert m.worker.wait_idle(5)
+    assert m.store.jobs(status=("queued",))[0].attempts == 1
+    m.llm.enqueue(json.dumps({"operations": [{"op": "ADD", "content": "User likes jazz"}]}))
+    clock.now = T0 + timedelta(seconds=600)  # ten minutes later, the worker's next look runs it
+    deadline = time.monotonic() + 5
+    while not m.list(user_id="u1") and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert [x.content for x in m.list(user_id="u1")] == ["User likes jazz"]
+
+
+def test_close_does_not_wait_on_a_hung_llm_and_the_job_is_taken_over(make_memory, tmp_path):
+    release = threading.Event()
+    home = tmp_path / "data"
+    with openai_stub(hanging(release, 8.0)) as (url, seen):
+        m = make_memory(home=home, extraction={"wait_for_llm": False, "worker_stop_seconds": 0.3,
+                                               "lock_lease_seconds": 0.5},
+                        llm={"base_url": url, "model": "m", "timeout_s": 30, "max_retries": 0})
+        m.add_messages("s1", [{"role": "user", "content": "I like jazz and rainy evenings"}], user_id="u1")
+        m.end_session("s1", user_id="u1")
+        deadline = time.monotonic() + 5
+        while not seen and time.monotonic() < deadline:
+            time.sleep(0.02)
+        started = time.monotonic()
+        m.close()
+        assert time.monotonic() - started < 1.0
+        time.sleep(0.8)  # the lease of the closed memory's worker runs out (no heartbeat)
+        fresh = make_memory(home=home)
+        reports = fresh.drain()
+        release.set()
+    assert [r.status for r in reports] == ["done"]
+
+
+def test_the_llm_client_bounds_a_call_and_fails_fast_on_refusal():
+    with openai_stub(lambda p, b: (200, completion("x"))) as (url, _):
+        pass  # nothing listens there now
+    llm = OpenAICompatibleLLM(LLMConfig(base_url=url, max_retries=3, retry_backoff_s=1.0))
+    started = time.monotonic()
+    with pytest.raises(BackendError, match="nothing is listening"):
+        llm.complete([{"role": "user", "content": "hi"}])
+    assert time.monotonic() - started < 0.5
+
+    def slow(path: str, body: dict[str, Any]) -> tuple[int, Any]:
+        time.sleep(0.5)
+        return 200, completion("late")
+
+    with openai_stub(slow) as (url, seen):
+        llm = OpenAICompatibleLLM(LLMConfig(base_url=url, timeout_s=0.3, max_retries=10, retry_backoff_s=0.0,
+                                            deadline_s=1.0))
+        started = time.monotonic()
+        with pytest.raises(BackendError, match="deadline_s"):
+            llm.complete([{"role": "user", "content": "hi"}])
+        assert time.monotonic() - started < 1.5 and len(seen) <= 4
