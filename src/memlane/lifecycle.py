@@ -154,7 +154,8 @@ def _consolidate_scope(memory: Memory, scope: Scope, now: datetime, dry_run: boo
     try:
         with lease as held:
             if not held:
-                report.locked.append(scope)  # another writer has this scope; the next run takes it
+                if scope not in report.locked:  # another writer has this scope; the next run takes it
+                    report.locked.append(scope)
                 return
             report.scopes.append(scope)
             step.run()
