@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import builtins
 import logging
+import threading
 from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -86,6 +87,7 @@ class Memory:
         self._importing = False
         self._jobs: JobRunner | None = None
         self._worker: JobWorker | None = None  # started on first use, with an LLM (see `_background`)
+        self._waiting = _Waiting()  # end_session(wait=True) in progress, per thread
         self._md_paused = False  # md import applies many writes, then rewrites MEMORY.md once
         if self.config.embedding.background:
             self._indexer = BackgroundIndexer(
@@ -223,17 +225,18 @@ class Memory:
         session.ended_at = now
         with self.store.transaction():
             self.store.put_session(session)
-        event = Event.session_ended(scope, session_id, session.message_count, now)
-        if not self._background(wait):
-            event.payload["wait"] = True
-        return self.events.emit(event)
+        self._waiting.on = not self._background(wait)  # read by the rule actions, in this thread
+        try:
+            return self.events.emit(Event.session_ended(scope, session_id, session.message_count, now))
+        finally:
+            self._waiting.on = False
 
     def _action_extract(self, event: Event) -> JobReport | None:
         """Queue the session's not-yet-extracted turns as one job (a range is queued once) and
         run it now — or, in the background (see `end_session`), let the worker run it; a
         failed run stays queued with back-off (see `drain`)."""
         scope, session_id = event.scope, event.payload["session_id"]
-        if event.payload.get("wait") or not self._background():
+        if self._waiting.on or not self._background():
             return self._extract_now(scope, session_id, None)
         return self._queue_extraction(scope, session_id)
 
@@ -392,7 +395,7 @@ class Memory:
     def _action_episode(self, event: Event) -> Episode | None:
         """The `episode` rule action: summarise the ended session (seeds 002, 003, 004 §6);
         in the background (see `end_session`) the worker writes it and this returns None."""
-        if not event.payload.get("wait") and self._background():
+        if not self._waiting.on and self._background():
             self.worker.submit(lambda: self._write_episode(event), key=("episode", event.scope,
                                                                           event.payload["session_id"]))
             return None
@@ -719,6 +722,10 @@ class Memory:
                 "category", f"unknown category {category!r}; profile {self.config.profile!r} allows: {', '.join(cats)}"
             )
         return c
+
+
+class _Waiting(threading.local):
+    on = False
 
 
 def _require_text(field: str, value: Any, limit: int) -> None:
