@@ -54,9 +54,10 @@ home, url = sys.argv[1], sys.argv[2]
 cfg = Config.load("default", store={"home": home}, embedding={"provider": "hash", "background": False},
                   llm={"base_url": url, "model": "m", "timeout_s": 60, "max_retries": 0})
 m = Memory(cfg)
+import os; print("child", os.getpid(), os.getppid())
 m.add_messages("s1", [{"role": "user", "content": "I am allergic to peanuts, please never suggest them"}],
                user_id="u1")
-m.end_session("s1", user_id="u1", wait=True)  # extraction first: the LLM hangs with the lease held
+print(m.end_session("s1", user_id="u1", wait=True))  # the LLM hangs with the lease held: killed here
 """
 
 
@@ -65,12 +66,13 @@ def test_a_writer_killed_mid_extraction_is_taken_over_within_seconds(make_memory
     release = threading.Event()
     with openai_stub(hanging(release)) as (url, seen):
         env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
-        child = subprocess.Popen([sys.executable, "-c", CHILD, str(home), url], env=env, stderr=subprocess.PIPE)
+        child = subprocess.Popen([sys.executable, "-c", CHILD, str(home), url], env=env, stdout=subprocess.PIPE,
+                                 stderr=subprocess.STDOUT, text=True)
         try:
             deadline = time.monotonic() + 12  # ~1.5 s on an idle machine
             while not seen and time.monotonic() < deadline and child.poll() is None:
                 time.sleep(0.05)
-            assert seen, f"the child never called the LLM: {child.poll()} {child.stderr.read() if child.poll() else ''}"
+            assert seen, f"the child never called the LLM: {child.poll()} {child.communicate()[0][-2000:]}"
             os.kill(child.pid, signal.SIGKILL)
             child.wait(5)
         finally:

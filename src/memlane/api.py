@@ -165,12 +165,18 @@ class Memory:
         self._after_write()
         if not self._importing:  # the turns are committed; only now may an LLM summarise them
             if self._background():  # never wait on the LLM's summary: the worker compacts
-                self.worker.submit(lambda: sessions.maybe_compact(self, scope, session_id),
-                                   key=("compact", scope, session_id))
+                if self._needs_compaction(scope, session_id):
+                    self.worker.submit(lambda: sessions.maybe_compact(self, scope, session_id),
+                                       key=("compact", scope, session_id))
             else:
                 sessions.maybe_compact(self, scope, session_id)
             self._extraction_trigger(scope, session_id, turns)
         return turns
+
+    def _needs_compaction(self, scope: Scope, session_id: str) -> bool:
+        session = self.store.get_session(scope, session_id)
+        through = sessions.compacted_through(session) if session else 0
+        return self.store.next_seq(scope, session_id) - 1 - through > self.config.session.compaction_cap
 
     def _index_neighbours(self, scope: Scope, session_id: str, first: int, last: int) -> None:
         """Give each turn its neighbours as a second, down-weighted FTS column."""
@@ -302,7 +308,20 @@ class Memory:
                 self.jobs.run_contained(old, now, self.llm)
         if job is None:
             return None
-        return self.jobs.run_contained(job, self.clock(), self.llm)
+        report = self.jobs.run_contained(job, self.clock(), self.llm)
+        if report.status == "locked" and self._waiting.on and self._worker is not None:
+            # our own worker may have picked the job up: the caller asked to wait, so wait
+            self._worker.wait_idle(self.config.llm.deadline_s * 2)
+            report = self.jobs.run_contained(job, self.clock(), self.llm)
+            if report.status == "skipped":  # the worker finished it
+                done = next((j for j in self.store.jobs(scope=scope, status=("done", "queued"), limit=100_000)
+                             if j.id == job.id), None)
+                if done is not None:
+                    report.status = "done" if done.status == "done" else "retrying"
+                    report.attempts, report.error, report.next_at = done.attempts, done.last_error, done.next_at
+        if report.status == "locked" and self._background():  # the worker retries it when polling
+            self.worker.notify()
+        return report
 
     def _retrieve(self, scope: Scope, query: str, limit: int) -> _list[Hit]:
         # seed 003: being retrieved for the extractor is not being used; never activates
@@ -316,7 +335,9 @@ class Memory:
         cfg = self.config.extraction
         users = [t for t in turns if t.role == "user"]
         if any(is_command(t.content) for t in users):
-            self.jobs.apply_commands(scope, session_id, self.clock())
+            applied = self.jobs.apply_commands(scope, session_id, self.clock())
+            if applied is not None and applied.status == "locked" and self._background():
+                self.worker.notify()  # queued as a job: the worker applies them once the scope is free
         if cfg.every_n_user_messages <= 0 or not users:
             return None
         qualifying = sum(1 for t in users if len(t.content.strip()) >= cfg.min_message_chars)
