@@ -220,9 +220,9 @@ class Memory:
         """Close a session and emit `session.ended`; the configured rules decide what runs
         (by default: extract memories from its turns; an episode for sessions of ≥ 3 messages).
 
-        With an LLM, the extraction is queued (report status "queued") and the episode
-        written by the background worker, so this returns at once; `wait=True` (or
-        `extraction.wait_for_llm`) runs them here and returns their results."""
+        With an LLM, the extraction is queued (report status "queued") and the episode is
+        written without it, the background worker then running both with the LLM, so this
+        returns at once; `wait=True` (or `extraction.wait_for_llm`) runs them here."""
         scope = Scope.of(user_id, agent_id)
         session = self.store.get_session(scope, session_id)
         if session is None:
@@ -415,15 +415,18 @@ class Memory:
 
     def _action_episode(self, event: Event) -> Episode | None:
         """The `episode` rule action: summarise the ended session (seeds 002, 003, 004 §6);
-        in the background (see `end_session`) the worker writes it and this returns None."""
+        in the background (see `end_session`) the extractive episode is written at once and
+        the worker rewrites it with the LLM (if it never gets to, the extractive one stays)."""
         if not self._waiting.on and self._background():
-            self.worker.submit(lambda: self._write_episode(event), key=("episode", event.scope,
-                                                                          event.payload["session_id"]))
-            return None
+            episode = self._write_episode(event, offline=True)
+            if episode is not None:
+                self.worker.submit(lambda: self._write_episode(event), key=("episode", event.scope,
+                                                                              event.payload["session_id"]))
+            return episode
         return self._write_episode(event)
 
-    def _write_episode(self, event: Event) -> Episode | None:
-        episode = sessions.write_episode(self, event)
+    def _write_episode(self, event: Event, *, offline: bool = False) -> Episode | None:
+        episode = sessions.write_episode(self, event, offline=offline)
         if episode is not None:
             self._after_write()
         return episode
