@@ -271,3 +271,16 @@ def test_the_llm_client_bounds_a_call_and_fails_fast_on_refusal():
         with pytest.raises(BackendError, match="deadline_s"):
             llm.complete([{"role": "user", "content": "hi"}])
         assert time.monotonic() - started < 1.5 and len(seen) <= 4
+
+
+def test_the_cli_lists_a_busy_scope(make_memory, tmp_path):
+    from tests.test_cli import run
+
+    m = make_memory(home=tmp_path)
+    for uid in ("u1", "u2"):
+        m.add("likes green tea", user_id=uid)
+    assert m.jobs.lock.acquire(Scope.of("u1"), "a-live-writer")  # this process, alive
+    report = json.loads(run(tmp_path, "consolidate", "--all", "--json").stdout)
+    assert [s["user_id"] for s in report["locked"]] == ["u1"]
+    assert [s["user_id"] for s in report["scopes"]] == ["u2"]
+    assert "skipped u1" in run(tmp_path, "consolidate", "--all").stderr

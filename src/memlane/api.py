@@ -164,13 +164,18 @@ class Memory:
             self.store.put_session(session)
         self._after_write()
         if not self._importing:  # the turns are committed; only now may an LLM summarise them
-            if self._background():  # never wait on the LLM's summary: the worker compacts
-                if self._needs_compaction(scope, session_id):
-                    self.worker.submit(lambda: sessions.maybe_compact(self, scope, session_id),
-                                       key=("compact", scope, session_id))
-            else:
-                sessions.maybe_compact(self, scope, session_id)
-            self._extraction_trigger(scope, session_id, turns)
+            try:
+                if self._background():  # never wait on the LLM's summary: the worker compacts
+                    if self._needs_compaction(scope, session_id):
+                        self.worker.submit(lambda: sessions.maybe_compact(self, scope, session_id),
+                                           key=("compact", scope, session_id))
+                else:
+                    sessions.maybe_compact(self, scope, session_id)
+                self._extraction_trigger(scope, session_id, turns)
+            except Exception:
+                # the turns are stored and acknowledged; what failed here (compaction, a command)
+                # is redone from them by the session's next extraction job
+                log.exception("after storing turns of session %s: follow-up work failed", session_id)
         return turns
 
     def _needs_compaction(self, scope: Scope, session_id: str) -> bool:
