@@ -141,7 +141,7 @@ def test_existing_summary_is_cut_to_the_top_50_by_score(mem):
 
 
 def test_update_rewrites_reembeds_and_is_audited(mem):
-    old = mem.add("用户住在杭州", user_id="u1", category="fact")
+    old = mem.add("用户住在杭州", user_id="u1", category="fact", source="extractor")
     say(mem, "s1", "纠正一下，我住在苏州，不是杭州")
     mem.llm.enqueue(ops({"op": "UPDATE", "id": old.id, "content": "用户住在苏州"}))
     mem.extract("s1", user_id="u1")
@@ -177,7 +177,7 @@ def test_prompt_language_follows_the_user(mem):
 
 
 def test_seed003_line_format_and_skip_are_understood(mem):
-    tea = mem.add("用户喜欢喝白茶", user_id="u1")
+    tea = mem.add("用户喜欢喝白茶", user_id="u1", source="extractor")
     say(mem, "s1", "我现在更喜欢绿茶了")
     mem.llm.enqueue(json.dumps({"operations": [f"[UPDATE:{tea.id}] 用户现在更喜欢绿茶", "[SKIP]"]},
                                ensure_ascii=False))

@@ -70,10 +70,10 @@ def test_duplicate_add_reinforces_keeping_the_higher_importance(mem):
 
 
 def test_mixed_job_adds_boosts_updates_deletes_and_contradicts_in_one_go(mem):
-    a = mem.add("用户住在杭州", user_id="u1", importance="medium")
+    a = mem.add("用户住在杭州", user_id="u1", importance="medium", source="extractor")
     b = mem.add("用户喜欢跑步", user_id="u1", importance="medium")
-    c = mem.add("用户养狗", user_id="u1", importance="low")
-    d = mem.add("用户在学日语", user_id="u1", importance="medium")
+    c = mem.add("用户养狗", user_id="u1", importance="low", source="extractor")
+    d = mem.add("用户在学日语", user_id="u1", importance="medium", source="extractor")
     session(mem, "s1", "…", ops(
         {"op": "ADD", "content": "用户搬到了上海", "importance": "high", "contradicts": [a.id]},
         {"op": "BOOST", "id": b.id},

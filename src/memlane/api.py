@@ -19,6 +19,7 @@ from pydantic import ValidationError as PydanticValidationError
 
 from memlane import archive as files_archive
 from memlane import lifecycle, markdown, portable, review, sessions, userprofile
+from memlane import undo as undoing
 from memlane.config import Config
 from memlane.context import Context, build_context
 from memlane.embeddings import Embedder, make_embedder
@@ -612,6 +613,18 @@ class Memory:
         if not events:
             raise NotFound(f"memory {memory_id!r} has no history for user {user_id!r}")
         return events
+
+    def restore(self, memory_id: str, *, user_id: str, agent_id: str | None = None,
+                actor: str = "api") -> MemoryRecord:
+        """Bring a deleted memory back from its last DELETE event, under the same id (audited
+        as RESTORE). Example: `m.restore("3f9a1c2b7d", user_id="lin").content`."""
+        return undoing.restore(self, Scope.of(user_id, agent_id), memory_id, actor=actor)
+
+    def undo(self, memory_id: str, *, user_id: str, agent_id: str | None = None,
+             actor: str = "api") -> MemoryEvent:
+        """Revert a memory's last audited change — a DELETE is restored, an ADD removed, any
+        other change rolled back — and return the event that reverted it (undo it in turn)."""
+        return undoing.undo(self, Scope.of(user_id, agent_id), memory_id, actor=actor)
 
     # ---- search -----------------------------------------------------------------------
 

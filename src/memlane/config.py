@@ -234,6 +234,17 @@ class SessionConfig(_Section):
 class ExtractionConfig(_Section):
     max_per_session: int = Field(5, ge=0)  # seed 002 §6: ≤5 per session
     min_message_chars: int = Field(30, ge=0)  # seed 002 §6: ≥30 chars
+    # Bounds on what one LLM reply can change (issue 12: a flood of 3,000 ADDs, an injected
+    # "delete all my memories"). Not from a seed: seed 002 §6 keeps extraction to ≤5 runs a
+    # session and seed 001 §3.2 offers ≤50 memories per call; a real reply about ≤8000 tokens
+    # of history holds a handful of operations. ADD / UPDATE / BOOST: per job and per
+    # `history_token_limit` part of its history; DELETE: per job, however long. Over the cap
+    # an operation goes to `JobReport.rejected` with the reason; the user's own "forget …"
+    # commands are not counted.
+    max_adds_per_job: int = Field(20, ge=0)
+    max_updates_per_job: int = Field(10, ge=0)
+    max_boosts_per_job: int = Field(20, ge=0)
+    max_deletes_per_job: int = Field(3, ge=0)
     every_n_user_messages: int = Field(0, ge=0)  # 0: only on end_session / explicit calls
     existing_top_n: int = Field(50, ge=1)  # seed 001 §3.2 token control
     history_token_limit: int = Field(8000, ge=1)  # seed 001 §3.2: compress longer histories first

@@ -7,12 +7,20 @@ BOOST:id / DELETE:id / SKIP. Each item is checked on its own — unknown ids, wr
 bad values are rejected with the reason logged — and a reply with no usable JSON at all
 raises `ExtractionError`, so the job is retried instead of counting as "no memories".
 The offline path is `memlane.heuristic`, which yields the same `Operation`s.
+
+What one reply may change is bounded (issue 12): a `Budget` caps the operations of each kind
+per job (`extraction.max_*_per_job`; items over a cap are rejected before they are even
+validated, so a 3,000-item reply costs little), and a `Guard` refuses a DELETE or UPDATE of
+a memory a person stated unless that person asked to forget it (see `memlane.jobs`). An
+UPDATE so refused is kept as an ADD of the new content that contradicts the old memory.
 """
 
 from __future__ import annotations
 
 import logging
 import re
+import reprlib
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -77,6 +85,34 @@ class Extraction:
 
 
 Lookup = Callable[[str], MemoryRecord | None]
+# A DELETE or UPDATE and the memory it targets → why it may not apply, or None
+Guard = Callable[[Operation, MemoryRecord], str | None]
+
+_LOGGED = 5  # rejected items logged one by one per reply; the rest are counted
+_CAP_FIELDS = {"ADD": "max_adds_per_job", "UPDATE": "max_updates_per_job", "BOOST": "max_boosts_per_job",
+               "DELETE": "max_deletes_per_job"}
+
+
+class Budget:
+    """How many operations of each kind one job may still apply (extraction.max_*_per_job).
+    ADD / UPDATE / BOOST scale with the parts of history the job sends (one LLM call each);
+    DELETE does not: a long conversation is no reason to delete more."""
+
+    def __init__(self, config: Config, parts: int = 1) -> None:
+        cfg = config.extraction
+        self.caps = {kind: getattr(cfg, name) * (1 if kind == "DELETE" else max(1, parts))
+                     for kind, name in _CAP_FIELDS.items()}
+        self.used: Counter[str] = Counter()
+
+    def full(self, kind: str) -> bool:
+        return kind in self.caps and self.used[kind] >= self.caps[kind]
+
+    def take(self, kind: str) -> None:
+        self.used[kind] += 1
+
+    def reason(self, kind: str) -> str:
+        return (f"over the cap of {self.caps[kind]} {kind} operations per extraction job "
+                f"(extraction.{_CAP_FIELDS[kind]}); not applied")
 
 
 def validate_operations(
@@ -87,24 +123,70 @@ def validate_operations(
     now: datetime,
     source: Source = "extractor",
     raw: str = "",
+    budget: Budget | None = None,
+    guard: Guard | None = None,
 ) -> tuple[list[Operation], list[Rejected]]:
     """Turn a parsed reply into operations. Items are judged one by one; a reply that is not
-    a list of operations at all (or whose every item is unusable) raises `ExtractionError`."""
+    a list of operations at all (or whose every item is malformed) raises `ExtractionError`.
+    Items over the `budget` or refused by the `guard` are rejected with the reason — a
+    well-formed reply, so the job is done, not retried."""
     items = _items(data, raw)
+    budget = budget or Budget(config)
     ops: list[Operation] = []
     rejected: list[Rejected] = []
+    refused = 0
     for i, item in enumerate(items):
+        kind = _kind(item)
+        if kind is not None and budget.full(kind):
+            rejected.append(Rejected(i, item, budget.reason(kind)))  # cheap: not validated
+            refused += 1
+            continue
         try:
-            ops.append(_operation(item, lookup=lookup, config=config, now=now, source=source))
+            op = _operation(item, lookup=lookup, config=config, now=now, source=source)
         except ValidationError as exc:
             rejected.append(Rejected(i, item, str(exc)))
-            log.warning("extraction: rejected operation %d (%s): %r", i, exc, item)
-    if items and not ops:
+            if len(rejected) - refused <= _LOGGED:  # a hostile reply must not flood the log
+                log.warning("extraction: rejected operation %d (%s): %s", i, exc, reprlib.repr(item))
+            continue
+        if (guard is not None and op.op in ("UPDATE", "DELETE") and op.id
+                and (target := lookup(op.id)) is not None and (why := guard(op, target)) is not None):
+            refused += 1
+            if op.op == "DELETE":
+                rejected.append(Rejected(i, item, why))
+                continue
+            # the new content is kept, beside the memory it would have replaced
+            rejected.append(Rejected(i, item, why + "; its new content is added as a separate memory that "
+                                                   "contradicts it"))
+            op = Operation("ADD", content=op.content, category=op.category or target.category,
+                           score=initial_score(None, config.policy), contradicts=[target.id],
+                           reason=op.reason, source=source)
+        budget.take(kind or op.op)
+        ops.append(op)
+    if len(rejected) > _LOGGED:
+        log.warning("extraction: %d of %d operations rejected (%d refused by the caps or the user's protection); "
+                    "JobReport.rejected has every reason", len(rejected), len(items), refused)
+    if items and not ops and not refused:
         raise ExtractionError(
             f"none of the {len(items)} operations in the LLM answer is usable; first problem: {rejected[0].reason}",
             raw=raw,
         )
     return ops, rejected
+
+
+def _kind(item: Any) -> str | None:
+    """The operation an item names (ADD, UPDATE, BOOST, DELETE, SKIP), read cheaply; None
+    when it names none (validation then says why)."""
+    if isinstance(item, str):
+        m = re.match(r"^\s*(\[[^\]]+\])", item)
+        text: Any = m.group(1) if m else item
+    elif isinstance(item, dict):
+        text = item.get("op") or item.get("action") or item.get("operation")
+        if text is None and item.get("content"):
+            return "ADD"
+    else:
+        return None
+    m = _OP.match(text) if isinstance(text, str) and len(text) < 200 else None
+    return m.group(1).upper() if m else None
 
 
 def _items(data: Any, raw: str) -> list[Any]:
@@ -133,7 +215,7 @@ def _operation(item: Any, *, lookup: Lookup, config: Config, now: datetime, sour
     if op_text is None and item.get("content"):
         op_text = "ADD"  # seed 001/004's plain list of memories
     if not isinstance(op_text, str) or not (m := _OP.match(op_text)):
-        raise ValidationError("op", f"must be ADD, UPDATE:id, BOOST:id, DELETE:id or SKIP, got {op_text!r}")
+        raise ValidationError("op", f"must be ADD, UPDATE:id, BOOST:id, DELETE:id or SKIP, got {reprlib.repr(op_text)}")
     kind = m.group(1).upper()
     if m.group(2) and not item.get("id"):
         item["id"] = m.group(2)
@@ -159,8 +241,6 @@ def _operation(item: Any, *, lookup: Lookup, config: Config, now: datetime, sour
         target = lookup(ans.id)
         if target is None:
             raise ValidationError("id", f"{kind}: no memory {ans.id!r} in this scope")
-        if kind == "DELETE" and target.pinned and source != "user":
-            raise ValidationError("id", f"DELETE: memory {ans.id!r} is pinned by the user; only the user can delete it")
     content = _content(ans.content, config) if kind in ("ADD", "UPDATE") else None
     if kind == "UPDATE":
         if content is None:
@@ -239,22 +319,34 @@ class LLMExtractor:
         *,
         lookup: Lookup,
         now: datetime,
+        guard: Guard | None = None,
     ) -> Extraction:
+        """Operations for `turns`, at most the job's `Budget`; `guard` refuses destructive
+        operations on memories it protects (every pinned one when none is given)."""
         spoken = [t for t in turns if t.role == "user" and t.content.strip()]
         language = language_of(" ".join(t.content for t in spoken) or " ".join(t.content for t in turns))
         result = Extraction(language=language)
         if not spoken:
             return result  # seed 001 §7.2: an empty conversation yields nothing, without a call
-        for part in chunks(turns, self.config.extraction.history_token_limit):
+        parts = chunks(turns, self.config.extraction.history_token_limit)
+        budget = Budget(self.config, len(parts))
+        for part in parts:
             prompt = extraction_prompt(part, existing, related, categories=self.config.policy.categories,
                                        language=language)
             text = self.llm.complete(prompt.messages, json_schema=prompt.json_schema)
             result.llm_calls += 1
             ops, rejected = validate_operations(loads_tolerant(text), lookup=lookup, config=self.config,
-                                                now=now, raw=text)
+                                                now=now, raw=text, budget=budget, guard=guard or _pinned)
             result.operations.extend(ops)
             result.rejected.extend(rejected)
         return result
 
 
-__all__ = ["Extraction", "LLMExtractor", "Operation", "Rejected", "chunks", "validate_operations"]
+def _pinned(op: Operation, target: MemoryRecord) -> str | None:
+    if op.op == "DELETE" and target.pinned:
+        return f"DELETE: memory {target.id!r} is pinned by the user; only the user can delete it"
+    return None
+
+
+__all__ = ["Budget", "Extraction", "Guard", "LLMExtractor", "Operation", "Rejected", "chunks",
+           "validate_operations"]

@@ -29,13 +29,13 @@ from memlane.config import Config
 from memlane.embeddings import Embedder
 from memlane.errors import MemlaneError
 from memlane.events import Event, EventBus
-from memlane.extraction import Extraction, LLMExtractor, Operation, Rejected
+from memlane.extraction import Extraction, Guard, LLMExtractor, Operation, Rejected
 from memlane.heuristic import HeuristicExtractor, commands
 from memlane.indexing import embed_cached, vector_key
 from memlane.lease import ScopeLock
 from memlane.llm import LLM
 from memlane.models import ExtractionJob, Hit, MemoryRecord, Scope, Turn, new_id
-from memlane.policy import dedup_threshold, penalised, reinforced
+from memlane.policy import dedup_threshold, names_memory, penalised, reinforced, stated_by_person
 from memlane.store import Store
 from memlane.text import CJK_RUN, keywords
 
@@ -219,14 +219,19 @@ class JobRunner:
         session = self.store.get_session(scope, job.session_id)
         done = int(session.metadata.get("commands_through", 0)) if session else 0
         ops = commands(context, self.config, now=now, after_seq=max(done, job.first_seq - 1))
-        extraction = self._extract(turns, scope, now, llm)
+        # the person's own "forget …" in this job's turns (applied already or not) is what
+        # lets the LLM delete or rewrite a memory that person stated (issue 12)
+        asked = [op.query or "" for op in commands(context, self.config, now=now, after_seq=job.first_seq - 1)
+                 if op.op == "FORGET"]
+        guard = _person_guard(asked)
+        extraction = self._extract(turns, scope, now, llm, guard)
         report.llm_calls, report.rejected = extraction.llm_calls, list(extraction.rejected)
         ops += extraction.operations
         ops = self._resolve_forgets(ops, scope, report)
         vectors = self._vectors([op.content for op in ops if op.op in ("ADD", "UPDATE") and op.content])
         with self.store.transaction():
             for op in ops:
-                self._apply(op, scope, job, now, vectors, report)
+                self._apply(op, scope, job, now, vectors, report, guard)
             session = self.store.get_session(scope, job.session_id)
             if session is not None:
                 session.extraction_count += 1
@@ -288,7 +293,8 @@ class JobRunner:
             self.events.emit(Event.memory_deleted(scope, mem.id, mem.content, mem.category, "extract",
                                                   "deleted by extraction", now))
 
-    def _extract(self, turns: Sequence[Turn], scope: Scope, now: datetime, llm: LLM | None) -> Extraction:
+    def _extract(self, turns: Sequence[Turn], scope: Scope, now: datetime, llm: LLM | None,
+                 guard: Guard | None = None) -> Extraction:
         if not turns:
             return Extraction()
         if llm is None:
@@ -296,7 +302,7 @@ class JobRunner:
         existing = self.store.list_memories(scope, status="active", limit=self.config.extraction.existing_top_n)
         return LLMExtractor(llm, self.config).extract(
             turns, existing, self._related(turns, scope),
-            lookup=lambda mid: self.store.get_memory(scope, mid), now=now,
+            lookup=lambda mid: self.store.get_memory(scope, mid), now=now, guard=guard,
         )
 
     def _related(self, turns: Sequence[Turn], scope: Scope) -> list[MemoryRecord]:
@@ -336,7 +342,7 @@ class JobRunner:
         return dict(zip(texts, vecs, strict=True))
 
     def _apply(self, op: Operation, scope: Scope, job: ExtractionJob, now: datetime,
-               vectors: dict[str, np.ndarray], report: JobReport) -> None:
+               vectors: dict[str, np.ndarray], report: JobReport, guard: Guard | None = None) -> None:
         actor = f"extract:{op.source}"
         pol = self.config.policy
         if op.op == "SKIP":
@@ -348,6 +354,11 @@ class JobRunner:
         mem = self.store.get_memory(scope, op.id or "")
         if mem is None:  # an earlier operation of this job removed it
             report.rejected.append(Rejected(-1, {"op": op.op, "id": op.id}, "memory already deleted in this job"))
+            return
+        # checked again on the memory as it is now: an earlier operation may have pinned it
+        why = guard(op, mem) if guard is not None and op.source != "user" and op.op in ("UPDATE", "DELETE") else None
+        if why is not None:
+            report.rejected.append(Rejected(-1, {"op": op.op, "id": op.id}, why))
             return
         if op.op == "BOOST":
             after = reinforced(mem, pol, now, amount=pol.boost_amount)
@@ -403,6 +414,8 @@ class JobRunner:
         self.store.add_event(scope, mem.id, "ADD", None, mem.snapshot(), actor, op.reason, now)
         report.added.append(mem)
         for cid in op.contradicts:
+            if any(c.id == cid for c in report.contradicted):
+                continue  # halved once per job: a flood of contradicting ADDs cannot zero a memory
             old = self.store.get_memory(scope, cid)
             if old is not None:
                 after = penalised(old, pol, now)
@@ -413,6 +426,21 @@ class JobRunner:
                reason: str, now: datetime) -> None:
         self.store.update_memory(after, content_changed=False)
         self.store.add_event(scope, before.id, kind, before.snapshot(), after.snapshot(), actor, reason, now)
+
+
+def _person_guard(asked: Sequence[str]) -> Guard:
+    """Refuses an LLM's DELETE or UPDATE of a memory a person stated, unless one of that
+    person's "forget …" requests in the job's turns names it (`policy.names_memory`)."""
+
+    def guard(op: Operation, target: MemoryRecord) -> str | None:
+        if not stated_by_person(target) or any(names_memory(q, target.content) for q in asked):
+            return None
+        why = "pinned" if target.pinned else "verified" if target.verified else f"source {target.source}"
+        return (f"{op.op}: memory {target.id!r} was stated or confirmed by the user ({why}); an LLM may "
+                f"delete or rewrite it only when the user asks to forget it in these turns (忘掉… / forget …). "
+                f"A request to forget everything is not carried out by extraction: `memlane delete ID`")
+
+    return guard
 
 
 def _holds(content: str, word: str) -> bool:

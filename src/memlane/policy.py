@@ -242,6 +242,45 @@ def over_capacity(mems: list[MemoryRecord], cfg: PolicyConfig) -> list[MemoryRec
     return candidates[:overflow]
 
 
+# ---- what a person said, and asked to forget (issue 12) ---------------------------------
+
+
+def stated_by_person(mem: MemoryRecord) -> bool:
+    """A person stated or confirmed it (source user / import, verified, or pinned): an LLM's
+    operation may not delete it or replace its content unless that person asked to forget it."""
+    return mem.source in ("user", "import") or mem.verified or mem.pinned
+
+
+def names_memory(request: str, content: str) -> bool:
+    """Whether a person's "forget …" request names this memory: at least half of the
+    request's keywords (and one) appear in it — a CJK word by two of its characters
+    (车牌号 ~ 车牌是…), a Latin word by its stem-ish prefix. Looser than the offline
+    resolution of the same request (every keyword): the LLM read the whole conversation, but
+    the request must still be about this memory; "forget everything" names none."""
+    words = [w for w in keywords(request) if w.lower() not in _GENERIC]
+    if not words:
+        return False
+    found = sum(1 for w in words if _mentions(content, w))
+    return found >= 1 and 2 * found >= len(words)
+
+
+def _mentions(text: str, word: str) -> bool:
+    if all("\u3400" <= ch <= "\u9fff" for ch in word) and len(word) > 2:
+        return sum(1 for ch in dict.fromkeys(word) if ch in text) >= 2
+    return _holds_word(text, word)
+
+
+def restored(mem: MemoryRecord, now: datetime, cfg: PolicyConfig) -> MemoryRecord:
+    """A deleted memory a person brings back: its snapshot, made to survive the next
+    consolidation — activated now, its score at least every threshold that would delete,
+    demote or archive it at once, an expiry already past dropped. Otherwise unchanged."""
+    rule = decay_rule(mem.category, cfg)
+    floor = max(cfg.archive_below, cfg.delete_below, cfg.demote_below or 0.0, rule.delete_below or 0.0)
+    expires = mem.expires_at if mem.expires_at is None or mem.expires_at > now else None
+    return mem.model_copy(update={"score": min(1.0, max(mem.score, floor)), "last_activated": now,
+                                  "updated_at": now, "expires_at": expires})
+
+
 _GENERIC = frozenset({"用户", "主人", "user", "users", "the", "and"})
 
 

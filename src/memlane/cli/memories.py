@@ -1,4 +1,5 @@
-"""Commands on memories and conversation turns: add, search, list, show, edit, delete, history, stats, import."""
+"""Commands on memories and conversation turns: add, search, list, show, edit, delete, restore, undo,
+history, stats, import."""
 
 from __future__ import annotations
 
@@ -165,6 +166,46 @@ def delete(
         _emit_json({"deleted": rec.id, "content": rec.content})
     else:
         out.print(f"deleted [bold]{rec.id}[/]: {rec.content}")
+
+
+@app.command()
+def restore(
+    memory_id: Annotated[str, typer.Argument(help="The deleted memory's id (`memlane history` still shows it).")],
+    user: UserOpt = "default",
+    agent: AgentOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Bring a deleted memory back from the audit trail, under the same id.
+
+    Example: memlane restore 3f9a1c2b7d --user lin
+    """
+    with _memory() as mem:
+        rec = mem.restore(memory_id, user_id=user, agent_id=agent, actor="cli")
+    if as_json:
+        _emit_json(rec)
+    else:
+        out.print(f"restored [bold]{rec.id}[/] ({rec.category}, score {rec.score:.2f}): {rec.content}")
+
+
+@app.command()
+def undo(
+    memory_id: Annotated[str, typer.Argument(help="The memory's id.")],
+    user: UserOpt = "default",
+    agent: AgentOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Revert a memory's last change: a deletion is restored, an addition removed, an edit
+    rolled back. Run it again to redo.
+
+    Example: memlane undo 3f9a1c2b7d --user lin
+    """
+    with _memory() as mem:
+        event = mem.undo(memory_id, user_id=user, agent_id=agent, actor="cli")
+    if as_json:
+        _emit_json(event)
+    else:
+        state = event.after or event.before or {}
+        out.print(f"{event.kind} [bold]{memory_id}[/] ({event.reason}): {state.get('content', '')}")
 
 
 @app.command()

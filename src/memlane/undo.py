@@ -1,0 +1,113 @@
+"""Undo from the audit trail (issue 12).
+
+Every deletion — by an LLM's operation, `delete`, consolidation or `md import` — writes a
+DELETE event whose `before` is the memory's last state. `restore` re-creates the memory from
+it under the same id (re-embedded, re-indexed); `undo` reverts a memory's last audited change
+(a DELETE is restored, an ADD removed, anything else rolled back to the state before it).
+Both are audited themselves — RESTORE, or DELETE when an ADD is undone — so an undo can be
+undone in turn.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from pydantic import ValidationError as PydanticValidationError
+
+from memlane.errors import NotFound, ValidationError
+from memlane.models import MemoryEvent, MemoryRecord, Scope
+from memlane.policy import restored
+
+if TYPE_CHECKING:
+    from memlane.api import Memory
+
+_ALL = 1_000_000  # every event of one memory (the store reads oldest first, with a limit)
+
+
+def restore(mem: Memory, scope: Scope, memory_id: str, *, actor: str = "api", reason: str = "") -> MemoryRecord:
+    """Re-create a deleted memory from its last DELETE event, under the same id."""
+    _check_id(memory_id)
+    if mem.store.get_memory(scope, memory_id) is not None:
+        raise ValidationError("memory_id", f"memory {memory_id!r} exists; only a deleted memory can be restored "
+                                           "(`memlane undo` reverts its last change)")
+    events = _events(mem, scope, memory_id)
+    deleted = next((e for e in reversed(events) if e.kind == "DELETE"), None)
+    if deleted is None:
+        raise NotFound(f"memory {memory_id!r} of user {scope.user_id!r} has no deletion in its history; "
+                       "nothing to restore")
+    rec = _record(deleted.before, scope, memory_id, f"DELETE event #{deleted.id}")
+    now = mem.clock()
+    rec = restored(rec, now, mem.config.policy)
+    vec = mem._embed_one(rec.content)
+    with mem.store.transaction():
+        if mem.store.get_memory(scope, memory_id) is not None:  # restored meanwhile by another caller
+            raise ValidationError("memory_id", f"memory {memory_id!r} was restored meanwhile")
+        rowid = mem.store.insert_memory(rec)
+        mem.store.put_vectors("memories", scope, [rowid], vec[None, :])
+        mem.store.add_event(scope, memory_id, "RESTORE", None, rec.snapshot(), actor,
+                            reason or f"restored from DELETE event #{deleted.id}", now)
+    mem._after_memory_change(scope)
+    return rec
+
+
+def undo(mem: Memory, scope: Scope, memory_id: str, *, actor: str = "api") -> MemoryEvent:
+    """Revert the memory's last audited change; returns the event that reverted it."""
+    _check_id(memory_id)
+    events = _events(mem, scope, memory_id)
+    last = events[-1]
+    current = mem.store.get_memory(scope, memory_id)
+    why = f"undo of {last.kind} event #{last.id}"
+    if last.after is None:  # a deletion
+        if current is None:
+            restore(mem, scope, memory_id, actor=actor, reason=why)
+            return _events(mem, scope, memory_id)[-1]
+        raise ValidationError("memory_id", f"memory {memory_id!r} exists though its last event is a DELETE; "
+                                           "nothing to undo")
+    if current is None:
+        raise NotFound(f"memory {memory_id!r} of user {scope.user_id!r} is gone without an audited deletion; "
+                       "nothing to undo")
+    if last.before is None:  # it was added (or restored): undoing removes it, restorably
+        mem.delete(memory_id, user_id=scope.user_id, agent_id=scope.agent_id or None, actor=actor, reason=why)
+        return _events(mem, scope, memory_id)[-1]
+    now = mem.clock()
+    previous = _record(last.before, scope, memory_id, f"{last.kind} event #{last.id}")
+    previous = previous.model_copy(update={"updated_at": now})
+    changed = previous.content != current.content
+    vec = mem._embed_one(previous.content) if changed else None
+    with mem.store.transaction():
+        rowid = mem.store.update_memory(previous, content_changed=changed)
+        if vec is not None:
+            mem.store.put_vectors("memories", scope, [rowid], vec[None, :])
+        mem.store.add_event(scope, memory_id, "RESTORE", current.snapshot(), previous.snapshot(), actor, why, now)
+    mem._after_memory_change(scope)
+    return _events(mem, scope, memory_id)[-1]
+
+
+def _check_id(memory_id: Any) -> None:
+    if not isinstance(memory_id, str) or not memory_id.strip() or len(memory_id) > 256:
+        raise ValidationError("memory_id", "must be a non-empty string of at most 256 characters")
+
+
+def _events(mem: Memory, scope: Scope, memory_id: str) -> list[MemoryEvent]:
+    events = mem.store.events(scope, memory_id, limit=_ALL)
+    if not events:
+        raise NotFound(f"memory {memory_id!r} has no history for user {scope.user_id!r} (it never existed, or "
+                       "the user was purged); `memlane list` shows the ids")
+    return events
+
+
+def _record(snapshot: dict[str, Any] | None, scope: Scope, memory_id: str, where: str) -> MemoryRecord:
+    """The memory an audit snapshot describes, in this scope."""
+    if not snapshot or not str(snapshot.get("content") or "").strip():
+        raise ValidationError("memory_id", f"the audit keeps no content of memory {memory_id!r} ({where}): it "
+                                           "was erased for good and cannot be brought back")
+    fields = {k: v for k, v in snapshot.items() if k in MemoryRecord.model_fields}
+    try:
+        return MemoryRecord.model_validate({**fields, "id": memory_id, "user_id": scope.user_id,
+                                            "agent_id": scope.agent_id})
+    except PydanticValidationError as exc:
+        raise ValidationError("memory_id", f"the audit snapshot of memory {memory_id!r} ({where}) is not a "
+                                           f"valid memory: {exc.errors()[0]['msg']}") from None
+
+
+__all__ = ["restore", "undo"]
