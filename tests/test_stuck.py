@@ -97,6 +97,41 @@ def test_a_writer_killed_mid_extraction_is_taken_over_within_seconds(make_memory
     assert fresh.consolidate(user_id="u1").locked == []
 
 
+CONSOLIDATING = """
+import sys, time
+from memlane import Config, Memory
+cfg = Config.load("default", store={"home": sys.argv[1]}, embedding={"provider": "hash", "background": False})
+m = Memory(cfg)
+
+def hang(step, scope, report):
+    if step == "dedup":  # mid-pass, holding the scope's lease
+        print("holding", flush=True)
+        time.sleep(60)
+
+m.consolidate(user_id="u1", on_step=hang)
+"""
+
+
+def test_a_consolidation_killed_mid_pass_does_not_lock_the_scope(make_memory, tmp_path):
+    home = tmp_path / "data"
+    m = make_memory(home=home)
+    m.add("likes green tea", user_id="u1")
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    child = subprocess.Popen([sys.executable, "-c", CONSOLIDATING, str(home)], env=env, stdout=subprocess.PIPE,
+                             text=True)
+    try:
+        assert child.stdout is not None and child.stdout.readline().strip() == "holding"
+        assert m.jobs.lock.holder(Scope.of("u1")) is not None  # the child holds it, alive
+        os.kill(child.pid, signal.SIGKILL)
+        child.wait(5)
+    finally:
+        if child.poll() is None:
+            child.kill()
+    started = time.monotonic()
+    report = m.consolidate(user_id="u1")
+    assert report.locked == [] and report.scopes == [Scope.of("u1")] and time.monotonic() - started < 5
+
+
 def test_a_lease_from_another_host_or_a_reused_pid():
     now = time.time()
     mine = Lease.mine("me", now + 30)
@@ -203,7 +238,7 @@ def test_ending_a_session_does_not_wait_on_a_hung_llm(make_memory):
         m.build_context("s1", "where do I live", user_id="u1")
         results = {r.action: r.result for r in m.end_session("s1", user_id="u1")}
         elapsed = time.monotonic() - started
-        assert elapsed < 1.0, elapsed
+        assert elapsed < 1.5, elapsed  # inline, the three LLM calls alone would take ≥ 3 s
         assert results["extract"].status == "queued" and results["episode"] is not None  # extractive, for now
         assert m.worker.wait_idle(9)
         release.set()
