@@ -26,7 +26,19 @@ from memlane.models import Scope
 from memlane.store import Store
 
 log = logging.getLogger(__name__)
-HOST = socket.gethostname()
+
+
+def _host() -> str:
+    """This machine, and its pid namespace: containers sharing a host name and a volume each
+    see only their own pids, so a pid is only judged where it can be seen."""
+    try:
+        ns = os.readlink("/proc/self/ns/pid")
+    except OSError:
+        ns = ""
+    return f"{socket.gethostname()}/{ns}" if ns else socket.gethostname()
+
+
+HOST = _host()
 
 
 def process_start(pid: int) -> str:
