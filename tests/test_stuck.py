@@ -17,12 +17,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from memlane.config import LLMConfig
 from memlane.errors import BackendError
 from memlane.lease import Lease, ScopeLock
 from memlane.lifecycle import Scheduler
 from memlane.llm.client import OpenAICompatibleLLM
+from memlane.markdown import scope_dir
 from memlane.models import Scope
 from memlane.testing import ManualClock, ScriptedLLM
 from tests.stubs import openai_stub
@@ -319,3 +322,12 @@ def test_the_cli_lists_a_busy_scope(make_memory, tmp_path):
     assert [s["user_id"] for s in report["locked"]] == ["u1"]
     assert [s["user_id"] for s in report["scopes"]] == ["u2"]
     assert "skipped u1" in run(tmp_path, "consolidate", "--all").stderr
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.text(min_size=1, max_size=256).filter(str.strip), min_size=2, max_size=2, unique=True))
+def test_every_valid_id_has_its_own_short_directory_name(ids):
+    home = Path("/home")
+    names = [scope_dir(home, Scope.of(i)).name for i in ids]
+    assert all(0 < len(n.encode()) <= 120 and "/" not in n and n not in (".", "..") for n in names)
+    assert names[0] != names[1]
