@@ -156,7 +156,8 @@ def test_a_live_holder_keeps_its_short_lease_by_heartbeat(memory):
     assert other.acquire(scope, "someone-else")  # released on exit
 
 
-def test_remember_while_the_scope_is_busy_is_applied_later(mem):
+@pytest.mark.parametrize("later", ["drain", "consolidate", "next command"])
+def test_remember_while_the_scope_is_busy_is_applied_later(mem, later):
     scope = Scope.of("u1")
     busy = ScopeLock(mem.store, 60)
     assert busy.acquire(scope, "another-writer")
@@ -164,7 +165,13 @@ def test_remember_while_the_scope_is_busy_is_applied_later(mem):
     assert mem.list(user_id="u1") == []
     busy.release(scope, "another-writer")
     mem.llm.enqueue(json.dumps({"operations": []}))
-    assert [r.status for r in mem.drain()] == ["done"]
+    if later == "drain":
+        assert [r.status for r in mem.drain()] == ["done"]
+    elif later == "consolidate":
+        assert [j.status for j in mem.consolidate().jobs] == ["done"]
+    else:
+        mem.add_messages("s1", [{"role": "user", "content": "remember that my cat is called Miso"}], user_id="u1")
+        assert any("Miso" in m.content for m in mem.list(user_id="u1"))
     assert [m.content for m in mem.list(user_id="u1") if "white tea" in m.content]
 
 
