@@ -338,3 +338,38 @@ def test_every_valid_id_has_its_own_short_directory_name(ids):
     names = [scope_dir(home, Scope.of(i)).name for i in ids]
     assert all(0 < len(n.encode()) <= 120 and "/" not in n and n not in (".", "..") for n in names)
     assert names[0] != names[1]
+
+
+def test_a_server_trickling_its_reply_is_cut_at_the_deadline():
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    class Trickle(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:  # noqa: N802
+            self.rfile.read(int(self.headers.get("content-length", 0)))
+            self.send_response(200)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", "1000")
+            self.end_headers()
+            try:
+                for _ in range(1000):  # a byte every 0.1 s: never a read timeout, 100 s in all
+                    self.wfile.write(b" ")
+                    self.wfile.flush()
+                    time.sleep(0.1)
+            except OSError:
+                pass
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Trickle)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        llm = OpenAICompatibleLLM(LLMConfig(base_url=f"http://127.0.0.1:{server.server_address[1]}/v1",
+                                            timeout_s=0.5, max_retries=0, deadline_s=1.0))
+        started = time.monotonic()
+        with pytest.raises(BackendError, match="deadline"):
+            llm.complete([{"role": "user", "content": "hi"}])
+        assert time.monotonic() - started < 2.0
+    finally:
+        server.shutdown()
+        server.server_close()

@@ -140,7 +140,7 @@ class OpenAICompatibleLLM:
                 if left <= 0:
                     raise httpx.TimeoutException("no time left for another attempt")
                 timeout = httpx.Timeout(min(self.cfg.timeout_s, left), connect=min(10.0, self.cfg.timeout_s, left))
-                resp = self._http.post("chat/completions", json=body, timeout=timeout)
+                resp = self._send(body, timeout, deadline)
             except httpx.HTTPError as exc:
                 refused = isinstance(exc, httpx.ConnectError) and "refused" in str(exc).lower()
                 wait = self._wait(attempts, None)
@@ -161,6 +161,24 @@ class OpenAICompatibleLLM:
                     self._sleep(wait)
                     continue
             return resp, attempts
+
+    def _send(self, body: dict[str, Any], timeout: httpx.Timeout, deadline: float) -> httpx.Response:
+        """One POST whose reply is read within `deadline` in all: the read timeout alone
+        restarts with every chunk, so a server trickling bytes could hold a caller forever."""
+        request = self._http.build_request("POST", "chat/completions", json=body, timeout=timeout)
+        resp = self._http.send(request, stream=True)
+        if resp.is_stream_consumed:  # an in-memory transport (tests) hands the body over read
+            return resp
+        try:
+            raw = bytearray()
+            for chunk in resp.iter_raw():
+                raw += chunk
+                if time.monotonic() > deadline:
+                    raise httpx.ReadTimeout("the reply was still arriving at llm.deadline_s", request=request)
+        finally:
+            resp.close()
+        # a complete response from the raw bytes: decoding (gzip…) happens as usual
+        return httpx.Response(resp.status_code, headers=resp.headers, content=bytes(raw), request=request)
 
     def _wait(self, attempt: int, retry_after: str | None) -> float:
         if retry_after is not None:
