@@ -190,8 +190,7 @@ def _drain(memory: Memory, scope: Scope | None, now: datetime, dry_run: bool, re
                                  f"{result.error}")
         elif result.status == "error":
             report.errors.append(f"{_label(sc)}: extraction job {job.id} could not run: {result.error}")
-        elif result.status == "locked" and sc not in report.locked:
-            report.locked.append(sc)
+        # "locked": the job stays queued (its report says so); the scope's pass decides `report.locked`
 
 
 class _Pass:
