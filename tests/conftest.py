@@ -19,6 +19,9 @@ def make_config(home: Path, profile: str = "default", **overrides: Any) -> Confi
     overrides.setdefault("embedding", {})
     overrides["embedding"] = {"provider": "hash", "background": False, **overrides["embedding"]}
     overrides.setdefault("store", {})["home"] = str(home)
+    # tests with a scripted LLM read its results right after end_session; the default
+    # (background extraction) is tested in tests/test_reliability_jobs.py
+    overrides["extraction"] = {"wait_for_llm": True, **overrides.get("extraction", {})}
     return Config.load(profile, **overrides)
 
 

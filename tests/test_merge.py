@@ -151,7 +151,7 @@ def test_dedup_with_the_real_offline_embedder(tmp_path, e5):
         m.llm = ScriptedLLM(ops({"op": "ADD", "content": "用户喜欢喝白茶", "importance": "medium"},
                                 {"op": "ADD", "content": "用户喜欢喝绿茶", "importance": "medium"}))
         m.add_messages("s2", [{"role": "user", "content": "我喜欢喝白茶，也喜欢绿茶"}], user_id="u1")
-        report = m.end_session("s2", user_id="u1")[0].result
+        report = m.end_session("s2", user_id="u1", wait=True)[0].result
         by = {x.content: x for x in m.list(user_id="u1")}
         assert set(by) == {"用户喜欢喝白茶", "用户喜欢喝绿茶", "用户对花生过敏"}
         assert by["用户喜欢喝白茶"].activation_count == 1

@@ -33,8 +33,8 @@ def test_backoff_then_archive_backlog_and_the_job_is_never_dropped(mem):
         mem.llm.enqueue(BackendError("LLM down"))
         [r] = mem.drain()
         waits.append(r.next_at - mem.clock.now)
-    minutes = [w.total_seconds() / 60 for w in waits]
-    assert minutes == [10, 30, 120, 360, 24 * 60, 24 * 60]
+    # seed 000's whole sequence (12 h included), then the backlog back-off
+    assert [w.total_seconds() for w in waits] == [600, 1800, 7200, 21600, 43200, 86400]
     assert [e.payload["attempts"] for e in backlog] == [5, 6]
     assert backlog[0].payload["session_id"] == "s1" and "LLM down" in backlog[0].payload["error"]
     # the turns were never at risk, and the job finally succeeds
@@ -90,16 +90,27 @@ def test_an_expired_lease_is_taken_over(mem):
     assert mem.extract("s1", user_id="u1").status == "done"
 
 
-def test_a_job_claimed_by_a_crashed_worker_is_run_again_after_its_lease(mem):
+def test_a_job_claimed_by_a_crashed_worker_is_taken_over_at_once(mem):
     mem.add_messages("s1", [{"role": "user", "content": "我喜欢喝白茶"}], user_id="u1")
     job = mem.jobs.enqueue(Scope.of("u1"), "s1", T0)
     assert job is not None and mem.store.claim_job(job.id)  # a worker claimed it, then died
     mem.store.update_job(job.id, status="running", attempts=0, next_at=T0 + timedelta(minutes=15), last_error=None)
-    assert mem.drain() == []  # its lease still runs
-    mem.clock.now = T0 + timedelta(minutes=16)
+    # nobody holds the scope's lease, so nobody is working on it: taken over now, and the
+    # interruption counts as an attempt (a job that kills its worker every time backs off)
     mem.llm.enqueue(ADD_TEA)
     [r] = mem.drain()
     assert r.status == "done" and len(mem.list(user_id="u1")) == 1
+    assert mem.store.jobs(status=("done",))[0].attempts == 2
+
+
+def test_a_job_claimed_by_a_live_worker_is_left_alone(mem):
+    mem.add_messages("s1", [{"role": "user", "content": "我喜欢喝白茶"}], user_id="u1")
+    job = mem.jobs.enqueue(Scope.of("u1"), "s1", T0)
+    assert job is not None and mem.store.claim_job(job.id)
+    other = ScopeLock(mem.store, 60)
+    assert other.acquire(Scope.of("u1"), "live-worker")  # this process: alive
+    [r] = mem.drain()
+    assert r.status == "locked" and "pid" in (r.error or "") and mem.llm.calls == []
 
 
 def test_concurrent_workers_on_one_store_run_each_job_once(make_memory, tmp_path):

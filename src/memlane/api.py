@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import builtins
 import logging
+import threading
 from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -51,6 +52,7 @@ from memlane.search import search as run_search
 from memlane.store import Store, open_store
 from memlane.text import estimate_tokens
 from memlane.tools import MemoryTools
+from memlane.worker import JobWorker
 
 log = logging.getLogger(__name__)
 _list = builtins.list  # `list` is also a method name below
@@ -85,6 +87,8 @@ class Memory:
         self._indexer: BackgroundIndexer | None = None
         self._importing = False
         self._jobs: JobRunner | None = None
+        self._worker: JobWorker | None = None  # started on first use, with an LLM (see `_background`)
+        self._waiting = _Waiting()  # end_session(wait=True) in progress, per thread
         self._md_paused = False  # md import applies many writes, then rewrites MEMORY.md once
         if self.config.embedding.background:
             self._indexer = BackgroundIndexer(
@@ -102,6 +106,9 @@ class Memory:
     # ---- lifecycle of the object ------------------------------------------------------
 
     def close(self) -> None:
+        if self._worker is not None:  # bounded: a hung LLM call is left to the next worker
+            self._worker.stop(self.config.extraction.worker_stop_seconds)
+            self._worker = None
         if self._indexer is not None:
             self._indexer.stop()
             self._indexer = None
@@ -158,9 +165,24 @@ class Memory:
             self.store.put_session(session)
         self._after_write()
         if not self._importing:  # the turns are committed; only now may an LLM summarise them
-            sessions.maybe_compact(self, scope, session_id)
-            self._extraction_trigger(scope, session_id, turns)
+            try:
+                if self._background():  # never wait on the LLM's summary: the worker compacts
+                    if self._needs_compaction(scope, session_id):
+                        self.worker.submit(lambda: sessions.maybe_compact(self, scope, session_id),
+                                           key=("compact", scope, session_id))
+                else:
+                    sessions.maybe_compact(self, scope, session_id)
+                self._extraction_trigger(scope, session_id, turns)
+            except Exception:
+                # the turns are stored and acknowledged; what failed here (compaction, a command)
+                # is redone from them by the session's next extraction job
+                log.exception("after storing turns of session %s: follow-up work failed", session_id)
         return turns
+
+    def _needs_compaction(self, scope: Scope, session_id: str) -> bool:
+        session = self.store.get_session(scope, session_id)
+        through = sessions.compacted_through(session) if session else 0
+        return self.store.next_seq(scope, session_id) - 1 - through > self.config.session.compaction_cap
 
     def _index_neighbours(self, scope: Scope, session_id: str, first: int, last: int) -> None:
         """Give each turn its neighbours as a second, down-weighted FTS column."""
@@ -199,9 +221,14 @@ class Memory:
             msg = msg.model_copy(update={"created_at": msg.created_at.replace(tzinfo=UTC)})
         return msg
 
-    def end_session(self, session_id: str, *, user_id: str, agent_id: str | None = None) -> list[RuleResult]:
+    def end_session(self, session_id: str, *, user_id: str, agent_id: str | None = None,
+                    wait: bool | None = None) -> list[RuleResult]:
         """Close a session and emit `session.ended`; the configured rules decide what runs
-        (by default: extract memories from its turns; an episode for sessions of ≥ 3 messages)."""
+        (by default: extract memories from its turns; an episode for sessions of ≥ 3 messages).
+
+        With an LLM, the extraction is queued (report status "queued") and the episode is
+        written without it, the background worker then running both with the LLM, so this
+        returns at once; `wait=True` (or `extraction.wait_for_llm`) runs them here."""
         scope = Scope.of(user_id, agent_id)
         session = self.store.get_session(scope, session_id)
         if session is None:
@@ -210,12 +237,42 @@ class Memory:
         session.ended_at = now
         with self.store.transaction():
             self.store.put_session(session)
-        return self.events.emit(Event.session_ended(scope, session_id, session.message_count, now))
+        self._waiting.on = not self._background(wait)  # read by the rule actions, in this thread
+        try:
+            return self.events.emit(Event.session_ended(scope, session_id, session.message_count, now))
+        finally:
+            self._waiting.on = False
 
     def _action_extract(self, event: Event) -> JobReport | None:
         """Queue the session's not-yet-extracted turns as one job (a range is queued once) and
-        run it now; a failed run stays queued with back-off (see `drain`)."""
-        return self._extract_now(event.scope, event.payload["session_id"], None)
+        run it now — or, in the background (see `end_session`), let the worker run it; a
+        failed run stays queued with back-off (see `drain`)."""
+        scope, session_id = event.scope, event.payload["session_id"]
+        if self._waiting.on or not self._background():
+            return self._extract_now(scope, session_id, None)
+        return self._queue_extraction(scope, session_id)
+
+    def _queue_extraction(self, scope: Scope, session_id: str) -> JobReport | None:
+        job = self.jobs.enqueue(scope, session_id, self.clock())
+        self.worker.notify()
+        if job is None:
+            return None
+        return JobReport(session_id, job.first_seq, job.last_seq, job_id=job.id, status="queued",
+                         attempts=job.attempts, next_at=job.next_at)
+
+    def _background(self, wait: bool | None = None) -> bool:
+        """Whether LLM work goes to the worker: an LLM is configured and nobody asked to wait.
+        Offline the heuristics are fast and run in the caller."""
+        if wait is None:
+            wait = self.config.extraction.wait_for_llm
+        return self.llm is not None and not wait
+
+    @property
+    def worker(self) -> JobWorker:
+        """The background worker (started on first use; `close()` stops it)."""
+        if self._worker is None:
+            self._worker = JobWorker(self)
+        return self._worker
 
     # ---- extraction (issue 4) ---------------------------------------------------------
 
@@ -248,10 +305,29 @@ class Memory:
         return self.jobs.drain(now or self.clock(), self.llm, limit)
 
     def _extract_now(self, scope: Scope, session_id: str, through_seq: int | None) -> JobReport | None:
+        """Queue the session's new turns and run that job here, after the session's earlier
+        jobs that are due (left queued while the scope was busy); the new job's report."""
         job = self.jobs.enqueue(scope, session_id, self.clock(), through_seq)
+        now = self.clock()
+        for old in self.store.jobs(scope=scope, due_before=now, status=("queued",), limit=100):
+            if old.session_id == session_id and (job is None or old.id != job.id):
+                self.jobs.run_contained(old, now, self.llm)
         if job is None:
             return None
-        return self.jobs.run(job, self.clock(), self.llm)
+        report = self.jobs.run_contained(job, self.clock(), self.llm)
+        if report.status == "locked" and self._waiting.on and self._worker is not None:
+            # our own worker may have picked the job up: the caller asked to wait, so wait
+            self._worker.wait_idle(self.config.llm.deadline_s * 2)
+            report = self.jobs.run_contained(job, self.clock(), self.llm)
+            if report.status == "skipped":  # the worker finished it
+                done = next((j for j in self.store.jobs(scope=scope, status=("done", "queued"), limit=100_000)
+                             if j.id == job.id), None)
+                if done is not None:
+                    report.status = "done" if done.status == "done" else "retrying"
+                    report.attempts, report.error, report.next_at = done.attempts, done.last_error, done.next_at
+        if report.status == "locked" and self._background():  # the worker retries it when polling
+            self.worker.notify()
+        return report
 
     def _retrieve(self, scope: Scope, query: str, limit: int) -> _list[Hit]:
         # seed 003: being retrieved for the extractor is not being used; never activates
@@ -265,7 +341,9 @@ class Memory:
         cfg = self.config.extraction
         users = [t for t in turns if t.role == "user"]
         if any(is_command(t.content) for t in users):
-            self.jobs.apply_commands(scope, session_id, self.clock())
+            applied = self.jobs.apply_commands(scope, session_id, self.clock())
+            if applied is not None and applied.status == "locked" and self._background():
+                self.worker.notify()  # queued as a job: the worker applies them once the scope is free
         if cfg.every_n_user_messages <= 0 or not users:
             return None
         qualifying = sum(1 for t in users if len(t.content.strip()) >= cfg.min_message_chars)
@@ -280,6 +358,8 @@ class Memory:
             self.store.put_session(session)
         if count < cfg.every_n_user_messages or session.extraction_count >= cfg.max_per_session:
             return None
+        if self._background():
+            return self._queue_extraction(scope, session_id)
         return self._extract_now(scope, session_id, None)
 
     def import_conversations(
@@ -340,8 +420,19 @@ class Memory:
         return self.store.list_episodes(Scope.of(user_id, agent_id), session_id=session_id, limit=limit)
 
     def _action_episode(self, event: Event) -> Episode | None:
-        """The `episode` rule action: summarise the ended session (seeds 002, 003, 004 §6)."""
-        episode = sessions.write_episode(self, event)
+        """The `episode` rule action: summarise the ended session (seeds 002, 003, 004 §6);
+        in the background (see `end_session`) the extractive episode is written at once and
+        the worker rewrites it with the LLM (if it never gets to, the extractive one stays)."""
+        if not self._waiting.on and self._background():
+            episode = self._write_episode(event, offline=True)
+            if episode is not None:
+                self.worker.submit(lambda: self._write_episode(event), key=("episode", event.scope,
+                                                                              event.payload["session_id"]))
+            return episode
+        return self._write_episode(event)
+
+    def _write_episode(self, event: Event, *, offline: bool = False) -> Episode | None:
+        episode = sessions.write_episode(self, event, offline=offline)
         if episode is not None:
             self._after_write()
         return episode
@@ -675,6 +766,10 @@ class Memory:
                 "category", f"unknown category {category!r}; profile {self.config.profile!r} allows: {', '.join(cats)}"
             )
         return c
+
+
+class _Waiting(threading.local):
+    on = False
 
 
 def _require_text(field: str, value: Any, limit: int) -> None:

@@ -65,6 +65,9 @@ class LLMConfig(_Section):
     # (the extraction queue's own back-off, seed 000, handles long outages)
     retry_backoff_s: float = Field(1.0, ge=0)
     retry_after_max_s: float = Field(10.0, ge=0)
+    # not from a seed: one call's whole time, retries and waits included (a hung server costs
+    # at most this); a refused connection is not retried at all
+    deadline_s: float = Field(120.0, gt=0)
     # json_schema → json_object → plain prompt: the first response_format tried; the client
     # steps down when a server rejects it (llama.cpp, older vLLM and Ollama lack json_schema)
     json_mode: Literal["json_schema", "json_object", "none"] = "json_schema"
@@ -248,9 +251,15 @@ class ExtractionConfig(_Section):
     backoff_seconds: list[int] = [600, 1800, 7200, 21600, 43200]  # seed 000: 10m→30m→2h→6h→12h
     max_attempts: int = Field(5, ge=1)  # seed 000
     backlog_backoff_seconds: int = 86_400  # after max_attempts: archive_backlog, back off longer
-    # seed 001 §6 phase 1.5: one writer per scope; the lock is a lease so a crashed worker's
-    # lock (and its claimed job) is taken over after this long
-    lock_lease_seconds: int = Field(900, ge=1)
+    # seed 001 §6 phase 1.5: one writer per scope. Not from a seed: a holder on this host whose
+    # process is gone loses the lease at once; one elsewhere after this long, which is short
+    # because a live holder renews it every third of it (memlane.lease)
+    lock_lease_seconds: float = Field(30, gt=0)
+    # not from a seed: with an LLM, end_session / add_messages queue extraction, episodes and
+    # compaction for a background worker and return at once; True runs them in the caller
+    wait_for_llm: bool = False
+    worker_poll_seconds: float = Field(30.0, gt=0)  # not from a seed: the worker's look for due jobs (retries run when due)
+    worker_stop_seconds: float = Field(5.0, ge=0)  # not from a seed: close() waits this long for a busy worker
     related_per_turn: int = Field(5, ge=0)  # seed 003: the memories retrieval returned, per user turn
     heuristic_confidence: float = Field(0.8, ge=0, le=1)  # not from a seed: patterns guess less surely
 

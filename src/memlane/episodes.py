@@ -111,8 +111,8 @@ def _parse_episode(raw: str) -> dict[str, object]:
         text = text.strip("`").removeprefix("json").strip()
     try:
         data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ExtractionError(f"episode: the LLM reply is not JSON ({exc})", raw) from exc
+    except (json.JSONDecodeError, RecursionError) as exc:  # RecursionError: hostile nesting
+        raise ExtractionError(f"episode: the LLM reply is not JSON ({type(exc).__name__})", raw) from None
     if not isinstance(data, dict) or not isinstance(data.get("summary"), str) or not data["summary"].strip():
         raise ExtractionError("episode: the LLM reply has no 'summary' string", raw)
     return data

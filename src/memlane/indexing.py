@@ -15,7 +15,6 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from memlane.embeddings import Embedder
-from memlane.errors import MemlaneError
 from memlane.models import Corpus, Scope
 from memlane.store import Store
 
@@ -137,7 +136,7 @@ class BackgroundIndexer:
                     ):
                         pass
                     self.error = None
-                except MemlaneError as exc:  # the rows stay pending; the next notify retries
+                except Exception as exc:  # the rows stay pending; the next notify retries (never dies)
                     self.error = exc
                     log.warning("background embedding failed, will retry: %s", exc)
                 if not self._wake.is_set():

@@ -1,13 +1,15 @@
 """The extraction queue and the merge: jobs of turn ranges → operations → memories + events.
 
 A job is a (scope, session, turn range), queued once (seed 001 idempotency). Running it:
-take the scope's writer lock (seed 001 §6 phase 1.5: one writer per scope, across threads
+take the scope's writer lease (seed 001 §6 phase 1.5: one writer per scope, across threads
 and processes), claim the job, read the turns (committed long before, so an LLM outage loses
 nothing), extract operations (LLM or heuristic, plus the user's own remember/forget), then
 apply them — initial scores, dedup by embedding, reinforcement, contradiction, update,
 delete, each change one audited event — in ONE transaction together with the job's `done`.
-A failure leaves the job queued with back-off 10 m → 30 m → 2 h → 6 h → 12 h; after
-`max_attempts` an `archive_backlog` event and the longer backlog back-off (seed 000).
+Any failure leaves the job queued with back-off 10 m → 30 m → 2 h → 6 h → 12 h, then the
+longer backlog back-off, with an `archive_backlog` event from `max_attempts` on (seed 000).
+A worker killed mid-job leaves it "running": whoever next takes the scope's lease (at once
+when the holder's process is gone, `memlane.lease`) takes the job over.
 """
 
 from __future__ import annotations
@@ -15,7 +17,6 @@ from __future__ import annotations
 import logging
 import os
 import threading
-import time
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -31,6 +32,7 @@ from memlane.events import Event, EventBus
 from memlane.extraction import Extraction, Guard, LLMExtractor, Operation, Rejected
 from memlane.heuristic import HeuristicExtractor, commands
 from memlane.indexing import embed_cached, vector_key
+from memlane.lease import ScopeLock
 from memlane.llm import LLM
 from memlane.models import ExtractionJob, Hit, MemoryRecord, Scope, Turn, new_id
 from memlane.policy import dedup_threshold, names_memory, penalised, reinforced, stated_by_person
@@ -40,7 +42,9 @@ from memlane.text import CJK_RUN, keywords
 log = logging.getLogger(__name__)
 
 Retrieve = Callable[[Scope, str, int], list[Hit]]
-JobStatus = Literal["done", "retrying", "locked", "skipped", "empty"]
+# queued: left for the background worker; locked: a live writer holds the scope, the job
+# waits for the next drain; error: not even recorded (a broken store), the job is retried later
+JobStatus = Literal["done", "retrying", "locked", "skipped", "empty", "queued", "error"]
 
 
 @dataclass
@@ -71,34 +75,6 @@ class JobReport:
         return {"new": len(self.added),
                 "updated": len(self.reinforced) + len(self.updated) + len(self.contradicted),
                 "deleted": len(self.deleted)}
-
-
-class ScopeLock:
-    """A lease row in `meta`, taken inside `BEGIN IMMEDIATE`: one writer per scope across
-    threads and processes; a crashed holder's lease simply runs out."""
-
-    def __init__(self, store: Store, lease_seconds: float) -> None:
-        self.store = store
-        self.lease = lease_seconds
-
-    @staticmethod
-    def key(scope: Scope) -> str:
-        return f"extract-lock:{scope.user_id}\x1f{scope.agent_id}"
-
-    def acquire(self, scope: Scope, owner: str) -> bool:
-        now = time.time()  # wall time, not the memory's clock: leases are shared between processes
-        with self.store.transaction():
-            held = self.store.meta(self.key(scope)) or ""
-            holder, _, until = held.rpartition("|")
-            if holder and holder != owner and float(until or 0) > now:
-                return False
-            self.store.set_meta(self.key(scope), f"{owner}|{now + self.lease}")
-        return True
-
-    def release(self, scope: Scope, owner: str) -> None:
-        with self.store.transaction():
-            if (self.store.meta(self.key(scope)) or "").startswith(owner + "|"):
-                self.store.set_meta(self.key(scope), "")
 
 
 class JobRunner:
@@ -144,11 +120,23 @@ class JobRunner:
         return None
 
     def due(self, now: datetime, limit: int = 100) -> list[ExtractionJob]:
-        """Queued jobs that are due, and running ones whose claim ran out (a crashed worker)."""
-        return self.store.jobs(due_before=now, status=("queued", "running"), limit=limit)
+        """Queued jobs that are due, and every running one: a running job whose scope lease
+        `run` can take holds no live worker (it crashed), whatever its claim said."""
+        running = self.store.jobs(status=("running",), limit=limit)
+        return running + self.store.jobs(due_before=now, status=("queued",), limit=max(0, limit - len(running)))
 
     def drain(self, now: datetime, llm: LLM | None, limit: int = 100) -> list[JobReport]:
-        return [self.run(job, now, llm) for job in self.due(now, limit)]
+        """Run the due jobs; one job's failure is its own (recorded, backed off), never the others'."""
+        return [self.run_contained(job, now, llm) for job in self.due(now, limit)]
+
+    def run_contained(self, job: ExtractionJob, now: datetime, llm: LLM | None) -> JobReport:
+        """`run`, and a failure even to record the job's failure (a broken store) is a report."""
+        try:
+            return self.run(job, now, llm)
+        except Exception as exc:  # containment: the job stays queued/running and is retried later
+            log.exception("extraction job %s could not be run", job.id)
+            return JobReport(job.session_id, job.first_seq, job.last_seq, job_id=job.id, status="error",
+                             attempts=job.attempts, error=f"{type(exc).__name__}: {exc}")
 
     # ---- one job ----------------------------------------------------------------------
 
@@ -156,56 +144,68 @@ class JobRunner:
         scope = Scope(user_id=job.user_id, agent_id=job.agent_id)
         report = JobReport(job.session_id, job.first_seq, job.last_seq, job_id=job.id, attempts=job.attempts,
                            extractor="llm" if llm is not None else "heuristic")
-        owner = self._owner()
-        if not self.lock.acquire(scope, owner):
-            report.status = "locked"  # another writer has this scope; the job stays queued for it
-            return report
-        try:
-            if not self._claim(job, now):
+        with self.lock.hold(scope, self._owner()) as held:
+            if not held:
+                # another live writer has this scope; the job stays queued for the next drain
+                holder = self.lock.holder(scope)
+                report.status = "locked"
+                report.error = f"scope busy: held by {holder.describe() if holder else 'another writer'}"
+                return report
+            if not self._claim(job, now, report):
                 report.status = "skipped"
+                return report
+            if report.status == "retrying":  # an interrupted job past max_attempts: backed off, not run
                 return report
             try:
                 self._extract_and_merge(job, scope, now, llm, report)
-            except MemlaneError as exc:
+            except Exception as exc:  # any failure (RecursionError included) is this job's: backed off
                 self._failed(job, scope, now, exc, report)
             return report
-        finally:
-            self.lock.release(scope, owner)
 
-    def _claim(self, job: ExtractionJob, now: datetime) -> bool:
-        lease = now + timedelta(seconds=self.config.extraction.lock_lease_seconds)
+    def _claim(self, job: ExtractionJob, now: datetime, report: JobReport) -> bool:
+        """Mark the job running under our scope lease. A job found running already was
+        claimed by a worker that no longer holds the lease (we do): it died mid-job, so the
+        job is taken over at once, and the interruption counts as a failed attempt (a job
+        that kills its worker every time is backed off like any other failure)."""
         with self.store.transaction():
             scope = Scope(user_id=job.user_id, agent_id=job.agent_id)
             current = next((j for j in self.store.jobs(scope=scope, status=("queued", "running"), limit=100_000)
                             if j.id == job.id), None)
             if current is None:
                 return False
-            if current.status == "queued" and not self.store.claim_job(job.id):
+            if current.status == "queued" and (current.next_at > now or not self.store.claim_job(job.id)):
                 return False
-            if current.status == "running" and current.next_at > now:
-                return False  # claimed by a live worker
-            self.store.update_job(job.id, status="running", attempts=current.attempts, next_at=lease,
-                                  last_error=current.last_error)
-            job.attempts = current.attempts
+            attempts, error = current.attempts, current.last_error
+            if current.status == "running":
+                attempts += 1
+                error = "interrupted: its worker stopped (crash or kill) before finishing"
+                log.warning("extraction job %s: taking over from a dead worker (attempt %d)", job.id, attempts)
+            lease = now + timedelta(seconds=self.config.extraction.lock_lease_seconds)
+            self.store.update_job(job.id, status="running", attempts=attempts, next_at=lease, last_error=error)
+            job.attempts = attempts
+        if current.status == "running" and attempts >= self.config.extraction.max_attempts:
+            job.attempts = attempts - 1  # `_failed` counts this interruption as the attempt
+            self._failed(job, scope, now, RuntimeError(error or "interrupted"), report)
         return True
 
-    def _failed(self, job: ExtractionJob, scope: Scope, now: datetime, exc: MemlaneError, report: JobReport) -> None:
+    def _failed(self, job: ExtractionJob, scope: Scope, now: datetime, exc: BaseException, report: JobReport) -> None:
+        """Back off: `backoff_seconds` in turn (seed 000: 10 m → 30 m → 2 h → 6 h → 12 h), then
+        `backlog_backoff_seconds`; from `max_attempts` on, each failure is an `archive_backlog` event."""
         cfg = self.config.extraction
         attempts = job.attempts + 1
-        if attempts >= cfg.max_attempts:
-            delay = cfg.backlog_backoff_seconds
-        else:
-            delay = cfg.backoff_seconds[min(attempts, len(cfg.backoff_seconds)) - 1]
+        steps = min(cfg.max_attempts, len(cfg.backoff_seconds))
+        delay = cfg.backoff_seconds[attempts - 1] if attempts <= steps else cfg.backlog_backoff_seconds
         next_at = now + timedelta(seconds=delay)
+        error = str(exc) if isinstance(exc, MemlaneError) else f"{type(exc).__name__}: {exc}"
         with self.store.transaction():
-            self.store.update_job(job.id, status="queued", attempts=attempts, next_at=next_at, last_error=str(exc)[:2000])
+            self.store.update_job(job.id, status="queued", attempts=attempts, next_at=next_at, last_error=error[:2000])
         log.warning("extraction job %s (%s #%d-%d) failed, attempt %d, retry at %s: %s",
-                    job.id, job.session_id, job.first_seq, job.last_seq, attempts, next_at.isoformat(), exc)
-        report.status, report.error, report.attempts, report.next_at = "retrying", str(exc), attempts, next_at
+                    job.id, job.session_id, job.first_seq, job.last_seq, attempts, next_at.isoformat(), error)
+        report.status, report.error, report.attempts, report.next_at = "retrying", error, attempts, next_at
         if attempts >= cfg.max_attempts:  # seed 000: record the backlog, back off longer
             event = Event.archive_backlog(scope, f"extraction_job:{job.id}", attempts, job.first_seq,
                                           job.last_seq, now)
-            event.payload.update({"job_id": job.id, "session_id": job.session_id, "error": str(exc)[:500],
+            event.payload.update({"job_id": job.id, "session_id": job.session_id, "error": error[:500],
                                   "next_at": next_at.isoformat()})
             self.events.emit(event)
 
@@ -243,36 +243,47 @@ class JobRunner:
 
     def apply_commands(self, scope: Scope, session_id: str, now: datetime) -> JobReport | None:
         """Apply the user's "remember …" / "forget …" from turns not handled yet, at once and
-        without an LLM, so they never wait for (or fail with) the LLM. None when there are none."""
-        owner = self._owner()
-        if not self.lock.acquire(scope, owner):
-            return None  # the running job's writer, or the next one, picks them up
-        try:
+        without an LLM, so they never wait for (or fail with) the LLM. None when there are none.
+
+        When another live writer holds the scope, the turns not queued yet are queued as a
+        job (every job applies the commands of its turns first), so the next drain — the
+        background worker's, `consolidate`'s, or the next `add_messages` with a command —
+        applies them; the report says "locked"."""
+        with self.lock.hold(scope, self._owner()) as held:
+            if not held:
+                job = self.enqueue(scope, session_id, now)
+                holder = self.lock.holder(scope)
+                last = self.store.next_seq(scope, session_id) - 1
+                return JobReport(session_id, job.first_seq if job else last, last, job_id=job.id if job else None,
+                                 status="locked", extractor="commands",
+                                 error=f"scope busy: held by {holder.describe() if holder else 'another writer'}")
+            return self._apply_commands(scope, session_id, now)
+
+    def _apply_commands(self, scope: Scope, session_id: str, now: datetime) -> JobReport | None:
+        """`apply_commands` under the scope lease."""
+        session = self.store.get_session(scope, session_id)
+        if session is None:
+            return None
+        done = int(session.metadata.get("commands_through", 0))
+        turns = [t for t in self.store.get_turns(scope, session_id=session_id) if t.seq > done - 2]
+        ops = commands(turns, self.config, now=now, after_seq=done)
+        if not turns or not ops:
+            return None
+        last = turns[-1].seq
+        job = ExtractionJob(id=0, user_id=scope.user_id, agent_id=scope.agent_id, session_id=session_id,
+                            first_seq=done + 1, last_seq=last, next_at=now, created_at=now)
+        report = JobReport(session_id, done + 1, last, extractor="commands")
+        ops = self._resolve_forgets(ops, scope, report)
+        vectors = self._vectors([op.content for op in ops if op.op == "ADD" and op.content])
+        with self.store.transaction():
+            for op in ops:
+                self._apply(op, scope, job, now, vectors, report)
             session = self.store.get_session(scope, session_id)
-            if session is None:
-                return None
-            done = int(session.metadata.get("commands_through", 0))
-            turns = [t for t in self.store.get_turns(scope, session_id=session_id) if t.seq > done - 2]
-            ops = commands(turns, self.config, now=now, after_seq=done)
-            if not turns or not ops:
-                return None
-            last = turns[-1].seq
-            job = ExtractionJob(id=0, user_id=scope.user_id, agent_id=scope.agent_id, session_id=session_id,
-                                first_seq=done + 1, last_seq=last, next_at=now, created_at=now)
-            report = JobReport(session_id, done + 1, last, extractor="commands")
-            ops = self._resolve_forgets(ops, scope, report)
-            vectors = self._vectors([op.content for op in ops if op.op == "ADD" and op.content])
-            with self.store.transaction():
-                for op in ops:
-                    self._apply(op, scope, job, now, vectors, report)
-                session = self.store.get_session(scope, session_id)
-                if session is not None:
-                    session.metadata["commands_through"] = max(last, int(session.metadata.get("commands_through", 0)))
-                    self.store.put_session(session)
-            self._announce(scope, report, now)
-            return report
-        finally:
-            self.lock.release(scope, owner)
+            if session is not None:
+                session.metadata["commands_through"] = max(last, int(session.metadata.get("commands_through", 0)))
+                self.store.put_session(session)
+        self._announce(scope, report, now)
+        return report
 
     def _announce(self, scope: Scope, report: JobReport, now: datetime) -> None:
         for mem in report.added:  # seed 004 §11.2

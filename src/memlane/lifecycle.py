@@ -126,7 +126,11 @@ StepHook = Callable[[str, Scope | None, ConsolidationReport], None]
 def consolidate(memory: Memory, scope: Scope | None = None, *, now: datetime | None = None, dry_run: bool = False,
                 on_step: StepHook | None = None) -> ConsolidationReport:
     """The whole pass for one scope, or every scope of the store. `on_step(step, scope,
-    report)` is called after each step (progress output; tests raise from it to crash a run)."""
+    report)` is called after each step (progress output; tests raise from it to crash a run).
+
+    A scope another live writer holds is skipped and listed in `report.locked`; a scope
+    whose pass fails is recorded in `report.errors` (its finished steps stay done) and the
+    next scope runs: one bad scope never stops the others."""
     now = now or memory.clock()
     report = ConsolidationReport(now=now, dry_run=dry_run)
     _drain(memory, scope, now, dry_run, report)
@@ -136,20 +140,35 @@ def consolidate(memory: Memory, scope: Scope | None = None, *, now: datetime | N
     paused, memory._md_paused = memory._md_paused, True  # MEMORY.md is written once, at the end
     try:
         for sc in scopes:
-            owner = f"{ACTOR}:{os.getpid()}:{threading.get_ident()}:{uuid.uuid4().hex[:8]}"
-            lock = memory.jobs.lock
-            if not dry_run and not lock.acquire(sc, owner):
-                report.locked.append(sc)  # an extraction is writing this scope; the next run takes it
-                continue
-            try:
-                report.scopes.append(sc)
-                _Pass(memory, sc, now, dry_run, report, on_step).run()
-            finally:
-                if not dry_run:
-                    lock.release(sc, owner)
+            _consolidate_scope(memory, sc, now, dry_run, report, on_step)
     finally:
         memory._md_paused = paused
     return report
+
+
+def _consolidate_scope(memory: Memory, scope: Scope, now: datetime, dry_run: bool, report: ConsolidationReport,
+                       on_step: StepHook | None) -> None:
+    owner = f"{ACTOR}:{os.getpid()}:{threading.get_ident()}:{uuid.uuid4().hex[:8]}"
+    lease = contextlib.nullcontext(True) if dry_run else memory.jobs.lock.hold(scope, owner)
+    step = _Pass(memory, scope, now, dry_run, report, on_step)
+    try:
+        with lease as held:
+            if not held:
+                if scope not in report.locked:  # another writer has this scope; the next run takes it
+                    report.locked.append(scope)
+                return
+            report.scopes.append(scope)
+            step.run()
+    except Exception as exc:
+        if step.in_hook:  # the caller's own hook failed: theirs to see
+            raise
+        log.exception("consolidation of scope %s failed", scope.user_id)
+        report.errors.append(f"{_label(scope)}: consolidation stopped at step {step.current!r}: "
+                             f"{type(exc).__name__}: {exc}")
+
+
+def _label(scope: Scope) -> str:
+    return f"user {scope.user_id!r}" + (f" agent {scope.agent_id!r}" if scope.agent_id else "")
 
 
 def _drain(memory: Memory, scope: Scope | None, now: datetime, dry_run: bool, report: ConsolidationReport) -> None:
@@ -163,10 +182,15 @@ def _drain(memory: Memory, scope: Scope | None, now: datetime, dry_run: bool, re
                                          reason=f"job {job.id}: session {job.session_id} turns "
                                                 f"{job.first_seq}-{job.last_seq} (attempt {job.attempts + 1})"))
             continue
-        result = runner.run(job, now, memory.llm)
+        result = runner.run_contained(job, now, memory.llm)
         report.jobs.append(result)
+        sc = Scope(user_id=job.user_id, agent_id=job.agent_id)
         if result.status == "retrying":
-            report.errors.append(f"extraction job {job.id} failed, retry at {result.next_at}: {result.error}")
+            report.errors.append(f"{_label(sc)}: extraction job {job.id} failed, retry at {result.next_at}: "
+                                 f"{result.error}")
+        elif result.status == "error":
+            report.errors.append(f"{_label(sc)}: extraction job {job.id} could not run: {result.error}")
+        # "locked": the job stays queued (its report says so); the scope's pass decides `report.locked`
 
 
 class _Pass:
@@ -184,16 +208,21 @@ class _Pass:
         self.deleted: list[tuple[MemoryRecord, str]] = []
         self.removed: list[MemoryRecord] = []  # every memory this pass deleted, for the files step
         self.keep_file = False
+        self.current = "load"
+        self.in_hook = False
 
     def run(self) -> None:
         self.reload()
         for step, fn in (("import", self.import_edits), ("dedup", self.dedup), ("decay", self.decay),
                          ("thresholds", self.thresholds), ("expire", self.expire), ("max_size", self.max_size),
                          ("review", self.review), ("files", self.files), ("archive", self.archive)):
+            self.current = step
             fn()
             self.announce()
             if self.on_step:
+                self.in_hook = True
                 self.on_step(step, self.scope, self.report)
+                self.in_hook = False
 
     def reload(self) -> None:
         self.work = {m.id: m for m in self.store.list_memories(self.scope)}
@@ -474,6 +503,9 @@ class Scheduler:
         self.on_run = on_run
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self.runs = 0
+        self.failures = 0  # ticks that raised; the thread logged them and kept ticking
+        self.last_error: str | None = None
         lc = memory.config.lifecycle
         self.nightly: time | None = None
         if lc.nightly_at:
@@ -518,13 +550,28 @@ class Scheduler:
         self._thread = threading.Thread(target=self._loop, name="memlane-scheduler", daemon=True)
         self._thread.start()
 
+    def status(self) -> dict[str, Any]:
+        """For a server's health page: is the thread ticking, and how did the runs go."""
+        return {"alive": self._thread is not None and self._thread.is_alive(), "runs": self.runs,
+                "failures": self.failures, "last_error": self.last_error,
+                "last_run": (last.isoformat() if (last := self._safe_last_run()) else None)}
+
+    def _safe_last_run(self) -> datetime | None:
+        try:
+            return self.last_run()
+        except Exception:  # a status page must not fail with the store
+            return None
+
     def _loop(self) -> None:
         poll = self.memory.config.lifecycle.scheduler_poll_seconds
         while True:
             try:
-                self.tick()
-            except MemlaneError as exc:
-                log.error("scheduled consolidation failed: %s", exc)
+                if self.tick() is not None:
+                    self.runs += 1
+            except Exception as exc:  # the scheduler never dies: log, count, tick again
+                self.failures += 1
+                self.last_error = f"{type(exc).__name__}: {exc}"
+                log.exception("scheduled consolidation failed")
             if self._stop.wait(poll):
                 return
 

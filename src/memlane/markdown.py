@@ -63,16 +63,30 @@ _ESCAPED = re.compile(r"^\\+#")
 # ---- where the files live ---------------------------------------------------------------
 
 
+_NAME_MAX = 120  # not from a seed: file systems allow 255 bytes a name; room left for suffixes
+_NAME_KEEP = 96  # a long id keeps this much of its spelling, then "~" and a hash of the whole id
+
+
 def _encode(part: str) -> str:
-    """A file-name-safe, reversible spelling of an id: a–z 0–9 _ - stay, everything else
-    (upper case too, so Lin and lin differ on case-insensitive file systems) becomes %XX."""
+    """A file-name-safe spelling of an id: a–z 0–9 _ - stay, everything else (upper case
+    too, so Lin and lin differ on case-insensitive file systems) becomes %XX. A spelling
+    longer than `_NAME_MAX` (a 256-character id, 100 CJK characters) is cut and ends in
+    "~" + 20 hex of the id's SHA-256 ("~" is never part of a spelling, so no short id's
+    name can equal it); shorter ones are unchanged."""
     out = []
     for ch in part:
         if ch.isascii() and (ch.islower() or ch.isdigit() or ch in "_-"):
             out.append(ch)
         else:
-            out.extend(f"%{b:02X}" for b in ch.encode("utf-8"))
-    return "".join(out)
+            out.extend(f"%{b:02X}" for b in ch.encode("utf-8", "surrogatepass"))
+    name = "".join(out)
+    if len(name) <= _NAME_MAX:
+        return name
+    cut = name[:_NAME_KEEP]
+    if "%" in cut[-2:]:  # never split an %XX escape
+        cut = cut[: cut.rindex("%")]
+    digest = hashlib.sha256(part.encode("utf-8", "surrogatepass")).hexdigest()[:20]
+    return f"{cut}~{digest}"
 
 
 def scope_dir(home: Path, scope: Scope) -> Path:

@@ -222,15 +222,16 @@ def compact(memory: Memory, scope: Scope, session: Session, turns: Sequence[Turn
     return current
 
 
-def write_episode(memory: Memory, event: Event) -> Episode | None:
+def write_episode(memory: Memory, event: Event, *, offline: bool = False) -> Episode | None:
     """The `episode` action: one episode per ended session of ≥ episode_min_messages turns
-    (seed 004 §6.1); a session that ends again gets its episode rewritten."""
+    (seed 004 §6.1); a session that ends again gets its episode rewritten. `offline`: the
+    extractive episode, without the LLM (written at once; the LLM's rewrite follows)."""
     session_id = str(event.payload["session_id"])
     scope = event.scope
     turns = memory.store.get_turns(scope, session_id=session_id)
     if len(turns) < memory.config.session.episode_min_messages:
         return None
-    episode = make_episode(memory.llm, scope, session_id, turns, memory.clock(),
+    episode = make_episode(None if offline else memory.llm, scope, session_id, turns, memory.clock(),
                            max_lines=memory.config.session.summary_max_lines)
     with memory.store.transaction():
         for old in memory.store.list_episodes(scope, session_id=session_id):

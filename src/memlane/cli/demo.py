@@ -47,7 +47,7 @@ def demo(
         # the offline heuristic extractor otherwise
         report["extraction"] = {"extractor": "llm" if mem.llm is not None else "heuristic", "jobs": []}
         for conv in convs:
-            for result in mem.end_session(conv.session_id, user_id=conv.user_id or user):
+            for result in mem.end_session(conv.session_id, user_id=conv.user_id or user, wait=True):
                 if result.action == "extract" and result.result is not None:
                     job = result.result
                     report["extraction"]["jobs"].append({"session": job.session_id, "status": job.status,

@@ -3,8 +3,10 @@
 OpenAI, DeepSeek, Qwen (DashScope compatible mode), Ollama, vLLM and llama.cpp all serve
 `POST {base_url}/chat/completions`; they differ in which `response_format` they accept, so
 the client asks for `json_schema`, steps down to `json_object`, then to a plain prompt when a
-server rejects the mode, and remembers what worked. Retries are bounded and brief: long
-outages are the extraction queue's business (it backs off for minutes to hours).
+server rejects the mode, and remembers what worked. Retries are bounded and brief, and one
+call never takes longer than `llm.deadline_s` in all; a refused connection (nothing
+listening) fails at once. Long outages are the extraction queue's business (it backs off
+for minutes to hours).
 """
 
 from __future__ import annotations
@@ -82,10 +84,11 @@ class OpenAICompatibleLLM:
     def complete(self, messages: Sequence[ChatMessage], *, json_schema: dict[str, Any] | None = None) -> str:
         """The assistant's reply text; with `json_schema`, the server is asked for JSON of that shape."""
         started = time.monotonic()
+        deadline = started + self.cfg.deadline_s
         attempts = 0
         while True:
             body = self._body(messages, json_schema)
-            resp, attempts = self._post(body, attempts)
+            resp, attempts = self._post(body, attempts, deadline)
             if resp.status_code in (400, 422) and json_schema is not None and self._mode != "none" \
                     and _mentions_format(resp):
                 # the server does not support this response_format: step down and remember it
@@ -127,25 +130,55 @@ class OpenAICompatibleLLM:
             body["response_format"] = {"type": "json_object"}
         return body
 
-    def _post(self, body: dict[str, Any], attempts: int) -> tuple[httpx.Response, int]:
-        """POST with bounded retries on timeouts, connection errors, 429 and 5xx."""
+    def _post(self, body: dict[str, Any], attempts: int, deadline: float) -> tuple[httpx.Response, int]:
+        """POST with bounded retries on timeouts, dropped connections, 429 and 5xx, all
+        within `deadline` (monotonic); a refused connection is not retried."""
         while True:
             attempts += 1
+            left = deadline - time.monotonic()
             try:
-                resp = self._http.post("chat/completions", json=body)
+                if left <= 0:
+                    raise httpx.TimeoutException("no time left for another attempt")
+                timeout = httpx.Timeout(min(self.cfg.timeout_s, left), connect=min(10.0, self.cfg.timeout_s, left))
+                resp = self._send(body, timeout, deadline)
             except httpx.HTTPError as exc:
-                if attempts > self.cfg.max_retries:
+                refused = isinstance(exc, httpx.ConnectError) and "refused" in str(exc).lower()
+                wait = self._wait(attempts, None)
+                if refused or attempts > self.cfg.max_retries or time.monotonic() + wait >= deadline:
+                    why = "nothing is listening there" if refused else \
+                        f"llm.timeout_s={self.cfg.timeout_s}, llm.deadline_s={self.cfg.deadline_s}"
                     raise BackendError(
-                        f"LLM server {self.cfg.base_url} failed after {attempts} attempts: "
-                        f"{type(exc).__name__}: {exc}; is it running? (llm.timeout_s={self.cfg.timeout_s})"
+                        f"LLM server {self.cfg.base_url} failed after {attempts} attempt(s): "
+                        f"{type(exc).__name__}: {exc}; is it running? ({why})"
                     ) from exc
-                self._sleep(self._wait(attempts, None))
+                self._sleep(wait)
                 continue
             if resp.status_code in _RETRY_STATUS and attempts <= self.cfg.max_retries:
-                log.info("LLM server answered %s; retry %d of %d", resp.status_code, attempts, self.cfg.max_retries)
-                self._sleep(self._wait(attempts, resp.headers.get("retry-after")))
-                continue
+                wait = self._wait(attempts, resp.headers.get("retry-after"))
+                if time.monotonic() + wait < deadline:
+                    log.info("LLM server answered %s; retry %d of %d", resp.status_code, attempts,
+                             self.cfg.max_retries)
+                    self._sleep(wait)
+                    continue
             return resp, attempts
+
+    def _send(self, body: dict[str, Any], timeout: httpx.Timeout, deadline: float) -> httpx.Response:
+        """One POST whose reply is read within `deadline` in all: the read timeout alone
+        restarts with every chunk, so a server trickling bytes could hold a caller forever."""
+        request = self._http.build_request("POST", "chat/completions", json=body, timeout=timeout)
+        resp = self._http.send(request, stream=True)
+        if resp.is_stream_consumed:  # an in-memory transport (tests) hands the body over read
+            return resp
+        try:
+            raw = bytearray()
+            for chunk in resp.iter_raw():
+                raw += chunk
+                if time.monotonic() > deadline:
+                    raise httpx.ReadTimeout("the reply was still arriving at llm.deadline_s", request=request)
+        finally:
+            resp.close()
+        # a complete response from the raw bytes: decoding (gzip…) happens as usual
+        return httpx.Response(resp.status_code, headers=resp.headers, content=bytes(raw), request=request)
 
     def _wait(self, attempt: int, retry_after: str | None) -> float:
         if retry_after is not None:

@@ -47,6 +47,23 @@ class Prompt(Generic[A]):
                                   raw=text) from exc
 
 
+# not tunable: no answer memlane asks for nests deeper than ~5 levels; deeper ones would
+# only reach recursion limits in the code that walks them
+MAX_JSON_DEPTH = 32
+
+
+def _depth(value: Any) -> int:
+    """Nesting depth of a parsed JSON value, without recursion."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, level = stack.pop()
+        if isinstance(item, dict | list):
+            deepest = max(deepest, level)
+            if level <= MAX_JSON_DEPTH:
+                stack.extend((v, level + 1) for v in (item.values() if isinstance(item, dict) else item))
+    return deepest
+
+
 def loads_tolerant(text: str) -> Any:
     """JSON out of an LLM reply: drops <think> blocks and ``` fences, finds the first JSON
     value in surrounding prose, forgives trailing commas. `ExtractionError` when there is none."""
@@ -63,6 +80,11 @@ def loads_tolerant(text: str) -> Any:
                     value, _ = decoder.raw_decode(variant, start)
                 except json.JSONDecodeError:
                     continue
+                except RecursionError:  # nested deeper than Python can parse: hostile or broken
+                    raise ExtractionError("LLM answer is JSON nested too deeply to read", raw=text) from None
+                if _depth(value) > MAX_JSON_DEPTH:
+                    raise ExtractionError(f"LLM answer is JSON nested deeper than {MAX_JSON_DEPTH} levels",
+                                          raw=text)
                 return value
     raise ExtractionError(f"LLM answer is not JSON: {' '.join(body.split())[:200]!r}", raw=text)
 

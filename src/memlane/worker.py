@@ -1,0 +1,124 @@
+"""The background worker: LLM work that callers must not wait for.
+
+With an LLM configured (and `extraction.wait_for_llm` off), `end_session` and `add_messages`
+commit what they were given, queue the extraction job (durable, in the store) or hand a
+task (an episode, a compaction) to this thread, and return. The thread runs the tasks, then
+every due extraction job, then sleeps until notified or `extraction.worker_poll_seconds`
+pass — so a job backed off for 10 minutes runs 10 minutes later, not at the next nightly
+pass. Nothing it runs may stop it: each failure is logged and counted in `status()`.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, cast
+
+if TYPE_CHECKING:
+    from memlane.api import Memory
+    from memlane.jobs import JobReport
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class WorkerStatus:
+    """What the worker did so far (a server reports it)."""
+
+    alive: bool
+    tasks_run: int
+    jobs_run: int
+    failures: int
+    last_error: str | None
+    pending_tasks: int
+
+
+class JobWorker:
+    """A daemon thread on the `Memory` (its store is shared between threads under a lock)."""
+
+    def __init__(self, memory: Memory) -> None:
+        self._memory = memory
+        self._poll = memory.config.extraction.worker_poll_seconds
+        self._tasks: deque[tuple[object, Callable[[], object]]] = deque()
+        self._keys: set[object] = set()
+        self._guard = threading.Lock()
+        self._wake = threading.Event()
+        self._idle = threading.Event()
+        self._stop = threading.Event()
+        self.tasks_run = self.jobs_run = self.failures = 0
+        self.last_error: str | None = None
+        self._thread = threading.Thread(target=self._run, name="memlane-worker", daemon=True)
+        self._thread.start()
+
+    def submit(self, task: Callable[[], object], key: object = None) -> None:
+        """Run `task` on the worker; a task whose `key` is already waiting is not queued twice."""
+        with self._guard:
+            if key is None or key not in self._keys:
+                self._tasks.append((key, task))
+                if key is not None:
+                    self._keys.add(key)
+        self.notify()
+
+    def notify(self) -> None:
+        """Look for due jobs now."""
+        self._idle.clear()
+        self._wake.set()
+
+    def wait_idle(self, timeout: float | None = None) -> bool:
+        """Block until the tasks and due jobs are done (tests, `flush`); False on timeout."""
+        self.notify()
+        return self._idle.wait(timeout)
+
+    def status(self) -> WorkerStatus:
+        with self._guard:
+            pending = len(self._tasks)
+        return WorkerStatus(self._thread.is_alive(), self.tasks_run, self.jobs_run, self.failures, self.last_error,
+                            pending)
+
+    def stop(self, timeout: float) -> bool:
+        """Stop, waiting at most `timeout` s for a call in progress (an LLM call may hang: a
+        job it leaves "running" is taken over by the next worker). True when it stopped."""
+        self._stop.set()
+        self._wake.set()
+        self._thread.join(timeout)
+        return not self._thread.is_alive()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self._wake.wait(self._poll)
+            self._wake.clear()
+            while not self._stop.is_set() and self._step():
+                pass
+            if not self._wake.is_set():
+                self._idle.set()
+
+    def _step(self) -> bool:
+        """One task, else one drain; True while there may be more to do."""
+        with self._guard:
+            item = self._tasks.popleft() if self._tasks else None
+            if item is not None:
+                self._keys.discard(item[0])
+        if item is not None:
+            self._guard_call(item[1])
+            self.tasks_run += 1
+            return True
+        reports = cast("list[JobReport]", self._guard_call(lambda: self._memory.drain(limit=20)) or [])
+        # a locked scope waits for its holder; an unrecordable failure for the next poll
+        ran = [r for r in reports if r.status not in ("locked", "skipped", "error")]
+        self.jobs_run += len(ran)
+        return bool(ran)
+
+    def _guard_call(self, fn: Callable[[], object]) -> object:
+        try:
+            return fn()
+        except Exception as exc:  # the worker never dies: the failure is logged and counted
+            self.failures += 1
+            self.last_error = f"{type(exc).__name__}: {exc}"
+            log.exception("background work failed")
+            return None
+
+
+__all__ = ["JobWorker", "WorkerStatus"]
