@@ -206,6 +206,7 @@ class ContextConfig(_Section):
     core_min_score: float = 0.5  # seed 001 §4.1
     core_top_k: int = Field(20, ge=1)  # seed 001 §4.1
     auto_inject_memories: bool = True  # seed 002: False, the agent uses the tools
+    memory_heading: str = ""  # seed 000: "## Memory"; "" = the localized "## 相关记忆" / "## Relevant memories"
     # without a model: seed 000's fixed budgets above, plus these two for the other blocks
     system_tokens: int = Field(1228, ge=1)  # seed 004 §4.3: 15 % of the 8192-token default window
     summary_tokens: int = Field(1024, ge=0)  # seed 004 §4: the rolling summary; a quarter of seed 000's 4096
@@ -285,6 +286,9 @@ class LifecycleConfig(_Section):
     # not from a seed: how many of a scope's recent MEMORY.md writes keep their manifest (what each
     # file held), so a file an older or concurrent writer left behind can still be read as edited
     md_manifests_kept: int = Field(8, ge=1)
+    # not from a seed: seed 001's ids are short uuid forms; an id longer than this in an imported
+    # MEMORY.md is not kept (the entry gets a new id)
+    md_id_max_chars: int = Field(64, ge=1)
     archive_turns: bool | None = None  # seed 000: archive old turns into memory/; None = only under file-archive
     reviewer: bool | None = None  # seed 003 MemoryReviewer (needs an LLM); None = only under companion
     review_max_per_run: int = Field(50, ge=0)  # not from a seed: bounds the reviewer's LLM calls per scope and run
@@ -431,6 +435,7 @@ PROFILES: dict[str, dict[str, Any]] = {
     "default": {},
     "file-archive": {  # seed 000
         "search": {"activate_on_hit": False},
+        "context": {"memory_heading": "## Memory"},
         "lifecycle": {"schedule_hours": 6.0},
     },
     "scored-markdown": {  # seed 001
