@@ -523,7 +523,11 @@ def _swap_in(target: Path, data: bytes, expect: bytes | None) -> bool:
             except FileExistsError:
                 return False
             return True
-        if _exchange(tmp, str(target)):
+        try:
+            swapped = _exchange(tmp, str(target))
+        except FileNotFoundError:  # the file was removed since it was read: read again
+            return False
+        if swapped:
             if Path(tmp).read_bytes() == expect:
                 return True
             if not _exchange(tmp, str(target)):  # pragma: no cover - worked a moment ago
@@ -560,6 +564,8 @@ def _exchange(a: str, b: str) -> bool:
     err = ctypes.get_errno()
     if err in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP, errno.ENOTSUP):
         return False
+    if err == errno.ENOENT:
+        raise FileNotFoundError(err, os.strerror(err), b)
     raise OSError(err, os.strerror(err), b)
 
 

@@ -50,7 +50,6 @@ from memlane.markdown import (
     read_memory_file,
     remove_entries,
     scope_dir,
-    write_memory_md,
     written_by_memlane,
 )
 from memlane.models import MemoryRecord, Scope, new_id
@@ -231,8 +230,9 @@ def sync_memory_md(mem: Memory, scope: Scope, file: MemoryFile, name: str = "MEM
 
 def import_memory_md(mem: Memory, scope: Scope, path: Path | None = None, *,
                      dry_run: bool = False) -> list[MdOperation]:
-    """`memlane md import`: apply a person's edits (all or nothing), then rewrite the file so
-    new entries show their ids and stale ones are gone."""
+    """`memlane md import`: apply a person's edits (all or nothing), then rewrite the scope's
+    file so new entries show their ids and stale ones are gone (reading its own edits in
+    first, when `path` is another file)."""
     source = path or memory_path(mem, scope)
     if not source.is_file():
         raise ValidationError("file", f"{source} does not exist; `memlane md export` writes it")
@@ -242,7 +242,7 @@ def import_memory_md(mem: Memory, scope: Scope, path: Path | None = None, *,
                                       "refusing to read it as MEMORY.md")
     ops, deleted = sync_memory_md(mem, scope, file, source.name, dry_run=dry_run)
     if ops and not dry_run:
-        write_memory_md(mem, scope)
+        refresh_memory_md(mem, scope)
         forget_in_files(mem, scope, deleted)
     return ops
 
