@@ -309,3 +309,22 @@ def test_injected_memory_heading(make_memory: Callable[..., Memory], profile: st
     memory.add("The user prefers pnpm over npm", user_id="u1", importance="low")  # below the core block
     text = memory.build_context(None, "which package manager, pnpm or npm?", user_id="u1").block("memories").text
     assert text.splitlines()[0] == heading
+
+
+def test_an_edit_of_a_file_older_than_the_kept_manifests_still_counts(make_memory: Callable[..., Memory]) -> None:
+    """A person kept the file open while the agent saved more often than manifests are kept."""
+    memory = make_memory("scored-markdown", lifecycle={"md_manifests_kept": 2})
+    a = memory.add("用户偏好用 unittest", user_id="u1", category="preference")
+    b = memory.add("用户每天早上查看行情", user_id="u1", category="workflow")
+    path = memory.data_dir(user_id="u1") / "MEMORY.md"
+    opened = path.read_text(encoding="utf-8")  # the editor's buffer
+    memory.update(b.id, user_id="u1", score=0.9)
+    for i in range(3):
+        memory.add(f"agent note {i}", user_id="u1", category="fact")
+
+    edit(path, opened.replace("用户偏好用 unittest", "用户偏好用 pytest"))
+    memory.add("one more", user_id="u1", category="fact")
+
+    assert memory.get(a.id, user_id="u1").content == "用户偏好用 pytest"  # differs from every version: a person's
+    assert memory.get(b.id, user_id="u1").score == 0.9  # the buffer's 0.60 is an older version: stale
+    assert len(memory.list(user_id="u1")) == 6  # and without the manifest nothing is read as removed

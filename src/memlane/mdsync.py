@@ -90,7 +90,7 @@ def plan_import(mem: Memory, scope: Scope, file: MemoryFile, name: str = "MEMORY
     for e in file.entries:
         old = by_id.get(e.id) if e.id else None
         if old is not None:
-            if (op := _edit(mem, e, old, written.get(old.id), name)) is not None:
+            if (op := _edit(mem, scope, e, old, written.get(old.id), name)) is not None:
                 ops.append(op)
             continue
         if e.id and mem.store.events(scope, e.id, limit=1):
@@ -136,17 +136,28 @@ def _own_ids(mem: Memory, adds: list[MdOperation]) -> None:
             op.memory_id = ""
 
 
-def _edit(mem: Memory, e: MdEntry, old: MemoryRecord, w: Written | None, name: str) -> MdOperation | None:
+def _edit(mem: Memory, scope: Scope, e: MdEntry, old: MemoryRecord, w: Written | None,
+          name: str) -> MdOperation | None:
     """UPDATE for the fields a person changed: different from what memlane wrote and from
-    the store. Without a record of what was written, a difference cannot be told from a stale
-    file: the store is kept and the entry reported."""
+    the store. Without a record of what was written (a file older than the kept manifests,
+    a hand copy), a field is a person's only when it differs from every version of the memory
+    the audit trail holds; one that shows an older version is stale, and the store is kept."""
     score = None if e.score is None else f"{e.score:.2f}"
     if w is None:
-        if e.content != old.content or e.category != old.category or score not in (None, f"{old.score:.2f}"):
+        differs = e.content != old.content or e.category != old.category or score not in (None, f"{old.score:.2f}")
+        if not differs:
+            return None
+        digests, cats, scores = _versions(mem, scope, old.id)
+        fields = [f for f, new in (("content", e.content != old.content and content_digest(e.content) not in digests),
+                                   ("category", e.category != old.category and e.category not in cats),
+                                   ("score", score not in (None, f"{old.score:.2f}") and score not in scores)) if new]
+        if not fields:
             return MdOperation("SKIP", old.id, [], e.content, old.content, e.line,
-                               reason="differs from the store, but memlane has no record of writing this "
-                                      "entry, so it may be stale; the store is kept")
-        return None
+                               reason="shows an older version of the memory (memlane has no record of writing "
+                                      "this file); the store is kept")
+        _check(mem, e, name, content="content" in fields, category="category" in fields)
+        return MdOperation("UPDATE", old.id, fields, e.content, old.content, e.line, category=e.category,
+                           score=e.score)
     fields = []
     if content_digest(e.content) != w.digest and e.content != old.content:
         fields.append("content")
@@ -158,6 +169,19 @@ def _edit(mem: Memory, e: MdEntry, old: MemoryRecord, w: Written | None, name: s
         return None
     _check(mem, e, name, content="content" in fields, category="category" in fields)
     return MdOperation("UPDATE", old.id, fields, e.content, old.content, e.line, category=e.category, score=e.score)
+
+
+def _versions(mem: Memory, scope: Scope, memory_id: str) -> tuple[set[str], set[str], set[str]]:
+    """Every content (digest), category and score (as the file shows it) the memory had."""
+    digests, cats, scores = set(), set(), set()
+    for ev in mem.store.events(scope, memory_id, limit=100_000):
+        for snap in (ev.before, ev.after):
+            if snap:
+                digests.add(content_digest(str(snap.get("content", ""))))
+                cats.add(str(snap.get("category", "")))
+                if isinstance(snap.get("score"), int | float):
+                    scores.add(f"{snap['score']:.2f}")
+    return digests, cats, scores
 
 
 def _check(mem: Memory, e: MdEntry, name: str, *, content: bool, category: bool = True) -> None:
