@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from memlane import userprofile
-from memlane.errors import MemlaneError, ValidationError
+from memlane.errors import BackendError, MemlaneError, ValidationError
 from memlane.events import Event
 from memlane.markdown import (
     MdEntry,
@@ -316,7 +316,8 @@ def refresh_memory_md(mem: Memory, scope: Scope, *, attempts: int = 5) -> Refres
     A file byte for byte as memlane wrote it is not parsed. A file that cannot be imported
     (a person's typo) is left as it is, with a warning, until it is fixed. When the file
     changes between the read and the write (a person saved it, another process wrote it),
-    the whole step starts again, up to `attempts` times."""
+    the whole step starts again, up to `attempts` times. A file that cannot be read or
+    written raises BackendError."""
     path = memory_path(mem, scope)
     done = Refresh()
     with _REFRESH:
@@ -326,8 +327,7 @@ def refresh_memory_md(mem: Memory, scope: Scope, *, attempts: int = 5) -> Refres
             except FileNotFoundError:
                 raw = None
             except OSError as exc:
-                done.error = f"cannot read {path}: {exc}"
-                break
+                raise BackendError(f"cannot read {path}: {exc}; check that it is a readable file") from exc
             deleted: list[MemoryRecord] = []
             if raw is not None and not written_by_memlane(mem, scope, raw):
                 try:
