@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import logging
 import re
-import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -307,9 +306,6 @@ class Refresh:
     error: str | None = None
 
 
-_REFRESH = threading.Lock()  # one refresh at a time per process; across processes `put_memory_md` decides
-
-
 def refresh_memory_md(mem: Memory, scope: Scope, *, attempts: int = 5) -> Refresh:
     """Read a person's edits of MEMORY.md in (audited, actor "import"), then rewrite it.
 
@@ -320,29 +316,28 @@ def refresh_memory_md(mem: Memory, scope: Scope, *, attempts: int = 5) -> Refres
     written raises BackendError."""
     path = memory_path(mem, scope)
     done = Refresh()
-    with _REFRESH:
-        for _ in range(attempts):
+    for _ in range(attempts):
+        try:
+            raw: bytes | None = path.read_bytes()
+        except FileNotFoundError:
+            raw = None
+        except OSError as exc:
+            raise BackendError(f"cannot read {path}: {exc}; check that it is a readable file") from exc
+        deleted: list[MemoryRecord] = []
+        if raw is not None and not written_by_memlane(mem, scope, raw):
             try:
-                raw: bytes | None = path.read_bytes()
-            except FileNotFoundError:
-                raw = None
-            except OSError as exc:
-                raise BackendError(f"cannot read {path}: {exc}; check that it is a readable file") from exc
-            deleted: list[MemoryRecord] = []
-            if raw is not None and not written_by_memlane(mem, scope, raw):
-                try:
-                    file = _parse(raw, path)
-                    ops, deleted = sync_memory_md(mem, scope, file, path.name)
-                except MemlaneError as exc:
-                    done.error = f"{path} not imported, so not rewritten (fix it; `memlane md import` checks it): {exc}"
-                    break
-                done.ops += [op for op in ops if op.op != "SKIP"]
-            if put_memory_md(mem, scope, path, raw):
-                forget_in_files(mem, scope, deleted)
-                done.written = True
-                return done
-        else:
-            done.error = f"{path} kept changing while memlane wrote it; the next write tries again"
+                file = _parse(raw, path)
+                ops, deleted = sync_memory_md(mem, scope, file, path.name)
+            except MemlaneError as exc:
+                done.error = f"{path} not imported, so not rewritten (fix it; `memlane md import` checks it): {exc}"
+                break
+            done.ops += [op for op in ops if op.op != "SKIP"]
+        if put_memory_md(mem, scope, path, raw):
+            forget_in_files(mem, scope, deleted)
+            done.written = True
+            return done
+    else:
+        done.error = f"{path} kept changing while memlane wrote it; the next write tries again"
     log.warning("%s", done.error)
     return done
 
