@@ -60,6 +60,7 @@ _TOKEN = re.compile(r"<!--\s*memlane write:\s*([0-9a-f]{8,64})\s*-->")
 # leading backslash and read back without it, so any text survives the round trip.
 _NEEDS_ESCAPE = re.compile(r"^\\*#")
 _ESCAPED = re.compile(r"^\\+#")
+_HITS_MAX = 2**62  # the store's activation count is a 64-bit integer
 
 
 # ---- where the files live ---------------------------------------------------------------
@@ -288,8 +289,8 @@ def _finish(result: MemoryFile, line: int, head: str, body: list[str], archived:
             hits = int(parts[3])
         except ValueError:
             return _skip(result, line, f"bad last_activated {parts[2]!r} or hits {parts[3]!r}", mem_id)
-        if hits < 0:
-            return _skip(result, line, f"hits {hits} is negative", mem_id)
+        if not 0 <= hits <= _HITS_MAX:
+            return _skip(result, line, f"hits {parts[3][:40]} is not a count from 0 to {_HITS_MAX}", mem_id)
     if mem_id is not None and any(e.id == mem_id for e in result.entries):
         return _skip(result, line, f"id {mem_id} appears twice; the first entry is kept", None)
     result.entries.append(MdEntry(mem_id, category, score, last, hits, content, archived, line))
