@@ -251,7 +251,8 @@ def test_seed_ids_in_use_deleted_or_malformed(make_memory: Callable[..., Memory]
     source = tmp_path / "MEMORY.md"
     source.write_text(SEED_EXAMPLE, encoding="utf-8")
     memory.md_import(source, user_id="u2")  # another user's memories now hold these ids
-    memory.md_import(source, user_id="u3")
+    done = memory.md_import(source, user_id="u3")
+    assert [(o.op, "already in use" in o.reason) for o in done] == [("ADD", True)] * 4
     assert {m.id for m in memory.list(user_id="u3")}.isdisjoint({f[0] for f in SEED_FIELDS})
     assert sorted((m.content, m.score, m.activation_count) for m in memory.list(user_id="u3")) == sorted(
         (m.content, m.score, m.activation_count) for m in memory.list(user_id="u2"))
