@@ -91,7 +91,8 @@ def test_a_hand_edit_survives_the_next_add(make_memory: Callable[..., Memory], p
     path = memory.data_dir(user_id="u1") / "MEMORY.md"
     text = path.read_text(encoding="utf-8").replace("用户的主要语言是 Python", "用户的主要语言是 Rust")
     text = text.replace(block_of(text, gone.id), "")
-    edit(path, text.replace("## Archived Memories", f"### {cat(memory)} | 0.7\n下周要准备演示材料\n\n## Archived Memories"))
+    text = text.replace("## Archived Memories", f"### {cat(memory)} | 0.7\n下周要准备演示材料\n\n## Archived Memories")
+    edit(path, text)
 
     new = memory.add("用户喜欢喝茶", user_id="u1", category=cat(memory))
 
@@ -102,7 +103,7 @@ def test_a_hand_edit_survives_the_next_add(make_memory: Callable[..., Memory], p
     on_disk = {e.content: e for e in read_memory_md(path)}
     assert set(on_disk) == {"用户的主要语言是 Rust", "下周要准备演示材料", "用户喜欢喝茶"}
     assert on_disk["用户喜欢喝茶"].id == new.id and all(e.id for e in on_disk.values())
-    assert "用户曾尝试 Vue" not in path.with_name("MEMORY.md.bak").read_text(encoding="utf-8")
+    assert path.with_name("MEMORY.md.bak").read_text(encoding="utf-8") == text  # seed 001 §7.1: the old version
 
 
 def test_a_hand_edit_survives_update_delete_and_consolidate(make_memory: Callable[..., Memory]) -> None:
