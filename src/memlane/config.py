@@ -9,6 +9,8 @@ Seeds are the five design documents in shared/seeds/: 000 file-archive, 001 scor
 
 from __future__ import annotations
 
+import copy
+
 import os
 import tomllib
 from pathlib import Path
@@ -369,7 +371,9 @@ class Config(_Section):
         if profile not in PROFILES:
             raise ConfigError(f"profile: unknown profile {profile!r}; choose one of {', '.join(PROFILES)}")
         data: dict[str, Any] = {"profile": profile}
-        _merge(data, PROFILES[profile])
+        # a copy: merging the overrides below into the profile's own dicts would change the
+        # profile for every later load in this process
+        _merge(data, copy.deepcopy(PROFILES[profile]))
         if toml_path is not None and toml_path.exists():
             try:
                 file_data = tomllib.loads(toml_path.read_text(encoding="utf-8"))
