@@ -253,10 +253,10 @@ class JobRunner:
         ops = self._resolve_forgets(ops, scope, report)
         vectors = self._vectors([op.content for op in ops if op.op in ("ADD", "UPDATE") and op.content])
         with self.store.transaction():
-            if turns:
-                self._decay_at_merge(scope, now)
             for op in ops:
                 self._apply(op, scope, job, now, vectors, report, guard)
+            if turns:
+                self._decay_at_merge(scope, now)
             session = self.store.get_session(scope, job.session_id)
             if session is not None:
                 session.extraction_count += 1
@@ -301,9 +301,9 @@ class JobRunner:
         ops = self._resolve_forgets(ops, scope, report)
         vectors = self._vectors([op.content for op in ops if op.op == "ADD" and op.content])
         with self.store.transaction():
-            self._decay_at_merge(scope, now)
             for op in ops:
                 self._apply(op, scope, job, now, vectors, report)
+            self._decay_at_merge(scope, now)
             session = self.store.get_session(scope, session_id)
             if session is not None:
                 session.metadata["commands_through"] = max(last, int(session.metadata.get("commands_through", 0)))
@@ -312,11 +312,12 @@ class JobRunner:
         return report
 
     def _decay_at_merge(self, scope: Scope, now: datetime) -> int:
-        """Seed 001 §3.4: each merge first decays the scope's memories for the time since
-        they were last activated (or decayed: `policy.decayed` counts each day once, so the
-        consolidation pass does not decay them again) and archives those that fall below
-        `archive_below`; reinforcement then starts from the decayed score. Deletion stays
-        with consolidation (it also cleans files). Returns how many memories changed."""
+        """Seed 001 §3.4: each merge ends by decaying the whole scope for the time since each
+        memory was last activated — so a hit of this merge (activated now) is not decayed, as
+        in the seed's mixed-scenario row (0.6 → 0.68 on day 30) — or last decayed
+        (`policy.decayed` counts each day once, so consolidation does not decay it again), and
+        archives what fell below `archive_below`. Deletion stays with consolidation (it also
+        cleans files). Returns how many memories changed."""
         pol = self.config.policy
         if not pol.decay_on_merge:
             return 0

@@ -103,10 +103,8 @@ def dedup_threshold(cfg: PolicyConfig, embedder_model: str) -> float:
 def reinforced(mem: MemoryRecord, cfg: PolicyConfig, now: datetime, *, floor: float = 0.0,
                amount: float | None = None) -> MemoryRecord:
     """Seed 001 §3.4 hit: score reinforced (never below `floor`, the higher importance of a
-    duplicate, seed 004 §6), last_activated = now, activation_count + 1. The decay owed since
-    the memory was last activated (or decayed) is applied first: moving `last_activated` to
-    now must not forgive it (an extraction on day 30 reinforces 0.6 × 0.99^23, not 0.6)."""
-    score = max(reinforce(decay_score(mem, now, cfg), cfg, amount), floor)
+    duplicate, seed 004 §6), last_activated = now, activation_count + 1."""
+    score = max(reinforce(mem.score, cfg, amount), floor)
     return mem.model_copy(update={
         "score": min(1.0, score), "last_activated": now, "activation_count": mem.activation_count + 1,
         "updated_at": now, "status": "active" if score >= cfg.archive_below else mem.status,
