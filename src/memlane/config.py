@@ -10,7 +10,6 @@ Seeds are the five design documents in shared/seeds/: 000 file-archive, 001 scor
 from __future__ import annotations
 
 import copy
-
 import os
 import tomllib
 from pathlib import Path

@@ -98,7 +98,8 @@ class JobWorker:
 
     def _sweep(self) -> None:
         """Seed 001 §3.2: idle sessions' unextracted turns are queued (then drained below)."""
-        from memlane.lifecycle import sweep_unextracted  # lifecycle imports the api, which imports us
+        # imported here: lifecycle imports far more than the worker needs at start-up
+        from memlane.lifecycle import sweep_unextracted
 
         sweep_unextracted(self._memory, self._memory.clock())
 
