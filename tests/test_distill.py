@@ -94,15 +94,17 @@ def test_an_idle_session_is_extracted_by_the_schedulers_poll(make_memory: MakeMe
     m = make_memory(profile, clock=ManualClock(T0), extraction={"every_n_user_messages": 0})
     sched = Scheduler(m)
     sched.tick()  # the first run (due at once or at its nightly slot) is out of the way
+    # three messages: seed 004 (consolidator) extracts no session shorter than that
     m.add_messages("s1", [{"role": "user", "content": "我喜欢喝白茶，每天下午都喝一壶"},
-                          {"role": "assistant", "content": "好的"}], user_id="u1")
+                          {"role": "assistant", "content": "好的"}, {"role": "user", "content": "谢谢"}],
+                   user_id="u1")
     idle = m.config.extraction.idle_minutes
     m.clock.advance(minutes=idle - 1)
     assert sched.tick() is None and sched.last_poll is not None and sched.last_poll.sweep.turns == 0
     assert m.store.jobs(status=("queued", "running", "done")) == []  # still being talked to
     m.clock.advance(minutes=1)
     assert sched.tick() is None
-    assert sched.last_poll is not None and sched.last_poll.sweep.turns == 2
+    assert sched.last_poll is not None and sched.last_poll.sweep.turns == 3
     assert [j.status for j in m.store.jobs(status=("queued", "running", "done"))] == ["done"]
     assert m.list(user_id="u1"), "the idle session was distilled"
     # queued once: the next poll finds nothing new
@@ -138,6 +140,18 @@ def test_imported_conversations_are_distilled_by_consolidate_a_slice_per_run(mak
     covered = {(j.session_id, s) for j in done for s in range(j.first_seq, j.last_seq + 1)}
     assert covered == {(f"imp{i}", s) for i in range(3) for s in (1, 2, 3)}  # every turn, once
     assert m.list(user_id="u1")
+
+
+def test_the_sweep_keeps_seed_004s_three_message_minimum(make_memory: MakeMemory) -> None:
+    m = make_memory("consolidator", clock=ManualClock(T0))
+    m.import_conversations([Conversation("short", [{"role": "user", "content": "I prefer tea over coffee"}]),
+                            Conversation("long", [{"role": "user", "content": "I prefer pytest over unittest"},
+                                                  {"role": "assistant", "content": "Noted"},
+                                                  {"role": "user", "content": "thanks"}])], user_id="u1")
+    m.clock.advance(hours=1)
+    report = m.consolidate()
+    assert report.sweep is not None and report.sweep.turns == 3
+    assert {j.session_id for j in m.store.jobs(status=("done",))} == {"long"}
 
 
 def test_the_sweep_with_an_llm_sends_each_imported_turn_once(make_memory: MakeMemory) -> None:

@@ -30,6 +30,7 @@ import numpy as np
 
 from memlane import markdown, mdsync, userprofile
 from memlane.errors import MemlaneError, ValidationError
+from memlane.events import Event
 from memlane.jobs import JobReport
 from memlane.llm.prompts.review import ReviewAnswer, ReviewMode
 from memlane.models import MemoryRecord, Scope
@@ -145,7 +146,9 @@ def sweep_unextracted(memory: Memory, now: datetime, scope: Scope | None = None,
     are such sessions) — oldest sessions first, in jobs of ≤ `sweep_job_turns` turns, at most
     `sweep_max_turns` turns a run; `left` counts what waits for the next run. With
     `idle_only=False` (consolidate, seed 002 §7 process_unextracted_turns) and `idle_minutes`
-    0, every session is taken. A session still being talked to is left to its own triggers."""
+    0, every session is taken. A session still being talked to is left to its own triggers,
+    and one the profile's `session.ended` rules would not extract (seed 004: under 3
+    messages) is left alone."""
     cfg = memory.config.extraction
     if idle_only and cfg.idle_minutes <= 0:
         return SweepReport()
@@ -167,6 +170,10 @@ def sweep_unextracted(memory: Memory, now: datetime, scope: Scope | None = None,
             at = newest[0].created_at if newest else session.started_at
             if session.ended_at is None and at > idle_since:
                 continue  # still active
+            # the profile's rules decide, as when the session ends (seed 004: < 3 messages, none)
+            ended = Event.session_ended(sc, session.id, session.message_count, now)
+            if not any("extract" in rule.actions for rule in memory.events.matching(ended)):
+                continue
             candidates.append((at, sc, session.id, done, last))
     for _, sc, session_id, done, last in sorted(candidates, key=lambda c: (c[0], c[2])):
         pending = last - done
