@@ -113,6 +113,15 @@ def test_an_idle_session_is_extracted_by_the_schedulers_poll(make_memory: MakeMe
     assert sched.last_poll is not None and sched.last_poll.sweep.turns == 0
 
 
+def test_with_an_llm_the_worker_finds_the_idle_session(make_memory: MakeMemory) -> None:
+    m = make_memory("default", clock=ManualClock(T0), extraction={"wait_for_llm": False})
+    m.llm = ScriptedLLM(json.dumps({"operations": [{"op": "ADD", "content": "用户喜欢喝白茶"}]}, ensure_ascii=False))
+    m.add_messages("s1", [{"role": "user", "content": "我喜欢喝白茶"}], user_id="u1")
+    m.clock.advance(minutes=m.config.extraction.idle_minutes)
+    assert m.worker.wait_idle(10)
+    assert [x.content for x in m.list(user_id="u1")] == ["用户喜欢喝白茶"]
+
+
 # ---- seed 002 §7 process_unextracted_turns: imported conversations are distilled too ----------
 
 

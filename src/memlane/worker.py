@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -48,6 +49,7 @@ class JobWorker:
         self._wake = threading.Event()
         self._idle = threading.Event()
         self._stop = threading.Event()
+        self._swept = float("-inf")  # monotonic time of the last idle sweep
         self.tasks_run = self.jobs_run = self.failures = 0
         self.last_error: str | None = None
         self._thread = threading.Thread(target=self._run, name="memlane-worker", daemon=True)
@@ -97,7 +99,11 @@ class JobWorker:
                 self._idle.set()
 
     def _sweep(self) -> None:
-        """Seed 001 §3.2: idle sessions' unextracted turns are queued (then drained below)."""
+        """Seed 001 §3.2: idle sessions' unextracted turns are queued (then drained below) —
+        once a poll interval, not on every wake (each `add_messages` wakes the worker)."""
+        if time.monotonic() - self._swept < self._poll:
+            return
+        self._swept = time.monotonic()
         # imported here: lifecycle imports far more than the worker needs at start-up
         from memlane.lifecycle import sweep_unextracted
 
