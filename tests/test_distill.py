@@ -151,6 +151,20 @@ def test_imported_conversations_are_distilled_by_consolidate_a_slice_per_run(mak
     assert m.list(user_id="u1")
 
 
+def test_a_slow_llm_never_lets_the_sweep_backlog_grow(make_memory: MakeMemory) -> None:
+    m = _scripted(make_memory, "default", extraction={"sweep_max_turns": 3, "sweep_job_turns": 2})
+    m.import_conversations([Conversation(f"imp{i}", [{"role": "user", "content": f"我喜欢喝白茶 {i}",
+                                                      "created_at": "2025-12-01T10:00:00+00:00"}] * 2)
+                            for i in range(4)], user_id="u1")
+    sched = Scheduler(m)
+    for _ in range(3):  # the LLM is down: every poll's jobs fail and wait for their back-off
+        m.llm.enqueue(*[BackendError("LLM down")] * 10)
+        sched.tick()
+        m.clock.advance(minutes=1)
+    queued = m.store.jobs(status=("queued",), limit=100)
+    assert sum(j.last_seq - j.first_seq + 1 for j in queued) <= 3
+
+
 def test_the_sweep_keeps_seed_004s_three_message_minimum(make_memory: MakeMemory) -> None:
     m = make_memory("consolidator", clock=ManualClock(T0))
     m.import_conversations([Conversation("short", [{"role": "user", "content": "I prefer tea over coffee"}]),

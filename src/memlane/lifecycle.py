@@ -144,7 +144,7 @@ def sweep_unextracted(memory: Memory, now: datetime, scope: Scope | None = None,
     """Queue the unextracted turns of every session that is ended or idle — its last turn at
     least `extraction.idle_minutes` old (seed 001 §3.2 "会话空闲超时"; imported conversations
     are such sessions) — oldest sessions first, in jobs of ≤ `sweep_job_turns` turns, at most
-    `sweep_max_turns` turns a run; `left` counts what waits for the next run. With
+    `sweep_max_turns` turns waiting in the queue; `left` counts what waits for the next run. With
     `idle_only=False` (consolidate, seed 002 §7 process_unextracted_turns) and `idle_minutes`
     0, every session is taken. A session still being talked to is left to its own triggers,
     and one the profile's `session.ended` rules would not extract (seed 004: under 3
@@ -153,9 +153,12 @@ def sweep_unextracted(memory: Memory, now: datetime, scope: Scope | None = None,
     if idle_only and cfg.idle_minutes <= 0:
         return SweepReport()
     idle_since = now - timedelta(minutes=cfg.idle_minutes)
-    budget = cfg.sweep_max_turns
-    out = SweepReport()
     store = memory.store
+    # turns queued before and not run yet count against the budget: a slow LLM never lets
+    # the backlog grow past sweep_max_turns however often the poll sweeps
+    waiting = store.jobs(scope=scope, status=("queued", "running"), limit=10_000_000)
+    budget = cfg.sweep_max_turns - sum(j.last_seq - j.first_seq + 1 for j in waiting)
+    out = SweepReport()
     scopes = [scope] if scope is not None else store.scopes()
     candidates: list[tuple[datetime, Scope, str, int, int]] = []
     for sc in scopes:
