@@ -208,7 +208,12 @@ class LexCache:
         for corpus, p in list(self._entries.items()):
             if p.unsaved and not self._in_transaction():
                 try:
-                    self._save(corpus, p)
+                    # caught up first: rows another process deleted meanwhile must not be
+                    # written back to disk with their words (forget.py)
+                    self._ready(corpus)
+                    p = self._entries.get(corpus, p)
+                    if p.unsaved:
+                        self._save(corpus, p)
                 except (OSError, apsw.Error) as exc:
                     log.warning("cannot save the lexical index of %s: %s", corpus, exc)
         self._entries.clear()

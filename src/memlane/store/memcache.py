@@ -104,12 +104,18 @@ class MemCache:
     def close(self) -> None:
         """Save arrays with many changes not yet on disk, so the next process starts warm; a
         few it applies from the log faster than ~600 MB (1M rows) are written."""
-        m, self._rows = self._rows, None
+        m = self._rows
         if m is not None and m.unsaved >= _SAVE_MIN and not self._in_transaction():
             try:
-                self._save(m)
+                # caught up first: rows another process deleted meanwhile must not be written
+                # back to disk with their texts (forget.py)
+                self.ready()
+                m = self._rows
+                if m is not None and m.unsaved:
+                    self._save(m)
             except (OSError, apsw.Error) as exc:
                 log.warning("cannot save the memory cache: %s", exc)
+        self._rows = None
 
     # ---- internals -----------------------------------------------------------------------
 

@@ -1,0 +1,232 @@
+"""Forgetting for real (issue 12): a forgotten text leaves every file under the home —
+database, -wal, -shm, caches, MEMORY.md, history.json — while other data stays searchable."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+import pytest
+
+from memlane import Memory
+from memlane.models import Episode
+from tests.conftest import make_config
+
+LATIN, CJK, META = "zorblaxquintessa", "秘密花园钥匙藏在", "plumtreevaultkey"
+SECRETS = (LATIN, CJK, META)
+# low thresholds: the memory cache and the lexical postings exist, and are saved, at test size
+CACHES = {"search": {"memory_cache_threshold": 1, "lexical_threshold": 0}}
+
+
+def leaks(home: Path, secrets: Iterable[str] = SECRETS) -> list[tuple[str, str]]:
+    """(file, secret) for every file under home holding a secret's UTF-8 bytes."""
+    found = []
+    for path in sorted(home.rglob("*")):
+        if path.is_file():
+            data = path.read_bytes()
+            found += [(str(path.relative_to(home)), s) for s in secrets if s.encode() in data]
+    return found
+
+
+def _fill_other_user(m: Memory) -> None:
+    """Enough rows of another user for the lexical postings to be saved to disk (≥ 1,000)."""
+    m.add_messages("b0", [{"role": "user", "content": f"bob talks about topic{i} and gardening"} for i in range(1050)],
+                   user_id="bob")
+    for i in range(20):
+        m.add(f"bob grows tomato variety {i} in the garden", user_id="bob")
+
+
+def _fill_secret_user(m: Memory, user: str = "alice", agent: str | None = None, session: str = "s1") -> list[str]:
+    turns = m.add_messages(session, [
+        {"role": "user", "content": "hello there, a quiet morning"},
+        {"role": "user", "content": f"my code word is {LATIN}, and {CJK} the old oak",
+         "metadata": {"note": META}},
+        {"role": "assistant", "content": "noted; anything else?"},
+        {"role": "user", "content": "no, thanks"},
+    ], user_id=user, agent_id=agent)
+    m.add(f"{user} hides the key: {LATIN} {CJK}", user_id=user, agent_id=agent, metadata={"where": META})
+    mem = m.add("a memory to be changed", user_id=user, agent_id=agent)
+    m.update(mem.id, content=f"changed to {META}", user_id=user, agent_id=agent)
+    m.store.insert_episode(Episode(
+        id=f"ep-{user}-{session}", user_id=user, agent_id=agent or "", session_id=session,
+        summary=f"talked about {LATIN} and {CJK}", goal=META, started_at=turns[0].created_at,
+        ended_at=turns[-1].created_at, created_at=turns[-1].created_at))
+    m.update_scratchpad(user_id=user, agent_id=agent, focus=f"remember {LATIN}")
+    m.md_export(user_id=user, agent_id=agent)
+    return [t.id for t in turns]
+
+
+def _warm(m: Memory, user: str) -> None:
+    """Build (and save) every in-process cache over both users' rows."""
+    for corpus in ("memories", "turns", "episodes"):
+        m.search(f"gardening {LATIN}", user_id=user, corpus=corpus)  # type: ignore[arg-type]
+
+
+@pytest.fixture
+def filled(make_memory: Callable[..., Memory], tmp_path: Path) -> Memory:
+    m = make_memory(**CACHES)
+    _fill_other_user(m)
+    _fill_secret_user(m)
+    _warm(m, "alice")
+    _warm(m, "bob")
+    assert leaks(tmp_path / "data"), "the test must start with the secrets on disk"
+    assert list((tmp_path / "data" / "lexindex").glob("*.npz")), "the lexical postings must be on disk"
+    assert list((tmp_path / "data" / "memcache").glob("*.npz")), "the memory cache must be on disk"
+    return m
+
+
+def _bob_intact(m: Memory) -> None:
+    assert len(m.get_turns(user_id="bob")) == 1050
+    assert "garden" in m.search("tomato garden", user_id="bob")[0].content
+    assert m.search("topic7", user_id="bob", corpus="turns")
+
+
+def test_purge_leaves_no_byte_of_the_user_under_home(filled: Memory, tmp_path: Path) -> None:
+    m = filled
+    _fill_secret_user(m, agent="helper", session="s2")  # an agent scope of the same user
+    report = m.purge(user_id="alice")
+    assert report["turns"] == 8 and report["memories"] == 4 and report["episodes"] == 2
+    assert leaks(tmp_path / "data") == []
+    _bob_intact(m)
+    assert m.get_turns(user_id="alice") == [] and m.list(user_id="alice", agent_id="helper") == []
+    [tomb] = [e for e in m.store.events(m_scope("alice")) if e.kind == "PURGE"]
+    assert tomb.before is None and LATIN not in json.dumps(tomb.after)
+    m.close()  # saving the caches on close brings nothing back
+    assert leaks(tmp_path / "data") == []
+
+
+def m_scope(user: str, agent: str | None = None):  # noqa: ANN201
+    from memlane.models import Scope
+    return Scope.of(user, agent)
+
+
+def test_purge_of_one_agent_scope_keeps_the_users_other_scopes(filled: Memory, tmp_path: Path) -> None:
+    m = filled
+    _fill_secret_user(m, agent="helper", session="s2")
+    m.purge(user_id="alice", agent_id="helper")
+    assert m.list(user_id="alice", agent_id="helper") == []
+    assert len(m.get_turns(user_id="alice")) == 4  # the user's own scope stays
+
+
+def test_delete_session_forgets_the_conversation(filled: Memory, tmp_path: Path) -> None:
+    m = filled
+    for mem in m.list(user_id="alice"):  # the memories are another record: forget them first
+        m.delete(mem.id, user_id="alice", hard=True)
+    m.update_scratchpad(user_id="alice", focus="nothing")
+    (tmp_path / "data" / "scopes").exists() and m.md_export(user_id="alice")
+    report = m.delete_session("s1", user_id="alice")
+    assert report["turns"] == 4 and report["episodes"] == 1 and report["sessions"] == 1
+    assert m.sessions(user_id="alice") == [] and m.search(LATIN, user_id="alice", corpus="turns") == []
+    assert leaks(tmp_path / "data") == []
+    _bob_intact(m)
+
+
+def test_delete_turns_recomputes_the_neighbours_context(filled: Memory, tmp_path: Path) -> None:
+    m = filled
+    for mem in m.list(user_id="alice"):
+        m.delete(mem.id, user_id="alice", hard=True)
+    m.update_scratchpad(user_id="alice", focus="nothing")
+    turns = m.get_turns("s1", user_id="alice")
+    secret = [t for t in turns if LATIN in t.content]
+    report = m.delete_turns([t.id for t in secret], user_id="alice")
+    assert report["turns"] == 1 and report["episodes"] == 1
+    left = m.get_turns("s1", user_id="alice")
+    assert [t.content for t in left] == [t.content for t in turns if t not in secret]
+    # the neighbours are still found by their own words, and no longer by the forgotten ones
+    assert m.search("quiet morning", user_id="alice", corpus="turns")
+    assert m.search(LATIN, user_id="alice", corpus="turns") == []
+    assert leaks(tmp_path / "data") == []
+
+
+@pytest.mark.parametrize("hard", [False, True])
+def test_delete_removes_the_text_from_caches_and_files(make_memory: Callable[..., Memory], tmp_path: Path,
+                                                      hard: bool) -> None:
+    m = make_memory(**CACHES)
+    _fill_other_user(m)
+    mem = m.add(f"the vault code is {LATIN} {CJK}", user_id="carol", metadata={"k": META})
+    _warm(m, "carol")
+    m.md_export(user_id="carol")
+    m.delete(mem.id, user_id="carol", hard=hard)
+    found = leaks(tmp_path / "data")
+    if hard:
+        assert found == []
+        assert all(e.before is None and e.after is None for e in m.history(mem.id, user_id="carol"))
+    else:  # only the audit trail keeps it, for an undo
+        assert {f for f, _ in found} <= {"memlane.db"}
+        assert m.history(mem.id, user_id="carol")[-1].before["content"].startswith("the vault")  # type: ignore[index]
+    assert m.store.raw_count("embedding_cache") == m.store.raw_count("embedding_cache")  # sanity: table readable
+    _bob_intact(m)
+
+
+def test_delete_then_kill_leaves_nothing_after_reopen(tmp_path: Path) -> None:
+    """kill -9 right after `delete` returns: on reopen the text is in no file."""
+    home = tmp_path / "data"
+    script = textwrap.dedent(f"""
+        import os, signal, sys
+        sys.path.insert(0, {str(Path(__file__).parent.parent)!r})
+        from memlane import Memory
+        from memlane.testing import HashEmbedder
+        from tests.conftest import make_config
+        from tests.test_forget import CACHES, _fill_other_user, LATIN, CJK, META
+        m = Memory(make_config({str(home)!r}, **CACHES), embedder=HashEmbedder())
+        _fill_other_user(m)
+        mem = m.add(f"kill me {{LATIN}} {{CJK}}", user_id="dave", metadata={{"k": META}})
+        m.search(LATIN, user_id="dave"); m.search("topic3", user_id="bob", corpus="turns")
+        m.delete(mem.id, user_id="dave", hard=True)
+        os.kill(os.getpid(), signal.SIGKILL)
+    """)
+    proc = subprocess.run([sys.executable, "-c", script], env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+                          capture_output=True, timeout=300)
+    assert proc.returncode == -signal.SIGKILL, proc.stderr.decode()[-2000:]
+    assert leaks(home) == []
+    m = Memory(make_config(home, **CACHES))
+    try:
+        assert m.search(LATIN, user_id="dave") == []
+        assert m.search("topic3", user_id="bob", corpus="turns")
+    finally:
+        m.close()
+    assert leaks(home) == []
+
+
+def test_two_memories_in_one_process_save_caches_side_by_side(make_memory: Callable[..., Memory],
+                                                              tmp_path: Path) -> None:
+    """Two Memory objects on one home saving the same cache at once: both saves succeed,
+    and no temp file is left behind."""
+    a, b = make_memory(**CACHES), make_memory(**CACHES)
+    _fill_other_user(a)
+    errors: list[BaseException] = []
+
+    def work(m: Memory) -> None:
+        try:
+            for _ in range(3):
+                m.search("topic3 gardening", user_id="bob", corpus="turns")
+                m.store.lexical.close()
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(m,)) for m in (a, b)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert list((tmp_path / "data").rglob("*.tmp")) == []
+
+
+def test_forgetting_unknown_things_is_a_clear_error(memory: Memory) -> None:
+    from memlane.errors import NotFound, ValidationError
+    with pytest.raises(NotFound):
+        memory.delete_session("nope", user_id="u1")
+    with pytest.raises(NotFound):
+        memory.delete_turns(["nope"], user_id="u1")
+    with pytest.raises(ValidationError):
+        memory.delete_turns("abc", user_id="u1")  # type: ignore[arg-type]
+    with pytest.raises(ValidationError):
+        memory.purge(user_id="")
