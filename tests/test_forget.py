@@ -43,7 +43,10 @@ def _fill_other_user(m: Memory) -> None:
         m.add(f"bob grows tomato variety {i} in the garden", user_id="bob")
 
 
-def _fill_secret_user(m: Memory, user: str = "alice", agent: str | None = None, session: str = "s1") -> list[str]:
+def _fill_secret_user(m: Memory, user: str = "alice", agent: str | None = None, session: str = "s1",
+                      *, memories: bool = True) -> list[str]:
+    """A session whose turns and episode hold the secrets; with `memories`, memories (one
+    updated), the scratchpad and MEMORY.md hold them too."""
     turns = m.add_messages(session, [
         {"role": "user", "content": "hello there, a quiet morning"},
         {"role": "user", "content": f"my code word is {LATIN}, and {CJK} the old oak",
@@ -51,15 +54,16 @@ def _fill_secret_user(m: Memory, user: str = "alice", agent: str | None = None, 
         {"role": "assistant", "content": "noted; anything else?"},
         {"role": "user", "content": "no, thanks"},
     ], user_id=user, agent_id=agent)
-    m.add(f"{user} hides the key: {LATIN} {CJK}", user_id=user, agent_id=agent, metadata={"where": META})
-    mem = m.add("a memory to be changed", user_id=user, agent_id=agent)
-    m.update(mem.id, content=f"changed to {META}", user_id=user, agent_id=agent)
     m.store.insert_episode(Episode(
         id=f"ep-{user}-{session}", user_id=user, agent_id=agent or "", session_id=session,
         summary=f"talked about {LATIN} and {CJK}", goal=META, started_at=turns[0].created_at,
         ended_at=turns[-1].created_at, created_at=turns[-1].created_at))
-    m.update_scratchpad(user_id=user, agent_id=agent, focus=f"remember {LATIN}")
-    m.md_export(user_id=user, agent_id=agent)
+    if memories:
+        m.add(f"{user} hides the key: {LATIN} {CJK}", user_id=user, agent_id=agent, metadata={"where": META})
+        mem = m.add("a memory to be changed", user_id=user, agent_id=agent)
+        m.update(mem.id, content=f"changed to {META}", user_id=user, agent_id=agent)
+        m.update_scratchpad(user_id=user, agent_id=agent, focus=f"remember {LATIN}")
+        m.md_export(user_id=user, agent_id=agent)
     return [t.id for t in turns]
 
 
@@ -69,17 +73,31 @@ def _warm(m: Memory, user: str) -> None:
         m.search(f"gardening {LATIN}", user_id=user, corpus=corpus)  # type: ignore[arg-type]
 
 
-@pytest.fixture
-def filled(make_memory: Callable[..., Memory], tmp_path: Path) -> Memory:
-    m = make_memory(**CACHES)
+def _filled(m: Memory, home: Path, *, memories: bool) -> Memory:
     _fill_other_user(m)
-    _fill_secret_user(m)
+    if not memories:
+        m.add_messages("s0", [{"role": "user", "content": "an innocent chat about the weather"}], user_id="alice")
+    _fill_secret_user(m, memories=memories)
     _warm(m, "alice")
     _warm(m, "bob")
-    assert leaks(tmp_path / "data"), "the test must start with the secrets on disk"
-    assert list((tmp_path / "data" / "lexindex").glob("*.npz")), "the lexical postings must be on disk"
-    assert list((tmp_path / "data" / "memcache").glob("*.npz")), "the memory cache must be on disk"
+    assert leaks(home), "the test must start with the secrets on disk"
+    assert list((home / "lexindex").glob("*.npz")), "the lexical postings must be on disk"
+    assert list((home / "memcache").glob("*.npz")), "the memory cache must be on disk"
     return m
+
+
+@pytest.fixture
+def filled(make_memory: Callable[..., Memory], tmp_path: Path) -> Memory:
+    """Bob's rows, and alice's secrets in turns, an episode, memories (one updated, so in the
+    audit twice), the scratchpad and MEMORY.md."""
+    return _filled(make_memory(**CACHES), tmp_path / "data", memories=True)
+
+
+@pytest.fixture
+def conversation(make_memory: Callable[..., Memory], tmp_path: Path) -> Memory:
+    """Bob's rows, and alice's secrets in one conversation only (session s1: turns, episode),
+    beside an innocent one (s0)."""
+    return _filled(make_memory(**CACHES), tmp_path / "data", memories=False)
 
 
 def _bob_intact(m: Memory) -> None:
@@ -88,11 +106,14 @@ def _bob_intact(m: Memory) -> None:
     assert m.search("topic7", user_id="bob", corpus="turns")
 
 
-def test_purge_leaves_no_byte_of_the_user_under_home(filled: Memory, tmp_path: Path) -> None:
-    m = filled
+@pytest.mark.parametrize("kind", ["filled", "conversation"])
+def test_purge_leaves_no_byte_of_the_user_under_home(kind: str, request: pytest.FixtureRequest,
+                                                      tmp_path: Path) -> None:
+    m = request.getfixturevalue(kind)
     _fill_secret_user(m, agent="helper", session="s2")  # an agent scope of the same user
+    turns = len(m.get_turns(user_id="alice")) + len(m.get_turns(user_id="alice", agent_id="helper"))
     report = m.purge(user_id="alice")
-    assert report["turns"] == 8 and report["memories"] == 4 and report["episodes"] == 2
+    assert report["turns"] == turns and report["episodes"] == 2
     assert leaks(tmp_path / "data") == []
     _bob_intact(m)
     assert m.get_turns(user_id="alice") == [] and m.list(user_id="alice", agent_id="helper") == []
@@ -107,32 +128,29 @@ def m_scope(user: str, agent: str | None = None):  # noqa: ANN201
     return Scope.of(user, agent)
 
 
-def test_purge_of_one_agent_scope_keeps_the_users_other_scopes(filled: Memory, tmp_path: Path) -> None:
-    m = filled
+def test_purge_of_one_agent_scope_keeps_the_users_other_scopes(conversation: Memory) -> None:
+    m = conversation
+    before = m.get_turns(user_id="alice")
     _fill_secret_user(m, agent="helper", session="s2")
     m.purge(user_id="alice", agent_id="helper")
     assert m.list(user_id="alice", agent_id="helper") == []
-    assert len(m.get_turns(user_id="alice")) == 4  # the user's own scope stays
+    assert m.get_turns(user_id="alice", agent_id="helper") == []
+    assert m.get_turns(user_id="alice") == before  # the user's own scope stays
 
 
-def test_delete_session_forgets_the_conversation(filled: Memory, tmp_path: Path) -> None:
-    m = filled
-    for mem in m.list(user_id="alice"):  # the memories are another record: forget them first
-        m.delete(mem.id, user_id="alice", hard=True)
-    m.update_scratchpad(user_id="alice", focus="nothing")
-    (tmp_path / "data" / "scopes").exists() and m.md_export(user_id="alice")
+def test_delete_session_forgets_the_conversation(conversation: Memory, tmp_path: Path) -> None:
+    m = conversation
     report = m.delete_session("s1", user_id="alice")
     assert report["turns"] == 4 and report["episodes"] == 1 and report["sessions"] == 1
-    assert m.sessions(user_id="alice") == [] and m.search(LATIN, user_id="alice", corpus="turns") == []
+    assert [x.id for x in m.sessions(user_id="alice")] == ["s0"]
+    assert not any(LATIN in h.content for h in m.search(LATIN, user_id="alice", corpus="turns"))
     assert leaks(tmp_path / "data") == []
+    assert [t.content for t in m.get_turns(user_id="alice")] == ["an innocent chat about the weather"]
     _bob_intact(m)
 
 
-def test_delete_turns_recomputes_the_neighbours_context(filled: Memory, tmp_path: Path) -> None:
-    m = filled
-    for mem in m.list(user_id="alice"):
-        m.delete(mem.id, user_id="alice", hard=True)
-    m.update_scratchpad(user_id="alice", focus="nothing")
+def test_delete_turns_recomputes_the_neighbours_context(conversation: Memory, tmp_path: Path) -> None:
+    m = conversation
     turns = m.get_turns("s1", user_id="alice")
     secret = [t for t in turns if LATIN in t.content]
     report = m.delete_turns([t.id for t in secret], user_id="alice")
@@ -141,7 +159,7 @@ def test_delete_turns_recomputes_the_neighbours_context(filled: Memory, tmp_path
     assert [t.content for t in left] == [t.content for t in turns if t not in secret]
     # the neighbours are still found by their own words, and no longer by the forgotten ones
     assert m.search("quiet morning", user_id="alice", corpus="turns")
-    assert m.search(LATIN, user_id="alice", corpus="turns") == []
+    assert not any(LATIN in h.content for h in m.search(LATIN, user_id="alice", corpus="turns"))
     assert leaks(tmp_path / "data") == []
 
 
@@ -151,8 +169,7 @@ def test_delete_removes_the_text_from_caches_and_files(make_memory: Callable[...
     m = make_memory(**CACHES)
     _fill_other_user(m)
     mem = m.add(f"the vault code is {LATIN} {CJK}", user_id="carol", metadata={"k": META})
-    _warm(m, "carol")
-    m.md_export(user_id="carol")
+    _warm(m, "carol")  # (MEMORY.md after a delete: tests/test_markdown.py)
     m.delete(mem.id, user_id="carol", hard=hard)
     found = leaks(tmp_path / "data")
     if hard:
