@@ -17,6 +17,7 @@ import pytest
 
 from memlane import Memory
 from memlane.models import Episode
+from memlane.store.postings import Postings
 from tests.conftest import make_config
 
 LATIN, CJK, META = "zorblaxquintessa", "秘密花园钥匙藏在", "plumtreevaultkey"
@@ -212,29 +213,36 @@ def test_delete_then_kill_leaves_nothing_after_reopen(tmp_path: Path) -> None:
     assert leaks(home) == []
 
 
-def test_two_memories_in_one_process_save_caches_side_by_side(make_memory: Callable[..., Memory],
-                                                              tmp_path: Path) -> None:
-    """Two Memory objects on one home saving the same cache at once: both saves succeed,
-    and no temp file is left behind."""
+def test_two_writers_in_one_process_save_a_cache_side_by_side(make_memory: Callable[..., Memory],
+                                                                tmp_path: Path) -> None:
+    """Two Memory objects of one process saving the same cache file at once (they once shared
+    one temp name, and a save failed): every save succeeds, no temp file is left."""
     a, b = make_memory(**CACHES), make_memory(**CACHES)
     _fill_other_user(a)
+    path = tmp_path / "data" / "lexindex" / "memlane-turns.npz"
+    postings = []
+    for m in (a, b):
+        m.search("topic3", user_id="bob", corpus="turns")
+        postings.append(m.store.lexical.postings("turns"))
     errors: list[BaseException] = []
+    start = threading.Barrier(2)
 
-    def work(m: Memory) -> None:
+    def work(p: Postings) -> None:
+        start.wait()
         try:
-            for _ in range(3):
-                m.search("topic3 gardening", user_id="bob", corpus="turns")
-                m.store.lexical.close()
+            for _ in range(40):
+                p.save(path)
         except BaseException as exc:  # noqa: BLE001 - reported below
             errors.append(exc)
 
-    threads = [threading.Thread(target=work, args=(m,)) for m in (a, b)]
+    threads = [threading.Thread(target=work, args=(p,)) for p in postings if p is not None]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
-    assert errors == []
+    assert len(threads) == 2 and errors == []
     assert list((tmp_path / "data").rglob("*.tmp")) == []
+    assert b.search("topic3", user_id="bob", corpus="turns")
 
 
 def test_forgetting_unknown_things_is_a_clear_error(memory: Memory) -> None:

@@ -198,6 +198,10 @@ class LexCache:
         sid = p.scopes.get(scope[0]) if p is not None and len(scope) == 1 else None
         return None if p is None else 0 if sid is None else int(p.scope_docs[sid])
 
+    def postings(self, corpus: Corpus) -> Postings | None:
+        """The corpus's postings held in memory, as last caught up (None: none yet)."""
+        return self._entries.get(corpus)
+
     def stats(self) -> dict[str, dict[str, int]]:
         """Per corpus held in memory: documents, terms, postings and array bytes."""
         return {c: {"documents": p.n_docs, "terms": len(p.term_names), "postings": len(p.doc),
