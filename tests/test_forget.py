@@ -255,3 +255,29 @@ def test_forgetting_unknown_things_is_a_clear_error(memory: Memory) -> None:
         memory.delete_turns("abc", user_id="u1")  # type: ignore[arg-type]
     with pytest.raises(ValidationError):
         memory.purge(user_id="")
+
+
+def test_cli_forgets_a_session_and_purges_a_user(tmp_path: Path) -> None:
+    home = tmp_path / "cli"
+    env = {**os.environ, "MEMLANE_HOME": str(home), "MEMLANE_EMBEDDER": "hash"}
+
+    def run(*args: str, check: int = 0) -> str:
+        proc = subprocess.run([sys.executable, "-m", "memlane", *args], capture_output=True, text=True, env=env,
+                              timeout=120)
+        assert proc.returncode == check, (proc.stdout, proc.stderr)
+        return proc.stdout
+
+    conv = tmp_path / "chat.jsonl"
+    conv.write_text(json.dumps({"role": "user", "content": f"my secret is {LATIN} {CJK}"}, ensure_ascii=False),
+                    encoding="utf-8")
+    run("import", str(conv), "--user", "erin")
+    run("add", f"erin keeps {META}", "--user", "erin")
+    [session] = json.loads(run("sessions", "list", "--user", "erin", "--json"))
+    gone = json.loads(run("sessions", "delete", session["id"], "--user", "erin", "--json"))
+    assert gone["counts"]["turns"] == 1
+    assert {s for _, s in leaks(home)} == {META}  # only the memory holds a secret now
+    run("purge", "--user", "erin", check=1)  # no --yes, no terminal: nothing happens
+    assert leaks(home)
+    purged = json.loads(run("purge", "--user", "erin", "--yes", "--json"))
+    assert purged["counts"]["memories"] == 1
+    assert leaks(home) == []

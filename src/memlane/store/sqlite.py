@@ -184,7 +184,11 @@ class SQLiteStore:
             added = 0
             for rowid, vec in zip(rowids, vectors, strict=True):
                 self._conn.execute(f"DELETE FROM vec_{corpus} WHERE rowid = ?", (rowid,))
-                added += 1 - self._conn.changes()
+                replaced = self._conn.changes()
+                if not self._conn.execute(f"SELECT 1 FROM {corpus} WHERE rowid = ?", (rowid,)).fetchall():
+                    added -= replaced  # the row was deleted (forgotten) while it was embedded
+                    continue
+                added += 1 - replaced
                 self._conn.execute(
                     f"INSERT INTO vec_{corpus}(rowid, user_id, agent_id, embedding) VALUES (?, ?, ?, ?)",
                     (rowid, scope.user_id, scope.agent_id, np.asarray(vec, dtype=np.float32).tobytes()),
