@@ -134,7 +134,8 @@ def open_store(config: Config) -> Store:
         return SQLiteStore(config.db_path, busy_timeout_ms=config.store.busy_timeout_ms, ann=ann,
                            lexical=LexSettings(threshold=s.lexical_threshold, statistics=s.lexical_statistics),
                            memory=MemSettings(threshold=s.memory_cache_threshold, vector_limit=s.ann_threshold,
-                                              records=s.memory_cache_records))
+                                              records=s.memory_cache_records),
+                           secure_delete=config.store.secure_delete)
     raise ConfigError(
         f"store.backend: {config.store.backend!r} is not available yet; use 'sqlite'"
     )

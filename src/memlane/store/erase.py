@@ -1,10 +1,11 @@
 """Forgetting in the SQLite store: rows, their indexes, the audit trail, and the files the
 store keeps next to the database (forget.py decides what to forget; this removes it).
 
-Three things make a deleted text leave the database file, not just the tables:
-`PRAGMA secure_delete` (set on every connection) overwrites freed cells and pages with
-zeros; FTS5's `secure-delete` option (migration m009) removes a deleted row's tokens from
-the index segments instead of writing a delete marker beside them; and a WAL checkpoint
+Three things make a deleted text leave the database file, not just the tables (with
+`store.secure_delete`, the default): `PRAGMA secure_delete` (set on every connection)
+overwrites freed cells and pages with zeros; FTS5's `secure-delete` option (set on open)
+removes a deleted row's tokens from the index segments instead of writing a delete marker
+beside them; and a WAL checkpoint
 (`checkpoint`) moves the zeroed pages into the database and truncates the -wal file, which
 held the old page images.
 
@@ -23,6 +24,8 @@ import threading
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
+
+from memlane.store.migrations import FTS_TABLES
 
 # tables whose rows are one scope's but which forget.py handles row by row first (their
 # full-text and vector entries), or which must outlive a purge (the tombstone goes in after)
@@ -78,6 +81,18 @@ def unlink_caches(home: Path, prefix: str, corpora: Iterable[str]) -> None:
                 (home / "memcache" / f"{prefix}-memories.npz").unlink()
     for sub in ("lexindex", "memcache", "vindex"):
         remove_stale_temps(home / sub)
+
+
+def fts_secure_delete(conn: Any, on: bool) -> None:
+    """Set FTS5's `secure-delete` option of every full-text table (SQLite >= 3.42) as the
+    config says, in the caller's transaction. A persistent option of the table: written only
+    when it differs. On, a deleted row's tokens leave the index segments at once; off, a
+    delete marker is written beside them and both stay in the file until a merge."""
+    want = int(on)
+    for fts in FTS_TABLES:
+        rows = conn.execute(f"SELECT v FROM {fts}_config WHERE k = 'secure-delete'").fetchall()
+        if int(rows[0][0] if rows else 0) != want:
+            conn.execute(f"INSERT INTO {fts}({fts}, rank) VALUES ('secure-delete', ?)", (want,))
 
 
 def checkpoint(conn: Any) -> None:

@@ -255,12 +255,3 @@ def m008_row_log(db: Any) -> None:
         """
     )
 
-
-@migration
-def m009_fts_secure_delete(db: Any) -> None:
-    """FTS5's `secure-delete` on every full-text table (SQLite >= 3.42): deleting a row
-    removes its tokens from the index segments, instead of writing a delete marker that
-    leaves them in the file until a merge (issue 12, forgetting for real). A persistent
-    option of each table, so every connection and process gets it."""
-    for fts in FTS_TABLES:
-        db.execute(f"INSERT INTO {fts}({fts}, rank) VALUES ('secure-delete', 1)")

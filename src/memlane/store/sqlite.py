@@ -65,6 +65,7 @@ class SQLiteStore:
     def __init__(
         self, path: Path | str, *, busy_timeout_ms: int = 30_000, ann: vindex.AnnSettings | None = None,
         lexical: lexindex.LexSettings | None = None, memory: memcache.MemSettings | None = None,
+        secure_delete: bool = True,
     ) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -79,12 +80,12 @@ class SQLiteStore:
         apsw.bestpractice.connection_wal(self._conn)
         self._conn.pragma("synchronous", "NORMAL")
         # freed cells and pages are overwritten with zeros: a deleted text leaves the file (store/erase.py)
-        self._conn.pragma("secure_delete", "ON")
+        self._conn.pragma("secure_delete", "ON" if secure_delete else "OFF")
         self._lock = threading.RLock()
         self._depth = 0
         self._vector_dims: int | None = None
         self._df_cache: dict[tuple[str, str], tuple[int, int]] = {}  # (corpus, term) → (docs, corpus size then)
-        self._migrate()
+        self._migrate(secure_delete)
         in_transaction = lambda: self._depth > 0  # noqa: E731
         db = vindex.Access(self._conn, lambda: vindex.read_snapshot(self._conn, self._lock, in_transaction),
                            self.transaction, in_transaction)
@@ -138,7 +139,7 @@ class SQLiteStore:
             self._conn.execute(sql, params)
             return self._conn.changes()
 
-    def _migrate(self) -> None:
+    def _migrate(self, secure_delete: bool) -> None:
         with self.transaction():
             self._conn.execute(
                 "CREATE TABLE IF NOT EXISTS migrations(name TEXT PRIMARY KEY, applied_at REAL NOT NULL)"
@@ -150,6 +151,7 @@ class SQLiteStore:
                     self._conn.execute(
                         "INSERT INTO migrations(name, applied_at) VALUES (?, ?)", (step.__name__, time.time())
                     )
+            erase.fts_secure_delete(self._conn, secure_delete)
 
     def meta(self, key: str) -> str | None:
         rows = self._q("SELECT value FROM meta WHERE key = ?", (key,))
