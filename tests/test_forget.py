@@ -281,3 +281,19 @@ def test_cli_forgets_a_session_and_purges_a_user(tmp_path: Path) -> None:
     purged = json.loads(run("purge", "--user", "erin", "--yes", "--json"))
     assert purged["counts"]["memories"] == 1
     assert leaks(home) == []
+
+
+def test_another_process_cache_does_not_write_a_forgotten_text_back(make_memory: Callable[..., Memory],
+                                                                   tmp_path: Path) -> None:
+    """A second Memory (another process's view) holds postings with the secret, unsaved;
+    the first forgets the turn; when the second closes and saves, the secret stays gone."""
+    a, b = make_memory(**CACHES), make_memory(**CACHES)
+    _fill_other_user(a)
+    b.search("topic3", user_id="bob", corpus="turns")  # b's postings, saved to disk
+    [turn] = b.add_messages("s9", [{"role": "user", "content": f"the pin is {LATIN}"}], user_id="gus")
+    b.search(LATIN, user_id="gus", corpus="turns")  # b's postings now hold the secret, unsaved
+    a.delete_turns([turn.id], user_id="gus")
+    assert leaks(tmp_path / "data") == []
+    b.close()
+    assert leaks(tmp_path / "data") == []
+    assert list((tmp_path / "data" / "lexindex").glob("*turns.npz")), "b saved its postings on close"
