@@ -297,3 +297,16 @@ def test_another_process_cache_does_not_write_a_forgotten_text_back(make_memory:
     b.close()
     assert leaks(tmp_path / "data") == []
     assert list((tmp_path / "data" / "lexindex").glob("*turns.npz")), "b saved its postings on close"
+
+
+def test_temp_files_of_dead_writers_are_removed_on_open(make_memory: Callable[..., Memory], tmp_path: Path) -> None:
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    lex = tmp_path / "data" / "lexindex"
+    lex.mkdir(parents=True)
+    stale = [lex / f"memlane-turns.npz.{dead.pid}.tmp", lex / f"memlane-turns.npz.{dead.pid}-1-ab12.tmp"]
+    alive = lex / f"memlane-turns.npz.{os.getpid()}-1-cd34.tmp"  # a writer of this process, still saving
+    for path in [*stale, alive]:
+        path.write_bytes(LATIN.encode())
+    make_memory()
+    assert [p.exists() for p in stale] == [False, False] and alive.exists()

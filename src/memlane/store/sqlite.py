@@ -97,6 +97,8 @@ class SQLiteStore:
         self.lexical = lexindex.LexCache(db, self.path.parent / "lexindex", self.path.stem,
                                          lexical or lexindex.LexSettings())
         # what search reads of every memory, for large memories tables (store/memcache.py)
+        for sub in ("lexindex", "memcache", "vindex"):  # a writer killed mid-save left these
+            erase.remove_stale_temps(self.path.parent / sub)
         self.memcache = memcache.MemCache(db, lambda: self._vector_dims, self.path.parent / "memcache", self.path.stem,
                                           memory or memcache.MemSettings(vector_limit=ann.threshold))
 
