@@ -183,28 +183,40 @@ def test_delete_removes_the_text_from_caches_and_files(make_memory: Callable[...
     _bob_intact(m)
 
 
-def test_delete_then_kill_leaves_nothing_after_reopen(tmp_path: Path) -> None:
-    """kill -9 right after `delete` returns: on reopen the text is in no file."""
+@pytest.mark.parametrize("when", ["after delete returned", "between commit and scrub"])
+def test_delete_then_kill_leaves_nothing_after_reopen(tmp_path: Path, when: str) -> None:
+    """kill -9 right after `delete` returns, or after the store committed a forgetting but
+    before its files were scrubbed: on reopen the text is in no file."""
     home = tmp_path / "data"
+    if when == "after delete returned":  # the secret is in a memory
+        setup = 'mem = m.add(f"kill me {LATIN} {CJK}", user_id="dave", metadata={"k": META})'
+        forget = 'm.delete(mem.id, user_id="dave", hard=True)'
+    else:  # in a turn; the store commits, the process dies before Memory scrubs the files
+        setup = '[turn] = m.add_messages("s1", [{"role": "user", "content": f"kill me {LATIN} {CJK}"}], user_id="dave")'
+        forget = 'm.store.delete_turns(Scope.of("dave"), [turn.id])'
     script = textwrap.dedent(f"""
         import os, signal, sys
         sys.path.insert(0, {str(Path(__file__).parent.parent)!r})
         from memlane import Memory
+        from memlane.models import Scope
         from memlane.testing import HashEmbedder
         from tests.conftest import make_config
-        from tests.test_forget import CACHES, _fill_other_user, LATIN, CJK, META
+        from tests.test_forget import CACHES, _fill_other_user, _warm, LATIN, CJK, META
         m = Memory(make_config({str(home)!r}, **CACHES), embedder=HashEmbedder())
         _fill_other_user(m)
-        mem = m.add(f"kill me {{LATIN}} {{CJK}}", user_id="dave", metadata={{"k": META}})
-        m.search(LATIN, user_id="dave"); m.search("topic3", user_id="bob", corpus="turns")
-        m.delete(mem.id, user_id="dave", hard=True)
+        {setup}
+        _warm(m, "dave"); _warm(m, "bob")
+        m.store.lexical.close()  # the postings with the secret are on disk
+        assert any(LATIN.encode() in p.read_bytes() for p in m.store.path.parent.rglob("*.npz"))
+        {forget}
         os.kill(os.getpid(), signal.SIGKILL)
     """)
     proc = subprocess.run([sys.executable, "-c", script], env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
                           capture_output=True, timeout=300)
     assert proc.returncode == -signal.SIGKILL, proc.stderr.decode()[-2000:]
-    assert leaks(home) == []
+    assert (leaks(home) == []) == (when == "after delete returned")
     m = Memory(make_config(home, **CACHES))
+    assert leaks(home) == []  # the open scrubbed what the dead process could not
     try:
         assert m.search(LATIN, user_id="dave") == []
         assert m.search("topic3", user_id="bob", corpus="turns")

@@ -512,6 +512,7 @@ class Memory:
         with self.store.transaction():
             self.store.delete_memory(scope, memory_id)
             self.store.add_event(scope, memory_id, "DELETE", before.snapshot(), None, actor, reason, now)
+            self.store.mark_forgetting()  # a crash before after_delete: the next open scrubs the files
         forget.after_delete(self, scope, before, hard=hard)
         self._after_memory_change(scope)
         self.events.emit(Event.memory_deleted(scope, memory_id, before.content, before.category, actor, reason, now))

@@ -95,6 +95,26 @@ def fts_secure_delete(conn: Any, on: bool) -> None:
             conn.execute(f"INSERT INTO {fts}({fts}, rank) VALUES ('secure-delete', ?)", (want,))
 
 
+# meta key: forgetting calls whose commit is done and whose files are not scrubbed yet
+PENDING = "forget_pending"
+
+
+def mark_pending(conn: Any) -> None:
+    """Count one forgetting call in its own transaction: if the process dies before
+    `SQLiteStore.forget_files`, the next open scrubs the files (`scrub_if_pending`)."""
+    conn.execute("INSERT INTO meta(key, value) VALUES (?, '1') "
+                 "ON CONFLICT(key) DO UPDATE SET value = CAST(value AS INTEGER) + 1", (PENDING,))
+
+
+def done_pending(conn: Any) -> None:
+    conn.execute("UPDATE meta SET value = MAX(0, CAST(value AS INTEGER) - 1) WHERE key = ?", (PENDING,))
+
+
+def pending(conn: Any) -> bool:
+    rows = conn.execute("SELECT CAST(value AS INTEGER) FROM meta WHERE key = ?", (PENDING,)).fetchall()
+    return bool(rows and rows[0][0] > 0)
+
+
 def checkpoint(conn: Any) -> None:
     """Copy the WAL into the database and truncate it: the -wal file held the page images
     from before the delete. Readers of an older snapshot may keep part of it for now; the

@@ -99,6 +99,11 @@ class SQLiteStore:
         # what search reads of every memory, for large memories tables (store/memcache.py)
         for sub in ("lexindex", "memcache", "vindex"):  # a writer killed mid-save left these
             erase.remove_stale_temps(self.path.parent / sub)
+        if erase.pending(self._conn):  # a process died between a forgetting commit and its scrub
+            erase.unlink_caches(self.path.parent, self.path.stem, list(_FTS))
+            with self.transaction():
+                self._conn.execute("UPDATE meta SET value = '0' WHERE key = ?", (erase.PENDING,))
+            erase.checkpoint(self._conn)
         self.memcache = memcache.MemCache(db, lambda: self._vector_dims, self.path.parent / "memcache", self.path.stem,
                                           memory or memcache.MemSettings(vector_limit=ann.threshold))
 
@@ -484,6 +489,7 @@ class SQLiteStore:
                 "AND id IN (SELECT value FROM json_each(?))",
                 (scope.user_id, scope.agent_id, json.dumps(list(turn_ids))))
             self._drop_rows("turns", scope.user_id, [(int(r[0]), scope.agent_id) for r in found])
+            erase.mark_pending(self._conn)
         return [(str(r[1]), int(r[2])) for r in found]
 
     def delete_session(self, scope: Scope, session_id: str) -> dict[str, int]:
@@ -497,6 +503,7 @@ class SQLiteStore:
                 key = "session_id" if table == "extraction_jobs" else "id"
                 counts[table] = self._x(f"DELETE FROM {table} WHERE user_id = ? AND agent_id = ? AND {key} = ?",
                                         (scope.user_id, scope.agent_id, session_id))
+            erase.mark_pending(self._conn)
         return counts
 
     def delete_scope(self, user_id: str, agent_id: str | None) -> tuple[dict[str, int], list[Scope]]:
@@ -512,6 +519,7 @@ class SQLiteStore:
             where, params = erase.scope_where(user_id, agent_id)
             agents.update(str(r[0]) for r in self._q(f"SELECT agent_id FROM vector_scopes WHERE {where}", params))
             counts.update(erase.delete_scope_rows(self._conn, user_id, agent_id))
+            erase.mark_pending(self._conn)
         return counts, [Scope(user_id=user_id, agent_id=a) for a in sorted(agents)]
 
     def scrub_events(self, scope: Scope, memory_id: str, reason: str) -> list[str]:
@@ -543,8 +551,15 @@ class SQLiteStore:
         with self._lock:
             erase.unlink_caches(self.path.parent, self.path.stem, corpora)
             self._ann.forget([(s.user_id, s.agent_id) for s in scopes])
+            with self.transaction():
+                erase.done_pending(self._conn)
             if self._depth == 0:
                 erase.checkpoint(self._conn)
+
+    def mark_forgetting(self) -> None:
+        """Count a forgetting call in the caller's transaction, until its `forget_files`."""
+        with self.transaction():
+            erase.mark_pending(self._conn)
 
     # ---- sessions ---------------------------------------------------------------------
 
