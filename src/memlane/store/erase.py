@@ -115,12 +115,20 @@ def pending(conn: Any) -> bool:
     return bool(rows and rows[0][0] > 0)
 
 
-def checkpoint(conn: Any) -> None:
+_CHECKPOINT_WAIT_MS = 200  # not from a seed: a forgetting call waits this long at most for readers
+
+
+def checkpoint(conn: Any, busy_timeout_ms: int) -> None:
     """Copy the WAL into the database and truncate it: the -wal file held the page images
-    from before the delete. Readers of an older snapshot may keep part of it for now; the
-    next checkpoint (SQLite runs one every 1000 pages) finishes the job."""
-    with contextlib.suppress(Exception):  # best effort: a busy reader must not fail a delete
-        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+    from before the delete. A TRUNCATE checkpoint waits for readers of older snapshots, so
+    it waits briefly (not the store's whole busy timeout); while one reads, part of the WAL
+    stays until a later checkpoint (SQLite runs one every 1000 pages, and on close)."""
+    conn.set_busy_timeout(_CHECKPOINT_WAIT_MS)
+    try:
+        with contextlib.suppress(Exception):  # best effort: a busy reader must not fail a delete
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+    finally:
+        conn.set_busy_timeout(busy_timeout_ms)
 
 
 def scope_where(user_id: str, agent_id: str | None) -> tuple[str, tuple[str, ...]]:

@@ -77,6 +77,7 @@ class SQLiteStore:
         except apsw.Error as exc:
             raise BackendError(f"cannot open database {self.path}: {exc}") from exc
         self._conn.set_busy_timeout(busy_timeout_ms)
+        self._busy_timeout_ms = busy_timeout_ms
         apsw.bestpractice.connection_wal(self._conn)
         self._conn.pragma("synchronous", "NORMAL")
         # freed cells and pages are overwritten with zeros: a deleted text leaves the file (store/erase.py)
@@ -103,7 +104,7 @@ class SQLiteStore:
             erase.unlink_caches(self.path.parent, self.path.stem, list(_FTS))
             with self.transaction():
                 self._conn.execute("UPDATE meta SET value = '0' WHERE key = ?", (erase.PENDING,))
-            erase.checkpoint(self._conn)
+            erase.checkpoint(self._conn, self._busy_timeout_ms)
         self.memcache = memcache.MemCache(db, lambda: self._vector_dims, self.path.parent / "memcache", self.path.stem,
                                           memory or memcache.MemSettings(vector_limit=ann.threshold))
 
@@ -554,7 +555,7 @@ class SQLiteStore:
             with self.transaction():
                 erase.done_pending(self._conn)
             if self._depth == 0:
-                erase.checkpoint(self._conn)
+                erase.checkpoint(self._conn, self._busy_timeout_ms)
 
     def mark_forgetting(self) -> None:
         """Count a forgetting call in the caller's transaction, until its `forget_files`."""
