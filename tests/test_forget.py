@@ -266,7 +266,13 @@ def test_forgetting_unknown_things_is_a_clear_error(memory: Memory) -> None:
     with pytest.raises(ValidationError):
         memory.delete_turns("abc", user_id="u1")  # type: ignore[arg-type]
     with pytest.raises(ValidationError):
+        memory.delete_turns(5, user_id="u1")  # type: ignore[arg-type]
+    with pytest.raises(ValidationError):
+        memory.delete_session({"id": 1}, user_id="u1")  # type: ignore[arg-type]
+    with pytest.raises(ValidationError):
         memory.purge(user_id="")
+    assert memory.purge(user_id="never-seen").counts == {}
+    assert memory.store.raw_count("memory_events") == 0
 
 
 def test_cli_forgets_a_session_and_purges_a_user(tmp_path: Path) -> None:

@@ -125,6 +125,7 @@ def _forget_derived(memory: Memory, scope: Scope, session_id: str, gone: Sequenc
 
 def delete_session(memory: Memory, scope: Scope, session_id: str) -> ForgetReport:
     """Forget a conversation: the session, its turns, episodes and extraction jobs."""
+    _session_id(session_id)
     if memory.store.get_session(scope, session_id) is None and not memory.store.raw_count(
             "turns", "user_id = ? AND agent_id = ? AND session_id = ?", (scope.user_id, scope.agent_id, session_id)):
         raise NotFound(f"session {session_id!r} not found for user {scope.user_id!r}")
@@ -154,9 +155,10 @@ def purge(memory: Memory, user_id: str, agent_id: str | None, *, actor: str = "a
         report.files = sum(1 for _ in target.rglob("*")) + 1
         shutil.rmtree(target, ignore_errors=True)
     memory.store.forget_files(["memories", "turns", "episodes"], scopes)
-    memory.store.add_event(scope, "*", "PURGE", None, {"counts": report.counts, "files": report.files,
-                                                       "all_agents": agent_id is None},
-                           actor, "purge", memory.clock())
+    if report.counts or report.files:  # a user never stored gets no audit row either
+        memory.store.add_event(scope, "*", "PURGE", None, {"counts": report.counts, "files": report.files,
+                                                           "all_agents": agent_id is None},
+                               actor, "purge", memory.clock())
     return report
 
 
@@ -178,11 +180,17 @@ def _forget_history_file(memory: Memory, scope: Scope, turn_ids: set[str]) -> No
 
 
 def _ids(field_name: str, ids: Sequence[str]) -> list[str]:
-    if isinstance(ids, str) or not all(isinstance(i, str) and i for i in ids):
-        raise ValidationError(field_name, "must be a list of non-empty id strings")
+    if not isinstance(ids, list | tuple) or not all(isinstance(i, str) and 0 < len(i) <= 256 for i in ids):
+        raise ValidationError(field_name, "must be a list of id strings (1 to 256 characters each)")
     if not ids:
         raise ValidationError(field_name, "must name at least one id")
     return list(dict.fromkeys(ids))
+
+
+def _session_id(session_id: str) -> str:
+    if not isinstance(session_id, str) or not 0 < len(session_id) <= 256:
+        raise ValidationError("session_id", "must be a string of 1 to 256 characters")
+    return session_id
 
 
 __all__ = ["ForgetReport", "after_delete", "delete_session", "delete_turns", "purge"]
