@@ -213,10 +213,14 @@ class LexCache:
             if p.unsaved and not self._in_transaction():
                 try:
                     # caught up first: rows another process deleted meanwhile must not be
-                    # written back to disk with their words (forget.py)
-                    self._ready(corpus)
-                    p = self._entries.get(corpus, p)
-                    if p.unsaved:
+                    # written back to disk with their words (forget.py). When the log no
+                    # longer covers them, another process saved newer postings: none to save
+                    with self._snapshot():
+                        last_seq, pruned, epoch = self._state(corpus)
+                        current = p.epoch == epoch and pruned <= p.seq <= last_seq
+                        if current and p.seq < last_seq:
+                            self._catch_up(corpus, p, last_seq)
+                    if current:
                         self._save(corpus, p)
                 except (OSError, apsw.Error) as exc:
                     log.warning("cannot save the lexical index of %s: %s", corpus, exc)
@@ -326,6 +330,10 @@ class LexCache:
             if corpus in self._damaged or on_disk.get("epoch") != p.epoch or int(on_disk.get("seq", -1)) < p.seq:
                 p.save(path)
                 self._damaged.discard(corpus)
+                if self._deleted_since(corpus, p.seq):
+                    # another process deleted (forgot) rows while these postings were written,
+                    # and may have unlinked the old file already: this one holds their words
+                    path.unlink(missing_ok=True)
         else:  # shrank below: a file left from before would soon be stale
             self._path(corpus).unlink(missing_ok=True)
         p.fold()
@@ -333,6 +341,10 @@ class LexCache:
         with self._transaction():
             self._conn.execute("DELETE FROM text_log WHERE corpus = ? AND seq <= ?", (corpus, p.seq))
             self._conn.execute("UPDATE text_corpora SET pruned = MAX(pruned, ?) WHERE corpus = ?", (p.seq, corpus))
+
+    def _deleted_since(self, corpus: Corpus, seq: int) -> bool:
+        return bool(self._conn.execute("SELECT 1 FROM text_log WHERE corpus = ? AND seq > ? AND op = 'del' LIMIT 1",
+                                       (corpus, seq)).fetchall())
 
     def _load(self, corpus: Corpus, epoch: str, pruned: int, last_seq: int) -> Postings | None:
         """The saved postings, when they are this database's and the log still covers them."""
