@@ -169,7 +169,9 @@ def test_delete_removes_the_text_from_caches_and_files(make_memory: Callable[...
                                                       hard: bool) -> None:
     m = make_memory(**CACHES)
     _fill_other_user(m)
-    mem = m.add(f"the vault code is {LATIN} {CJK}", user_id="carol", metadata={"k": META})
+    mem = m.add(f"the vault code was {LATIN}", user_id="carol")
+    _warm(m, "carol")
+    m.update(mem.id, content=f"the vault code is {CJK}", metadata={"k": META}, user_id="carol")  # LATIN: audit only
     _warm(m, "carol")  # (MEMORY.md after a delete: tests/test_markdown.py)
     m.delete(mem.id, user_id="carol", hard=hard)
     found = leaks(tmp_path / "data")

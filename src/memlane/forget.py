@@ -89,7 +89,7 @@ def delete_turns(memory: Memory, scope: Scope, turn_ids: Sequence[str]) -> Forge
             texts += _forget_derived(memory, scope, session_id, gone, report)
     report.cached_vectors = memory.store.cache_forget(_vector_hashes(memory, texts))
     _forget_history_file(memory, scope, set(ids))
-    memory.store.forget_files(["turns", "episodes", "memories"])
+    memory.store.forget_files(["turns", "episodes"])
     return report
 
 
