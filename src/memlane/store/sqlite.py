@@ -82,6 +82,7 @@ class SQLiteStore:
         self._conn.pragma("synchronous", "NORMAL")
         # freed cells and pages are overwritten with zeros: a deleted text leaves the file (store/erase.py)
         self._conn.pragma("secure_delete", "ON" if secure_delete else "OFF")
+        self._secure_delete = secure_delete
         self._lock = threading.RLock()
         self._depth = 0
         self._vector_dims: int | None = None
@@ -103,6 +104,8 @@ class SQLiteStore:
         if erase.pending(self._conn):  # a process died between a forgetting commit and its scrub
             erase.unlink_caches(self.path.parent, self.path.stem, list(_FTS))
             with self.transaction():
+                if secure_delete:
+                    erase.optimize_turns(self._conn)
                 self._conn.execute("UPDATE meta SET value = '0' WHERE key = ?", (erase.PENDING,))
             erase.checkpoint(self._conn, self._busy_timeout_ms)
         self.memcache = memcache.MemCache(db, lambda: self._vector_dims, self.path.parent / "memcache", self.path.stem,
@@ -553,6 +556,8 @@ class SQLiteStore:
             erase.unlink_caches(self.path.parent, self.path.stem, corpora)
             self._ann.forget([(s.user_id, s.agent_id) for s in scopes])
             with self.transaction():
+                if "turns" in corpora and self._secure_delete:
+                    erase.optimize_turns(self._conn)
                 erase.done_pending(self._conn)
             if self._depth == 0:
                 erase.checkpoint(self._conn, self._busy_timeout_ms)
