@@ -547,7 +547,13 @@ class SQLiteStore:
     def cache_forget(self, hashes: Sequence[str]) -> int:
         """Drop embedding-cache entries of these content hashes, for every model."""
         with self.transaction():
-            return sum(self._x("DELETE FROM embedding_cache WHERE hash = ?", (h,)) for h in dict.fromkeys(hashes))
+            # the key is (model, hash): each model's entry is one seek (by hash alone, a scan)
+            models = [r[0] for r in self._q(
+                "WITH RECURSIVE m(model) AS (SELECT MIN(model) FROM embedding_cache UNION ALL "
+                "SELECT (SELECT MIN(model) FROM embedding_cache WHERE model > m.model) FROM m "
+                "WHERE m.model IS NOT NULL) SELECT model FROM m WHERE model IS NOT NULL")]
+            return sum(self._x("DELETE FROM embedding_cache WHERE model = ? AND hash = ?", (model, h))
+                       for model in models for h in dict.fromkeys(hashes))
 
     def forget_files(self, corpora: Sequence[Corpus], scopes: Sequence[Scope] = ()) -> None:
         """After a forgetting commit: remove cache files that may hold its texts (and the
