@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from memlane import Memory
-from memlane.models import Episode
+from memlane.models import Episode, Scope
 from memlane.store.postings import Postings
 from tests.conftest import make_config
 
@@ -118,15 +118,10 @@ def test_purge_leaves_no_byte_of_the_user_under_home(kind: str, request: pytest.
     assert leaks(tmp_path / "data") == []
     _bob_intact(m)
     assert m.get_turns(user_id="alice") == [] and m.list(user_id="alice", agent_id="helper") == []
-    [tomb] = [e for e in m.store.events(m_scope("alice")) if e.kind == "PURGE"]
+    [tomb] = [e for e in m.store.events(Scope.of("alice")) if e.kind == "PURGE"]
     assert tomb.before is None and LATIN not in json.dumps(tomb.after)
     m.close()  # saving the caches on close brings nothing back
     assert leaks(tmp_path / "data") == []
-
-
-def m_scope(user: str, agent: str | None = None):  # noqa: ANN201
-    from memlane.models import Scope
-    return Scope.of(user, agent)
 
 
 def test_purge_of_one_agent_scope_keeps_the_users_other_scopes(conversation: Memory) -> None:
