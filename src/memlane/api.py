@@ -18,7 +18,7 @@ import numpy as np
 from pydantic import ValidationError as PydanticValidationError
 
 from memlane import archive as files_archive
-from memlane import lifecycle, markdown, mdsync, portable, review, sessions, userprofile
+from memlane import forget, lifecycle, markdown, mdsync, portable, review, sessions, userprofile
 from memlane import undo as undoing
 from memlane.config import Config
 from memlane.context import Context, build_context
@@ -595,19 +595,36 @@ class Memory:
         return after
 
     def delete(self, memory_id: str, *, user_id: str, agent_id: str | None = None,
-               actor: str = "api", reason: str = "") -> MemoryRecord:
-        """Remove a memory, its full-text entry and its vector; the audit trail keeps it."""
+               actor: str = "api", reason: str = "", hard: bool = False) -> MemoryRecord:
+        """Remove a memory and its text from every index, cache and file; the audit trail keeps
+        it for an undo, unless `hard`: then its audit rows become content-free tombstones."""
         scope = Scope.of(user_id, agent_id)
         before = self.get(memory_id, user_id=user_id, agent_id=agent_id)
         now = self.clock()
         with self.store.transaction():
             self.store.delete_memory(scope, memory_id)
             self.store.add_event(scope, memory_id, "DELETE", before.snapshot(), None, actor, reason, now)
+            self.store.mark_forgetting()  # a crash before after_delete: the next open scrubs the files
+        forget.after_delete(self, scope, before, hard=hard)
         self._after_memory_change(scope)
         if not self._md_paused:  # in every profile, the text leaves MEMORY.md (+ .bak) and USER.md
             mdsync.forget_in_files(self, scope, [before])
         self.events.emit(Event.memory_deleted(scope, memory_id, before.content, before.category, actor, reason, now))
         return before
+
+    def delete_turns(self, turn_ids: Sequence[str], *, user_id: str, agent_id: str | None = None) -> forget.ForgetReport:
+        """Forget turns: their text leaves the store, the neighbours' context, the session's
+        summary and episodes, caches and files. Example: `m.delete_turns([t.id], user_id="u1")`."""
+        return forget.delete_turns(self, Scope.of(user_id, agent_id), turn_ids)
+
+    def delete_session(self, session_id: str, *, user_id: str, agent_id: str | None = None) -> forget.ForgetReport:
+        """Forget a conversation: the session, its turns, episodes and jobs, wherever kept."""
+        return forget.delete_session(self, Scope.of(user_id, agent_id), session_id)
+
+    def purge(self, *, user_id: str, agent_id: str | None = None, actor: str = "api") -> forget.ForgetReport:
+        """Forget a user (every agent scope of it when `agent_id` is None): every row, cached
+        vector, cache and file; the audit keeps one content-free PURGE event with the counts."""
+        return forget.purge(self, user_id, agent_id, actor=actor)
 
     def history(self, memory_id: str, *, user_id: str, agent_id: str | None = None) -> _list[MemoryEvent]:
         """The audit trail of one memory, oldest first (also after it was deleted)."""

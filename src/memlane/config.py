@@ -34,6 +34,11 @@ class StoreConfig(_Section):
     busy_timeout_ms: int = Field(30_000, ge=0)  # long enough for bursts of writers in WAL mode
     max_content_chars: int = Field(16_000, ge=1)  # one memory or turn; larger input is rejected
     max_import_bytes: int = Field(200_000_000, ge=1)
+    # not from a seed (issue 12): deleted text is zeroed in the file (SQLite secure_delete,
+    # FTS5 secure-delete for memories and episodes; turns' index optimized after a forgetting
+    # call, ~16 µs a stored turn). Off, forgotten text lingers in free pages and index
+    # segments until a VACUUM or merge
+    secure_delete: bool = True
 
 
 class EmbeddingConfig(_Section):

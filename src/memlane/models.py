@@ -17,7 +17,7 @@ Role = Literal["user", "assistant", "system", "tool"]
 ArchiveState = Literal["false", "pending", "true"]
 Status = Literal["active", "archived"]
 Source = Literal["user", "extractor", "heuristic", "system", "import"]
-EventKind = Literal["ADD", "UPDATE", "BOOST", "DELETE", "DECAY", "ARCHIVE", "PROMOTE", "RESTORE", "DEMOTE"]
+EventKind = Literal["ADD", "UPDATE", "BOOST", "DELETE", "DECAY", "ARCHIVE", "PROMOTE", "RESTORE", "DEMOTE", "PURGE"]
 
 
 def new_id(length: int = 10) -> str:

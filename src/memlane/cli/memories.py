@@ -154,14 +154,16 @@ def delete(
     memory_id: Annotated[str, typer.Argument(help="The memory's id.")],
     user: UserOpt = "default",
     agent: AgentOpt = None,
+    hard: Annotated[bool, typer.Option("--hard", help="Also scrub its text from the audit trail (no undo).")] = False,
     as_json: JsonOpt = False,
 ) -> None:
-    """Delete a memory with its index entries; its history stays.
+    """Delete a memory: its text leaves every index, cache and file; its history stays for
+    an undo unless --hard.
 
-    Example: memlane delete 3f9a1c2b7d --user lin
+    Example: memlane delete 3f9a1c2b7d --user lin      memlane delete 3f9a1c2b7d --user lin --hard
     """
     with _memory() as mem:
-        rec = mem.delete(memory_id, user_id=user, agent_id=agent, actor="cli")
+        rec = mem.delete(memory_id, user_id=user, agent_id=agent, actor="cli", hard=hard)
     if as_json:
         _emit_json({"deleted": rec.id, "content": rec.content})
     else:

@@ -254,3 +254,11 @@ def m008_row_log(db: Any) -> None:
         INSERT OR IGNORE INTO meta(key, value) VALUES ('row_epoch', lower(hex(randomblob(8))));
         """
     )
+
+
+@migration
+def m009_fts_optimize_once(db: Any) -> None:
+    """Merge every FTS5 table into one segment, once: entries of rows deleted or replaced
+    before `secure-delete` was set (store/erase.py) leave the file (issue 12, forgetting)."""
+    for fts in FTS_TABLES:
+        db.execute(f"INSERT INTO {fts}({fts}) VALUES ('optimize')")
