@@ -248,7 +248,7 @@ class HostileLLM(ScriptedLLM):
 # ---- part a: SIGKILL trials ------------------------------------------------------------------
 
 
-def worker_kill(home: Path, ack_path: Path, seed: int, slow_after: int | None) -> None:
+def worker_kill(home: Path, ack_path: Path, seed: int, force: str | None, force_after: int) -> None:
     """The killed process: reruns what a kill may have cut, then loops over the workload."""
     rng = random.Random(seed)
     log = AckLog(ack_path)
@@ -260,12 +260,15 @@ def worker_kill(home: Path, ack_path: Path, seed: int, slow_after: int | None) -
             log.write(phase="rerun-" + r["begin"], user=r["user"])
             _kill_import(mem, log, r)
     sessions = {u: f"s{seed}-{u}-0" for u in KILL_USERS}
+    has_turns = dict.fromkeys(KILL_USERS, False)
     ops = ["turns", "turns", "turns", "add", "add", "end", "consolidate", "md", "import"]
     n = 0
     while True:
         n += 1
         u = rng.choice(KILL_USERS)
-        op = "slow" if slow_after is not None and n == slow_after else rng.choice(ops)
+        op = force if force is not None and n == force_after else rng.choice(ops)
+        if op == "end" and not has_turns[u]:
+            op = "turns"
         log.write(phase=op, user=u)
         try:
             if op == "turns":
@@ -274,6 +277,7 @@ def worker_kill(home: Path, ack_path: Path, seed: int, slow_after: int | None) -
                         {"role": "assistant", "content": f"Noted, {toks[1]} sounds fun"}]
                 for t, tok in zip(mem.add_messages(sessions[u], msgs, user_id=u), toks, strict=True):
                     log.write(ack="turn", user=u, turn=t.id, token=tok)
+                has_turns[u] = True
             elif op == "add":
                 tok = token(rng)
                 rec = mem.add(f"The user keeps a {rng.choice(WORDS)} notebook called {tok}", user_id=u,
@@ -281,7 +285,7 @@ def worker_kill(home: Path, ack_path: Path, seed: int, slow_after: int | None) -
                 log.write(ack="mem", user=u, mem=rec.id, token=tok)
             elif op == "end":
                 results = mem.end_session(sessions[u], user_id=u)
-                sessions[u] = f"s{seed}-{u}-{n}"
+                sessions[u], has_turns[u] = f"s{seed}-{u}-{n}", False
                 for mid in _added(results):
                     log.write(ack="mem", user=u, mem=mid, token=None)
             elif op == "slow":
@@ -304,7 +308,7 @@ def worker_kill(home: Path, ack_path: Path, seed: int, slow_after: int | None) -
                 log.write(begin="md", id=key, user=u, token=tok)
                 _kill_import(mem, log, {"begin": "md", "id": key, "user": u, "token": tok})
             elif op == "import":
-                toks = [token(rng) for _ in range(4)]
+                toks = [token(rng) for _ in range(rng.choice([4, 40]))]
                 key = f"imp-{seed}-{n}"
                 path = home.parent / f"{home.name}-{key}.json"
                 data = {"sessions": [{"session_id": key, "messages": [
@@ -341,7 +345,8 @@ def _kill_import(mem: Memory, log: AckLog, r: dict[str, Any]) -> None:
 @dataclass
 class KillTotals:
     trials: int = 0
-    lease_trials: int = 0
+    targeted: Counter[str] = field(default_factory=Counter)
+    reruns: int = 0
     lost_turns: int = 0
     lost_memories: int = 0
     duplicate_turns: int = 0
@@ -390,6 +395,10 @@ def check_kill(home: Path, ack_path: Path, trial: int, cap: float, tot: KillTota
         tot.note(f"trial {trial}: integrity_check: {verdict}")
     log = read_log(ack_path)
     phases = [r for r in log if "phase" in r]
+    for i, r in enumerate(log):  # the log of a home grows over its chain of trials: count each line once
+        if str(r.get("phase", "")).startswith("rerun-") and f"{ack_path}:{i}" not in seen:
+            seen.add(f"{ack_path}:{i}")
+            tot.reruns += 1
     user = phases[-1]["user"] if phases else KILL_USERS[0]
     seconds, mem = recover(home, user, cap, trial)
     if seconds is None:
@@ -456,6 +465,19 @@ def check_kill(home: Path, ack_path: Path, trial: int, cap: float, tot: KillTota
             tot.note(f"trial {trial}: memory {mid} deleted by {actor!r}: {reason[:80]}")
 
 
+# seconds after the forced operation's first log line before the kill: inside a slow
+# extraction; across an import's commit, its embedding and its acknowledgement
+TARGET_DELAY = {"slow": (0.2, 1.5), "import": (0.0, 0.25), "md": (0.0, 0.06)}
+
+
+def trial_kind(trial: int, lease_every: int) -> str:
+    """Most kills land at random; some inside a slow extraction (the writer lease), a
+    conversation import or a MEMORY.md import (where a rerun could duplicate)."""
+    if lease_every > 0 and trial % lease_every == lease_every - 1:
+        return "slow"
+    return {2: "import", 3: "md"}.get(trial % lease_every, "random") if lease_every > 3 else "random"
+
+
 def run_kills(trials: int, *, seed: int = 12, chain: int = 5, lease_every: int = 6, cap: float = 6.0,
               max_delay: float = 2.5, workdir: Path | None = None) -> dict[str, Any]:
     """`trials` SIGKILLs; a home takes `chain` kills in a row; every `lease_every`-th kill lands
@@ -470,24 +492,24 @@ def run_kills(trials: int, *, seed: int = 12, chain: int = 5, lease_every: int =
             if trial % chain == 0:
                 home = Path(tmp) / f"home{trial}"
                 ack = Path(tmp) / f"home{trial}.acks"
-            lease = lease_every > 0 and trial % lease_every == lease_every - 1
+            kind = trial_kind(trial, lease_every)
             cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", "kill", "--home", str(home),
                    "--ack", str(ack), "--seed", str(seed * 10_000 + trial)]
-            if lease:
-                cmd += ["--slow-after", str(rng.randint(1, 4))]
+            if kind != "random":
+                cmd += ["--force", kind, "--force-after", str(rng.randint(1, 4))]
             marks = len(read_log(ack))
             with open(Path(tmp) / "worker.err", "wb") as err:
                 proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err, env=child_env())
-                if lease:
-                    tot.lease_trials += 1
+                if kind == "random":
+                    time.sleep(rng.uniform(0.3, max_delay))
+                else:  # wait until the forced operation has begun, then kill inside or just after it
+                    tot.targeted[kind] += 1
                     deadline = time.monotonic() + 30
                     while time.monotonic() < deadline and proc.poll() is None:
-                        if any(r.get("phase") == "slow" for r in read_log(ack)[marks:]):
+                        if any(r.get("phase") == kind for r in read_log(ack)[marks:]):
                             break
-                        time.sleep(0.02)
-                    time.sleep(rng.uniform(0.2, 1.5))
-                else:
-                    time.sleep(rng.uniform(0.3, max_delay))
+                        time.sleep(0.005)
+                    time.sleep(rng.uniform(*TARGET_DELAY[kind]))
                 if proc.poll() is not None:
                     tot.worker_exits += 1
                     tot.note(f"trial {trial}: worker exited by itself ({proc.returncode}): "
@@ -499,7 +521,7 @@ def run_kills(trials: int, *, seed: int = 12, chain: int = 5, lease_every: int =
             check_kill(home, ack, trial, cap, tot, seen)
     rec = tot.recovery
     return {
-        "trials": tot.trials, "lease_trials": tot.lease_trials,
+        "trials": tot.trials, "targeted": dict(tot.targeted), "reruns": tot.reruns,
         "acknowledged_writes_lost": tot.lost_turns + tot.lost_memories,
         "lost_turns": tot.lost_turns, "lost_memories": tot.lost_memories,
         "duplicates": tot.duplicate_turns + tot.duplicate_memories,
@@ -1245,7 +1267,7 @@ def run(*, quick: bool = False, kills: int | None = None, seconds: float | None 
     res: dict[str, Any] = {"quick": quick, "seed": seed}
     if "kills" in parts:
         res["kills"] = run_kills(kills if kills is not None else (10 if quick else 200), seed=seed,
-                                 chain=5, lease_every=5 if quick else 8, max_delay=1.5 if quick else 2.5)
+                                 chain=5, lease_every=6, max_delay=1.5 if quick else 2.5, cap=5.5 if quick else 6.0)
     if "concurrency" in parts:
         res["concurrency"] = run_concurrency(seconds if seconds is not None else (8.0 if quick else 60.0), seed=seed)
     if "fuzz" in parts:
@@ -1269,11 +1291,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--worker", choices=["kill", "concurrency"], help=argparse.SUPPRESS)
     ap.add_argument("--home", type=Path, help=argparse.SUPPRESS)
     ap.add_argument("--ack", type=Path, help=argparse.SUPPRESS)
-    ap.add_argument("--slow-after", type=int, help=argparse.SUPPRESS)
+    ap.add_argument("--force", choices=["slow", "import", "md"], help=argparse.SUPPRESS)
+    ap.add_argument("--force-after", type=int, default=1, help=argparse.SUPPRESS)
     ap.add_argument("--threads", type=int, default=2, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.worker == "kill":
-        worker_kill(args.home, args.ack, args.seed, args.slow_after)
+        worker_kill(args.home, args.ack, args.seed, args.force, args.force_after)
         return
     if args.worker == "concurrency":
         worker_concurrency(args.home, args.ack, args.seed, args.seconds, args.threads)
