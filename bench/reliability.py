@@ -551,6 +551,7 @@ def worker_concurrency(home: Path, ack_path: Path, seed: int, seconds: float, th
     def loop(k: int) -> None:
         rng = random.Random(seed * 100 + k)
         sessions = {u: f"p{seed}t{k}-{u[:8]}-0" for u in users}
+        has_turns = dict.fromkeys(users, False)
         n = 0
         while time.monotonic() < stop:
             n += 1
@@ -565,6 +566,7 @@ def worker_concurrency(home: Path, ack_path: Path, seed: int, seconds: float, th
                             {"role": "assistant", "content": f"Good to know {mark} {toks[1]}"}]
                     for t, tok in zip(mem.add_messages(sessions[u], msgs, user_id=u), toks, strict=True):
                         log.write(ack="turn", user=u, turn=t.id, token=tok)
+                    has_turns[u] = True
                 elif op == "add":
                     tok = token(rng)
                     rec = mem.add(f"The user {mark} owns a {rng.choice(WORDS)} kit {tok}", user_id=u,
@@ -577,18 +579,17 @@ def worker_concurrency(home: Path, ack_path: Path, seed: int, seconds: float, th
                         texts = [(h.content, (h.memory or h.turn).user_id if (h.memory or h.turn) else u)
                                  for h in mem.search(query, user_id=u, corpus=corpus)]
                     else:
-                        ctx = mem.build_context(sessions[u], query, user_id=u)
+                        ctx = mem.build_context(sessions[u] if has_turns[u] else None, query, user_id=u)
                         texts = [(ctx.render(), u)]
                     for text, owner in texts:
                         foreign = [m for v, m in CONC_USERS.items() if v != u and m in text]
                         if owner != u or foreign:
                             log.write(leak=op, user=u, owner=owner[:12], text=text[:200])
-                elif op == "end":
-                    with contextlib.suppress(memlane.NotFound):  # a session with no turn yet
-                        results = mem.end_session(sessions[u], user_id=u)
-                        for mid in _added(results):
-                            log.write(ack="mem", user=u, mem=mid, token=None)
-                    sessions[u] = f"p{seed}t{k}-{u[:8]}-{n}"
+                elif op == "end" and has_turns[u]:
+                    results = mem.end_session(sessions[u], user_id=u)
+                    for mid in _added(results):
+                        log.write(ack="mem", user=u, mem=mid, token=None)
+                    sessions[u], has_turns[u] = f"p{seed}t{k}-{u[:8]}-{n}", False
                 elif op == "consolidate":
                     mem.consolidate(user_id=u)
                 elif op == "md":
@@ -601,7 +602,7 @@ def worker_concurrency(home: Path, ack_path: Path, seed: int, seconds: float, th
                                   mems=[o.memory_id for o in ops if o.op == "ADD" and o.memory_id])
                 log.write(ok=op)
             except Exception as exc:  # noqa: BLE001 - counted, and the workload goes on
-                log.write(error=type(exc).__name__, kind=classify(exc), op=op, msg=str(exc)[:300],
+                log.write(error=type(exc).__name__, kind=classify(exc), op=op, msg=str(exc).replace("杉" * 100, "杉×100")[:300],
                           where=traceback.format_exc(limit=-2)[-400:])
 
     pool = [threading.Thread(target=loop, args=(k,)) for k in range(threads)]
@@ -643,6 +644,9 @@ def run_concurrency(seconds: float, *, procs: int = 3, threads: int = 2, seed: i
         sched_mem = open_memory(home, llm=HostileLLM(), schedule_hours=1 / 3600, scheduler_poll_seconds=0.5)
         runs: list[int] = []
         sched = Scheduler(sched_mem, on_run=lambda report: runs.append(len(report.scopes)))
+        died: list[str] = []
+        hook = threading.excepthook
+        threading.excepthook = lambda a: died.append(f"{a.exc_type.__name__}: {str(a.exc_value)[:160]}")
         sched.start()
         acks = [Path(tmp) / f"p{i}.acks" for i in range(procs)]
         workers = [subprocess.Popen(
@@ -656,6 +660,7 @@ def run_concurrency(seconds: float, *, procs: int = 3, threads: int = 2, seed: i
                 exits.append(f"exit {w.returncode}: {err.decode(errors='replace')[-300:]}")
         alive = scheduler_alive(sched)
         sched.stop(timeout=30)
+        threading.excepthook = hook
         sched_mem.close()
         log = [r for a in acks for r in read_log(a)]
         mem = open_memory(home)
@@ -672,12 +677,12 @@ def run_concurrency(seconds: float, *, procs: int = 3, threads: int = 2, seed: i
     intentless_ids = [m for m, (a, why) in facts.deleted.items() if intentless(a, why)]
     md_dups = sum(facts.memory_tokens[r["token"]] - 1 for r in log
                   if r.get("ack") == "md" and facts.memory_tokens[r["token"]] > 1)
-    samples = [f"{e['op']}: {e['error']}: {e['msg'][:140]}" for e in errors]
+    samples = {f"{e['op']}: {e['error']}": e["msg"][:160] for e in reversed(errors)}  # one per kind
     return {
         "processes": procs, "threads": threads, "seconds": seconds, "operations": sum(ops.values()),
         "by_op": dict(ops), "errors": len(errors), "raw_errors": sum(1 for e in errors if e["kind"] == "raw"),
         "error_types": dict(Counter(f"{e['op']}: {e['error']}" for e in errors)),
-        "error_samples": list(dict.fromkeys(samples))[:8],
+        "error_samples": [f"{k}: {v}" for k, v in samples.items()],
         "acknowledged_turns": sum(1 for r in log if r.get("ack") == "turn"),
         "acknowledged_memories": len(acked_mems),
         "acknowledged_writes_lost": len(lost_turns) + len(vanished),
@@ -688,6 +693,7 @@ def run_concurrency(seconds: float, *, procs: int = 3, threads: int = 2, seed: i
         "cross_scope_leaks": len(leaks) + len(facts.foreign),
         "leak_samples": [json.dumps(r, ensure_ascii=False)[:200] for r in leaks[:3]] + facts.foreign[:3],
         "scheduler_alive": alive, "scheduler_deaths": 0 if alive else 1, "scheduler_runs": len(runs),
+        "scheduler_died_of": died[:3],
         "worker_exits": exits, "wall_seconds": round(time.perf_counter() - started, 1),
     }
 
@@ -947,7 +953,8 @@ def fuzz_jsonl_import(mem: Memory, rng: random.Random, tmp: Path, tally: FuzzTal
         mem.add("a memory that must survive zqsurvivor", user_id=u)
         path = tmp / f"export{i}.jsonl"
         path.write_text(text, encoding="utf-8")
-        if tally.run("import_", f"{what}: {text[-160:]}", lambda p=path, uu=u: mem.import_(p, user_id=uu)) is None:
+        sample = f"{what}: {short(text.split(chr(10), 1)[-1], 140)}"
+        if tally.run("import_", sample, lambda p=path, uu=u: mem.import_(p, user_id=uu)) is None:
             continue
         before = {m.id for m in mem.list(user_id=u)}
         try:
