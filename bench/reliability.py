@@ -1133,7 +1133,8 @@ def run_fuzz(n_api: int, *, seed: int = 12, flood: int = 3000, workdir: Path | N
     total = {k: sum(getattr(t, k) for t in parts.values())
              for k in ("calls", "accepted", "clean", "raw", "poisoned", "deleted_without_intent")}
     return {"calls": total["calls"], "accepted": total["accepted"], "clean_errors": total["clean"],
-            "raw_exceptions": total["raw"], "poisoned": total["poisoned"],
+            "raw_exceptions": total["raw"], "raw_kinds": sum(len(t.raw_types) for t in parts.values()),
+            "poisoned": total["poisoned"],
             "deleted_without_intent": total["deleted_without_intent"],
             "raw_types": {f"{k}/{w}": s for k, t in parts.items() for w, s in t.raw_types.items()},
             "parts": {k: t.to_dict() for k, t in parts.items()}, **extra,
@@ -1253,7 +1254,8 @@ def verdicts(res: dict[str, Any]) -> list[tuple[str, Any, Any, bool]]:
                  ("concurrency: cross-scope leaks", c["cross_scope_leaks"], 0, c["cross_scope_leaks"] == 0),
                  ("concurrency: scheduler deaths", c["scheduler_deaths"], 0, c["scheduler_deaths"] == 0)]
     if f:
-        rows += [("fuzz: raw exceptions", f"{f['raw_exceptions']} of {f['calls']}", 0, f["raw_exceptions"] == 0),
+        rows += [("fuzz: raw exceptions (kinds)", f"{f['raw_exceptions']} of {f['calls']} ({f['raw_kinds']})", 0,
+                  f["raw_exceptions"] == 0),
                  ("fuzz: scopes poisoned by an accepted input", f["poisoned"], 0, f["poisoned"] == 0),
                  ("fuzz: memories deleted without intent", f["deleted_without_intent"], 0, f["deleted_without_intent"] == 0),
                  ("fuzz: person-stated memories an LLM deleted", len(f.get("injection_deleted", [])), 0,
