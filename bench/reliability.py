@@ -34,6 +34,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import fcntl
+import hashlib
 import json
 import logging
 import os
@@ -258,7 +259,10 @@ def worker_kill(home: Path, ack_path: Path, seed: int, force: str | None, force_
     for r in prior:  # a user who cannot tell whether the killed import committed runs it again
         if r.get("begin") and r["id"] not in done:
             log.write(phase="rerun-" + r["begin"], user=r["user"])
-            _kill_import(mem, log, r)
+            try:
+                _kill_import(mem, log, r)
+            except Exception as exc:  # noqa: BLE001 - counted, and the workload goes on
+                log.write(error=type(exc).__name__, kind=classify(exc), op="rerun-" + r["begin"], msg=str(exc)[:300])
     sessions = {u: f"s{seed}-{u}-0" for u in KILL_USERS}
     has_turns = dict.fromkeys(KILL_USERS, False)
     ops = ["turns", "turns", "turns", "add", "add", "end", "consolidate", "md", "import"]
@@ -356,6 +360,7 @@ class KillTotals:
     workload_raw_errors: int = 0
     workload_clean_errors: int = 0
     worker_exits: int = 0
+    check_errors: int = 0
     recovery: list[float] = field(default_factory=list)
     not_recovered: int = 0
     samples: list[str] = field(default_factory=list)
@@ -380,7 +385,7 @@ def recover(home: Path, user: str, cap: float, trial: int) -> tuple[float | None
             report = mem.extract(sid, user_id=user)
             if report.status == "done":
                 return time.perf_counter() - start, mem
-        except MemlaneError:
+        except Exception:  # noqa: BLE001 - a failure here is "not recovered yet"
             pass
         if time.perf_counter() - start > cap:
             return None, mem
@@ -408,28 +413,39 @@ def check_kill(home: Path, ack_path: Path, trial: int, cap: float, tot: KillTota
         tot.recovery.append(seconds)
     try:
         facts = home_facts(mem, KILL_USERS)
+    except Exception as exc:  # noqa: BLE001 - the reopened home cannot even be read back
+        tot.check_errors += 1
+        tot.note(f"trial {trial}: reading the home back raised {type(exc).__name__}: {str(exc)[:120]}")
+        return
     finally:
         mem.close()
-    for r in log:
-        if r.get("ack") == "turn" and r["turn"] not in facts.turn_ids:
+
+    def once(key: str) -> bool:  # a home's log grows over its chain of trials: count each finding once
+        if key in seen:
+            return False
+        seen.add(key)
+        return True
+
+    for i, r in enumerate(log):
+        if r.get("ack") == "turn" and r["turn"] not in facts.turn_ids and once(f"{home}:lost:{r['turn']}"):
             tot.lost_turns += 1
             tot.note(f"trial {trial}: acknowledged turn {r['turn']} missing")
         elif r.get("ack") == "import":
             for tok in r["tokens"]:
-                if facts.turn_tokens[tok] == 0:
+                if facts.turn_tokens[tok] == 0 and once(f"{home}:lost:{tok}"):
                     tot.lost_turns += 1
                     tot.note(f"trial {trial}: acknowledged imported turn {tok} missing")
         elif r.get("ack") in ("mem", "md"):
             ids = [r["mem"]] if r["ack"] == "mem" else r["mems"]
             for mid in ids:
-                if mid not in facts.memory_ids and mid not in facts.deleted:
+                if mid not in facts.memory_ids and mid not in facts.deleted and once(f"{home}:lost:{mid}"):
                     tot.lost_memories += 1
                     tot.note(f"trial {trial}: acknowledged memory {mid} missing, no DELETE in the audit")
-            if r["ack"] == "md" and not facts.memory_tokens[r["token"]] and r["token"] not in facts.deleted_tokens:
+            if (r["ack"] == "md" and not facts.memory_tokens[r["token"]] and r["token"] not in facts.deleted_tokens
+                    and once(f"{home}:lost:{r['token']}")):
                 tot.lost_memories += 1
                 tot.note(f"trial {trial}: MEMORY.md entry {r['token']} acknowledged by md_import, missing")
-        elif "error" in r and f"{trial}:{r.get('op')}:{r.get('msg')}" not in seen:
-            seen.add(f"{trial}:{r.get('op')}:{r.get('msg')}")
+        elif "error" in r and once(f"{ack_path}:{i}"):
             if r["kind"] == "raw":
                 tot.workload_raw_errors += 1
             else:
@@ -530,6 +546,7 @@ def run_kills(trials: int, *, seed: int = 12, chain: int = 5, lease_every: int =
         "deleted_without_intent": tot.deleted_without_intent, "deletions_by_actor": dict(tot.by_actor),
         "workload_raw_errors": tot.workload_raw_errors, "workload_clean_errors": tot.workload_clean_errors,
         "workload_error_types": dict(tot.error_types), "worker_exits": tot.worker_exits,
+        "check_errors": tot.check_errors,
         "recovery_cap_s": cap, "not_recovered": tot.not_recovered,
         "recovery_max_s": round(max(rec), 3) if rec and not tot.not_recovered else None,
         "recovery_p50_s": round(percentile(rec, 50), 3) if rec else None,
@@ -580,7 +597,7 @@ def worker_concurrency(home: Path, ack_path: Path, seed: int, seconds: float, th
                                  for h in mem.search(query, user_id=u, corpus=corpus)]
                     else:
                         ctx = mem.build_context(sessions[u] if has_turns[u] else None, query, user_id=u)
-                        texts = [(ctx.render(), u)]
+                        texts = [(ctx.render().replace(query, ""), u)]  # the query names every marker
                     for text, owner in texts:
                         foreign = [m for v, m in CONC_USERS.items() if v != u and m in text]
                         if owner != u or foreign:
@@ -616,7 +633,7 @@ def worker_concurrency(home: Path, ack_path: Path, seed: int, seconds: float, th
 
 @contextlib.contextmanager
 def person_lock(home: Path, user: str) -> Iterator[None]:
-    path = home.parent / f"{home.name}.person-{abs(hash(user)) % 10_000}.lock"
+    path = home.parent / f"{home.name}.person-{hashlib.sha1(user.encode()).hexdigest()[:12]}.lock"
     with open(path, "w") as fh:
         fcntl.flock(fh, fcntl.LOCK_EX)
         try:

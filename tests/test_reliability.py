@@ -114,7 +114,7 @@ def test_concurrent_workload_raises_no_error(concurrency: dict[str, Any]) -> Non
 
 
 def test_sigkill_workload_raises_no_error(kills: dict[str, Any]) -> None:
-    assert kills["worker_exits"] == 0, kills["samples"]
+    assert kills["worker_exits"] == 0 and kills["check_errors"] == 0, kills["samples"]
     assert kills["workload_raw_errors"] + kills["workload_clean_errors"] == 0, kills["workload_error_types"]
 
 
