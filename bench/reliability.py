@@ -681,8 +681,11 @@ def run_concurrency(seconds: float, *, procs: int = 3, threads: int = 2, seed: i
         sched_mem.close()
         log = [r for a in acks for r in read_log(a)]
         mem = open_memory(home)
+        read_error = None
         try:
             facts = home_facts(mem, list(CONC_USERS))
+        except Exception as exc:  # noqa: BLE001 - the home cannot even be read back
+            facts, read_error = HomeFacts(), f"{type(exc).__name__}: {str(exc)[:160]}"
         finally:
             mem.close()
     ops = Counter(r["ok"] for r in log if "ok" in r)
@@ -711,7 +714,8 @@ def run_concurrency(seconds: float, *, procs: int = 3, threads: int = 2, seed: i
         "leak_samples": [json.dumps(r, ensure_ascii=False)[:200] for r in leaks[:3]] + facts.foreign[:3],
         "scheduler_alive": alive, "scheduler_deaths": 0 if alive else 1, "scheduler_runs": len(runs),
         "scheduler_died_of": died[:3],
-        "worker_exits": exits, "wall_seconds": round(time.perf_counter() - started, 1),
+        "worker_exits": exits + ([f"reading the home back: {read_error}"] if read_error else []),
+        "wall_seconds": round(time.perf_counter() - started, 1),
     }
 
 
@@ -1291,17 +1295,23 @@ def verdicts(res: dict[str, Any]) -> list[tuple[str, Any, Any, bool]]:
 def run(*, quick: bool = False, kills: int | None = None, seconds: float | None = None, fuzz_calls: int | None = None,
         parts: Sequence[str] = ("kills", "concurrency", "fuzz", "forget"), seed: int = 12) -> dict[str, Any]:
     res: dict[str, Any] = {"quick": quick, "seed": seed}
-    if "kills" in parts:
-        res["kills"] = run_kills(kills if kills is not None else (10 if quick else 200), seed=seed,
-                                 chain=5, lease_every=6, max_delay=1.5 if quick else 2.5, cap=5.5 if quick else 6.0)
-    if "concurrency" in parts:
-        res["concurrency"] = run_concurrency(seconds if seconds is not None else (8.0 if quick else 60.0), seed=seed)
-    if "fuzz" in parts:
-        res["fuzz"] = run_fuzz(fuzz_calls if fuzz_calls is not None else (150 if quick else 1500), seed=seed,
-                               flood=200 if quick else 3000)
-    if "forget" in parts:
-        res["forget"] = run_forget()
-    res["verdicts"] = [{"figure": a, "measured": b, "target": c, "met": d} for a, b, c, d in verdicts(res)]
+    todo: dict[str, Callable[[], dict[str, Any]]] = {
+        "kills": lambda: run_kills(kills if kills is not None else (10 if quick else 200), seed=seed, chain=5,
+                                   lease_every=6, max_delay=1.5 if quick else 2.5, cap=5.5 if quick else 6.0),
+        "concurrency": lambda: run_concurrency(seconds if seconds is not None else (8.0 if quick else 60.0), seed=seed),
+        "fuzz": lambda: run_fuzz(fuzz_calls if fuzz_calls is not None else (150 if quick else 1500), seed=seed,
+                                 flood=200 if quick else 3000),
+        "forget": run_forget,
+    }
+    crashed = []
+    for name, part in todo.items():
+        if name not in parts:
+            continue
+        try:
+            res[name] = part()
+        except Exception:  # noqa: BLE001 - one part's crash is a finding; the other parts still run
+            crashed.append((f"{name}: the part crashed", traceback.format_exc(limit=-3)[-600:], "no crash", False))
+    res["verdicts"] = [{"figure": a, "measured": b, "target": c, "met": d} for a, b, c, d in [*verdicts(res), *crashed]]
     return res
 
 
