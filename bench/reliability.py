@@ -254,6 +254,7 @@ def worker_kill(home: Path, ack_path: Path, seed: int, force: str | None, force_
     rng = random.Random(seed)
     log = AckLog(ack_path)
     mem = open_memory(home)
+    log.write(ready=seed)  # the parent's random delay starts here, not during the imports of a loaded machine
     prior = read_log(ack_path)
     done = {r["id"] for r in prior if "ack" in r and "id" in r}
     for r in prior:  # a user who cannot tell whether the killed import committed runs it again
@@ -306,6 +307,10 @@ def worker_kill(home: Path, ack_path: Path, seed: int, force: str | None, force_
                 mem.consolidate(user_id=u)
             elif op == "md":
                 path = mem.md_export(user_id=u)
+                # the agent keeps writing while the person edits the file (same second as the export)
+                tok = token(rng)
+                rec = mem.add(f"The agent noted {tok} while the file was open", user_id=u)
+                log.write(ack="mem", user=u, mem=rec.id, token=tok)
                 tok = token(rng)
                 insert_entry(path, "fact", f"The user wrote {tok} into MEMORY.md")
                 key = f"md-{seed}-{n}"
@@ -399,7 +404,7 @@ def check_kill(home: Path, ack_path: Path, trial: int, cap: float, tot: KillTota
         tot.integrity_failures += 1
         tot.note(f"trial {trial}: integrity_check: {verdict}")
     log = read_log(ack_path)
-    phases = [r for r in log if "phase" in r]
+    phases = [r for r in log if "phase" in r and "user" in r]
     for i, r in enumerate(log):  # the log of a home grows over its chain of trials: count each line once
         if str(r.get("phase", "")).startswith("rerun-") and f"{ack_path}:{i}" not in seen:
             seen.add(f"{ack_path}:{i}")
@@ -495,9 +500,11 @@ def trial_kind(trial: int, lease_every: int) -> str:
 
 
 def run_kills(trials: int, *, seed: int = 12, chain: int = 5, lease_every: int = 6, cap: float = 6.0,
-              max_delay: float = 2.5, workdir: Path | None = None) -> dict[str, Any]:
+              max_delay: float = 2.5, patience: int | None = None, workdir: Path | None = None) -> dict[str, Any]:
     """`trials` SIGKILLs; a home takes `chain` kills in a row; every `lease_every`-th kill lands
-    while a slow extraction holds the scope's writer lease."""
+    while a slow extraction holds the scope's writer lease. Recovery is awaited up to `cap`
+    seconds; after `patience` trials that did not recover (the verdict is then known), later
+    trials wait 0.5 s only, to keep a short run short."""
     rng = random.Random(seed)
     tot = KillTotals()
     seen: set[str] = set()
@@ -516,16 +523,15 @@ def run_kills(trials: int, *, seed: int = 12, chain: int = 5, lease_every: int =
             marks = len(read_log(ack))
             with open(Path(tmp) / "worker.err", "wb") as err:
                 proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err, env=child_env())
-                if kind == "random":
-                    time.sleep(rng.uniform(0.3, max_delay))
-                else:  # wait until the forced operation has begun, then kill inside or just after it
+                # wait until the worker is ready (random kills) or its forced operation has begun
+                if kind != "random":
                     tot.targeted[kind] += 1
-                    deadline = time.monotonic() + 30
-                    while time.monotonic() < deadline and proc.poll() is None:
-                        if any(r.get("phase") == kind for r in read_log(ack)[marks:]):
-                            break
-                        time.sleep(0.005)
-                    time.sleep(rng.uniform(*TARGET_DELAY[kind]))
+                deadline = time.monotonic() + 60
+                while time.monotonic() < deadline and proc.poll() is None:
+                    if any(r.get("phase") == kind if kind != "random" else "ready" in r for r in read_log(ack)[marks:]):
+                        break
+                    time.sleep(0.005)
+                time.sleep(rng.uniform(0.0, max_delay) if kind == "random" else rng.uniform(*TARGET_DELAY[kind]))
                 if proc.poll() is not None:
                     tot.worker_exits += 1
                     tot.note(f"trial {trial}: worker exited by itself ({proc.returncode}): "
@@ -534,7 +540,8 @@ def run_kills(trials: int, *, seed: int = 12, chain: int = 5, lease_every: int =
                     os.kill(proc.pid, signal.SIGKILL)
                 proc.wait()
             tot.trials += 1
-            check_kill(home, ack, trial, cap, tot, seen)
+            short = patience is not None and tot.not_recovered >= patience
+            check_kill(home, ack, trial, 0.5 if short else cap, tot, seen)
     rec = tot.recovery
     return {
         "trials": tot.trials, "targeted": dict(tot.targeted), "reruns": tot.reruns,
@@ -547,7 +554,7 @@ def run_kills(trials: int, *, seed: int = 12, chain: int = 5, lease_every: int =
         "workload_raw_errors": tot.workload_raw_errors, "workload_clean_errors": tot.workload_clean_errors,
         "workload_error_types": dict(tot.error_types), "worker_exits": tot.worker_exits,
         "check_errors": tot.check_errors,
-        "recovery_cap_s": cap, "not_recovered": tot.not_recovered,
+        "recovery_cap_s": cap, "not_recovered": tot.not_recovered, "patience": patience,
         "recovery_max_s": round(max(rec), 3) if rec and not tot.not_recovered else None,
         "recovery_p50_s": round(percentile(rec, 50), 3) if rec else None,
         "recovery_p95_s": round(percentile(rec, 95), 3) if rec else None,
@@ -1297,7 +1304,8 @@ def run(*, quick: bool = False, kills: int | None = None, seconds: float | None 
     res: dict[str, Any] = {"quick": quick, "seed": seed}
     todo: dict[str, Callable[[], dict[str, Any]]] = {
         "kills": lambda: run_kills(kills if kills is not None else (10 if quick else 200), seed=seed, chain=5,
-                                   lease_every=6, max_delay=1.5 if quick else 2.5, cap=5.5 if quick else 6.0),
+                                   lease_every=6, max_delay=1.5 if quick else 2.5, cap=5.5 if quick else 6.0,
+                                   patience=2 if quick else None),
         "concurrency": lambda: run_concurrency(seconds if seconds is not None else (8.0 if quick else 60.0), seed=seed),
         "fuzz": lambda: run_fuzz(fuzz_calls if fuzz_calls is not None else (150 if quick else 1500), seed=seed,
                                  flood=200 if quick else 3000),
