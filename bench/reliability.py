@@ -486,6 +486,36 @@ def check_kill(home: Path, ack_path: Path, trial: int, cap: float, tot: KillTota
             tot.note(f"trial {trial}: memory {mid} deleted by {actor!r}: {reason[:80]}")
 
 
+def rerun_probe(workdir: Path) -> dict[str, int]:
+    """The state a kill leaves between a commit and its acknowledgement, made on purpose: a
+    conversation file imported twice, and a MEMORY.md edit imported again from the file as
+    it was before memlane wrote the new id into it. Extra copies stored (target 0)."""
+    home = workdir / "rerun-home"
+    mem = open_memory(home)
+    rng = random.Random(5)
+    try:
+        toks = [token(rng) for _ in range(6)]
+        path = workdir / "rerun-conversation.json"
+        path.write_text(json.dumps({"sessions": [{"session_id": "rerun", "messages": [
+            {"role": "user" if i % 2 == 0 else "assistant", "content": f"imported line {t}"}
+            for i, t in enumerate(toks)]}]}), encoding="utf-8")
+        for _ in range(2):
+            mem.import_conversations(read_file(path, mem.config.store.max_import_bytes), user_id="rerun")
+        turns = Counter(t for turn in mem.get_turns(user_id="rerun") for t in TOKEN.findall(turn.content))
+        md = mem.md_export(user_id="rerun")
+        tok = token(rng)
+        insert_entry(md, "fact", f"The user wrote {tok} into MEMORY.md")
+        edited = md.read_bytes()
+        time.sleep(1.1)  # a person takes a while to edit: the import runs in a later second than the export
+        mem.md_import(user_id="rerun")
+        md.write_bytes(edited)  # the kill came before the file held the new id
+        mem.md_import(user_id="rerun")
+        copies = sum(tok in m.content for m in mem.list(user_id="rerun"))
+    finally:
+        mem.close()
+    return {"import_copies": sum(c - 1 for c in turns.values() if c > 1), "md_copies": max(0, copies - 1)}
+
+
 # seconds after the forced operation's first log line before the kill: inside a slow
 # extraction; across an import's commit, its embedding and its acknowledgement
 TARGET_DELAY = {"slow": (0.2, 1.5), "import": (0.0, 0.25), "md": (0.0, 0.06)}
@@ -542,12 +572,13 @@ def run_kills(trials: int, *, seed: int = 12, chain: int = 5, lease_every: int =
             tot.trials += 1
             short = patience is not None and tot.not_recovered >= patience
             check_kill(home, ack, trial, 0.5 if short else cap, tot, seen)
+        probe = rerun_probe(Path(tmp))
     rec = tot.recovery
     return {
         "trials": tot.trials, "targeted": dict(tot.targeted), "reruns": tot.reruns,
         "acknowledged_writes_lost": tot.lost_turns + tot.lost_memories,
         "lost_turns": tot.lost_turns, "lost_memories": tot.lost_memories,
-        "duplicates": tot.duplicate_turns + tot.duplicate_memories,
+        "duplicates": tot.duplicate_turns + tot.duplicate_memories + sum(probe.values()), "rerun_probe": probe,
         "duplicate_turns": tot.duplicate_turns, "duplicate_memories": tot.duplicate_memories,
         "integrity_failures": tot.integrity_failures,
         "deleted_without_intent": tot.deleted_without_intent, "deletions_by_actor": dict(tot.by_actor),

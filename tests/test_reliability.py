@@ -50,6 +50,9 @@ def test_sigkill_loses_no_acknowledged_write(kills: dict[str, Any]) -> None:
 
 
 def test_rerun_after_sigkill_stores_nothing_twice(kills: dict[str, Any]) -> None:
+    """Over the kills, and in the state a kill leaves between commit and acknowledgement made
+    on purpose: a conversation file imported twice, a MEMORY.md edit imported again."""
+    assert kills["rerun_probe"] == {"import_copies": 0, "md_copies": 0}
     assert kills["duplicates"] == 0, kills["samples"]
 
 
