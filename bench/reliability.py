@@ -84,12 +84,14 @@ WORDS = ["hiking", "tea", "chess", "sailing", "jazz", "ramen", "pottery", "rust"
 # ---- shared ----------------------------------------------------------------------------------
 
 
-def open_memory(home: Path, llm: Any = None, **lifecycle: Any) -> Memory:
+def open_memory(home: Path, llm: Any = None, search: dict[str, Any] | None = None, **lifecycle: Any) -> Memory:
     """A memory on `home` with the hash embedder, embedding in the caller's thread."""
     logging.getLogger("memlane").setLevel(logging.CRITICAL)  # the figures count failures; logs would flood
     over: dict[str, Any] = {"store": {"home": str(home)}, "embedding": {"provider": "hash", "background": False}}
     if lifecycle:
         over["lifecycle"] = lifecycle
+    if search:
+        over["search"] = search
     mem = Memory(Config.load(**over))
     mem.llm = llm
     return mem
@@ -1226,10 +1228,11 @@ def run_forget(*, workdir: Path | None = None) -> dict[str, Any]:
     out: dict[str, Any] = {"purge_available": hasattr(Memory, "purge"), "restore_available": hasattr(Memory, "restore")}
     with tempfile.TemporaryDirectory(prefix="memlane-forget-", dir=workdir) as tmp:
         home = Path(tmp) / "home"
-        mem = open_memory(home)
-        try:
-            # delete: the memory's text leaves every file memlane keeps beside the database
-            u = "deleter"
+        # every table cached in process and on disk (memcache, lexindex), as a large store would be
+        cached = {"memory_cache_threshold": 0, "lexical_threshold": 0}
+        mem = open_memory(home, search=cached)
+        u = "deleter"
+        try:  # delete: the memory's text leaves every file memlane keeps beside the database
             for k in range(5):
                 mem.add(f"A neighbour memory {k} about kites", user_id=u)
             doomed = mem.add(f"The user hides the key under the {DELETE_MARK} stone", user_id=u, category="fact")
@@ -1237,8 +1240,17 @@ def run_forget(*, workdir: Path | None = None) -> dict[str, Any]:
             mem.md_export(user_id=u)
             mem.user_profile(user_id=u)
             mem.consolidate(user_id=u)
+        finally:
+            mem.close()  # the caches are saved with the text in them
+        mem = open_memory(home, search=cached)
+        try:
+            mem.search("kites", user_id=u)  # the saved caches are loaded
             mem.delete(doomed.id, user_id=u)
-            out["delete_residue_outside_db"] = residue(home, [DELETE_MARK[:-3]], skip_db=True)
+        finally:
+            mem.close()
+        out["delete_residue_outside_db"] = residue(home, [DELETE_MARK[:-3]], skip_db=True)
+        mem = open_memory(home, search=cached)
+        try:
             if out["restore_available"]:
                 out["restore_ok"] = _try_restore(mem, doomed.id, u)
             # purge: a whole user, with turns, sessions, episodes, memories, files and caches
