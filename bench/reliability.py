@@ -415,7 +415,7 @@ def check_kill(home: Path, ack_path: Path, trial: int, cap: float, tot: KillTota
     seconds, mem = recover(home, user, cap, trial)
     if seconds is None:
         tot.not_recovered += 1
-        tot.note(f"trial {trial}: scope {user} did not extract within {cap:.0f} s of reopening")
+        tot.note(f"trial {trial}: scope {user} did not extract within {cap:.1f} s of reopening")
     else:
         tot.recovery.append(seconds)
     try:
