@@ -52,6 +52,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -62,7 +63,7 @@ from common import console, percentile, table, write_result  # noqa: E402
 import memlane  # noqa: E402
 from memlane import Config, MemlaneError, Memory  # noqa: E402
 from memlane.importers import read_file  # noqa: E402
-from memlane.models import Scope  # noqa: E402
+from memlane.models import Corpus, Scope  # noqa: E402
 from memlane.testing import ScriptedLLM  # noqa: E402
 
 TARGETS = {
@@ -632,9 +633,10 @@ def worker_concurrency(home: Path, ack_path: Path, seed: int, seconds: float, th
                 elif op in ("search", "context"):
                     query = " ".join([*CONC_USERS.values(), rng.choice(WORDS)])
                     if op == "search":
-                        corpus = rng.choice(["memories", "turns"])
-                        texts = [(h.content, (h.memory or h.turn).user_id if (h.memory or h.turn) else u)
-                                 for h in mem.search(query, user_id=u, corpus=corpus)]
+                        corpus: Corpus = "turns" if rng.random() < 0.5 else "memories"
+                        hits = mem.search(query, user_id=u, corpus=corpus)
+                        texts = [(h.content, (h.memory.user_id if h.memory else h.turn.user_id if h.turn else u))
+                                 for h in hits]
                     else:
                         ctx = mem.build_context(sessions[u] if has_turns[u] else None, query, user_id=u)
                         texts = [(ctx.render().replace(query, ""), u)]  # the query names every marker
@@ -1015,7 +1017,7 @@ def fuzz_jsonl_import(mem: Memory, rng: random.Random, tmp: Path, tally: FuzzTal
         path = tmp / f"export{i}.jsonl"
         path.write_text(text, encoding="utf-8")
         sample = f"{what}: {short(text.split(chr(10), 1)[-1], 140)}"
-        if tally.run("import_", sample, lambda p=path, uu=u: mem.import_(p, user_id=uu)) is None:
+        if tally.run("import_", sample, partial(mem.import_, path, user_id=u)) is None:
             continue
         before = {m.id for m in mem.list(user_id=u)}
         try:
@@ -1076,7 +1078,7 @@ def fuzz_markdown(mem: Memory, rng: random.Random, tally: FuzzTally) -> None:
         name, body, may_delete = markdown_files(random.Random(rng.random()), path.read_text(encoding="utf-8"))[i]
         path.write_bytes(body if isinstance(body, bytes) else body.encode("utf-8", "surrogatepass"))
         before = {m.id for m in mem.list(user_id=u)}
-        tally.run("md_import", f"{name}: {short(body[:120])}", lambda uu=u: mem.md_import(user_id=uu))
+        tally.run("md_import", f"{name}: {short(body[:120])}", partial(mem.md_import, user_id=u))
         gone = before - {m.id for m in mem.list(user_id=u)}
         if gone and not may_delete:
             tally.deleted_without_intent += len(gone)
@@ -1127,12 +1129,13 @@ def fuzz_llm(home: Path, tally: FuzzTally, flood: int) -> dict[str, Any]:
                              user_id=u)
             llm.replies.clear()
             llm.enqueue(*([reply] * 8))
-            tally.run("extraction", f"{name}: {short(reply, 100)}", lambda uu=u, ss=sid: mem.end_session(ss, user_id=uu))
+            tally.run("extraction", f"{name}: {short(reply, 100)}", partial(mem.end_session, sid, user_id=u))
             llm.replies.clear()
             llm.enqueue(*([{"operations": []}] * 20))
-            for check, probe in [("drain", lambda: mem.drain()), ("consolidate", lambda uu=u: mem.consolidate(user_id=uu)),
-                                 ("add_messages", lambda uu=u, ss=sid: mem.add_messages(
-                                     ss, [{"role": "user", "content": "still here"}], user_id=uu))]:
+            probes: list[tuple[str, Callable[[], Any]]] = [
+                ("drain", mem.drain), ("consolidate", partial(mem.consolidate, user_id=u)),
+                ("add_messages", partial(mem.add_messages, sid, [{"role": "user", "content": "still here"}], user_id=u))]
+            for check, probe in probes:
                 try:
                     probe()
                 except Exception as exc:  # noqa: BLE001
