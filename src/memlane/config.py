@@ -19,6 +19,9 @@ from pydantic import ValidationError as PydanticValidationError
 
 from memlane.errors import ConfigError
 
+# not from a seed: user, agent and session ids are keys and directory names; longer is a mistake
+MAX_ID_CHARS = 256
+
 PROFILES_NAMES = ("default", "file-archive", "scored-markdown", "progressive", "companion", "consolidator")
 
 
@@ -32,8 +35,15 @@ class StoreConfig(_Section):
     backend: Literal["sqlite", "postgres"] = "sqlite"
     postgres_dsn: str = ""
     busy_timeout_ms: int = Field(30_000, ge=0)  # long enough for bursts of writers in WAL mode
-    max_content_chars: int = Field(16_000, ge=1)  # one memory or turn; larger input is rejected
+    max_content_chars: int = Field(16_000, ge=1)  # one memory; larger input is rejected
+    # not from a seed: one conversation turn. People paste documents; LongMemEval has turns of
+    # 23,795 characters. Stored whole; only the first embedding.max_chars are embedded
+    max_turn_chars: int = Field(200_000, ge=1)
     max_import_bytes: int = Field(200_000_000, ge=1)
+    # not from a seed: metadata / tool_calls are JSON the caller hands in; bounded so one
+    # record cannot bloat every export, or nest deep enough to break a JSON parser
+    max_metadata_bytes: int = Field(65_536, ge=2)
+    max_metadata_depth: int = Field(8, ge=1)
 
 
 class EmbeddingConfig(_Section):

@@ -254,3 +254,15 @@ def m008_row_log(db: Any) -> None:
         INSERT OR IGNORE INTO meta(key, value) VALUES ('row_epoch', lower(hex(randomblob(8))));
         """
     )
+
+
+@migration
+def m009_turn_import_key(db: Any) -> None:
+    """A stable identity for each imported message (issue 12), so importing the same file
+    again — after a crash, say — skips what is stored. NULL for turns added live."""
+    db.execute(
+        """
+        ALTER TABLE turns ADD COLUMN import_key TEXT;
+        CREATE UNIQUE INDEX turns_import_key ON turns(user_id, agent_id, import_key) WHERE import_key IS NOT NULL;
+        """
+    )
