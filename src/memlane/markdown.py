@@ -35,6 +35,7 @@ from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
+from memlane import validate
 from memlane.errors import BackendError, ValidationError
 from memlane.models import MemoryRecord, Scope
 
@@ -347,12 +348,9 @@ def import_memory_md(
         e = by_line.get(op.line)
         if e is None:
             continue
-        if e.category not in cats:
-            raise ValidationError(f"{source.name} line {e.line}: category",
-                                  f"unknown category {e.category!r}; allowed: {', '.join(cats)}")
-        if len(e.content) > limit:
-            raise ValidationError(f"{source.name} line {e.line}: content",
-                                  f"is {len(e.content)} characters; the limit is {limit}")
+        # the checks the API applies (memlane.validate), before anything is written
+        validate.category(f"{source.name} line {e.line}: category", e.category, cats, mem.config.profile)
+        validate.text(f"{source.name} line {e.line}: content", e.content, limit)
     if dry_run or not ops:
         return ops
     paused, mem._md_paused = mem._md_paused, True

@@ -24,6 +24,7 @@ T = TypeVar("T")
 
 # memory ids appear in MEMORY.md headings (`### [id] …`) and CLI arguments: a safe charset only
 MEMORY_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
+_INT64_MAX = 2**63 - 1
 _SURROGATE = re.compile(r"[\ud800-\udfff]")
 _ID_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")  # no line breaks, tabs or NUL in an id
 _TEXT_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")  # text keeps \t \n \r
@@ -99,8 +100,9 @@ def number(field: str, value: Any, lo: float, hi: float) -> float:
 def integer(field: str, value: Any, lo: int, hi: int | None = None) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise ValidationError(field, f"must be an integer, got {type(value).__name__}")
-    if value < lo or (hi is not None and value > hi):
-        bound = f"from {lo} to {hi}" if hi is not None else f"at least {lo}"
+    hi = _INT64_MAX if hi is None else hi  # SQLite holds 64-bit integers
+    if value < lo or value > hi:
+        bound = f"from {lo} to {hi}"
         raise ValidationError(field, f"must be {bound}, got {value}")
     return value
 
