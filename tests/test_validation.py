@@ -19,7 +19,7 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
-from memlane import Memory, MemlaneError, ValidationError
+from memlane import MemlaneError, Memory, ValidationError
 from memlane.importers import read_file
 from memlane.markdown import parse_memory_md
 
