@@ -292,6 +292,11 @@ def test_memory_md_import_fails_cleanly(seeded: tuple[Memory, str], lines: list[
                                    user_id="u1"), "messages[1].role"),
     (lambda m, mid: m.add_messages("s1", "hello", user_id="u1"), "messages"),
     (lambda m, mid: m.add_messages("s\n1", [{"content": "ok"}], user_id="u1"), "session_id"),
+    # memlane's own metadata keys, in a shape its later steps could not read
+    (lambda m, mid: m.add("ok", user_id="u1", metadata={"merged": 5}), "metadata.merged"),
+    (lambda m, mid: m.update(mid, user_id="u1", metadata={"review": {"at": "2026-01-01"}}), "metadata.review"),
+    (lambda m, mid: m.start_session("s1", user_id="u1", metadata={"compacted_through": "x"}),
+     "metadata.compacted_through"),
 ])
 def test_reported_bad_calls_name_their_field(seeded: tuple[Memory, str], call: Callable[..., Any], field: str) -> None:
     memory, mid = seeded

@@ -369,7 +369,8 @@ class Memory:
         """Open a session (a new id when none is given); an existing one is resumed."""
         scope = Scope.of(user_id, agent_id)
         validate.optional_ident("session_id", session_id)
-        return sessions.start_session(self, scope, session_id, validate.metadata("metadata", metadata, self.config.store))
+        meta = validate.metadata("metadata", metadata, self.config.store, validate.SESSION_KEYS)
+        return sessions.start_session(self, scope, session_id, meta)
 
     def get_session(self, session_id: str, *, user_id: str, agent_id: str | None = None) -> Session:
         scope = Scope.of(user_id, agent_id)
@@ -453,7 +454,7 @@ class Memory:
         category = self._category(category)
         score = self._importance(importance)
         confidence = validate.number("confidence", confidence, 0.0, 1.0)
-        metadata = validate.metadata("metadata", metadata, self.config.store)
+        metadata = validate.metadata("metadata", metadata, self.config.store, validate.MEMORY_KEYS)
         source = validate.choice("source", source, get_args(Source))
         pinned = validate.boolean("pinned", pinned)
         verified = None if verified is None else validate.boolean("verified", verified)
@@ -545,7 +546,7 @@ class Memory:
         if score is not None:
             changes["score"] = validate.number("score", score, 0.0, 1.0)
         if metadata is not None:
-            changes["metadata"] = validate.metadata("metadata", metadata, self.config.store)
+            changes["metadata"] = validate.metadata("metadata", metadata, self.config.store, validate.MEMORY_KEYS)
         if pinned is not None:
             changes["pinned"] = validate.boolean("pinned", pinned)
         if status is not None:
@@ -574,7 +575,8 @@ class Memory:
                actor: str = "api", reason: str = "") -> MemoryRecord:
         """Remove a memory, its full-text entry and its vector; the audit trail keeps it."""
         scope = Scope.of(user_id, agent_id)
-        actor, reason = validate.ident("actor", actor), validate.text("reason", reason, 16_000, required=False)
+        actor = validate.ident("actor", actor)
+        reason = validate.text("reason", reason, self.config.store.max_content_chars, required=False)
         before = self.get(memory_id, user_id=user_id, agent_id=agent_id)
         now = self.clock()
         with self.store.transaction():

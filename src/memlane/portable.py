@@ -113,7 +113,7 @@ def check_record(kind: str, rec: Any, config: Config) -> Any:
     if kind == "session":
         validate.ident("session.id", rec.id)
         validate.text("session.summary", rec.summary, turn_limit, setting="store.max_turn_chars", required=False)
-        validate.metadata("session.metadata", rec.metadata, store)
+        validate.metadata("session.metadata", rec.metadata, store, validate.SESSION_KEYS)
         validate.integer("session.message_count", rec.message_count, 0)
         validate.integer("session.extraction_count", rec.extraction_count, 0)
     elif kind == "turn":
@@ -137,7 +137,7 @@ def check_record(kind: str, rec: Any, config: Config) -> Any:
         validate.optional_text("memory.subject", rec.subject, MAX_ID_CHARS)
         validate.optional_text("memory.predicate", rec.predicate, MAX_ID_CHARS)
         validate.optional_ident("memory.source_session", rec.source_session)
-        validate.metadata("memory.metadata", rec.metadata, store)
+        validate.metadata("memory.metadata", rec.metadata, store, validate.MEMORY_KEYS)
         rec = rec.model_copy(update={"category": rec.category.strip().lower()})
     elif kind == "episode":
         validate.memory_id(rec.id, "episode.id")

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
@@ -31,7 +31,9 @@ _TEXT_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")  # text keeps \t
 
 
 def _show(value: Any) -> str:
-    r = repr(value)
+    if not isinstance(value, str | int | float | bool | None):
+        return f"a {type(value).__name__}"  # never repr a container: it may be nested thousands deep
+    r = repr(value) if not isinstance(value, int) or abs(value) < 10**30 else "a huge integer"
     return r if len(r) <= 60 else r[:57] + "..."
 
 
@@ -151,8 +153,12 @@ def json_value(field: str, value: Any, *, max_depth: int, max_bytes: int) -> Any
     `max_depth` deep and at most `max_bytes` as UTF-8 JSON. Checked without recursion, so a
     hostile nesting cannot raise RecursionError."""
     stack: list[tuple[str, Any, int]] = [(field, value, 1)]
+    nodes = 0
     while stack:
         where, v, depth = stack.pop()
+        nodes += 1
+        if nodes > max_bytes:  # every value takes at least a byte of JSON: too big, whatever its shape
+            raise ValidationError(field, f"is larger than {max_bytes} bytes as JSON (store.max_metadata_bytes)")
         if v is None or isinstance(v, bool | int):
             continue
         if isinstance(v, float):
@@ -188,13 +194,49 @@ def vector(field: str, value: Any, dimensions: int) -> np.ndarray:
     return value
 
 
-def metadata(field: str, value: Any, store: StoreConfig) -> dict[str, Any]:
-    """A JSON object within the store's depth and size limits (None is an empty object)."""
+def _count(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= _INT64_MAX
+
+
+def _strings(v: Any) -> bool:
+    return isinstance(v, list) and all(isinstance(x, str) for x in v)
+
+
+def _aware_time(v: Any) -> bool:
+    try:
+        return isinstance(v, str) and datetime.fromisoformat(v).tzinfo is not None
+    except ValueError:
+        return False
+
+
+def _review(v: Any) -> bool:
+    return isinstance(v, dict) and ("at" not in v or _aware_time(v["at"]))
+
+
+# Keys memlane keeps in a record's metadata, and the shape its own code reads back: a caller
+# (or an export file) may carry them, but only in that shape, so they cannot break a later step.
+MEMORY_KEYS: dict[str, Callable[[Any], bool]] = {"merged": _strings, "review": _review, "decayed_at": _aware_time}
+SESSION_KEYS: dict[str, Callable[[Any], bool]] = {
+    "user_messages_since_extract": _count, "extracted_through": _count, "commands_through": _count,
+    "compacted_through": _count, "compactions": _count, "injected": _strings,
+    "last_feedback": lambda v: isinstance(v, dict),
+}
+
+
+def metadata(field: str, value: Any, store: StoreConfig,
+             reserved: Mapping[str, Callable[[Any], bool]] | None = None) -> dict[str, Any]:
+    """A JSON object within the store's depth and size limits (None is an empty object);
+    memlane's own keys (`reserved`) only in the shape memlane reads them."""
     if value is None:
         return {}
     if not isinstance(value, dict):
         raise ValidationError(field, f"must be a JSON object (dict), got {type(value).__name__}")
-    return dict(json_value(field, value, max_depth=store.max_metadata_depth, max_bytes=store.max_metadata_bytes))
+    json_value(field, value, max_depth=store.max_metadata_depth, max_bytes=store.max_metadata_bytes)
+    for key, ok in (reserved or {}).items():
+        if key in value and not ok(value[key]):
+            raise ValidationError(f"{field}.{key}", "is a key memlane keeps itself, and this value is not the "
+                                                    "shape it writes; use another key for your own data")
+    return dict(value)
 
 
 def tool_calls(field: str, value: Any, store: StoreConfig) -> list[dict[str, Any]] | None:
@@ -216,6 +258,6 @@ def category(field: str, value: Any, allowed: Sequence[str], profile: str) -> st
 
 
 __all__ = [
-    "MEMORY_ID", "boolean", "category", "choice", "ident", "integer", "json_value", "memory_id", "metadata",
+    "MEMORY_ID", "MEMORY_KEYS", "SESSION_KEYS", "boolean", "category", "choice", "ident", "integer", "json_value", "memory_id", "metadata",
     "number", "optional_ident", "optional_integer", "optional_text", "optional_when", "text", "tool_calls", "vector", "when",
 ]
