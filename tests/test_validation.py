@@ -329,3 +329,24 @@ def test_times_are_checked_and_naive_ones_are_utc(memory: Memory) -> None:
     with pytest.raises(ValidationError) as info:
         memory.add_messages("s1", [{"content": "hi", "created_at": 1767258000}], user_id="u1")
     assert info.value.field == "messages[0].created_at"
+
+
+def test_whatever_gets_in_goes_out_and_back_in(make_memory: Callable[..., Memory], tmp_path: Path) -> None:
+    """Turns may be long and hold terminal colours; memories cut from them keep a memory's
+    rules, so an export of anything the API let in imports again."""
+    src = make_memory()
+    paste = "\x1b[31mERROR\x1b[0m build failed\r\n" * 50
+    src.add_messages("s1", [{"role": "user", "content": paste},
+                            {"role": "user", "content": "Remember that " + "my build box is slow " * 2000},
+                            {"role": "user", "content": "I prefer \x1b[1mdark\x1b[0m mode in every editor."}],
+                     user_id="u1")
+    src.end_session("s1", user_id="u1")
+    src.add("windows\r\nline ends", user_id="u1")
+    assert all(len(m.content) <= src.config.store.max_content_chars and "\x1b" not in m.content
+               for m in src.list(user_id="u1"))
+    assert src.get_turns("s1", user_id="u1")[0].content == paste
+    path = tmp_path / "u1.jsonl"
+    path.write_text(src.export(user_id="u1"), encoding="utf-8")
+    dst = make_memory(home=tmp_path / "other")
+    report = dst.import_(path)
+    assert report.added["turn"] == 3 and report.added.get("memory", 0) == len(src.list(user_id="u1"))

@@ -203,11 +203,11 @@ class Memory:
         content = raw.get("content")
         content = "" if content is None and calls else content
         validate.text(f"{at}.content", content, store.max_turn_chars, setting="store.max_turn_chars",
-                      required=not calls)
+                      required=not calls, controls=True)
         return Message(
             role=validate.choice(f"{at}.role", raw.get("role", "user"), get_args(Role)),
             content=content,
-            name=validate.optional_text(f"{at}.name", raw.get("name"), MAX_ID_CHARS),
+            name=validate.optional_text(f"{at}.name", raw.get("name"), MAX_ID_CHARS, controls=True),
             tool_calls=calls,
             created_at=validate.optional_when(f"{at}.created_at", raw.get("created_at")),
             metadata=validate.metadata(f"{at}.metadata", raw.get("metadata"), store),
@@ -417,7 +417,8 @@ class Memory:
         """Blocks within budgets and a rendered system prompt for the next LLM call (see memlane.context)."""
         Scope.of(user_id, agent_id)
         validate.optional_ident("session_id", session_id)
-        validate.optional_text("query", query, self.config.store.max_turn_chars, setting="store.max_turn_chars")
+        validate.optional_text("query", query, self.config.store.max_turn_chars, setting="store.max_turn_chars",
+                               controls=True)
         validate.optional_ident("model", model)
         return build_context(self, session_id, user_id=user_id, agent_id=agent_id, query=query, model=model)
 
@@ -615,7 +616,7 @@ class Memory:
         dense side embeds (`search.dense_text`)."""
         scope = Scope.of(user_id, agent_id)
         validate.text("query", query, self.config.store.max_turn_chars, setting="store.max_turn_chars",
-                      required=False)
+                      required=False, controls=True)
         corpus = validate.choice("corpus", corpus, ("memories", "turns", "episodes"))
         limit = validate.optional_integer("limit", limit, 0, 10_000)  # 0: the default
         activate = None if activate is None else validate.boolean("activate", activate)
@@ -685,7 +686,7 @@ class Memory:
         """Seed 000's `## Memory` block for the pending input: BM25 over the scope's files."""
         scope = Scope.of(user_id, agent_id)
         pending = validate.text("pending", pending, self.config.store.max_turn_chars,
-                                setting="store.max_turn_chars", required=False)
+                                setting="store.max_turn_chars", required=False, controls=True)
         return files_archive.archive_context(self, scope, pending)[0]
 
     def export(self, *, user_id: str, agent_id: str | None = None, format: str = "jsonl") -> str:
@@ -723,7 +724,8 @@ class Memory:
         injected that `reply` actually used (the LLM judges; offline, keyword overlap)."""
         scope = Scope.of(user_id, agent_id)
         validate.ident("session_id", session_id)
-        validate.text("reply", reply, self.config.store.max_turn_chars, setting="store.max_turn_chars", required=False)
+        validate.text("reply", reply, self.config.store.max_turn_chars, setting="store.max_turn_chars",
+                      required=False, controls=True)
         return review.feedback(self, scope, session_id, reply)
 
     # ---- stats ------------------------------------------------------------------------
@@ -747,7 +749,7 @@ class Memory:
         return embed_cached(self.store, self.embedder, [vector_key(text, self.config.embedding.max_chars)])[0]
 
     def _content(self, content: Any, field: str = "content") -> str:
-        return validate.text(field, content, self.config.store.max_content_chars).strip()
+        return validate.memory_text(field, content, self.config.store.max_content_chars)
 
     def _category(self, category: Any, field: str = "category") -> str:
         if category is None:

@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 
+from memlane import validate
 from memlane.config import Config
 from memlane.extraction import Extraction, Operation
 from memlane.models import Turn
@@ -162,6 +163,7 @@ class HeuristicExtractor:
                     op = self.statement(clause, now=now)
                     if op is not None:
                         result.operations.append(op)
+        result.operations = _fitting(result.operations, self.config)
         return result
 
     def statement(self, sentence: str, *, now: datetime) -> Operation | None:
@@ -260,7 +262,21 @@ def commands(turns: Sequence[Turn], config: Config, *, now: datetime, after_seq:
                     ops.append(Operation("FORGET", query=what, source="user",
                                          reason=f"the user asked to forget: {sentence.strip()}"))
         previous = turn.content
-    return ops
+    return _fitting(ops, config)
+
+
+def _fitting(ops: list[Operation], config: Config) -> list[Operation]:
+    """Memories cut from turns, held to the rules of a memory (`memlane.validate`): a turn may
+    be far longer than a memory and hold control characters; such a cut is left out."""
+    out = []
+    for op in ops:
+        if op.content is not None:
+            text = validate.fit_memory_text(op.content, config.store.max_content_chars)
+            if text is None:
+                continue
+            op = replace(op, content=text)
+        out.append(op)
+    return out
 
 
 __all__ = ["HeuristicExtractor", "commands", "is_command", "third_person"]

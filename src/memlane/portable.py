@@ -112,7 +112,8 @@ def check_record(kind: str, rec: Any, config: Config) -> Any:
              if k.endswith("_at") or k == "last_activated"}
     if kind == "session":
         validate.ident("session.id", rec.id)
-        validate.text("session.summary", rec.summary, turn_limit, setting="store.max_turn_chars", required=False)
+        validate.text("session.summary", rec.summary, turn_limit, setting="store.max_turn_chars", required=False,
+                      controls=True)
         validate.metadata("session.metadata", rec.metadata, store, validate.SESSION_KEYS)
         validate.integer("session.message_count", rec.message_count, 0)
         validate.integer("session.extraction_count", rec.extraction_count, 0)
@@ -123,12 +124,12 @@ def check_record(kind: str, rec: Any, config: Config) -> Any:
         validate.integer("turn.token_count", rec.token_count, 0)
         validate.tool_calls("turn.tool_calls", rec.tool_calls, store)
         validate.text("turn.content", rec.content, turn_limit, setting="store.max_turn_chars",
-                      required=not rec.tool_calls)
-        validate.optional_text("turn.name", rec.name, MAX_ID_CHARS)
+                      required=not rec.tool_calls, controls=True)
+        validate.optional_text("turn.name", rec.name, MAX_ID_CHARS, controls=True)
         validate.metadata("turn.metadata", rec.metadata, store)
     elif kind == "memory":
         validate.memory_id(rec.id, "memory.id")
-        validate.text("memory.content", rec.content, limit)
+        content = validate.memory_text("memory.content", rec.content, limit)
         validate.category("memory.category", rec.category, config.policy.categories, config.profile)
         validate.ident("memory.kind", rec.kind)
         validate.number("memory.score", rec.score, 0.0, 1.0)
@@ -138,24 +139,24 @@ def check_record(kind: str, rec: Any, config: Config) -> Any:
         validate.optional_text("memory.predicate", rec.predicate, MAX_ID_CHARS)
         validate.optional_ident("memory.source_session", rec.source_session)
         validate.metadata("memory.metadata", rec.metadata, store, validate.MEMORY_KEYS)
-        rec = rec.model_copy(update={"category": rec.category.strip().lower()})
+        rec = rec.model_copy(update={"category": rec.category.strip().lower(), "content": content})
     elif kind == "episode":
         validate.memory_id(rec.id, "episode.id")
         validate.ident("episode.session_id", rec.session_id)
         for name in ("summary", "goal", "outcome"):
             validate.text(f"episode.{name}", getattr(rec, name), turn_limit, setting="store.max_turn_chars",
-                          required=name == "summary")
+                          required=name == "summary", controls=True)
         validate.json_value("episode.entities", rec.entities + rec.tools_used, max_depth=2,
                             max_bytes=store.max_metadata_bytes)
         validate.number("episode.score", rec.score, -1e9, 1e9)
     elif kind == "event":
         validate.memory_id(rec.memory_id, "event.memory_id")
         validate.ident("event.actor", rec.actor)
-        validate.text("event.reason", rec.reason, limit, required=False)
+        validate.text("event.reason", rec.reason, limit, required=False, controls=True)
         validate.json_value("event.before", rec.before, **snap)
         validate.json_value("event.after", rec.after, **snap)
     elif kind == "scratchpad":
-        validate.text("scratchpad.current_focus", rec.current_focus, limit, required=False)
+        validate.text("scratchpad.current_focus", rec.current_focus, limit, required=False, controls=True)
         validate.json_value("scratchpad.recent_tasks", rec.recent_tasks, max_depth=3,
                             max_bytes=store.max_metadata_bytes)
     return rec.model_copy(update=times)

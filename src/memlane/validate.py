@@ -27,7 +27,10 @@ MEMORY_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 _INT64_MAX = 2**63 - 1
 _SURROGATE = re.compile(r"[\ud800-\udfff]")
 _ID_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")  # no line breaks, tabs or NUL in an id
-_TEXT_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")  # text keeps \t \n \r
+# a memory is one entry of MEMORY.md: no control character, nor anything str.splitlines()
+# breaks a line at, but tab and newline
+_TEXT_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\x85\u2028\u2029]")
+_NUL = re.compile(r"\x00")  # a turn is what was said, pasted terminal output included: only NUL is refused
 
 
 def _show(value: Any) -> str:
@@ -44,9 +47,9 @@ def _no_surrogates(field: str, value: str) -> None:
 
 
 def text(field: str, value: Any, limit: int, *, setting: str = "store.max_content_chars",
-         required: bool = True) -> str:
-    """A string of at most `limit` characters, valid Unicode, no control characters but
-    tab and line breaks; non-blank when `required`."""
+         required: bool = True, controls: bool = False) -> str:
+    """A string of at most `limit` characters, valid Unicode, non-blank when `required`; no
+    control characters but tab and newline, unless `controls` (then only NUL is refused)."""
     if not isinstance(value, str):
         raise ValidationError(field, f"must be a string, got {type(value).__name__}")
     if required and not value.strip():
@@ -54,13 +57,29 @@ def text(field: str, value: Any, limit: int, *, setting: str = "store.max_conten
     if len(value) > limit:
         raise ValidationError(field, f"is {len(value)} characters; the limit is {limit} ({setting})")
     _no_surrogates(field, value)
-    if (m := _TEXT_CONTROL.search(value)) is not None:
+    if (m := (_NUL if controls else _TEXT_CONTROL).search(value)) is not None:
         raise ValidationError(field, f"holds control character U+{ord(m.group()):04X} at character {m.start()}")
     return value
 
 
-def optional_text(field: str, value: Any, limit: int, *, setting: str = "store.max_content_chars") -> str | None:
-    return None if value is None else text(field, value, limit, setting=setting, required=False)
+def memory_text(field: str, value: Any, limit: int) -> str:
+    """A memory's text: Windows and old-Mac line ends become newlines, then `text`; stripped."""
+    if isinstance(value, str):
+        value = value.replace("\r\n", "\n").replace("\r", "\n")
+    return text(field, value, limit).strip()
+
+
+def fit_memory_text(value: str, limit: int) -> str | None:
+    """Text cut from a turn as a memory's: whitespace runs as one space, control characters
+    dropped; None when nothing is left or it is longer than `limit`."""
+    text = _TEXT_CONTROL.sub("", " ".join(value.split()))
+    text = _SURROGATE.sub("", text).strip()
+    return text if text and len(text) <= limit else None
+
+
+def optional_text(field: str, value: Any, limit: int, *, setting: str = "store.max_content_chars",
+                  controls: bool = False) -> str | None:
+    return None if value is None else text(field, value, limit, setting=setting, required=False, controls=controls)
 
 
 def ident(field: str, value: Any, *, limit: int = MAX_ID_CHARS) -> str:
@@ -258,6 +277,6 @@ def category(field: str, value: Any, allowed: Sequence[str], profile: str) -> st
 
 
 __all__ = [
-    "MEMORY_ID", "MEMORY_KEYS", "SESSION_KEYS", "boolean", "category", "choice", "ident", "integer", "json_value", "memory_id", "metadata",
+    "MEMORY_ID", "MEMORY_KEYS", "SESSION_KEYS", "boolean", "category", "choice", "fit_memory_text", "ident", "integer", "json_value", "memory_id", "memory_text", "metadata",
     "number", "optional_ident", "optional_integer", "optional_text", "optional_when", "text", "tool_calls", "vector", "when",
 ]
