@@ -235,12 +235,12 @@ def test_malformed_export_files_import_all_or_nothing(seeded: tuple[Memory, str]
     target = data.draw(st.sampled_from(["u-port", None]))
     before = tuple(memory.store.raw_count(t) for t in TABLES)
     try:
-        memory.import_(path, user_id=target)
+        report = memory.import_(path, user_id=target)
     except MemlaneError:
         assert tuple(memory.store.raw_count(t) for t in TABLES) == before
         return
     # what was let in reads back, renders as MEMORY.md and round-trips
-    user = target or lines[0].get("user_id")
+    user = report.user_id
     memory.export(user_id=user)
     memory.md_export(user_id=user)
     assert memory.md_import(user_id=user, dry_run=True) == []
