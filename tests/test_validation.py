@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -321,6 +322,11 @@ def test_a_long_turn_is_stored_whole_and_a_refused_one_is_named(memory: Memory) 
     assert memory.stats(user_id="u1").turns == 2
     with pytest.raises(ValidationError, match="store.max_content_chars"):  # a memory keeps its own limit
         memory.add(long_turn, user_id="u1")
+    # a whole document pasted after "remember": stored, and the offline extractor stays fast
+    start = time.monotonic()
+    memory.add_messages("s2", [{"content": "Remember that " + "my build box is slow " * 9_000}], user_id="u1")
+    memory.end_session("s2", user_id="u1")
+    assert time.monotonic() - start < 10  # was quadratic: 27 s at 40,000 characters
 
 
 def test_times_are_checked_and_naive_ones_are_utc(memory: Memory) -> None:

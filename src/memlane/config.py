@@ -252,6 +252,10 @@ class ExtractionConfig(_Section):
     lock_lease_seconds: int = Field(900, ge=1)
     related_per_turn: int = Field(5, ge=0)  # seed 003: the memories retrieval returned, per user turn
     heuristic_confidence: float = Field(0.8, ge=0, le=1)  # not from a seed: patterns guess less surely
+    # not from a seed: the offline patterns read sentences up to this long. A longer run of text
+    # (a pasted log or document; turns may hold 200,000 characters) is no statement of the
+    # user's, and matching the patterns costs time quadratic in it (40k chars: 27 s; 1k: 20 ms)
+    heuristic_max_sentence_chars: int = Field(1_000, ge=16)
 
 
 class ArchiveConfig(_Section):

@@ -115,10 +115,9 @@ def third_person(text: str) -> str:
     return out[:1].upper() + out[1:] + "."
 
 
-def _sentences(text: str) -> list[str]:
-    if language_of(text) == "zh":
-        return [s.strip() for s in _ZH_SENTENCE.findall(text) if s.strip()]
-    return [s.strip() for s in _EN_SENTENCE.findall(text) if s.strip()]
+def _sentences(text: str, max_chars: int | None = None) -> list[str]:
+    found = _ZH_SENTENCE.findall(text) if language_of(text) == "zh" else _EN_SENTENCE.findall(text)
+    return [s.strip() for s in found if s.strip() and (max_chars is None or len(s) <= max_chars)]
 
 
 def _clauses(sentence: str) -> list[str]:
@@ -153,7 +152,7 @@ class HeuristicExtractor:
         for turn in turns:
             if turn.role != "user":
                 continue
-            for sentence in _sentences(turn.content):
+            for sentence in _sentences(turn.content, self.config.extraction.heuristic_max_sentence_chars):
                 if _is_command(sentence):
                     continue  # commands() handles these, in both modes
                 if language_of(sentence) == "zh":
@@ -237,7 +236,7 @@ def commands(turns: Sequence[Turn], config: Config, *, now: datetime, after_seq:
         if turn.role != "user":
             previous = turn.content if turn.role == "assistant" else previous
             continue
-        for sentence in _sentences(turn.content):
+        for sentence in _sentences(turn.content, config.extraction.heuristic_max_sentence_chars):
             s = _ZH_FILLER.sub("", _EN_FILLER.sub("", sentence.strip()))
             if (m := _ZH_REMEMBER.match(s) or _EN_REMEMBER.match(s)) is not None:
                 what = _tidy(m.group("x") or "")
@@ -245,7 +244,9 @@ def commands(turns: Sequence[Turn], config: Config, *, now: datetime, after_seq:
                     what = _tidy(previous)
                 if not what:
                     continue
-                guess = heur.statement(what, now=now) or next(iter(heur._zh_clauses(what, now)), None)
+                guess = None  # "remember this" may point at a whole pasted document: no patterns on that
+                if len(what) <= config.extraction.heuristic_max_sentence_chars:
+                    guess = heur.statement(what, now=now) or next(iter(heur._zh_clauses(what, now)), None)
                 pol = config.policy
                 ops.append(Operation(
                     "ADD", content=third_person(what),
