@@ -105,8 +105,9 @@ def check_clean(memory: Memory, call: Callable[[], Any]) -> Any:
     before = fingerprint(memory)
     try:
         return call()
-    except MemlaneError:
+    except MemlaneError as exc:
         assert fingerprint(memory) == before, "a failed call changed the store"
+        str(exc).encode("utf-8")  # the message can be printed and sent as JSON
         return None
 
 

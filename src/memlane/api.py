@@ -197,7 +197,8 @@ class Memory:
             raise ValidationError(at, f"must be a dict or Message, got {type(raw).__name__}")
         unknown = [k for k in raw if k not in Message.model_fields]
         if unknown:
-            raise ValidationError(f"{at}.{str(unknown[0])[:40]}", f"unknown field; known: {', '.join(Message.model_fields)}")
+            raise ValidationError(f"{at}.{validate.key_name(unknown[0])}",
+                                  f"unknown field; known: {', '.join(Message.model_fields)}")
         store = self.config.store
         calls = validate.tool_calls(f"{at}.tool_calls", raw.get("tool_calls"), store) or None
         content = raw.get("content")

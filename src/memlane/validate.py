@@ -40,6 +40,15 @@ def _show(value: Any) -> str:
     return r if len(r) <= 60 else r[:57] + "..."
 
 
+def key_name(key: Any) -> str:
+    """A caller's key as part of a field name: printable whatever it holds (a field name is
+    shown on consoles and in JSON), and short."""
+    text = str(key)[:40]
+    if _SURROGATE.search(text) or _ID_CONTROL.search(text):
+        return text.encode("unicode_escape").decode("ascii")
+    return text
+
+
 def _no_surrogates(field: str, value: str) -> None:
     if (m := _SURROGATE.search(value)) is not None:
         raise ValidationError(field, f"holds a lone surrogate (U+{ord(m.group()):04X}) at character {m.start()}; "
@@ -193,8 +202,8 @@ def json_value(field: str, value: Any, *, max_depth: int, max_bytes: int) -> Any
                 if isinstance(v, dict):
                     if not isinstance(k, str):
                         raise ValidationError(where, f"keys must be strings, got {type(k).__name__}")
-                    _no_surrogates(f"{where}.{k[:40]}", k)
-                stack.append((f"{where}.{k}" if isinstance(v, dict) else f"{where}[{k}]", child, depth + 1))
+                    _no_surrogates(f"{where}.{key_name(k)}", k)
+                stack.append((f"{where}.{key_name(k)}" if isinstance(v, dict) else f"{where}[{k}]", child, depth + 1))
         else:
             raise ValidationError(where, f"must be JSON (object, array, string, number, bool, null), "
                                          f"got {type(v).__name__}")
@@ -277,6 +286,6 @@ def category(field: str, value: Any, allowed: Sequence[str], profile: str) -> st
 
 
 __all__ = [
-    "MEMORY_ID", "MEMORY_KEYS", "SESSION_KEYS", "boolean", "category", "choice", "fit_memory_text", "ident", "integer", "json_value", "memory_id", "memory_text", "metadata",
+    "MEMORY_ID", "MEMORY_KEYS", "SESSION_KEYS", "boolean", "category", "choice", "fit_memory_text", "ident", "integer", "json_value", "key_name", "memory_id", "memory_text", "metadata",
     "number", "optional_ident", "optional_integer", "optional_text", "optional_when", "text", "tool_calls", "vector", "when",
 ]
