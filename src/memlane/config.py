@@ -19,6 +19,9 @@ from pydantic import ValidationError as PydanticValidationError
 
 from memlane.errors import ConfigError
 
+# not from a seed: user, agent and session ids are keys and directory names; longer is a mistake
+MAX_ID_CHARS = 256
+
 PROFILES_NAMES = ("default", "file-archive", "scored-markdown", "progressive", "companion", "consolidator")
 
 
@@ -32,13 +35,20 @@ class StoreConfig(_Section):
     backend: Literal["sqlite", "postgres"] = "sqlite"
     postgres_dsn: str = ""
     busy_timeout_ms: int = Field(30_000, ge=0)  # long enough for bursts of writers in WAL mode
-    max_content_chars: int = Field(16_000, ge=1)  # one memory or turn; larger input is rejected
+    max_content_chars: int = Field(16_000, ge=1)  # one memory; larger input is rejected
+    # not from a seed: one conversation turn. People paste documents; LongMemEval has turns of
+    # 23,795 characters. Stored whole; only the first embedding.max_chars are embedded
+    max_turn_chars: int = Field(200_000, ge=1)
     max_import_bytes: int = Field(200_000_000, ge=1)
     # not from a seed (issue 12): deleted text is zeroed in the file (SQLite secure_delete,
     # FTS5 secure-delete for memories and episodes; turns' index optimized after a forgetting
     # call, ~16 µs a stored turn). Off, forgotten text lingers in free pages and index
     # segments until a VACUUM or merge
     secure_delete: bool = True
+    # not from a seed: metadata / tool_calls are JSON the caller hands in; bounded so one
+    # record cannot bloat every export, or nest deep enough to break a JSON parser
+    max_metadata_bytes: int = Field(65_536, ge=2)
+    max_metadata_depth: int = Field(8, ge=1)
 
 
 class EmbeddingConfig(_Section):
@@ -267,6 +277,10 @@ class ExtractionConfig(_Section):
     worker_stop_seconds: float = Field(5.0, ge=0)  # not from a seed: close() waits this long for a busy worker
     related_per_turn: int = Field(5, ge=0)  # seed 003: the memories retrieval returned, per user turn
     heuristic_confidence: float = Field(0.8, ge=0, le=1)  # not from a seed: patterns guess less surely
+    # not from a seed: the offline patterns read sentences up to this long. A longer run of text
+    # (a pasted log or document; turns may hold 200,000 characters) is no statement of the
+    # user's, and matching the patterns costs time quadratic in it (40k chars: 27 s; 1k: 20 ms)
+    heuristic_max_sentence_chars: int = Field(1_000, ge=16)
 
 
 class ArchiveConfig(_Section):

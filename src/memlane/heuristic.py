@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 
+from memlane import validate
 from memlane.config import Config
 from memlane.extraction import Extraction, Operation
 from memlane.models import Turn
@@ -114,10 +115,9 @@ def third_person(text: str) -> str:
     return out[:1].upper() + out[1:] + "."
 
 
-def _sentences(text: str) -> list[str]:
-    if language_of(text) == "zh":
-        return [s.strip() for s in _ZH_SENTENCE.findall(text) if s.strip()]
-    return [s.strip() for s in _EN_SENTENCE.findall(text) if s.strip()]
+def _sentences(text: str, max_chars: int | None = None) -> list[str]:
+    found = _ZH_SENTENCE.findall(text) if language_of(text) == "zh" else _EN_SENTENCE.findall(text)
+    return [s.strip() for s in found if s.strip() and (max_chars is None or len(s) <= max_chars)]
 
 
 def _clauses(sentence: str) -> list[str]:
@@ -152,7 +152,7 @@ class HeuristicExtractor:
         for turn in turns:
             if turn.role != "user":
                 continue
-            for sentence in _sentences(turn.content):
+            for sentence in _sentences(turn.content, self.config.extraction.heuristic_max_sentence_chars):
                 if _is_command(sentence):
                     continue  # commands() handles these, in both modes
                 if language_of(sentence) == "zh":
@@ -162,6 +162,7 @@ class HeuristicExtractor:
                     op = self.statement(clause, now=now)
                     if op is not None:
                         result.operations.append(op)
+        result.operations = _fitting(result.operations, self.config)
         return result
 
     def statement(self, sentence: str, *, now: datetime) -> Operation | None:
@@ -235,7 +236,7 @@ def commands(turns: Sequence[Turn], config: Config, *, now: datetime, after_seq:
         if turn.role != "user":
             previous = turn.content if turn.role == "assistant" else previous
             continue
-        for sentence in _sentences(turn.content):
+        for sentence in _sentences(turn.content, config.extraction.heuristic_max_sentence_chars):
             s = _ZH_FILLER.sub("", _EN_FILLER.sub("", sentence.strip()))
             if (m := _ZH_REMEMBER.match(s) or _EN_REMEMBER.match(s)) is not None:
                 what = _tidy(m.group("x") or "")
@@ -243,7 +244,9 @@ def commands(turns: Sequence[Turn], config: Config, *, now: datetime, after_seq:
                     what = _tidy(previous)
                 if not what:
                     continue
-                guess = heur.statement(what, now=now) or next(iter(heur._zh_clauses(what, now)), None)
+                guess = None  # "remember this" may point at a whole pasted document: no patterns on that
+                if len(what) <= config.extraction.heuristic_max_sentence_chars:
+                    guess = heur.statement(what, now=now) or next(iter(heur._zh_clauses(what, now)), None)
                 pol = config.policy
                 ops.append(Operation(
                     "ADD", content=third_person(what),
@@ -260,7 +263,21 @@ def commands(turns: Sequence[Turn], config: Config, *, now: datetime, after_seq:
                     ops.append(Operation("FORGET", query=what, source="user",
                                          reason=f"the user asked to forget: {sentence.strip()}"))
         previous = turn.content
-    return ops
+    return _fitting(ops, config)
+
+
+def _fitting(ops: list[Operation], config: Config) -> list[Operation]:
+    """Memories cut from turns, held to the rules of a memory (`memlane.validate`): a turn may
+    be far longer than a memory and hold control characters; such a cut is left out."""
+    out = []
+    for op in ops:
+        if op.content is not None:
+            text = validate.fit_memory_text(op.content, config.store.max_content_chars)
+            if text is None:
+                continue
+            op = replace(op, content=text)
+        out.append(op)
+    return out
 
 
 __all__ = ["HeuristicExtractor", "commands", "is_command", "third_person"]

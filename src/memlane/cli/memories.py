@@ -261,7 +261,8 @@ def import_(
     as_json: JsonOpt = False,
 ) -> None:
     """Import a conversation file as turns (all or nothing), then embed it with a progress bar;
-    a `memlane export` JSONL file restores the whole scope into --user.
+    importing the same file again skips the turns already stored. A `memlane export` JSONL
+    file restores the whole scope into --user.
 
     Example: memlane import chat.jsonl --user lin
     """
@@ -273,9 +274,11 @@ def import_(
     with _memory() as mem:
         convs = read_file(path, mem.config.store.max_import_bytes)
         total = sum(len(c.messages) for c in convs)
-        n, embedded = _import_with_progress(mem, convs, total, user, agent)
-    result = {"file": str(path), "sessions": len(convs), "turns": n, "embedded": embedded}
+        done, embedded = _import_with_progress(mem, convs, total, user, agent)
+    result = {"file": str(path), "sessions": len(convs), "turns": done.turns, "skipped": done.skipped,
+              "embedded": embedded}
     if as_json:
         _emit_json(result)
     else:
-        out.print(f"imported {n} turns in {len(convs)} sessions from {path} ({embedded} embedded)")
+        again = f"; {done.skipped} already imported, skipped" if done.skipped else ""
+        out.print(f"imported {done.turns} turns in {len(convs)} sessions from {path} ({embedded} embedded{again})")

@@ -613,17 +613,30 @@ class SQLiteStore:
         )
         return int(rows[0][0]) + 1
 
-    def insert_turn(self, turn: Turn) -> int:
+    def insert_turn(self, turn: Turn, import_key: str | None = None) -> int:
         with self._lock:
             self._conn.execute(
-                f"INSERT INTO turns({TURN_COLS}) VALUES ({', '.join('?' * 13)})",
+                f"INSERT INTO turns({TURN_COLS}, import_key) VALUES ({', '.join('?' * 14)})",
                 (turn.id, turn.user_id, turn.agent_id, turn.session_id, turn.seq, turn.role, turn.content,
                  turn.name, to_json(turn.tool_calls) if turn.tool_calls else None, ts(turn.created_at),
-                 turn.token_count, turn.archived, to_json(turn.metadata)),
+                 turn.token_count, turn.archived, to_json(turn.metadata), import_key),
             )
             rowid = self._conn.last_insert_rowid()
             self._index("turns", rowid, turn.content, "")
             return rowid
+
+    def turn_import_keys(self, scope: Scope, keys: Sequence[str]) -> set[str]:
+        """Which of these import keys (see `insert_turn`) the scope's turns already hold."""
+        found: set[str] = set()
+        for i in range(0, len(keys), 500):
+            chunk = list(keys[i:i + 500])
+            rows = self._q(
+                f"SELECT import_key FROM turns WHERE user_id = ? AND agent_id = ? "
+                f"AND import_key IN ({', '.join('?' * len(chunk))})",
+                (scope.user_id, scope.agent_id, *chunk),
+            )
+            found.update(r[0] for r in rows)
+        return found
 
     def set_turn_context(self, rowid: int, body: str, context: str) -> None:
         with self._lock:
