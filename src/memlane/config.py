@@ -253,6 +253,8 @@ class ExtractionConfig(_Section):
     lock_lease_seconds: int = Field(900, ge=1)
     related_per_turn: int = Field(5, ge=0)  # seed 003: the memories retrieval returned, per user turn
     heuristic_confidence: float = Field(0.8, ge=0, le=1)  # not from a seed: patterns guess less surely
+    # not from a seed: how many earlier turns "记住这个 / forget that" may point back to
+    command_context_turns: int = Field(6, ge=1)
 
 
 class ArchiveConfig(_Section):
