@@ -46,8 +46,7 @@ from memlane.models import (
     utcnow,
 )
 from memlane.policy import initial_score
-from memlane.search import Filters
-from memlane.search import NULL_TEXTS
+from memlane.search import NULL_TEXTS, Filters
 from memlane.search import search as run_search
 from memlane.store import Store, open_store
 from memlane.text import estimate_tokens
