@@ -95,7 +95,7 @@ _EN_TAIL = _r(r"^(?P<rest>.*?[^,;\s])[,;\s]++(?P<cmd>(?:please )?(?:remember|not
 _DEICTIC_LEAD = _r(r"^(?:这个|这点|这件事|这些|下面的?|以下|this|that|the following)\s*[：:，,]\s*")
 _DEICTIC = {"", "这个", "这点", "这些", "这件事", "那个", "那件事", "那些", "它", "this", "that", "it", "这", "那"}
 # what an assistant says to acknowledge is never what the user means by "this" (issue 13)
-_ACK_WORD = _r(r"^(?:好的|好滴|好嘞|好|嗯+|哦+|噢|收到|明白了|明白|知道了|了解|没问题|当然|谢谢|多谢|行|"
+_ACK_WORD = _r(r"^(?:你好|您好|hi|hello|hey|好的|好滴|好嘞|好|嗯+|哦+|噢|收到|明白了|明白|知道了|了解|没问题|当然|谢谢|多谢|行|"
                r"ok(?:ay)?|sure|got it|noted|understood|alright|all right|will do|of course|thank you|thanks|"
                r"yes|yeah|no problem|great|cool|perfect)(?![\w])[\s,，.。!！~、]*")
 _ACK_TAIL = _r(r"^(?:我)?(?:会|已经|已)?(?:记住|记下|记好)(?:了|啦)?(?:的|啦)?|"
