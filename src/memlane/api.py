@@ -58,7 +58,7 @@ from memlane.models import (
     utcnow,
 )
 from memlane.policy import initial_score
-from memlane.search import Filters
+from memlane.search import NULL_TEXTS, Filters
 from memlane.search import search as run_search
 from memlane.store import Store, open_store
 from memlane.text import estimate_tokens
@@ -95,6 +95,7 @@ class Memory:
         self.embedder: Embedder = embedder or make_embedder(self.config.embedding)
         self.store.ensure_vectors(self.embedder.model_id, self.embedder.dimensions)
         self._query_vector = QueryCache(self.embedder)
+        self._nulls: np.ndarray | None = None
         self._indexer: BackgroundIndexer | None = None
         self._importing = False
         self._jobs: JobRunner | None = None
@@ -370,7 +371,7 @@ class Memory:
         max_per_session times a session (seed 002 §6)."""
         cfg = self.config.extraction
         users = [t for t in turns if t.role == "user"]
-        if any(is_command(t.content) for t in users):
+        if any(is_command(t.content, self.config.extraction.heuristic_max_sentence_chars) for t in users):
             applied = self.jobs.apply_commands(scope, session_id, self.clock())
             if applied is not None and applied.status == "locked" and self._background():
                 self.worker.notify()  # queued as a job: the worker applies them once the scope is free
@@ -742,8 +743,12 @@ class Memory:
         corpus: Corpus = "memories",
         activate: bool | None = None,
         query_vector: np.ndarray | Callable[[str], np.ndarray] | None = None,
+        min_score: float = 0.0,
     ) -> _list[Hit]:
         """Hybrid search of one corpus: "memories" (default), "turns" or "episodes".
+
+        Hits come in rank order; `Hit.score` is an absolute relevance in [0, 1] (keywords held,
+        or the embedding's lift over unrelated text), so `min_score` drops weak hits.
 
         `query_vector` skips embedding the query: a vector the caller already has, or a
         function from text to vector (the caller's own embedder or cache), given the text the
@@ -761,10 +766,17 @@ class Memory:
             self.store, self.config.search, corpus, scope, query,
             limit=limit or self.config.search.default_limit, now=self.clock(),
             query_vector=self._query_vector if query_vector is None else query_vector, filters=f,
+            min_score=_min_score(min_score), null_vectors=self._null_vectors(),
         )
         if corpus == "memories" and (self.config.search.activate_on_hit if activate is None else activate):
             self._activate(scope, [h.memory for h in hits if h.memory is not None])
         return hits
+
+    def _null_vectors(self) -> np.ndarray:
+        """`search.NULL_TEXTS` as this embedder's passages: where its unrelated text sits."""
+        if self._nulls is None:
+            self._nulls = embed_cached(self.store, self.embedder, list(NULL_TEXTS))
+        return self._nulls
 
     def _activate(self, scope: Scope, memories: Sequence[MemoryRecord]) -> None:
         """Seed 001/004: a hit refreshes last_activated and counts; the score is untouched."""
@@ -933,6 +945,12 @@ class Memory:
 
 class _Waiting(threading.local):
     on = False
+
+
+def _min_score(value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0.0 <= value <= 1.0:
+        raise ValidationError("min_score", f"must be a number from 0 to 1 (a hit's relevance), got {value!r}")
+    return float(value)
 
 
 

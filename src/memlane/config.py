@@ -135,6 +135,13 @@ class SearchConfig(_Section):
     dense_common_min_docs: int = Field(50, ge=1)  # smaller scopes keep every word
     keywords_max: int = Field(6, ge=1)  # seed 000: top 6 keywords
     activate_on_hit: bool = True  # seed 001/004: a hit updates last_activated / count
+    # Not from a seed (issue 13, 18): the absolute relevance (`Hit.score`) below which a memory is
+    # not injected by build_context nor returned by the search_memory / recall_memory tools.
+    # Seed 000's "无命中时不注入" with a score every embedder shares; calibrated on a few food,
+    # allergy and coding memories: unrelated queries ("quantum chromodynamics", "天气怎么样",
+    # "xylophone", "Tell me a joke") score ≤ 0.2 with the hash embedder and 0 with e5, related
+    # ones ≥ 0.33 with both.
+    min_relevance: float = Field(0.3, ge=0, le=1)
     default_limit: int = Field(10, ge=1)
     # Not from a seed (issue 3, scale): a scope holding at least this many vectors is searched
     # through an HNSW cache (store/vindex.py) rebuilt from SQLite; below it sqlite-vec scans
@@ -281,6 +288,8 @@ class ExtractionConfig(_Section):
     # (a pasted log or document; turns may hold 200,000 characters) is no statement of the
     # user's, and matching the patterns costs time quadratic in it (40k chars: 27 s; 1k: 20 ms)
     heuristic_max_sentence_chars: int = Field(1_000, ge=16)
+    # not from a seed: how many earlier turns "记住这个 / forget that" may point back to
+    command_context_turns: int = Field(6, ge=1)
 
 
 class ArchiveConfig(_Section):

@@ -185,9 +185,11 @@ class MemoryTools:
     def search_memory(self, query: str, limit: int = 5, category: str | None = None) -> dict[str, Any]:
         n = self._limit(limit)
         filters = {"category": category} if category else None
-        mems = self.memory.search(query, limit=n, filters=filters, **self._scope())
+        floor = self.memory.config.search.min_relevance  # weak hits would mislead the model
+        mems = self.memory.search(query, limit=n, filters=filters, min_score=floor, **self._scope())
         # seed 002 §4: episodes are not injected, search_memory returns them by matching
-        eps = [] if category else self.memory.search(query, limit=min(n, 3), corpus="episodes", **self._scope())
+        eps = [] if category else self.memory.search(query, limit=min(n, 3), corpus="episodes", min_score=floor,
+                                                     **self._scope())
         return {"memories": [_memory_hit(h) for h in mems], "episodes": [_episode_hit(h) for h in eps]}
 
     def search_conversation_traces(self, query: str, limit: int = 5, session_id: str | None = None) -> dict[str, Any]:
@@ -196,7 +198,8 @@ class MemoryTools:
         return {"turns": [_turn_hit(h) for h in hits]}
 
     def recall_memory(self, query: str, limit: int = 5) -> dict[str, Any]:
-        hits = self.memory.search(query, limit=self._limit(limit), filters={"status": "archived"}, **self._scope())
+        hits = self.memory.search(query, limit=self._limit(limit), filters={"status": "archived"},
+                                  min_score=self.memory.config.search.min_relevance, **self._scope())
         return {"memories": [_memory_hit(h) for h in hits]}
 
     def remember(self, content: str, category: str | None = None, importance: str | None = None) -> dict[str, Any]:

@@ -60,6 +60,8 @@ def search(
     limit: Annotated[int, typer.Option("--limit", "-n", min=1)] = 10,
     corpus: Annotated[str, typer.Option("--in", help="memories, turns or episodes.")] = "memories",
     category: Annotated[str | None, typer.Option("--category", "-c")] = None,
+    min_score: Annotated[float, typer.Option("--min-score", min=0.0, max=1.0,
+                                             help="Drop hits less relevant than this (0-1).")] = 0.0,
     as_json: JsonOpt = False,
 ) -> None:
     """Hybrid search (full text + vectors) of memories, conversation turns or episodes.
@@ -69,7 +71,8 @@ def search(
     with _memory() as mem:
         mem.flush()
         filters = {"category": category} if category else None
-        hits = mem.search(query, user_id=user, agent_id=agent, limit=limit, corpus=corpus, filters=filters)  # type: ignore[arg-type]
+        hits = mem.search(query, user_id=user, agent_id=agent, limit=limit, corpus=corpus, filters=filters,  # type: ignore[arg-type]
+                          min_score=min_score)
     if as_json:
         _emit_json(hits)
     elif hits:
