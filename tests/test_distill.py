@@ -136,7 +136,7 @@ def test_imported_conversations_are_distilled_by_consolidate_a_slice_per_run(mak
         {"role": "user", "content": "谢谢", "created_at": (day + timedelta(days=i, minutes=2)).isoformat()},
     ]) for i, text in enumerate(["我喜欢喝白茶，每天下午都喝一壶", "我对花生过敏，吃了会起疹子",
                                  "I prefer pytest over unittest for every project"])]
-    assert m.import_conversations(convs, user_id="u1") == 9
+    assert m.import_conversations(convs, user_id="u1").turns == 9
     assert m.store.jobs(status=("queued", "running", "done")) == []  # an import never extracts inline
     first = m.consolidate()
     assert first.sweep is not None and (first.sweep.turns, first.sweep.left) == (5, 4)

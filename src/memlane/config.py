@@ -20,6 +20,9 @@ from pydantic import ValidationError as PydanticValidationError
 
 from memlane.errors import ConfigError
 
+# not from a seed: user, agent and session ids are keys and directory names; longer is a mistake
+MAX_ID_CHARS = 256
+
 PROFILES_NAMES = ("default", "file-archive", "scored-markdown", "progressive", "companion", "consolidator")
 
 
@@ -33,8 +36,20 @@ class StoreConfig(_Section):
     backend: Literal["sqlite", "postgres"] = "sqlite"
     postgres_dsn: str = ""
     busy_timeout_ms: int = Field(30_000, ge=0)  # long enough for bursts of writers in WAL mode
-    max_content_chars: int = Field(16_000, ge=1)  # one memory or turn; larger input is rejected
+    max_content_chars: int = Field(16_000, ge=1)  # one memory; larger input is rejected
+    # not from a seed: one conversation turn. People paste documents; LongMemEval has turns of
+    # 23,795 characters. Stored whole; only the first embedding.max_chars are embedded
+    max_turn_chars: int = Field(200_000, ge=1)
     max_import_bytes: int = Field(200_000_000, ge=1)
+    # not from a seed (issue 12): deleted text is zeroed in the file (SQLite secure_delete,
+    # FTS5 secure-delete for memories and episodes; turns' index optimized after a forgetting
+    # call, ~16 µs a stored turn). Off, forgotten text lingers in free pages and index
+    # segments until a VACUUM or merge
+    secure_delete: bool = True
+    # not from a seed: metadata / tool_calls are JSON the caller hands in; bounded so one
+    # record cannot bloat every export, or nest deep enough to break a JSON parser
+    max_metadata_bytes: int = Field(65_536, ge=2)
+    max_metadata_depth: int = Field(8, ge=1)
 
 
 class EmbeddingConfig(_Section):
@@ -121,6 +136,13 @@ class SearchConfig(_Section):
     dense_common_min_docs: int = Field(50, ge=1)  # smaller scopes keep every word
     keywords_max: int = Field(6, ge=1)  # seed 000: top 6 keywords
     activate_on_hit: bool = True  # seed 001/004: a hit updates last_activated / count
+    # Not from a seed (issue 13, 18): the absolute relevance (`Hit.score`) below which a memory is
+    # not injected by build_context nor returned by the search_memory / recall_memory tools.
+    # Seed 000's "无命中时不注入" with a score every embedder shares; calibrated on a few food,
+    # allergy and coding memories: unrelated queries ("quantum chromodynamics", "天气怎么样",
+    # "xylophone", "Tell me a joke") score ≤ 0.2 with the hash embedder and 0 with e5, related
+    # ones ≥ 0.33 with both.
+    min_relevance: float = Field(0.3, ge=0, le=1)
     default_limit: int = Field(10, ge=1)
     # Not from a seed (issue 3, scale): a scope holding at least this many vectors is searched
     # through an HNSW cache (store/vindex.py) rebuilt from SQLite; below it sqlite-vec scans
@@ -277,6 +299,12 @@ class ExtractionConfig(_Section):
     worker_stop_seconds: float = Field(5.0, ge=0)  # not from a seed: close() waits this long for a busy worker
     related_per_turn: int = Field(5, ge=0)  # seed 003: the memories retrieval returned, per user turn
     heuristic_confidence: float = Field(0.8, ge=0, le=1)  # not from a seed: patterns guess less surely
+    # not from a seed: the offline patterns read sentences up to this long. A longer run of text
+    # (a pasted log or document; turns may hold 200,000 characters) is no statement of the
+    # user's, and matching the patterns costs time quadratic in it (40k chars: 27 s; 1k: 20 ms)
+    heuristic_max_sentence_chars: int = Field(1_000, ge=16)
+    # not from a seed: how many earlier turns "记住这个 / forget that" may point back to
+    command_context_turns: int = Field(6, ge=1)
 
 
 class ArchiveConfig(_Section):

@@ -28,6 +28,7 @@ from typing import Any, Literal
 
 from pydantic import ValidationError as PydanticValidationError
 
+from memlane import validate
 from memlane.config import Config
 from memlane.errors import ExtractionError, ValidationError
 from memlane.llm import LLM
@@ -252,6 +253,11 @@ def _operation(item: Any, *, lookup: Lookup, config: Config, now: datetime, sour
     except PydanticValidationError as exc:
         err = exc.errors()[0]
         raise ValidationError(".".join(str(p) for p in err["loc"]) or "op", err["msg"]) from None
+    # an LLM's reply is input too: the rules the API applies (lone surrogates, control characters)
+    for name in ("subject", "predicate", "reason", "category"):
+        validate.optional_text(name, getattr(ans, name), config.store.max_content_chars)
+    if ans.id is not None:
+        validate.memory_id(ans.id, "id")
 
     if kind == "SKIP":
         return Operation("SKIP", reason=ans.reason or "")
@@ -275,7 +281,7 @@ def _operation(item: Any, *, lookup: Lookup, config: Config, now: datetime, sour
     contradicts = []
     for cid in ans.contradicts:
         cid = str(cid).strip().strip("[]")
-        if lookup(cid) is None:
+        if not validate.MEMORY_ID.fullmatch(cid) or lookup(cid) is None:
             log.warning("extraction: ADD %r contradicts unknown memory %r; ignored", content, cid)
         else:
             contradicts.append(cid)
@@ -294,9 +300,7 @@ def _content(value: str | None, config: Config) -> str | None:
     text = " ".join(value.split())
     if not text:
         return None
-    if len(text) > config.store.max_content_chars:
-        raise ValidationError("content", f"is {len(text)} characters; the limit is {config.store.max_content_chars}")
-    return text
+    return validate.text("content", text, config.store.max_content_chars)
 
 
 def _category(value: str | None, config: Config, default: str | None) -> str | None:

@@ -290,7 +290,8 @@ class JobRunner:
         if session is None:
             return None
         done = int(session.metadata.get("commands_through", 0))
-        turns = [t for t in self.store.get_turns(scope, session_id=session_id) if t.seq > done - 2]
+        turns = [t for t in self.store.get_turns(scope, session_id=session_id)
+                 if t.seq > done - self.config.extraction.command_context_turns]
         ops = commands(turns, self.config, now=now, after_seq=done)
         if not turns or not ops:
             return None

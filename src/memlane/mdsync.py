@@ -21,7 +21,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from memlane import userprofile
+from memlane import userprofile, validate
 from memlane.errors import ValidationError
 from memlane.markdown import (
     MdEntry,
@@ -114,13 +114,12 @@ def _edit(mem: Memory, e: MdEntry, old: MemoryRecord, w: Written | None, name: s
 
 
 def _check(mem: Memory, e: MdEntry, name: str, *, content: bool, category: bool = True) -> None:
-    cats = mem.config.policy.categories
-    if category and e.category not in cats:
-        raise ValidationError(f"{name} line {e.line}: category",
-                              f"unknown category {e.category!r}; allowed: {', '.join(cats)}")
-    limit = mem.config.store.max_content_chars
-    if content and len(e.content) > limit:
-        raise ValidationError(f"{name} line {e.line}: content", f"is {len(e.content)} characters; the limit is {limit}")
+    """The checks the API applies (memlane.validate), before anything is written."""
+    if category:
+        validate.category(f"{name} line {e.line}: category", e.category, mem.config.policy.categories,
+                          mem.config.profile)
+    if content:
+        validate.memory_text(f"{name} line {e.line}: content", e.content, mem.config.store.max_content_chars)
 
 
 def apply_operations(mem: Memory, scope: Scope, ops: list[MdOperation], name: str = "MEMORY.md") -> list[MemoryRecord]:
