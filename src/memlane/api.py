@@ -340,11 +340,12 @@ class Memory:
         jobs that are due (left queued while the scope was busy); the new job's report."""
         job = self.jobs.enqueue(scope, session_id, self.clock(), through_seq)
         now = self.clock()
+        earlier: JobReport | None = None
         for old in self.store.jobs(scope=scope, due_before=now, status=("queued",), limit=100):
             if old.session_id == session_id and (job is None or old.id != job.id):
-                self.jobs.run_contained(old, now, self.llm)
-        if job is None:
-            return None
+                earlier = self.jobs.run_contained(old, now, self.llm)
+        if job is None:  # nothing new: a job still waiting (backed off), else the one just rerun
+            return self.jobs.pending(scope, session_id) or earlier
         report = self.jobs.run_contained(job, self.clock(), self.llm)
         if report.status == "locked" and self._waiting.on and self._worker is not None:
             # our own worker may have picked the job up: the caller asked to wait, so wait
@@ -386,9 +387,14 @@ class Memory:
                 return None
             count = int(session.metadata.get("user_messages_since_extract", 0)) + qualifying
             session.metadata["user_messages_since_extract"] = count
+            # the cap counts the runs triggered, not only those finished: a busy worker must not
+            # let a chatty session queue one job per turn past max_per_session
+            triggered = int(session.metadata.get("in_session_extractions", 0))
+            if count < cfg.every_n_user_messages or max(triggered, session.extraction_count) >= cfg.max_per_session:
+                self.store.put_session(session)
+                return None
+            session.metadata["in_session_extractions"] = triggered + 1
             self.store.put_session(session)
-        if count < cfg.every_n_user_messages or session.extraction_count >= cfg.max_per_session:
-            return None
         if self._background():
             return self._queue_extraction(scope, session_id)
         return self._extract_now(scope, session_id, None)

@@ -9,6 +9,7 @@ Seeds are the five design documents in shared/seeds/: 000 file-archive, 001 scor
 
 from __future__ import annotations
 
+import copy
 import os
 import tomllib
 from pathlib import Path
@@ -213,6 +214,10 @@ class PolicyConfig(_Section):
     # lifecycle (issue 6)
     review_keep_score: float = Field(0.5, ge=0, le=1)  # seed 003: a decay review's KEEP resets importance to 0.5
     verified_never_decays: bool = True  # seed 003: verified=True (the user confirmed it) is kept
+    # seed 001 §3.4: "每次 Merge 触发时" every merge (an extraction job applying its operations)
+    # first decays the scope's memories to now (`decayed_at` keeps consolidate from decaying
+    # twice) and archives those below archive_below; off where the seed decays on a schedule only
+    decay_on_merge: bool = True
     expired_todo_factor: float = Field(0.5, ge=0, le=1)  # seed 001 §6 phase 1.5: an expired todo is down-scored and archived
     used_overlap: float = Field(0.3, ge=0, le=1)  # not from a seed: offline "was it used?" keyword share (seed 003 asks an LLM)
 
@@ -268,6 +273,16 @@ class ExtractionConfig(_Section):
     max_boosts_per_job: int = Field(20, ge=0)
     max_deletes_per_job: int = Field(3, ge=0)
     every_n_user_messages: int = Field(0, ge=0)  # 0: only on end_session / explicit calls
+    # seed 001 §3.2/5.1 "会话空闲超时自动归档": a session whose last turn is this old gets its
+    # unextracted turns queued by the scheduler's poll, the worker and consolidate. The seed
+    # names no duration; 30 min is not from a seed. 0: no idle trigger (consolidate's sweep,
+    # seed 002 §7 process_unextracted_turns, then takes every session's unextracted turns)
+    idle_minutes: float = Field(30.0, ge=0)
+    # not from a seed: one sweep queues at most this many unextracted turns (a 100k-turn
+    # import is distilled over several runs, each reporting what is left), in jobs of at
+    # most sweep_job_turns turns (a failure retries one slice, not the whole import)
+    sweep_max_turns: int = Field(2000, ge=1)
+    sweep_job_turns: int = Field(200, ge=1)
     existing_top_n: int = Field(50, ge=1)  # seed 001 §3.2 token control
     history_token_limit: int = Field(8000, ge=1)  # seed 001 §3.2: compress longer histories first
     backoff_seconds: list[int] = [600, 1800, 7200, 21600, 43200]  # seed 000: 10m→30m→2h→6h→12h
@@ -383,7 +398,9 @@ class Config(_Section):
         if profile not in PROFILES:
             raise ConfigError(f"profile: unknown profile {profile!r}; choose one of {', '.join(PROFILES)}")
         data: dict[str, Any] = {"profile": profile}
-        _merge(data, PROFILES[profile])
+        # a copy: merging the overrides below into the profile's own dicts would change the
+        # profile for every later load in this process
+        _merge(data, copy.deepcopy(PROFILES[profile]))
         if toml_path is not None and toml_path.exists():
             try:
                 file_data = tomllib.loads(toml_path.read_text(encoding="utf-8"))
@@ -473,6 +490,7 @@ PROFILES: dict[str, dict[str, Any]] = {
             "categories": ["fact", "preference", "skill", "error", "rule"],
             "delete_below": 0.1,
             "demote_below": 0.3,
+            "decay_on_merge": False,  # seed 002 §7: compute_decay runs in the nightly pass
         },
         "context": {"auto_inject_memories": False},
         # seed 002 §6: extract_from_turn_v2 on user messages, ≤5 per session, ≥30 chars
@@ -491,8 +509,11 @@ PROFILES: dict[str, dict[str, Any]] = {
                 "*": {"grace_days": 7, "daily_factor": 0.95, "delete_below": 0.1},
             },
             "boost_amount": 0.1,  # seed 003: +0.3 on a 0–3 scale
+            "decay_on_merge": False,  # seed 003: MemoryManager decays in a scheduled task
         },
         "search": {"activate_on_hit": False},  # seed 003: retrieval alone never boosts
+        # seed 003: the monitor (后台小祥) runs after every turn, within seed 002 §6's ≤5 per session
+        "extraction": {"every_n_user_messages": 1, "min_message_chars": 1},
         "session": {"compaction_cap": 30, "episode_memory": True},
     },
     "consolidator": {  # seed 004
