@@ -27,6 +27,7 @@ from memlane import archive, markdown
 from memlane.errors import NotFound, ValidationError
 from memlane.indexing import content_hash, vector_key
 from memlane.models import Episode, MemoryRecord, Scope, Turn
+from memlane.store import Store
 
 if TYPE_CHECKING:
     from memlane.api import Memory
@@ -54,6 +55,16 @@ def _vector_hashes(memory: Memory, texts: Sequence[str]) -> list[str]:
 
 def _episode_texts(episodes: Sequence[Episode]) -> list[str]:
     return [e.summary for e in episodes]
+
+
+def after_rule_deletes(store: Store, max_chars: int, records: Sequence[MemoryRecord]) -> int:
+    """Deletions by extraction or consolidation, once committed: the embedding-cache entries
+    of their text and the cache files that may hold it (the audit keeps it, for an undo)."""
+    if not records:
+        return 0
+    n = store.cache_forget([content_hash(vector_key(r.content, max_chars)) for r in records if r.content])
+    store.forget_files(["memories"])
+    return n
 
 
 def after_delete(memory: Memory, scope: Scope, record: MemoryRecord, *, hard: bool) -> ForgetReport:

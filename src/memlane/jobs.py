@@ -25,6 +25,7 @@ from typing import Literal
 
 import numpy as np
 
+from memlane import forget
 from memlane.config import Config
 from memlane.embeddings import Embedder
 from memlane.errors import MemlaneError
@@ -338,6 +339,7 @@ class JobRunner:
         for mem in report.added:  # seed 004 §11.2
             if mem.score >= self.config.events.important_score:
                 self.events.emit(Event.memory_important(scope, mem.id, mem.content, mem.category, mem.score, now))
+        forget.after_rule_deletes(self.store, self.config.embedding.max_chars, report.deleted)
         for mem in report.deleted:
             self.events.emit(Event.memory_deleted(scope, mem.id, mem.content, mem.category, "extract",
                                                   "deleted by extraction", now))
@@ -423,6 +425,7 @@ class JobRunner:
         elif op.op == "DELETE":
             self.store.delete_memory(scope, mem.id)
             self.store.add_event(scope, mem.id, "DELETE", mem.snapshot(), None, actor, op.reason, now)
+            self.store.mark_forgetting()  # a crash before _announce: the next open scrubs the files
             report.deleted.append(mem)
 
     def _add(self, op: Operation, scope: Scope, job: ExtractionJob, now: datetime, vec: np.ndarray,

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from memlane import markdown, mdsync, userprofile
+from memlane import forget, markdown, mdsync, userprofile
 from memlane.errors import MemlaneError, ValidationError
 from memlane.events import Event
 from memlane.jobs import JobReport
@@ -359,6 +359,7 @@ class _Pass:
         if not self.dry_run:
             self.store.delete_memory(self.scope, mem.id)
             self.store.add_event(self.scope, mem.id, "DELETE", mem.snapshot(), None, ACTOR, f"{step}: {reason}", self.now)
+            self.store.mark_forgetting()  # a crash before announce: the next open scrubs the files
             self.deleted.append((mem, f"{step}: {reason}"))
             self.removed.append(mem)
 
@@ -366,6 +367,7 @@ class _Pass:
         """`memory.deleted` events, once the step's transaction committed."""
         from memlane.events import Event
 
+        forget.after_rule_deletes(self.store, self.cfg.embedding.max_chars, [m for m, _ in self.deleted])
         for mem, reason in self.deleted:
             self.memory.events.emit(Event.memory_deleted(self.scope, mem.id, mem.content, mem.category, ACTOR,
                                                          reason, self.now))
