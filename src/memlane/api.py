@@ -32,7 +32,7 @@ from memlane import undo as undoing
 from memlane.config import MAX_ID_CHARS, Config
 from memlane.context import Context, build_context
 from memlane.embeddings import Embedder, make_embedder
-from memlane.errors import NotFound, ValidationError
+from memlane.errors import MemlaneError, NotFound, ValidationError
 from memlane.events import Event, EventBus, RuleResult
 from memlane.heuristic import is_command
 from memlane.importers import Conversation, ConversationImport, message_key
@@ -894,8 +894,13 @@ class Memory:
             return
         if self._indexer is not None:
             self._indexer.notify()
-        else:
+            return
+        try:
             self.flush()
+        except MemlaneError as exc:
+            # the write itself is committed: failing the call now would make a caller retry
+            # (and store it twice); the rows stay unembedded for the next flush to pick up
+            log.warning("embedding deferred, rows stay queued for the next flush: %s", exc)
 
     def _embed_one(self, text: str) -> np.ndarray:
         return embed_cached(self.store, self.embedder, [vector_key(text, self.config.embedding.max_chars)])[0]

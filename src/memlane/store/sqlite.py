@@ -122,27 +122,67 @@ class SQLiteStore:
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
-        """One write transaction; nested calls become savepoints of the outer one."""
+        """One write transaction; nested calls become savepoints of the outer one. SQLite's
+        own failures (disk full, I/O, a lock held past busy_timeout_ms) leave it rolled back
+        and surface as BackendError: nothing of the transaction was stored."""
         with self._lock:
             depth = self._depth
-            self._conn.execute("BEGIN IMMEDIATE" if depth == 0 else f"SAVEPOINT sp{depth}")
+            try:
+                self._conn.execute("BEGIN IMMEDIATE" if depth == 0 else f"SAVEPOINT sp{depth}")
+            except apsw.Error as exc:
+                raise self._failure(exc) from exc
             self._depth += 1
             try:
                 yield
-            except BaseException:
+            except BaseException as exc:
                 self._depth -= 1
-                if depth == 0:
-                    self._conn.execute("ROLLBACK")
-                else:
-                    self._conn.execute(f"ROLLBACK TO sp{depth}; RELEASE sp{depth}")
+                self._rollback(depth)
+                if isinstance(exc, apsw.Error):
+                    raise self._failure(exc) from exc
                 raise
             else:
                 self._depth -= 1
-                self._conn.execute("COMMIT" if depth == 0 else f"RELEASE sp{depth}")
+                try:
+                    self._conn.execute("COMMIT" if depth == 0 else f"RELEASE sp{depth}")
+                except apsw.Error as exc:
+                    self._rollback(depth)
+                    raise self._failure(exc) from exc
+
+    def _rollback(self, depth: int) -> None:
+        try:
+            if depth == 0:
+                if not self._conn.getautocommit():  # a failed COMMIT may have ended it already
+                    self._conn.execute("ROLLBACK")
+            else:
+                self._conn.execute(f"ROLLBACK TO sp{depth}; RELEASE sp{depth}")
+        except apsw.Error:  # the outer transaction's own rollback or failure reports it
+            pass
+
+    def _failure(self, exc: apsw.Error, *, write: bool = True) -> BackendError:
+        """What went wrong in SQLite, and what to do about it."""
+        if isinstance(exc, apsw.FullError):
+            why = "the disk (or the database's size limit) is full; free some space, then retry"
+        elif isinstance(exc, apsw.IOError):
+            why = ("a file could not be written or read (a full disk, a file size limit or an I/O "
+                   "fault); free some space or check the disk, then retry")
+        elif isinstance(exc, apsw.BusyError | apsw.LockedError):
+            why = (f"another process held the database for longer than store.busy_timeout_ms "
+                   f"({self._busy_timeout_ms} ms); retry, or raise the timeout")
+        elif isinstance(exc, apsw.ReadOnlyError | apsw.PermissionsError | apsw.CantOpenError):
+            why = "the database file or its directory cannot be written; check its permissions"
+        elif isinstance(exc, apsw.CorruptError | apsw.NotADBError):
+            why = "the database file is damaged; restore it from a backup or a `memlane export`"
+        else:
+            why = "SQLite failed"
+        done = "; nothing of this write was stored" if write else ""
+        return BackendError(f"{self.path}: {why} ({type(exc).__name__}: {exc}){done}")
 
     def _q(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> list[tuple[Any, ...]]:
         with self._lock:
-            return list(self._conn.execute(sql, params))
+            try:
+                return list(self._conn.execute(sql, params))
+            except (apsw.FullError, apsw.IOError, apsw.BusyError, apsw.CorruptError) as exc:
+                raise self._failure(exc, write=False) from exc
 
     def _x(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> int:
         """Execute a write; returns the rows changed."""
