@@ -23,6 +23,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/scale.py
 	$(BIN)/python bench/lifecycle.py
 	$(BIN)/python bench/llm_cost.py
+	$(BIN)/python bench/reliability.py
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests bench

@@ -297,7 +297,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         user = f"locomo-{name}"
         sessions = locomo_sessions(conv)
         with Timer() as t_ingest:
-            n_turns += mem.import_conversations(sessions, user_id=user, embed=False)
+            n_turns += mem.import_conversations(sessions, user_id=user, embed=False).turns
         ingest_s += t_ingest.seconds
         with Timer() as t_embed:
             mem.flush()

@@ -40,7 +40,8 @@ def test_bad_input_names_the_field_and_writes_nothing(memory, call, field):
 def test_a_bad_message_in_a_batch_writes_none_of_it(memory):
     good = {"role": "user", "content": "first"}
     with pytest.raises(ValidationError, match=r"messages\[1\]\.content"):
-        memory.add_messages("s1", [good, {"role": "user", "content": "y" * 20_000}], user_id="u1")
+        too_long = "y" * (memory.config.store.max_turn_chars + 1)
+        memory.add_messages("s1", [good, {"role": "user", "content": too_long}], user_id="u1")
     assert memory.store.raw_count("turns") == 0
     assert memory.store.raw_count("sessions") == 0
 

@@ -155,12 +155,16 @@ def test_relevant_memories_are_tagged_cut_and_at_most_five(memory: Memory):
     assert block.tokens <= 2048
 
 
-def test_injected_memories_count_as_activated_per_profile(make_memory, tmp_path: Path):
-    for profile, activated in (("default", 1), ("file-archive", 0)):
+def test_injected_memories_are_not_counted_as_used(make_memory, tmp_path: Path):
+    # issue 13: being shown is not being used (seed 003); a search the agent runs is
+    for profile in ("default", "file-archive"):
         memory = make_memory(profile, home=tmp_path / profile)
         rec = memory.add("the user keeps bees in the garden", user_id="u", importance="low")
-        memory.build_context(None, "bees", user_id="u")
-        assert memory.get(rec.id, user_id="u").activation_count == activated, profile
+        assert [h.id for h in memory.build_context(None, "bees", user_id="u").memories] == [rec.id]
+        assert memory.get(rec.id, user_id="u").activation_count == 0, profile
+        memory.tools(user_id="u").call("search_memory", {"query": "bees"})
+        used = 0 if profile == "file-archive" else 1  # seed 000 never counts hits
+        assert memory.get(rec.id, user_id="u").activation_count == used, profile
 
 
 def test_progressive_profile_injects_no_memories_and_says_so(make_memory):

@@ -70,7 +70,7 @@ def test_a_bad_llm_answer_is_an_error_not_a_silent_nothing(make_memory: MakeMemo
     with pytest.raises(BackendError):
         mem.feedback("s1", "别这么绷着。", user_id="u1")
     assert mem.get(m.id, user_id="u1").score == 0.6
-    assert mem.get_session("s1", user_id="u1").metadata["injected"] == [m.id]  # can be judged again
+    assert m.id in mem.get_session("s1", user_id="u1").metadata["injected"]  # can be judged again
 
 
 def test_nothing_injected_nothing_boosted(make_memory: MakeMemory) -> None:

@@ -145,3 +145,33 @@ def test_cli_export_import_and_archive(tmp_path: Path) -> None:
     turns = json.loads(run(tmp_path / "new", "search", "cloudflare", "--in", "turns", "--user", "lin", "--json").stdout)
     assert turns[0]["turn"]["archived"] == "true"
     assert "# Agent Memory" in run(tmp_path, "export", "--format", "md", "--user", "lin").stdout
+
+
+def _memory_line(memory: Memory, **changes: object) -> str:
+    line = next(x for x in memory.export(user_id="u1").splitlines() if '"type": "memory"' in x)
+    obj = json.loads(line)
+    obj["record"].update(changes)
+    return json.dumps(obj)
+
+
+@pytest.mark.parametrize(("changes", "field"), [
+    ({"content": ""}, "memory.content"),
+    ({"content": "x" * 100_000}, "memory.content"),
+    ({"category": "NOT-A-CATEGORY"}, "memory.category"),
+    ({"id": "i" * 10_000}, "memory.id"),
+    ({"id": "x]\n### fact"}, "memory.id"),
+    ({"metadata": {"a": {"b": {"c": {"d": {"e": {"f": {"g": {"h": {"i": 1}}}}}}}}}}, "memory.metadata.a.b.c.d.e.f.g.h"),
+    ({"content": "bad \ud800"}, "memory.content"),
+])
+def test_an_export_file_is_held_to_the_api_rules(memory: Memory, tmp_path: Path, changes: dict, field: str) -> None:
+    populate(memory)
+    lines = memory.export(user_id="u1").splitlines()
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("\n".join([*lines, _memory_line(memory, **changes)]), encoding="utf-8")
+    with pytest.raises(ValidationError) as info:
+        memory.import_(bad, user_id="u3")
+    assert info.value.field == field and f"line {len(lines) + 1}" in str(info.value)
+    assert memory.stats(user_id="u3").turns == 0 and memory.list(user_id="u3") == []
+    # the scope that was not touched still round-trips through MEMORY.md
+    memory.md_export(user_id="u1")
+    assert memory.md_import(user_id="u1", dry_run=True) == []

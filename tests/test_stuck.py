@@ -21,7 +21,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memlane.config import LLMConfig
-from memlane.errors import BackendError
+from memlane.errors import BackendError, ValidationError
 from memlane.lease import Lease, ScopeLock
 from memlane.lifecycle import Scheduler
 from memlane.llm.client import OpenAICompatibleLLM
@@ -331,8 +331,16 @@ def test_the_cli_lists_a_busy_scope(make_memory, tmp_path):
     assert "skipped u1" in run(tmp_path, "consolidate", "--all").stderr
 
 
+def _valid_id(value: str) -> bool:
+    try:
+        Scope.of(value)
+    except ValidationError:
+        return False
+    return True
+
+
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.text(min_size=1, max_size=256).filter(str.strip), min_size=2, max_size=2, unique=True))
+@given(st.lists(st.text(min_size=1, max_size=256).filter(_valid_id), min_size=2, max_size=2, unique=True))
 def test_every_valid_id_has_its_own_short_directory_name(ids):
     home = Path("/home")
     names = [scope_dir(home, Scope.of(i)).name for i in ids]

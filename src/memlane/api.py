@@ -10,33 +10,44 @@ import builtins
 import logging
 import threading
 from collections.abc import Callable, Iterable, Sequence
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 import numpy as np
-from pydantic import ValidationError as PydanticValidationError
 
 from memlane import archive as files_archive
-from memlane import lifecycle, markdown, mdsync, portable, review, sessions, userprofile
+from memlane import (
+    forget,
+    lifecycle,
+    markdown,
+    mdsync,
+    portable,
+    review,
+    sessions,
+    userprofile,
+    validate,
+)
 from memlane import undo as undoing
-from memlane.config import Config
+from memlane.config import MAX_ID_CHARS, Config
 from memlane.context import Context, build_context
 from memlane.embeddings import Embedder, make_embedder
-from memlane.errors import NotFound, ValidationError
+from memlane.errors import MemlaneError, NotFound, ValidationError
 from memlane.events import Event, EventBus, RuleResult
 from memlane.heuristic import is_command
-from memlane.importers import Conversation
+from memlane.importers import Conversation, ConversationImport, message_key
 from memlane.indexing import BackgroundIndexer, QueryCache, embed_cached, index_pending, vector_key
 from memlane.jobs import JobReport, JobRunner
 from memlane.llm import LLM, make_llm
 from memlane.models import (
     Corpus,
     Episode,
+    EventKind,
     Hit,
     MemoryEvent,
     MemoryRecord,
     Message,
+    Role,
     Scope,
     Scratchpad,
     Session,
@@ -47,7 +58,7 @@ from memlane.models import (
     utcnow,
 )
 from memlane.policy import initial_score
-from memlane.search import Filters
+from memlane.search import NULL_TEXTS, Filters
 from memlane.search import search as run_search
 from memlane.store import Store, open_store
 from memlane.text import estimate_tokens
@@ -84,6 +95,7 @@ class Memory:
         self.embedder: Embedder = embedder or make_embedder(self.config.embedding)
         self.store.ensure_vectors(self.embedder.model_id, self.embedder.dimensions)
         self._query_vector = QueryCache(self.embedder)
+        self._nulls: np.ndarray | None = None
         self._indexer: BackgroundIndexer | None = None
         self._importing = False
         self._jobs: JobRunner | None = None
@@ -143,12 +155,25 @@ class Memory:
         user_id: str,
         agent_id: str | None = None,
     ) -> list[Turn]:
-        """Store conversation turns durably (one transaction), before anything else runs."""
+        """Store conversation turns durably (one transaction), before anything else runs.
+
+        Every message is checked first; a refused one names itself (`messages[3].content`)
+        and nothing is stored."""
         scope = Scope.of(user_id, agent_id)
-        _require_text("session_id", session_id, 256)
-        msgs = [self._message(i, m) for i, m in enumerate(messages)]
+        validate.ident("session_id", session_id)
+        msgs = self._messages(messages)
+        return self._store_turns(scope, session_id, msgs)
+
+    def _messages(self, messages: Any, field: str = "messages") -> _list[Message]:
+        if isinstance(messages, str | bytes | dict | Message) or not isinstance(messages, Iterable):
+            raise ValidationError(field, f"must be a list of messages, got {type(messages).__name__}")
+        msgs = [self._message(i, m, field) for i, m in enumerate(messages)]
         if not msgs:
-            raise ValidationError("messages", "must contain at least one message")
+            raise ValidationError(field, "must contain at least one message")
+        return msgs
+
+    def _store_turns(self, scope: Scope, session_id: str, msgs: Sequence[Message],
+                     import_keys: Sequence[str] | None = None) -> _list[Turn]:
         now = self.clock()
         turns: list[Turn] = []
         with self.store.transaction():
@@ -164,7 +189,7 @@ class Memory:
                     created_at=msg.created_at or now, token_count=estimate_tokens(msg.content),
                     metadata=msg.metadata,
                 )
-                self.store.insert_turn(turn)
+                self.store.insert_turn(turn, import_keys[len(turns)] if import_keys else None)
                 turns.append(turn)
                 seq += 1
             self._index_neighbours(scope, session_id, turns[0].seq, turns[-1].seq)
@@ -205,29 +230,31 @@ class Memory:
             context = " ".join(by_seq[s][1] for s in range(seq - w, seq + w + 1) if s != seq and s in by_seq)
             self.store.set_turn_context(by_seq[seq][0], by_seq[seq][1], context)
 
-    def _message(self, index: int, raw: Message | dict[str, Any]) -> Message:
+    def _message(self, index: int, raw: Any, field: str = "messages") -> Message:
+        """One message, every field checked by `memlane.validate`; errors name `messages[i].field`."""
+        at = f"{field}[{index}]"
         if isinstance(raw, Message):
-            msg = raw
-        elif isinstance(raw, dict):
-            try:
-                msg = Message.model_validate({**raw, "content": raw.get("content") or ""})
-            except PydanticValidationError as exc:
-                err = exc.errors()[0]
-                where = ".".join(str(p) for p in err["loc"])
-                raise ValidationError(f"messages[{index}].{where}", err["msg"]) from None
-        else:
-            raise ValidationError(f"messages[{index}]", f"must be a dict or Message, got {type(raw).__name__}")
-        if not msg.content.strip() and not msg.tool_calls:
-            raise ValidationError(f"messages[{index}].content", "must not be empty")
-        limit = self.config.store.max_content_chars
-        if len(msg.content) > limit:
-            raise ValidationError(
-                f"messages[{index}].content",
-                f"is {len(msg.content)} characters; the limit is {limit} (store.max_content_chars)",
-            )
-        if msg.created_at is not None and msg.created_at.tzinfo is None:
-            msg = msg.model_copy(update={"created_at": msg.created_at.replace(tzinfo=UTC)})
-        return msg
+            raw = {k: getattr(raw, k) for k in Message.model_fields}
+        if not isinstance(raw, dict):
+            raise ValidationError(at, f"must be a dict or Message, got {type(raw).__name__}")
+        unknown = [k for k in raw if k not in Message.model_fields]
+        if unknown:
+            raise ValidationError(f"{at}.{validate.key_name(unknown[0])}",
+                                  f"unknown field; known: {', '.join(Message.model_fields)}")
+        store = self.config.store
+        calls = validate.tool_calls(f"{at}.tool_calls", raw.get("tool_calls"), store) or None
+        content = raw.get("content")
+        content = "" if content is None and calls else content
+        validate.text(f"{at}.content", content, store.max_turn_chars, setting="store.max_turn_chars",
+                      required=not calls, controls=True)
+        return Message(
+            role=validate.choice(f"{at}.role", raw.get("role", "user"), get_args(Role)),
+            content=content,
+            name=validate.optional_text(f"{at}.name", raw.get("name"), MAX_ID_CHARS, controls=True),
+            tool_calls=calls,
+            created_at=validate.optional_when(f"{at}.created_at", raw.get("created_at")),
+            metadata=validate.metadata(f"{at}.metadata", raw.get("metadata"), store),
+        )
 
     def end_session(self, session_id: str, *, user_id: str, agent_id: str | None = None,
                     wait: bool | None = None) -> list[RuleResult]:
@@ -238,6 +265,7 @@ class Memory:
         written without it, the background worker then running both with the LLM, so this
         returns at once; `wait=True` (or `extraction.wait_for_llm`) runs them here."""
         scope = Scope.of(user_id, agent_id)
+        validate.ident("session_id", session_id)
         session = self.store.get_session(scope, session_id)
         if session is None:
             raise NotFound(f"session {session_id!r} not found for user {user_id!r}")
@@ -301,6 +329,8 @@ class Memory:
         back-off; the turns are safe either way. Example: `m.extract("s1", user_id="lin").stats`.
         """
         scope = Scope.of(user_id, agent_id)
+        validate.ident("session_id", session_id)
+        validate.optional_integer("through_seq", through_seq, 0)
         if self.store.get_session(scope, session_id) is None:
             raise NotFound(f"session {session_id!r} not found for user {user_id!r}")
         report = self._extract_now(scope, session_id, through_seq)
@@ -311,18 +341,20 @@ class Memory:
 
     def drain(self, now: datetime | None = None, *, limit: int = 100) -> _list[JobReport]:
         """Run every extraction job that is due (queued, or claimed by a worker that died)."""
-        return self.jobs.drain(now or self.clock(), self.llm, limit)
+        now = validate.optional_when("now", now)
+        return self.jobs.drain(now or self.clock(), self.llm, validate.integer("limit", limit, 1))
 
     def _extract_now(self, scope: Scope, session_id: str, through_seq: int | None) -> JobReport | None:
         """Queue the session's new turns and run that job here, after the session's earlier
         jobs that are due (left queued while the scope was busy); the new job's report."""
         job = self.jobs.enqueue(scope, session_id, self.clock(), through_seq)
         now = self.clock()
+        earlier: JobReport | None = None
         for old in self.store.jobs(scope=scope, due_before=now, status=("queued",), limit=100):
             if old.session_id == session_id and (job is None or old.id != job.id):
-                self.jobs.run_contained(old, now, self.llm)
-        if job is None:
-            return None
+                earlier = self.jobs.run_contained(old, now, self.llm)
+        if job is None:  # nothing new: a job still waiting (backed off), else the one just rerun
+            return self.jobs.pending(scope, session_id) or earlier
         report = self.jobs.run_contained(job, self.clock(), self.llm)
         if report.status == "locked" and self._waiting.on and self._worker is not None:
             # our own worker may have picked the job up: the caller asked to wait, so wait
@@ -349,7 +381,7 @@ class Memory:
         max_per_session times a session (seed 002 §6)."""
         cfg = self.config.extraction
         users = [t for t in turns if t.role == "user"]
-        if any(is_command(t.content) for t in users):
+        if any(is_command(t.content, self.config.extraction.heuristic_max_sentence_chars) for t in users):
             applied = self.jobs.apply_commands(scope, session_id, self.clock())
             if applied is not None and applied.status == "locked" and self._background():
                 self.worker.notify()  # queued as a job: the worker applies them once the scope is free
@@ -364,9 +396,14 @@ class Memory:
                 return None
             count = int(session.metadata.get("user_messages_since_extract", 0)) + qualifying
             session.metadata["user_messages_since_extract"] = count
+            # the cap counts the runs triggered, not only those finished: a busy worker must not
+            # let a chatty session queue one job per turn past max_per_session
+            triggered = int(session.metadata.get("in_session_extractions", 0))
+            if count < cfg.every_n_user_messages or max(triggered, session.extraction_count) >= cfg.max_per_session:
+                self.store.put_session(session)
+                return None
+            session.metadata["in_session_extractions"] = triggered + 1
             self.store.put_session(session)
-        if count < cfg.every_n_user_messages or session.extraction_count >= cfg.max_per_session:
-            return None
         if self._background():
             return self._queue_extraction(scope, session_id)
         return self._extract_now(scope, session_id, None)
@@ -379,28 +416,56 @@ class Memory:
         agent_id: str | None = None,
         progress: Callable[[int], None] | None = None,
         embed: bool = True,
-    ) -> int:
-        """Store parsed conversations (see `memlane.importers`) in one transaction; returns turns.
+    ) -> ConversationImport:
+        """Store parsed conversations (see `memlane.importers`), all or nothing, in one transaction.
 
-        `embed=False` leaves the vectors to the background indexer or the next `flush()`."""
-        count = 0
+        Every message is checked before anything is written; a refused one fails the import
+        and is named (`sessions[2].messages[5].content`, with the file and session). Each
+        message has a stable identity (file, session, position, role, content), so importing
+        the same file again — after a crash, say — skips what is stored: `.skipped` says how
+        many. `embed=False` leaves the vectors to the background indexer or the next `flush()`."""
+        Scope.of(user_id, agent_id)
+        if isinstance(conversations, Conversation) or not isinstance(conversations, Iterable):
+            raise ValidationError("conversations", "must be a list of Conversation (see memlane.importers)")
+        plan: _list[tuple[Scope, str, _list[Message], _list[str]]] = []
+        for i, conv in enumerate(conversations):
+            where = f"sessions[{i}]"
+            if not isinstance(conv, Conversation):
+                raise ValidationError(where, f"must be a Conversation, got {type(conv).__name__}")
+            try:
+                scope = Scope.of(user_id if conv.user_id is None else conv.user_id, agent_id)
+                sid = validate.ident(f"{where}.session_id", conv.session_id)
+                msgs = self._messages(conv.messages, f"{where}.messages")
+            except ValidationError as exc:
+                origin = f"{conv.source}, " if conv.source else ""
+                raise ValidationError(exc.field, f"{str(exc)[len(exc.field) + 2:]} ({origin}session "
+                                                 f"{str(conv.session_id)[:60]!r}); nothing was imported") from None
+            keys = [message_key(conv.source, sid, j, m.role, m.content) for j, m in enumerate(msgs)]
+            plan.append((scope, sid, msgs, keys))
+        stored = skipped = 0
         self._importing = True
         try:
             with self.store.transaction():
-                for conv in conversations:
-                    count += len(self.add_messages(conv.session_id, conv.messages,
-                                                   user_id=conv.user_id or user_id, agent_id=agent_id))
+                for scope, sid, msgs, keys in plan:
+                    have = self.store.turn_import_keys(scope, keys)
+                    fresh = [j for j, k in enumerate(keys) if k not in have]
+                    if fresh:
+                        self._store_turns(scope, sid, [msgs[j] for j in fresh], [keys[j] for j in fresh])
+                    stored += len(fresh)
+                    skipped += len(msgs) - len(fresh)
                     if progress:
-                        progress(len(conv.messages))
+                        progress(len(msgs))
         finally:
             self._importing = False
         if embed:
             self._after_write()
-        return count
+        return ConversationImport(sessions=len(plan), turns=stored, skipped=skipped)
 
     def get_turns(self, session_id: str | None = None, *, user_id: str, agent_id: str | None = None,
                   limit: int | None = None) -> list[Turn]:
-        return self.store.get_turns(Scope.of(user_id, agent_id), session_id=session_id, limit=limit)
+        scope = Scope.of(user_id, agent_id)
+        return self.store.get_turns(scope, session_id=validate.optional_ident("session_id", session_id),
+                                    limit=validate.optional_integer("limit", limit, 0))
 
     def sessions(self, *, user_id: str, agent_id: str | None = None) -> list[Session]:
         return self.store.list_sessions(Scope.of(user_id, agent_id))
@@ -410,10 +475,14 @@ class Memory:
     def start_session(self, session_id: str | None = None, *, user_id: str, agent_id: str | None = None,
                       metadata: dict[str, Any] | None = None) -> Session:
         """Open a session (a new id when none is given); an existing one is resumed."""
-        return sessions.start_session(self, Scope.of(user_id, agent_id), session_id, metadata)
+        scope = Scope.of(user_id, agent_id)
+        validate.optional_ident("session_id", session_id)
+        meta = validate.metadata("metadata", metadata, self.config.store, validate.SESSION_KEYS)
+        return sessions.start_session(self, scope, session_id, meta)
 
     def get_session(self, session_id: str, *, user_id: str, agent_id: str | None = None) -> Session:
-        session = self.store.get_session(Scope.of(user_id, agent_id), session_id)
+        scope = Scope.of(user_id, agent_id)
+        session = self.store.get_session(scope, validate.ident("session_id", session_id))
         if session is None:
             raise NotFound(f"session {session_id!r} not found for user {user_id!r}")
         return session
@@ -426,7 +495,9 @@ class Memory:
     def episodes(self, *, user_id: str, agent_id: str | None = None, session_id: str | None = None,
                  limit: int = 100) -> _list[Episode]:
         """Episodes of a scope, newest first."""
-        return self.store.list_episodes(Scope.of(user_id, agent_id), session_id=session_id, limit=limit)
+        scope = Scope.of(user_id, agent_id)
+        return self.store.list_episodes(scope, session_id=validate.optional_ident("session_id", session_id),
+                                        limit=validate.integer("limit", limit, 0))
 
     def _action_episode(self, event: Event) -> Episode | None:
         """The `episode` rule action: summarise the ended session (seeds 002, 003, 004 §6);
@@ -455,15 +526,25 @@ class Memory:
     def update_scratchpad(self, *, user_id: str, agent_id: str | None = None, focus: str | None = None,
                           done: str | None = None) -> Scratchpad:
         """Set the current focus (the old one moves to the recent tasks) and/or record a finished task."""
-        return sessions.update_scratchpad(self, Scope.of(user_id, agent_id), focus=focus, done=done)
+        scope = Scope.of(user_id, agent_id)
+        for name, value in (("focus", focus), ("done", done)):
+            validate.optional_text(name, value, self.config.store.max_content_chars)
+        return sessions.update_scratchpad(self, scope, focus=focus, done=done)
 
     def build_context(self, session_id: str | None = None, query: str | None = None, *, user_id: str,
                       agent_id: str | None = None, model: str | None = None) -> Context:
         """Blocks within budgets and a rendered system prompt for the next LLM call (see memlane.context)."""
+        Scope.of(user_id, agent_id)
+        validate.optional_ident("session_id", session_id)
+        validate.optional_text("query", query, self.config.store.max_turn_chars, setting="store.max_turn_chars",
+                               controls=True)
+        validate.optional_ident("model", model)
         return build_context(self, session_id, user_id=user_id, agent_id=agent_id, query=query, model=model)
 
     def tools(self, *, user_id: str, agent_id: str | None = None, session_id: str | None = None) -> MemoryTools:
         """The agent tools (OpenAI function-calling schemas + handlers) bound to one scope."""
+        Scope.of(user_id, agent_id)
+        validate.optional_ident("session_id", session_id)
         return MemoryTools(self, user_id=user_id, agent_id=agent_id, session_id=session_id)
 
     # ---- memories ---------------------------------------------------------------------
@@ -491,11 +572,17 @@ class Memory:
         scope = Scope.of(user_id, agent_id)
         content = self._content(content)
         category = self._category(category)
-        score = initial_score(importance, self.config.policy)
-        if not 0.0 <= confidence <= 1.0:
-            raise ValidationError("confidence", f"must be within [0, 1], got {confidence}")
-        if metadata is not None and not isinstance(metadata, dict):
-            raise ValidationError("metadata", "must be a JSON object (dict)")
+        score = self._importance(importance)
+        confidence = validate.number("confidence", confidence, 0.0, 1.0)
+        metadata = validate.metadata("metadata", metadata, self.config.store, validate.MEMORY_KEYS)
+        source = validate.choice("source", source, get_args(Source))
+        pinned = validate.boolean("pinned", pinned)
+        verified = None if verified is None else validate.boolean("verified", verified)
+        expires_at = validate.optional_when("expires_at", expires_at)
+        session_id = validate.optional_ident("session_id", session_id)
+        subject = validate.optional_text("subject", subject, MAX_ID_CHARS)
+        predicate = validate.optional_text("predicate", predicate, MAX_ID_CHARS)
+        actor = validate.ident("actor", actor)
         now = self.clock()
         mem = MemoryRecord(
             id=new_id(), user_id=scope.user_id, agent_id=scope.agent_id, content=content, category=category,
@@ -517,7 +604,8 @@ class Memory:
         return mem
 
     def get(self, memory_id: str, *, user_id: str, agent_id: str | None = None) -> MemoryRecord:
-        mem = self.store.get_memory(Scope.of(user_id, agent_id), memory_id)
+        scope = Scope.of(user_id, agent_id)
+        mem = self.store.get_memory(scope, validate.memory_id(memory_id))
         if mem is None:
             raise NotFound(f"memory {memory_id!r} not found for user {user_id!r}; `memlane list` shows the ids")
         return mem
@@ -536,13 +624,13 @@ class Memory:
         offset: int = 0,
     ) -> _list[MemoryRecord]:
         """Memories of a scope, best score first, filtered."""
-        if status is not None and status not in ("active", "archived"):
-            raise ValidationError("status", f"must be active or archived, got {status!r}")
-        if limit is not None and limit < 0:
-            raise ValidationError("limit", f"must not be negative, got {limit}")
+        scope = Scope.of(user_id, agent_id)
         return self.store.list_memories(
-            Scope.of(user_id, agent_id), category=category, status=status, session_id=session_id,
-            since=since, until=until, limit=limit, offset=offset,
+            scope, category=None if category is None else self._category(category),
+            status=None if status is None else validate.choice("status", status, ("active", "archived")),
+            session_id=validate.optional_ident("session_id", session_id),
+            since=validate.optional_when("since", since), until=validate.optional_when("until", until),
+            limit=validate.optional_integer("limit", limit, 0), offset=validate.integer("offset", offset, 0),
         )
 
     def update(
@@ -563,32 +651,32 @@ class Memory:
         reason: str = "",
         kind: str = "UPDATE",
     ) -> MemoryRecord:
-        """Change a memory; new content is re-indexed and re-embedded. Audited."""
+        """Change a memory; new content is re-indexed and re-embedded. Audited.
+
+        `kind` is the audit event's kind (memlane's own steps record e.g. PROMOTE); one of
+        `models.EventKind`, so the history stays readable."""
         scope = Scope.of(user_id, agent_id)
-        before = self.get(memory_id, user_id=user_id, agent_id=agent_id)
         changes: dict[str, Any] = {}
         if content is not None:
             changes["content"] = self._content(content)
         if category is not None:
             changes["category"] = self._category(category)
         if importance is not None:
-            changes["score"] = initial_score(importance, self.config.policy)
+            changes["score"] = self._importance(importance)
         if score is not None:
-            if not 0.0 <= score <= 1.0:
-                raise ValidationError("score", f"must be within [0, 1], got {score}")
-            changes["score"] = score
+            changes["score"] = validate.number("score", score, 0.0, 1.0)
         if metadata is not None:
-            if not isinstance(metadata, dict):
-                raise ValidationError("metadata", "must be a JSON object (dict)")
-            changes["metadata"] = metadata
+            changes["metadata"] = validate.metadata("metadata", metadata, self.config.store, validate.MEMORY_KEYS)
         if pinned is not None:
-            changes["pinned"] = pinned
+            changes["pinned"] = validate.boolean("pinned", pinned)
         if status is not None:
-            if status not in ("active", "archived"):
-                raise ValidationError("status", f"must be active or archived, got {status!r}")
-            changes["status"] = status
+            changes["status"] = validate.choice("status", status, ("active", "archived"))
         if expires_at is not None:
-            changes["expires_at"] = expires_at
+            changes["expires_at"] = validate.when("expires_at", expires_at)
+        actor = validate.ident("actor", actor)
+        reason = validate.text("reason", reason, self.config.store.max_content_chars, required=False)
+        kind = validate.choice("kind", kind, get_args(EventKind))
+        before = self.get(memory_id, user_id=user_id, agent_id=agent_id)
         if not changes:
             return before
         now = self.clock()
@@ -604,23 +692,43 @@ class Memory:
         return after
 
     def delete(self, memory_id: str, *, user_id: str, agent_id: str | None = None,
-               actor: str = "api", reason: str = "") -> MemoryRecord:
-        """Remove a memory, its full-text entry and its vector; the audit trail keeps it."""
+               actor: str = "api", reason: str = "", hard: bool = False) -> MemoryRecord:
+        """Remove a memory and its text from every index, cache and file; the audit trail keeps
+        it for an undo, unless `hard`: then its audit rows become content-free tombstones."""
         scope = Scope.of(user_id, agent_id)
+        actor = validate.ident("actor", actor)
+        reason = validate.text("reason", reason, self.config.store.max_content_chars, required=False)
         before = self.get(memory_id, user_id=user_id, agent_id=agent_id)
         now = self.clock()
         with self.store.transaction():
             self.store.delete_memory(scope, memory_id)
             self.store.add_event(scope, memory_id, "DELETE", before.snapshot(), None, actor, reason, now)
+            self.store.mark_forgetting()  # a crash before after_delete: the next open scrubs the files
+        forget.after_delete(self, scope, before, hard=hard)
         self._after_memory_change(scope)
         if not self._md_paused:  # in every profile, the text leaves MEMORY.md (+ .bak) and USER.md
             mdsync.forget_in_files(self, scope, [before])
         self.events.emit(Event.memory_deleted(scope, memory_id, before.content, before.category, actor, reason, now))
         return before
 
+    def delete_turns(self, turn_ids: Sequence[str], *, user_id: str, agent_id: str | None = None) -> forget.ForgetReport:
+        """Forget turns: their text leaves the store, the neighbours' context, the session's
+        summary and episodes, caches and files. Example: `m.delete_turns([t.id], user_id="u1")`."""
+        return forget.delete_turns(self, Scope.of(user_id, agent_id), turn_ids)
+
+    def delete_session(self, session_id: str, *, user_id: str, agent_id: str | None = None) -> forget.ForgetReport:
+        """Forget a conversation: the session, its turns, episodes and jobs, wherever kept."""
+        return forget.delete_session(self, Scope.of(user_id, agent_id), session_id)
+
+    def purge(self, *, user_id: str, agent_id: str | None = None, actor: str = "api") -> forget.ForgetReport:
+        """Forget a user (every agent scope of it when `agent_id` is None): every row, cached
+        vector, cache and file; the audit keeps one content-free PURGE event with the counts."""
+        return forget.purge(self, user_id, agent_id, actor=actor)
+
     def history(self, memory_id: str, *, user_id: str, agent_id: str | None = None) -> _list[MemoryEvent]:
         """The audit trail of one memory, oldest first (also after it was deleted)."""
-        events = self.store.events(Scope.of(user_id, agent_id), memory_id)
+        scope = Scope.of(user_id, agent_id)
+        events = self.store.events(scope, validate.memory_id(memory_id))
         if not events:
             raise NotFound(f"memory {memory_id!r} has no history for user {user_id!r}")
         return events
@@ -650,24 +758,40 @@ class Memory:
         corpus: Corpus = "memories",
         activate: bool | None = None,
         query_vector: np.ndarray | Callable[[str], np.ndarray] | None = None,
+        min_score: float = 0.0,
     ) -> _list[Hit]:
         """Hybrid search of one corpus: "memories" (default), "turns" or "episodes".
+
+        Hits come in rank order; `Hit.score` is an absolute relevance in [0, 1] (keywords held,
+        or the embedding's lift over unrelated text), so `min_score` drops weak hits.
 
         `query_vector` skips embedding the query: a vector the caller already has, or a
         function from text to vector (the caller's own embedder or cache), given the text the
         dense side embeds (`search.dense_text`)."""
         scope = Scope.of(user_id, agent_id)
-        if corpus not in ("memories", "turns", "episodes"):
-            raise ValidationError("corpus", f"must be memories, turns or episodes, got {corpus!r}")
-        f = filters if isinstance(filters, Filters) else Filters.from_dict(filters)
+        validate.text("query", query, self.config.store.max_turn_chars, setting="store.max_turn_chars",
+                      required=False, controls=True)
+        corpus = validate.choice("corpus", corpus, ("memories", "turns", "episodes"))
+        limit = validate.optional_integer("limit", limit, 0, 10_000)  # 0: the default
+        activate = None if activate is None else validate.boolean("activate", activate)
+        if query_vector is not None and not callable(query_vector):
+            validate.vector("query_vector", query_vector, self.embedder.dimensions)
+        f = self._filters(filters)
         hits = run_search(
             self.store, self.config.search, corpus, scope, query,
             limit=limit or self.config.search.default_limit, now=self.clock(),
             query_vector=self._query_vector if query_vector is None else query_vector, filters=f,
+            min_score=_min_score(min_score), null_vectors=self._null_vectors(),
         )
         if corpus == "memories" and (self.config.search.activate_on_hit if activate is None else activate):
             self._activate(scope, [h.memory for h in hits if h.memory is not None])
         return hits
+
+    def _null_vectors(self) -> np.ndarray:
+        """`search.NULL_TEXTS` as this embedder's passages: where its unrelated text sits."""
+        if self._nulls is None:
+            self._nulls = embed_cached(self.store, self.embedder, list(NULL_TEXTS))
+        return self._nulls
 
     def _activate(self, scope: Scope, memories: Sequence[MemoryRecord]) -> None:
         """Seed 001/004: a hit refreshes last_activated and counts; the score is untouched."""
@@ -687,36 +811,57 @@ class Memory:
         """The scope's directory for MEMORY.md, USER.md, history.json and memory/."""
         return markdown.scope_dir(self.config.home, Scope.of(user_id, agent_id))
 
+    @staticmethod
+    def _path(field: str, path: Any) -> Path | None:
+        if path is None:
+            return None
+        if not isinstance(path, str | Path) or (isinstance(path, str) and not path.strip()):
+            raise ValidationError(field, f"must be a file path, got {type(path).__name__}")
+        validate.text(field, str(path), 4096, setting="a file path", required=True)
+        return Path(path)
+
     def md_export(self, *, user_id: str, agent_id: str | None = None, path: Path | None = None) -> Path:
         """Write MEMORY.md (seed 001 §2.3): a full rewrite after a copy to MEMORY.md.bak."""
-        return markdown.write_memory_md(self, Scope.of(user_id, agent_id), path)
+        scope = Scope.of(user_id, agent_id)
+        return markdown.write_memory_md(self, scope, self._path("path", path))
 
     def md_import(self, path: Path | None = None, *, user_id: str, agent_id: str | None = None,
                   dry_run: bool = False) -> _list[markdown.MdOperation]:
         """Apply a person's edits of MEMORY.md as audited ADD / UPDATE / DELETE (actor "import")."""
-        return mdsync.import_memory_md(self, Scope.of(user_id, agent_id), path, dry_run=dry_run)
+        scope = Scope.of(user_id, agent_id)
+        return mdsync.import_memory_md(self, scope, self._path("path", path),
+                                       dry_run=validate.boolean("dry_run", dry_run))
 
     def user_profile(self, *, user_id: str, agent_id: str | None = None, path: Path | None = None) -> Path:
         """Write USER.md (seed 002): the profile from preference / fact / workflow memories."""
-        return userprofile.write_user_md(self, Scope.of(user_id, agent_id), path)
+        scope = Scope.of(user_id, agent_id)
+        return userprofile.write_user_md(self, scope, self._path("path", path))
 
     def archive(self, *, user_id: str, agent_id: str | None = None,
                 force: bool = False) -> files_archive.ArchiveReport:
         """One seed-000 round: history.json synced and capped, archived into memory/ when due."""
-        return files_archive.run_archive(self, Scope.of(user_id, agent_id), force=force)
+        scope = Scope.of(user_id, agent_id)
+        return files_archive.run_archive(self, scope, force=validate.boolean("force", force))
 
     def archive_context(self, pending: str, *, user_id: str, agent_id: str | None = None) -> str:
         """Seed 000's `## Memory` block for the pending input: BM25 over the scope's files."""
-        return files_archive.archive_context(self, Scope.of(user_id, agent_id), pending)[0]
+        scope = Scope.of(user_id, agent_id)
+        pending = validate.text("pending", pending, self.config.store.max_turn_chars,
+                                setting="store.max_turn_chars", required=False, controls=True)
+        return files_archive.archive_context(self, scope, pending)[0]
 
     def export(self, *, user_id: str, agent_id: str | None = None, format: str = "jsonl") -> str:
         """The whole scope as text: "jsonl" (lossless, for `import_`) or "md" (MEMORY.md)."""
-        return portable.export_scope(self, Scope.of(user_id, agent_id), format)
+        scope = Scope.of(user_id, agent_id)
+        return portable.export_scope(self, scope, validate.choice("format", format, ("jsonl", "md")))
 
     def import_(self, path: str | Path, *, user_id: str | None = None,
                 agent_id: str | None = None) -> portable.ImportReport:
         """Import a memlane JSONL export (all or nothing; records already here are skipped)."""
-        return portable.import_scope(self, Path(path), user_id=user_id, agent_id=agent_id)
+        file = self._path("path", path) or Path()
+        validate.optional_ident("user_id", user_id)
+        validate.optional_ident("agent_id", agent_id or None)
+        return portable.import_scope(self, file, user_id=user_id, agent_id=agent_id)
 
     def _after_memory_change(self, scope: Scope) -> None:
         """Seed 001 (`lifecycle.markdown_primary`): MEMORY.md is rewritten after every save,
@@ -731,13 +876,18 @@ class Memory:
         MEMORY.md + USER.md, archive old turns — for one scope, or every scope when `user_id`
         is None. Audited, idempotent, resumable. Example: `m.consolidate(user_id="lin", dry_run=True).actions`."""
         scope = Scope.of(user_id, agent_id) if user_id is not None else None
-        return lifecycle.consolidate(self, scope, now=now, dry_run=dry_run, on_step=on_step)
+        return lifecycle.consolidate(self, scope, now=validate.optional_when("now", now),
+                                     dry_run=validate.boolean("dry_run", dry_run), on_step=on_step)
 
     def feedback(self, session_id: str, reply: str, *, user_id: str,
                  agent_id: str | None = None) -> review.FeedbackReport:
         """Seed 003 "was it used?": boost only the memories the session's last `build_context`
         injected that `reply` actually used (the LLM judges; offline, keyword overlap)."""
-        return review.feedback(self, Scope.of(user_id, agent_id), session_id, reply)
+        scope = Scope.of(user_id, agent_id)
+        validate.ident("session_id", session_id)
+        validate.text("reply", reply, self.config.store.max_turn_chars, setting="store.max_turn_chars",
+                      required=False, controls=True)
+        return review.feedback(self, scope, session_id, reply)
 
     # ---- stats ------------------------------------------------------------------------
 
@@ -753,39 +903,74 @@ class Memory:
             return
         if self._indexer is not None:
             self._indexer.notify()
-        else:
+            return
+        try:
             self.flush()
+        except MemlaneError as exc:
+            # the write itself is committed: failing the call now would make a caller retry
+            # (and store it twice); the rows stay unembedded for the next flush to pick up
+            log.warning("embedding deferred, rows stay queued for the next flush: %s", exc)
 
     def _embed_one(self, text: str) -> np.ndarray:
         return embed_cached(self.store, self.embedder, [vector_key(text, self.config.embedding.max_chars)])[0]
 
-    def _content(self, content: Any) -> str:
-        if not isinstance(content, str):
-            raise ValidationError("content", f"must be a string, got {type(content).__name__}")
-        _require_text("content", content, self.config.store.max_content_chars)
-        return content.strip()
+    def _content(self, content: Any, field: str = "content") -> str:
+        return validate.memory_text(field, content, self.config.store.max_content_chars)
 
-    def _category(self, category: str | None) -> str:
-        cats = self.config.policy.categories
+    def _category(self, category: Any, field: str = "category") -> str:
         if category is None:
             return self.config.policy.default_category
-        c = str(category).strip().lower()
-        if c not in cats:
-            raise ValidationError(
-                "category", f"unknown category {category!r}; profile {self.config.profile!r} allows: {', '.join(cats)}"
-            )
-        return c
+        return validate.category(field, category, self.config.policy.categories, self.config.profile)
+
+    def _importance(self, importance: Any) -> float:
+        if importance is not None and (isinstance(importance, bool) or not isinstance(importance, str | int | float)):
+            raise ValidationError("importance", f"must be high, medium, low or a number in [0, 1], "
+                                                f"got {type(importance).__name__}")
+        if isinstance(importance, str):
+            validate.text("importance", importance, 32)
+        return initial_score(importance, self.config.policy)
+
+    def _filters(self, filters: Any) -> Filters:
+        """Search filters, each checked like the argument of the same name."""
+        if filters is None:
+            return Filters()
+        if isinstance(filters, Filters):
+            filters = {k: getattr(filters, k) for k in Filters.__dataclass_fields__}
+        if not isinstance(filters, dict):
+            raise ValidationError("filters", f"must be a dict or Filters, got {type(filters).__name__}")
+        f = Filters.from_dict(filters)
+        cats = f.category
+        if cats is not None:
+            if isinstance(cats, str):
+                cats = self._category(cats, "filters.category")
+            elif isinstance(cats, list | tuple) and cats:
+                cats = [self._category(c, f"filters.category[{i}]") for i, c in enumerate(cats)]
+            else:
+                raise ValidationError("filters.category", "must be a category or a non-empty list of categories")
+        roles = f.roles
+        if roles is not None:
+            if not isinstance(roles, list | tuple):
+                raise ValidationError("filters.roles", "must be a list of roles")
+            roles = [validate.choice(f"filters.roles[{i}]", r, get_args(Role)) for i, r in enumerate(roles)]
+        return Filters(
+            category=cats,
+            status=None if f.status is None else validate.choice("filters.status", f.status, ("active", "archived")),
+            session_id=validate.optional_ident("filters.session_id", f.session_id),
+            since=validate.optional_when("filters.since", f.since),
+            until=validate.optional_when("filters.until", f.until),
+            include_expired=validate.boolean("filters.include_expired", f.include_expired),
+            roles=roles,
+        )
 
 
 class _Waiting(threading.local):
     on = False
 
 
-def _require_text(field: str, value: Any, limit: int) -> None:
-    if not isinstance(value, str) or not value.strip():
-        raise ValidationError(field, "must be a non-empty string")
-    if len(value) > limit:
-        raise ValidationError(field, f"is {len(value)} characters; the limit is {limit} (store.max_content_chars)")
+def _min_score(value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0.0 <= value <= 1.0:
+        raise ValidationError("min_score", f"must be a number from 0 to 1 (a hit's relevance), got {value!r}")
+    return float(value)
 
 
 

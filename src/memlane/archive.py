@@ -408,11 +408,32 @@ class FileArchive:
             atomic_write(path, f"# {label}\n\n{body}\n")
             return path
         path = self.root / "memory" / "summary" / f"{label}.md"
-        if path.exists():  # a later run for the same day or month: merge with what is there
-            text = _body(path.read_text(encoding="utf-8")) + "\n" + text
+        before = path.read_text(encoding="utf-8") if path.exists() else ""
+        if before:  # a later run for the same day or month: merge with what is there
+            text = _body(before) + "\n" + text
+        record = ""
+        if bucket == "monthly":
+            # seed 000: a monthly summary merges the month's daily summaries, and hides from
+            # retrieval exactly those it merged (issue 13: not the ones it never saw)
+            merged = merged_dailies(before) or set()
+            new = sorted(p for p in path.parent.glob(f"{label}-[0-9][0-9].md") if p.name not in merged)
+            text = "\n".join([*(_body(p.read_text(encoding="utf-8")) for p in new), text])
+            record = f"{_MERGED}{' '.join(sorted(merged | {p.name for p in new}))} -->\n"
         summary = self.summarize(bucket, label, text)
-        atomic_write(path, f"# {label} summary\n\n{summary.strip()}\n")
+        atomic_write(path, f"# {label} summary\n{record}\n{summary.strip()}\n")
         return path
+
+
+_MERGED = "<!-- merged: "
+
+
+def merged_dailies(text: str) -> set[str] | None:
+    """The daily summaries (file names) a monthly summary was built from, as it records them;
+    None when it records nothing (a file written by hand or by an older memlane)."""
+    for line in text.split("\n")[:5]:
+        if line.startswith(_MERGED):
+            return set(line[len(_MERGED):].removesuffix("-->").split())
+    return None
 
 
 def _body(text: str) -> str:
@@ -469,7 +490,8 @@ class FileHit:
 
 def corpus(root: Path) -> list[tuple[str, str]]:
     """(path, text) of every searchable document: MEMORY.md's active entries, memory/*.md,
-    and memory/summary/*.md minus daily summaries whose month has a monthly summary. Raw
+    and memory/summary/*.md minus the daily summaries a monthly summary merged (the ones it
+    records; one that records nothing hides its whole month, seed 000's rule as written). Raw
     files are all searched: seed 000's "≤ 5 days" is their age when written, and nothing
     else holds those messages later."""
     docs = [(MEMORY_FILE, e.content) for e in read_memory_md(root / MEMORY_FILE) if not e.archived]
@@ -478,10 +500,13 @@ def corpus(root: Path) -> list[tuple[str, str]]:
         docs += [(f"memory/{p.name}", _body(p.read_text(encoding="utf-8"))) for p in sorted(mem_dir.glob("*.md"))]
     summary = mem_dir / "summary"
     if summary.is_dir():
-        files = sorted(summary.glob("*.md"))
-        months = {p.stem for p in files if len(p.stem) == 7}
-        docs += [(f"memory/summary/{p.name}", _body(p.read_text(encoding="utf-8"))) for p in files
-                 if not (len(p.stem) == 10 and p.stem[:7] in months)]
+        files = {p.name: p.read_text(encoding="utf-8") for p in sorted(summary.glob("*.md"))}
+        hidden: set[str] = set()
+        for name, text in files.items():
+            if len(name) == len("YYYY-MM.md"):
+                merged = merged_dailies(text)
+                hidden |= merged if merged is not None else {n for n in files if n.startswith(name[:7] + "-")}
+        docs += [(f"memory/summary/{name}", _body(text)) for name, text in files.items() if name not in hidden]
     return [(path, text) for path, text in docs if text]
 
 

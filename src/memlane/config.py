@@ -9,6 +9,7 @@ Seeds are the five design documents in shared/seeds/: 000 file-archive, 001 scor
 
 from __future__ import annotations
 
+import copy
 import os
 import tomllib
 from pathlib import Path
@@ -18,6 +19,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from pydantic import ValidationError as PydanticValidationError
 
 from memlane.errors import ConfigError
+
+# not from a seed: user, agent and session ids are keys and directory names; longer is a mistake
+MAX_ID_CHARS = 256
 
 PROFILES_NAMES = ("default", "file-archive", "scored-markdown", "progressive", "companion", "consolidator")
 
@@ -32,8 +36,20 @@ class StoreConfig(_Section):
     backend: Literal["sqlite", "postgres"] = "sqlite"
     postgres_dsn: str = ""
     busy_timeout_ms: int = Field(30_000, ge=0)  # long enough for bursts of writers in WAL mode
-    max_content_chars: int = Field(16_000, ge=1)  # one memory or turn; larger input is rejected
+    max_content_chars: int = Field(16_000, ge=1)  # one memory; larger input is rejected
+    # not from a seed: one conversation turn. People paste documents; LongMemEval has turns of
+    # 23,795 characters. Stored whole; only the first embedding.max_chars are embedded
+    max_turn_chars: int = Field(200_000, ge=1)
     max_import_bytes: int = Field(200_000_000, ge=1)
+    # not from a seed (issue 12): deleted text is zeroed in the file (SQLite secure_delete,
+    # FTS5 secure-delete for memories and episodes; turns' index optimized after a forgetting
+    # call, ~16 µs a stored turn). Off, forgotten text lingers in free pages and index
+    # segments until a VACUUM or merge
+    secure_delete: bool = True
+    # not from a seed: metadata / tool_calls are JSON the caller hands in; bounded so one
+    # record cannot bloat every export, or nest deep enough to break a JSON parser
+    max_metadata_bytes: int = Field(65_536, ge=2)
+    max_metadata_depth: int = Field(8, ge=1)
 
 
 class EmbeddingConfig(_Section):
@@ -120,6 +136,13 @@ class SearchConfig(_Section):
     dense_common_min_docs: int = Field(50, ge=1)  # smaller scopes keep every word
     keywords_max: int = Field(6, ge=1)  # seed 000: top 6 keywords
     activate_on_hit: bool = True  # seed 001/004: a hit updates last_activated / count
+    # Not from a seed (issue 13, 18): the absolute relevance (`Hit.score`) below which a memory is
+    # not injected by build_context nor returned by the search_memory / recall_memory tools.
+    # Seed 000's "无命中时不注入" with a score every embedder shares; calibrated on a few food,
+    # allergy and coding memories: unrelated queries ("quantum chromodynamics", "天气怎么样",
+    # "xylophone", "Tell me a joke") score ≤ 0.2 with the hash embedder and 0 with e5, related
+    # ones ≥ 0.33 with both.
+    min_relevance: float = Field(0.3, ge=0, le=1)
     default_limit: int = Field(10, ge=1)
     # Not from a seed (issue 3, scale): a scope holding at least this many vectors is searched
     # through an HNSW cache (store/vindex.py) rebuilt from SQLite; below it sqlite-vec scans
@@ -191,6 +214,10 @@ class PolicyConfig(_Section):
     # lifecycle (issue 6)
     review_keep_score: float = Field(0.5, ge=0, le=1)  # seed 003: a decay review's KEEP resets importance to 0.5
     verified_never_decays: bool = True  # seed 003: verified=True (the user confirmed it) is kept
+    # seed 001 §3.4: "每次 Merge 触发时" every merge (an extraction job applying its operations)
+    # first decays the scope's memories to now (`decayed_at` keeps consolidate from decaying
+    # twice) and archives those below archive_below; off where the seed decays on a schedule only
+    decay_on_merge: bool = True
     expired_todo_factor: float = Field(0.5, ge=0, le=1)  # seed 001 §6 phase 1.5: an expired todo is down-scored and archived
     used_overlap: float = Field(0.3, ge=0, le=1)  # not from a seed: offline "was it used?" keyword share (seed 003 asks an LLM)
 
@@ -247,6 +274,16 @@ class ExtractionConfig(_Section):
     max_boosts_per_job: int = Field(20, ge=0)
     max_deletes_per_job: int = Field(3, ge=0)
     every_n_user_messages: int = Field(0, ge=0)  # 0: only on end_session / explicit calls
+    # seed 001 §3.2/5.1 "会话空闲超时自动归档": a session whose last turn is this old gets its
+    # unextracted turns queued by the scheduler's poll, the worker and consolidate. The seed
+    # names no duration; 30 min is not from a seed. 0: no idle trigger (consolidate's sweep,
+    # seed 002 §7 process_unextracted_turns, then takes every session's unextracted turns)
+    idle_minutes: float = Field(30.0, ge=0)
+    # not from a seed: one sweep queues at most this many unextracted turns (a 100k-turn
+    # import is distilled over several runs, each reporting what is left), in jobs of at
+    # most sweep_job_turns turns (a failure retries one slice, not the whole import)
+    sweep_max_turns: int = Field(2000, ge=1)
+    sweep_job_turns: int = Field(200, ge=1)
     existing_top_n: int = Field(50, ge=1)  # seed 001 §3.2 token control
     history_token_limit: int = Field(8000, ge=1)  # seed 001 §3.2: compress longer histories first
     backoff_seconds: list[int] = [600, 1800, 7200, 21600, 43200]  # seed 000: 10m→30m→2h→6h→12h
@@ -263,6 +300,12 @@ class ExtractionConfig(_Section):
     worker_stop_seconds: float = Field(5.0, ge=0)  # not from a seed: close() waits this long for a busy worker
     related_per_turn: int = Field(5, ge=0)  # seed 003: the memories retrieval returned, per user turn
     heuristic_confidence: float = Field(0.8, ge=0, le=1)  # not from a seed: patterns guess less surely
+    # not from a seed: the offline patterns read sentences up to this long. A longer run of text
+    # (a pasted log or document; turns may hold 200,000 characters) is no statement of the
+    # user's, and matching the patterns costs time quadratic in it (40k chars: 27 s; 1k: 20 ms)
+    heuristic_max_sentence_chars: int = Field(1_000, ge=16)
+    # not from a seed: how many earlier turns "记住这个 / forget that" may point back to
+    command_context_turns: int = Field(6, ge=1)
 
 
 class ArchiveConfig(_Section):
@@ -286,9 +329,6 @@ class LifecycleConfig(_Section):
     # not from a seed: how many of a scope's recent MEMORY.md writes keep their manifest (what each
     # file held), so a file an older or concurrent writer left behind can still be read as edited
     md_manifests_kept: int = Field(8, ge=1)
-    # not from a seed: seed 001's ids are short uuid forms; an id longer than this in an imported
-    # MEMORY.md is not kept (the entry gets a new id)
-    md_id_max_chars: int = Field(64, ge=1)
     archive_turns: bool | None = None  # seed 000: archive old turns into memory/; None = only under file-archive
     reviewer: bool | None = None  # seed 003 MemoryReviewer (needs an LLM); None = only under companion
     review_max_per_run: int = Field(50, ge=0)  # not from a seed: bounds the reviewer's LLM calls per scope and run
@@ -359,7 +399,9 @@ class Config(_Section):
         if profile not in PROFILES:
             raise ConfigError(f"profile: unknown profile {profile!r}; choose one of {', '.join(PROFILES)}")
         data: dict[str, Any] = {"profile": profile}
-        _merge(data, PROFILES[profile])
+        # a copy: merging the overrides below into the profile's own dicts would change the
+        # profile for every later load in this process
+        _merge(data, copy.deepcopy(PROFILES[profile]))
         if toml_path is not None and toml_path.exists():
             try:
                 file_data = tomllib.loads(toml_path.read_text(encoding="utf-8"))
@@ -450,6 +492,7 @@ PROFILES: dict[str, dict[str, Any]] = {
             "categories": ["fact", "preference", "skill", "error", "rule"],
             "delete_below": 0.1,
             "demote_below": 0.3,
+            "decay_on_merge": False,  # seed 002 §7: compute_decay runs in the nightly pass
         },
         "context": {"auto_inject_memories": False},
         # seed 002 §6: extract_from_turn_v2 on user messages, ≤5 per session, ≥30 chars
@@ -468,8 +511,11 @@ PROFILES: dict[str, dict[str, Any]] = {
                 "*": {"grace_days": 7, "daily_factor": 0.95, "delete_below": 0.1},
             },
             "boost_amount": 0.1,  # seed 003: +0.3 on a 0–3 scale
+            "decay_on_merge": False,  # seed 003: MemoryManager decays in a scheduled task
         },
         "search": {"activate_on_hit": False},  # seed 003: retrieval alone never boosts
+        # seed 003: the monitor (后台小祥) runs after every turn, within seed 002 §6's ≤5 per session
+        "extraction": {"every_n_user_messages": 1, "min_message_chars": 1},
         "session": {"compaction_cap": 30, "episode_memory": True},
     },
     "consolidator": {  # seed 004

@@ -310,8 +310,10 @@ def build_context(
     # a query without words (「？」, an emoji) has nothing to be relevant to
     if cfg.auto_inject_memories and query and keywords(query):
         shown = {m.id for m in core}
-        found = memory.search(query, user_id=user_id, agent_id=agent_id,
-                              limit=cfg.memory_max_hits + len(shown), activate=None)
+        # seed 000 "无命中时不注入": only memories relevant by an absolute measure. Showing a
+        # memory is not using it (seed 003): never activates; `Memory.feedback` judges use
+        found = memory.search(query, user_id=user_id, agent_id=agent_id, limit=cfg.memory_max_hits + len(shown),
+                              activate=False, min_score=memory.config.search.min_relevance)
         packed = pack([h for h in found if h.id not in shown], budgets.memories, cfg.memory_max_hits,
                       snippet_chars=cfg.snippet_chars, heading=cfg.memory_heading or _HEAD[language]["memories"])
         hits, mem_text = packed.hits, packed.text

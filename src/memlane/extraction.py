@@ -28,6 +28,7 @@ from typing import Any, Literal
 
 from pydantic import ValidationError as PydanticValidationError
 
+from memlane import validate
 from memlane.config import Config
 from memlane.errors import ExtractionError, ValidationError
 from memlane.llm import LLM
@@ -173,6 +174,26 @@ def validate_operations(
     return ops, rejected
 
 
+# seed 003's monitor answers one operation a line: "[ADD] 内容", "[UPDATE:mem_id] 内容",
+# "[BOOST:mem_id]", "[DELETE:mem_id]", "[SKIP]" (a list marker before it is forgiven)
+_BRACKET_LINE = re.compile(
+    r"^\s*(?:[-*•]\s+|\d+[.)]\s+)?(\[\s*(?:ADD|UPDATE|BOOST|DELETE|SKIP)\b[^\]\n]*\].*?)\s*$", re.IGNORECASE
+)
+_THINK_BLOCK = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
+
+
+def parse_reply(text: str) -> Any:
+    """An extraction reply as data: JSON (`loads_tolerant`), or seed 003's bracket lines as a
+    list of strings (each validated like any other item). A reply whose body opens as JSON is
+    read as JSON, so "[ADD] …" inside a JSON string is never mistaken for a line."""
+    body = _THINK_BLOCK.sub("", text if isinstance(text, str) else "").strip()
+    lines = [m.group(1) for line in body.splitlines() if (m := _BRACKET_LINE.match(line))]
+    opening = body.lstrip("`").removeprefix("json").removeprefix("JSON").lstrip()
+    if lines and not re.match(r"^(\{|\[\s*[{\"\]])", opening):
+        return lines
+    return loads_tolerant(text)
+
+
 def _kind(item: Any) -> str | None:
     """The operation an item names (ADD, UPDATE, BOOST, DELETE, SKIP), read cheaply; None
     when it names none (validation then says why)."""
@@ -232,6 +253,11 @@ def _operation(item: Any, *, lookup: Lookup, config: Config, now: datetime, sour
     except PydanticValidationError as exc:
         err = exc.errors()[0]
         raise ValidationError(".".join(str(p) for p in err["loc"]) or "op", err["msg"]) from None
+    # an LLM's reply is input too: the rules the API applies (lone surrogates, control characters)
+    for name in ("subject", "predicate", "reason", "category"):
+        validate.optional_text(name, getattr(ans, name), config.store.max_content_chars)
+    if ans.id is not None:
+        validate.memory_id(ans.id, "id")
 
     if kind == "SKIP":
         return Operation("SKIP", reason=ans.reason or "")
@@ -255,7 +281,7 @@ def _operation(item: Any, *, lookup: Lookup, config: Config, now: datetime, sour
     contradicts = []
     for cid in ans.contradicts:
         cid = str(cid).strip().strip("[]")
-        if lookup(cid) is None:
+        if not validate.MEMORY_ID.fullmatch(cid) or lookup(cid) is None:
             log.warning("extraction: ADD %r contradicts unknown memory %r; ignored", content, cid)
         else:
             contradicts.append(cid)
@@ -274,9 +300,7 @@ def _content(value: str | None, config: Config) -> str | None:
     text = " ".join(value.split())
     if not text:
         return None
-    if len(text) > config.store.max_content_chars:
-        raise ValidationError("content", f"is {len(text)} characters; the limit is {config.store.max_content_chars}")
-    return text
+    return validate.text("content", text, config.store.max_content_chars)
 
 
 def _category(value: str | None, config: Config, default: str | None) -> str | None:
@@ -335,7 +359,7 @@ class LLMExtractor:
                                        language=language)
             text = self.llm.complete(prompt.messages, json_schema=prompt.json_schema)
             result.llm_calls += 1
-            ops, rejected = validate_operations(loads_tolerant(text), lookup=lookup, config=self.config,
+            ops, rejected = validate_operations(parse_reply(text), lookup=lookup, config=self.config,
                                                 now=now, raw=text, budget=budget, guard=guard or _pinned)
             result.operations.extend(ops)
             result.rejected.extend(rejected)
@@ -348,5 +372,5 @@ def _pinned(op: Operation, target: MemoryRecord) -> str | None:
     return None
 
 
-__all__ = ["Budget", "Extraction", "Guard", "LLMExtractor", "Operation", "Rejected", "chunks",
+__all__ = ["Budget", "Extraction", "Guard", "LLMExtractor", "Operation", "Rejected", "chunks", "parse_reply",
            "validate_operations"]

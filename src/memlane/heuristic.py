@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 
+from memlane import validate
 from memlane.config import Config
 from memlane.extraction import Extraction, Operation
 from memlane.models import Turn
@@ -88,7 +89,21 @@ _ZH_REMEMBER = _r(r"^(?:请|帮我)?(?:记住|记下|记一下|记得)(?:了|吧
 _ZH_FORGET = _r(r"^(?:请|帮我)?(?:忘掉|忘记|别再记着|不要再记着)(?:关于)?(?P<x>.*?)(?:这件事|的事|吧|这条|这个记忆)?$")
 _EN_REMEMBER = _r(r"^(?:please )?(?:remember|note|keep in mind)(?: that)?[:,\s]+(?P<x>.*)$|^(?:please )?remember this$")
 _EN_FORGET = _r(r"^(?:please )?forget (?:about )?(?:that )?(?P<x>.*)$|^(?:please )?forget (?:it|that|this)$")
-_DEICTIC = {"", "这个", "这点", "这些", "这件事", "那个", "那件事", "this", "that", "it", "这", "那"}
+# a command closing a sentence points back at it: "我的车牌是浙A12345，记住这个", "…, remember that"
+_ZH_TAIL = _r(r"^(?P<rest>.*?[^，,；;\s])[，,；;\s]++(?P<cmd>(?:请|帮我)?(?:记住|记下|记一下|忘掉|忘记)(?:这个|这点|这件事|那个|那件事|它)?(?:吧|了)?)$")
+_EN_TAIL = _r(r"^(?P<rest>.*?[^,;\s])[,;\s]++(?P<cmd>(?:please )?(?:remember|note|forget) (?:this|that|it))$")
+# "记住这个：…" / "remember this: …" — the words after the colon are what is meant
+_DEICTIC_LEAD = _r(r"^(?:这个|这点|这件事|这些|下面的?|以下|this|that|the following)\s*[：:，,]\s*")
+_DEICTIC = {"", "这个", "这点", "这些", "这件事", "那个", "那件事", "那些", "它", "this", "that", "it", "这", "那"}
+# what an assistant says to acknowledge is never what the user means by "this" (issue 13)
+_ACK_WORD = _r(r"^(?:你好|您好|hi|hello|hey|好的|好滴|好嘞|好|嗯+|哦+|噢|收到|明白了|明白|知道了|了解|没问题|当然|谢谢|多谢|行|"
+               r"ok(?:ay)?|sure|got it|noted|understood|alright|all right|will do|of course|thank you|thanks|"
+               r"yes|yeah|no problem|great|cool|perfect)(?![\w])[\s,，.。!！~、]*")
+_ACK_TAIL = _r(r"^(?:我)?(?:会|已经|已)?(?:记住|记下|记好)(?:了|啦)?(?:的|啦)?|"
+               r"I(?:'ll| will| have|'ve)? (?:remember|noted?|keep in mind)(?: (?:that|it|this))?")
+_QUESTION_END = re.compile(r"[?？]")
+_ZH_QUESTION = re.compile(r"(?:吗|呢|么|什么|怎么|为什么|哪|谁|几点|多少)$")
+_EN_QUESTION = _r(r"^(?:what|who|where|when|why|how|do|does|did|is|are|can|could|would|will|should)\b")
 
 
 def _third_person_zh(text: str) -> str:
@@ -114,10 +129,9 @@ def third_person(text: str) -> str:
     return out[:1].upper() + out[1:] + "."
 
 
-def _sentences(text: str) -> list[str]:
-    if language_of(text) == "zh":
-        return [s.strip() for s in _ZH_SENTENCE.findall(text) if s.strip()]
-    return [s.strip() for s in _EN_SENTENCE.findall(text) if s.strip()]
+def _sentences(text: str, max_chars: int | None = None) -> list[str]:
+    found = _ZH_SENTENCE.findall(text) if language_of(text) == "zh" else _EN_SENTENCE.findall(text)
+    return [s.strip() for s in found if s.strip() and (max_chars is None or len(s) <= max_chars)]
 
 
 def _clauses(sentence: str) -> list[str]:
@@ -152,7 +166,7 @@ class HeuristicExtractor:
         for turn in turns:
             if turn.role != "user":
                 continue
-            for sentence in _sentences(turn.content):
+            for sentence in _sentences(turn.content, self.config.extraction.heuristic_max_sentence_chars):
                 if _is_command(sentence):
                     continue  # commands() handles these, in both modes
                 if language_of(sentence) == "zh":
@@ -162,6 +176,7 @@ class HeuristicExtractor:
                     op = self.statement(clause, now=now)
                     if op is not None:
                         result.operations.append(op)
+        result.operations = _fitting(result.operations, self.config)
         return result
 
     def statement(self, sentence: str, *, now: datetime) -> Operation | None:
@@ -210,57 +225,163 @@ class HeuristicExtractor:
         )
 
 
-def _is_command(sentence: str) -> bool:
+def _command(sentence: str) -> tuple[str, str, bool] | None:
+    """("remember" | "forget", what, points_back) for a command sentence; None otherwise.
+    `points_back`: "this / that / 这个" with nothing after it, so the referent is elsewhere."""
     s = _ZH_FILLER.sub("", _EN_FILLER.sub("", sentence.strip()))
-    return any(p.match(s) for p in (_ZH_REMEMBER, _ZH_FORGET, _EN_REMEMBER, _EN_FORGET))
+    for kind, patterns in (("remember", (_ZH_REMEMBER, _EN_REMEMBER)), ("forget", (_ZH_FORGET, _EN_FORGET))):
+        m = patterns[0].match(s) or patterns[1].match(s)
+        if m is not None:
+            what = _tidy(_DEICTIC_LEAD.sub("", m.group("x") or ""))
+            return (kind, "", True) if what.lower() in _DEICTIC else (kind, what, False)
+    return None
 
 
-def is_command(text: str) -> bool:
+def _tail(sentence: str) -> tuple[str, str] | None:
+    """(statement, "remember" | "forget") for "…，记住这个" / "…, remember that"."""
+    s = _ZH_FILLER.sub("", _EN_FILLER.sub("", sentence.strip()))
+    m = _ZH_TAIL.match(s) or _EN_TAIL.match(s)
+    if m is None:
+        return None
+    return _tidy(m.group("rest")), "forget" if re.search(r"忘|forget", m.group("cmd"), re.I) else "remember"
+
+
+def _is_command(sentence: str) -> bool:
+    return _command(sentence) is not None or _tail(sentence) is not None
+
+
+def is_ack(text: str) -> bool:
+    """Whether a message only acknowledges ("好的", "Got it.", "好的，我记住了"): it is never
+    what "this" means."""
+    t = text.strip()
+    while (m := _ACK_WORD.match(t)) is not None and m.end() > 0:
+        t = t[m.end():]
+    t = _tidy(t)
+    return not t or _ACK_TAIL.fullmatch(t) is not None
+
+
+def _is_question(sentence: str, end: str) -> bool:
+    s = _tidy(sentence)
+    return bool(_QUESTION_END.match(end)) or bool(_ZH_QUESTION.search(s)) or bool(_EN_QUESTION.match(s))
+
+
+def _units(text: str, max_chars: int | None = None) -> list[tuple[str, str]]:
+    """A user message as ("say" | "ask" | "remember" | "forget" | "remember?" | "forget?",
+    text) units in order; "remember?": a command that points back. Acknowledgements dropped.
+    A sentence over `max_chars` (a pasted document) is read as said, without the patterns."""
+    splitter = _ZH_SENTENCE if language_of(text) == "zh" else _EN_SENTENCE
+    out: list[tuple[str, str]] = []
+    for m in splitter.finditer(text):
+        sentence = m.group().strip()
+        if not sentence:
+            continue
+        if max_chars is not None and len(sentence) > max_chars:
+            out.append(("say", _tidy(sentence)))
+        elif (cmd := _command(sentence)) is not None:
+            kind, what, back = cmd
+            out.append((kind + "?", "") if back else (kind, what))
+        elif (tail := _tail(sentence)) is not None:
+            out += [("say", tail[0]), (tail[1] + "?", "")]
+        elif _is_question(sentence, text[m.end():m.end() + 1]):
+            out.append(("ask", sentence))
+        elif not is_ack(sentence):
+            out.append(("say", _tidy(sentence)))
+    return out
+
+
+def is_command(text: str, max_chars: int | None = None) -> bool:
     """Whether a user message says "remember …" or "forget …" (记住…/忘掉…) anywhere."""
-    return any(_is_command(s) for s in _sentences(text))
+    return any(kind in ("remember", "forget", "remember?", "forget?") for kind, _ in _units(text, max_chars))
+
+
+_REMEMBERED = "the user asked to remember it"
+
+
+@dataclass
+class _Topic:
+    """What "this / that" points at: the user's own words (`own`), or what the assistant
+    answered to the user's question."""
+
+    text: str = ""
+    own: bool = True
+
+
+def _joined(parts: list[str]) -> str:
+    return ("，" if language_of("".join(parts)) == "zh" else ". ").join(parts)
 
 
 def commands(turns: Sequence[Turn], config: Config, *, now: datetime, after_seq: int = 0) -> list[Operation]:
     """The user's explicit "remember …" / "forget …" (seed 001 §6 phase 1.5), in zh and en,
     in the turns after `after_seq` (those before were handled already; they give context).
 
-    "记住这个" / "remember this" with nothing after it means the previous message."""
+    "记住这个" / "remember this" / "忘掉那个" point back at what the user means: the rest of
+    the same message when it says something, else the user's last statement (a command that
+    pointed back keeps it), else the assistant's answer to the user's last question. An
+    assistant's acknowledgement ("好的", "Got it.") is never the referent (issue 13)."""
     ops: list[Operation] = []
-    previous = ""
-    heur = HeuristicExtractor(config)
+    topic = _Topic()
+    asked = False  # the user's last message only asked: the answer is the thing under discussion
     for turn in turns:
-        if turn.seq <= after_seq:
-            previous = turn.content
+        if turn.role == "assistant":
+            if (asked or not topic.text) and not is_ack(turn.content):
+                topic = _Topic(_tidy(turn.content), own=False)
+            asked = False
             continue
         if turn.role != "user":
-            previous = turn.content if turn.role == "assistant" else previous
             continue
-        for sentence in _sentences(turn.content):
-            s = _ZH_FILLER.sub("", _EN_FILLER.sub("", sentence.strip()))
-            if (m := _ZH_REMEMBER.match(s) or _EN_REMEMBER.match(s)) is not None:
-                what = _tidy(m.group("x") or "")
-                if what.lower() in _DEICTIC:
-                    what = _tidy(previous)
-                if not what:
+        units = _units(turn.content, config.extraction.heuristic_max_sentence_chars)
+        said = [t for k, t in units if k == "say"]
+        here = _Topic(_joined(said)) if said else topic
+        if turn.seq > after_seq:
+            for kind, what in units:
+                if kind in ("say", "ask"):
                     continue
-                guess = heur.statement(what, now=now) or next(iter(heur._zh_clauses(what, now)), None)
-                pol = config.policy
-                ops.append(Operation(
-                    "ADD", content=third_person(what),
-                    category=guess.category if guess else pol.default_category,
-                    score=initial_score("high", pol), expires_at=guess.expires_at if guess else None,
-                    subject=guess.subject if guess else None, predicate=guess.predicate if guess else None,
-                    confidence=1.0, source="user", pinned=True, verified=True, reason="the user asked to remember it",
-                ))
-            elif (m := _ZH_FORGET.match(s) or _EN_FORGET.match(s)) is not None:
-                what = _tidy(m.group("x") or "")
-                if what.lower() in _DEICTIC:
-                    what = _tidy(previous)
-                if what:
-                    ops.append(Operation("FORGET", query=what, source="user",
-                                         reason=f"the user asked to forget: {sentence.strip()}"))
-        previous = turn.content
-    return ops
+                ref = _Topic(what) if what else here
+                if not ref.text:
+                    continue
+                if kind.startswith("remember"):
+                    ops.append(_remember(ref, config, now))
+                else:
+                    # remembered and forgotten in the same batch: never stored at all
+                    ops = [op for op in ops if not (op.op == "ADD" and op.reason == _REMEMBERED
+                                                    and op.content == _remember(ref, config, now).content)]
+                    ops.append(Operation("FORGET", query=ref.text, source="user",
+                                         reason=f"the user asked to forget: {_tidy(turn.content)[:200]}"))
+        explicit = [w for k, w in units if k in ("remember", "forget") and w]
+        if said or explicit:
+            topic, asked = (here if said else _Topic(explicit[-1])), False
+        elif any(k == "ask" for k, _ in units):
+            asked = True
+    return _fitting(ops, config)
 
 
-__all__ = ["HeuristicExtractor", "commands", "is_command", "third_person"]
+def _fitting(ops: list[Operation], config: Config) -> list[Operation]:
+    """Memories cut from turns, held to the rules of a memory (`memlane.validate`): a turn may
+    be far longer than a memory and hold control characters; such a cut is left out."""
+    out = []
+    for op in ops:
+        if op.content is not None:
+            text = validate.fit_memory_text(op.content, config.store.max_content_chars)
+            if text is None:
+                continue
+            op = replace(op, content=text)
+        out.append(op)
+    return out
+
+
+def _remember(ref: _Topic, config: Config, now: datetime) -> Operation:
+    heur = HeuristicExtractor(config)
+    guess = None  # "remember this" may point at a whole pasted document: no patterns on that
+    if len(ref.text) <= config.extraction.heuristic_max_sentence_chars:
+        guess = heur.statement(ref.text, now=now) or next(iter(heur._zh_clauses(ref.text, now)), None)
+    pol = config.policy
+    content = third_person(ref.text) if ref.own else ref.text
+    return Operation(
+        "ADD", content=content, category=guess.category if guess else pol.default_category,
+        score=initial_score("high", pol), expires_at=guess.expires_at if guess else None,
+        subject=guess.subject if guess else None, predicate=guess.predicate if guess else None,
+        confidence=1.0, source="user", pinned=True, verified=True, reason=_REMEMBERED,
+    )
+
+
+__all__ = ["HeuristicExtractor", "commands", "is_ack", "is_command", "third_person"]

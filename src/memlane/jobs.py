@@ -25,6 +25,7 @@ from typing import Literal
 
 import numpy as np
 
+from memlane import forget
 from memlane.config import Config
 from memlane.embeddings import Embedder
 from memlane.errors import MemlaneError
@@ -35,7 +36,15 @@ from memlane.indexing import embed_cached, vector_key
 from memlane.lease import ScopeLock
 from memlane.llm import LLM
 from memlane.models import ExtractionJob, Hit, MemoryRecord, Scope, Turn, new_id
-from memlane.policy import dedup_threshold, names_memory, penalised, reinforced, stated_by_person
+from memlane.policy import (
+    decayed,
+    dedup_threshold,
+    names_memory,
+    penalised,
+    reinforced,
+    stated_by_person,
+    threshold_verdicts,
+)
 from memlane.store import Store
 from memlane.text import CJK_RUN, keywords
 
@@ -119,6 +128,21 @@ class JobRunner:
             if (job.session_id, job.first_seq, job.last_seq) == (session_id, first, last):
                 return job
         return None
+
+    def pending(self, scope: Scope, session_id: str) -> JobReport | None:
+        """The state of the session's latest job still waiting (queued, backed off, or
+        running elsewhere), as a report; None when none waits."""
+        waiting = [j for j in self.store.jobs(scope=scope, status=("queued", "running"), limit=100_000)
+                   if j.session_id == session_id]
+        if not waiting:
+            return None
+        job = max(waiting, key=lambda j: (j.last_seq, j.id))
+        # a job that failed before waits for its back-off; one never run waits for its first turn
+        status: JobStatus = "retrying" if job.attempts or job.last_error else "queued"
+        if job.status == "running":
+            status = "locked"
+        return JobReport(session_id, job.first_seq, job.last_seq, job_id=job.id, status=status,
+                         attempts=job.attempts, error=job.last_error, next_at=job.next_at)
 
     def due(self, now: datetime, limit: int = 100) -> list[ExtractionJob]:
         """Queued jobs that are due, and every running one: a running job whose scope lease
@@ -233,6 +257,8 @@ class JobRunner:
         with self.store.transaction():
             for op in ops:
                 self._apply(op, scope, job, now, vectors, report, guard)
+            if turns:
+                self._decay_at_merge(scope, now)
             session = self.store.get_session(scope, job.session_id)
             if session is not None:
                 session.extraction_count += 1
@@ -266,7 +292,8 @@ class JobRunner:
         if session is None:
             return None
         done = int(session.metadata.get("commands_through", 0))
-        turns = [t for t in self.store.get_turns(scope, session_id=session_id) if t.seq > done - 2]
+        turns = [t for t in self.store.get_turns(scope, session_id=session_id)
+                 if t.seq > done - self.config.extraction.command_context_turns]
         ops = commands(turns, self.config, now=now, after_seq=done)
         if not turns or not ops:
             return None
@@ -279,12 +306,35 @@ class JobRunner:
         with self.store.transaction():
             for op in ops:
                 self._apply(op, scope, job, now, vectors, report)
+            self._decay_at_merge(scope, now)
             session = self.store.get_session(scope, session_id)
             if session is not None:
                 session.metadata["commands_through"] = max(last, int(session.metadata.get("commands_through", 0)))
                 self.store.put_session(session)
         self._announce(scope, report, now)
         return report
+
+    def _decay_at_merge(self, scope: Scope, now: datetime) -> int:
+        """Seed 001 §3.4: each merge ends by decaying the whole scope for the time since each
+        memory was last activated — so a hit of this merge (activated now) is not decayed, as
+        in the seed's mixed-scenario row (0.6 → 0.68 on day 30) — or last decayed
+        (`policy.decayed` counts each day once, so consolidation does not decay it again), and
+        archives what fell below `archive_below`. Deletion stays with consolidation (it also
+        cleans files). Returns how many memories changed."""
+        pol = self.config.policy
+        if not pol.decay_on_merge:
+            return 0
+        changed = 0
+        for mem in self.store.list_memories(scope):
+            after = decayed(mem, now, pol)
+            if after is None:
+                continue
+            if after.status == "active" and any(a == "ARCHIVE" for a, _ in threshold_verdicts(after, now, pol)):
+                after = after.model_copy(update={"status": "archived"})
+            self._write(scope, mem, after, "DECAY", "extract:merge",
+                        f"decayed at merge: {mem.score:.3f} → {after.score:.3f}", now)
+            changed += 1
+        return changed
 
     def _announce(self, scope: Scope, report: JobReport, now: datetime) -> None:
         if self.on_change is not None and (report.added or report.reinforced or report.updated
@@ -293,6 +343,7 @@ class JobRunner:
         for mem in report.added:  # seed 004 §11.2
             if mem.score >= self.config.events.important_score:
                 self.events.emit(Event.memory_important(scope, mem.id, mem.content, mem.category, mem.score, now))
+        forget.after_rule_deletes(self.store, self.config.embedding.max_chars, report.deleted)
         for mem in report.deleted:
             self.events.emit(Event.memory_deleted(scope, mem.id, mem.content, mem.category, "extract",
                                                   "deleted by extraction", now))
@@ -378,6 +429,7 @@ class JobRunner:
         elif op.op == "DELETE":
             self.store.delete_memory(scope, mem.id)
             self.store.add_event(scope, mem.id, "DELETE", mem.snapshot(), None, actor, op.reason, now)
+            self.store.mark_forgetting()  # a crash before _announce: the next open scrubs the files
             report.deleted.append(mem)
 
     def _add(self, op: Operation, scope: Scope, job: ExtractionJob, now: datetime, vec: np.ndarray,

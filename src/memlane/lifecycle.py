@@ -28,8 +28,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from memlane import markdown, mdsync, userprofile
+from memlane import forget, markdown, mdsync, userprofile
 from memlane.errors import MemlaneError, ValidationError
+from memlane.events import Event
 from memlane.jobs import JobReport
 from memlane.llm.prompts.review import ReviewAnswer, ReviewMode
 from memlane.models import MemoryRecord, Scope
@@ -85,6 +86,7 @@ class ConsolidationReport:
     archived_turns: int = 0
     locked: list[Scope] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    sweep: SweepReport | None = None  # the unextracted turns the drain step queued (and left)
 
     @property
     def counts(self) -> dict[str, int]:
@@ -114,10 +116,104 @@ class ConsolidationReport:
             "files": self.files, "archived_turns": self.archived_turns,
             "locked": [{"user_id": s.user_id, "agent_id": s.agent_id} for s in self.locked],
             "errors": self.errors,
+            "sweep": self.sweep.to_dict() if self.sweep else None,
         }
 
 
 StepHook = Callable[[str, Scope | None, ConsolidationReport], None]
+
+
+# ---- turns nobody extracted: idle sessions, imports (seed 001 §3.2, seed 002 §7) ---------------
+
+
+@dataclass
+class SweepReport:
+    """What one sweep of unextracted turns queued, and what it left for the next run."""
+
+    sessions: int = 0  # sessions with turns queued
+    jobs: int = 0
+    turns: int = 0
+    left: int = 0  # unextracted turns of swept sessions still not queued (over sweep_max_turns)
+
+    def to_dict(self) -> dict[str, int]:
+        return asdict(self)
+
+
+def sweep_unextracted(memory: Memory, now: datetime, scope: Scope | None = None, *, idle_only: bool = True,
+                      dry_run: bool = False) -> SweepReport:
+    """Queue the unextracted turns of every session that is ended or idle — its last turn at
+    least `extraction.idle_minutes` old (seed 001 §3.2 "会话空闲超时"; imported conversations
+    are such sessions) — oldest sessions first, in jobs of ≤ `sweep_job_turns` turns, at most
+    `sweep_max_turns` turns waiting in the queue; `left` counts what waits for the next run. With
+    `idle_only=False` (consolidate, seed 002 §7 process_unextracted_turns) and `idle_minutes`
+    0, every session is taken. A session still being talked to is left to its own triggers,
+    and one the profile's `session.ended` rules would not extract (seed 004: under 3
+    messages) is left alone."""
+    cfg = memory.config.extraction
+    if idle_only and cfg.idle_minutes <= 0:
+        return SweepReport()
+    idle_since = now - timedelta(minutes=cfg.idle_minutes)
+    store = memory.store
+    # turns queued before and not run yet count against the budget: a slow LLM never lets
+    # the backlog grow past sweep_max_turns however often the poll sweeps
+    waiting = store.jobs(scope=scope, status=("queued", "running"), limit=10_000_000)
+    budget = cfg.sweep_max_turns - sum(j.last_seq - j.first_seq + 1 for j in waiting)
+    out = SweepReport()
+    scopes = [scope] if scope is not None else store.scopes()
+    candidates: list[tuple[datetime, Scope, str, int, int]] = []
+    for sc in scopes:
+        for session in store.list_sessions(sc, limit=10_000_000):
+            done = int(session.metadata.get("extracted_through", 0))
+            if session.message_count <= done:  # cheap: nothing new since the last queueing
+                continue
+            last = store.next_seq(sc, session.id) - 1
+            if last <= done:
+                continue
+            newest = store.get_turns(sc, session_id=session.id, newest_first=True, limit=1)
+            at = newest[0].created_at if newest else session.started_at
+            if session.ended_at is None and at > idle_since:
+                continue  # still active
+            # the profile's rules decide, as when the session ends (seed 004: < 3 messages, none)
+            ended = Event.session_ended(sc, session.id, session.message_count, now)
+            if not any("extract" in rule.actions for rule in memory.events.matching(ended)):
+                continue
+            candidates.append((at, sc, session.id, done, last))
+    for _, sc, session_id, done, last in sorted(candidates, key=lambda c: (c[0], c[2])):
+        pending = last - done
+        if budget <= 0:
+            out.left += pending
+            continue
+        take = min(pending, budget)
+        budget -= take
+        out.left += pending - take
+        out.sessions += 1
+        through = done
+        while through < done + take:
+            upto = min(through + cfg.sweep_job_turns, done + take)
+            if not dry_run:
+                job = memory.jobs.enqueue(sc, session_id, now, through_seq=upto)
+                if job is None:  # queued meanwhile by another trigger
+                    break
+            out.jobs += 1
+            out.turns += upto - through
+            through = upto
+    return out
+
+
+@dataclass
+class PollReport:
+    """One scheduler poll between consolidation runs: the idle sweep and the due jobs it ran."""
+
+    sweep: SweepReport
+    jobs: list[JobReport]
+
+
+def poll(memory: Memory, now: datetime, *, limit: int = 100) -> PollReport:
+    """Queue idle sessions' unextracted turns, then run the extraction jobs that are due —
+    so a job backed off for 10 minutes runs 10 minutes later without a worker (offline, or a
+    CLI-driven deployment), not at the next 6-hourly or nightly consolidation."""
+    sweep = sweep_unextracted(memory, now)
+    return PollReport(sweep, memory.jobs.drain(now, memory.llm, limit))
 
 
 # ---- consolidate ---------------------------------------------------------------------------
@@ -172,8 +268,15 @@ def _label(scope: Scope) -> str:
 
 
 def _drain(memory: Memory, scope: Scope | None, now: datetime, dry_run: bool, report: ConsolidationReport) -> None:
-    """Seed 002 §7 step 1: run the extraction jobs that are due (a failed one stays queued)."""
+    """Seed 002 §7 step 1: queue the unextracted turns (`sweep_unextracted`), then run the
+    extraction jobs that are due (a failed one stays queued)."""
     runner = memory.jobs
+    report.sweep = sweep_unextracted(memory, now, scope, idle_only=False, dry_run=dry_run)
+    if dry_run and report.sweep.turns:
+        report.actions.append(Action("drain", "EXTRACT", "", scope.user_id if scope else "",
+                                     scope.agent_id if scope else "",
+                                     reason=f"would queue {report.sweep.turns} unextracted turns of "
+                                            f"{report.sweep.sessions} sessions ({report.sweep.left} left)"))
     for job in runner.due(now, limit=100_000):
         if scope is not None and (job.user_id, job.agent_id) != (scope.user_id, scope.agent_id):
             continue
@@ -256,6 +359,7 @@ class _Pass:
         if not self.dry_run:
             self.store.delete_memory(self.scope, mem.id)
             self.store.add_event(self.scope, mem.id, "DELETE", mem.snapshot(), None, ACTOR, f"{step}: {reason}", self.now)
+            self.store.mark_forgetting()  # a crash before announce: the next open scrubs the files
             self.deleted.append((mem, f"{step}: {reason}"))
             self.removed.append(mem)
 
@@ -263,6 +367,7 @@ class _Pass:
         """`memory.deleted` events, once the step's transaction committed."""
         from memlane.events import Event
 
+        forget.after_rule_deletes(self.store, self.cfg.embedding.max_chars, [m for m, _ in self.deleted])
         for mem, reason in self.deleted:
             self.memory.events.emit(Event.memory_deleted(self.scope, mem.id, mem.content, mem.category, ACTOR,
                                                          reason, self.now))
@@ -508,6 +613,7 @@ class Scheduler:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.runs = 0
+        self.last_poll: PollReport | None = None  # the idle sweep + due jobs of the last tick between runs
         self.failures = 0  # ticks that raised; the thread logged them and kept ticking
         self.last_error: str | None = None
         lc = memory.config.lifecycle
@@ -535,9 +641,11 @@ class Scheduler:
         return slot
 
     def tick(self, now: datetime | None = None) -> ConsolidationReport | None:
-        """Run once if due; returns the report, or None when nothing was due."""
+        """Run once if due; returns the report, or None when nothing was due — then the tick
+        is a `poll` (idle sessions queued, due extraction jobs run; `last_poll` has it)."""
         now = now or self.clock()
         if self.next_run(now) > now:
+            self.last_poll = poll(self.memory, now)
             return None
         report = consolidate(self.memory, now=now)
         with self.memory.store.transaction():
@@ -586,4 +694,5 @@ class Scheduler:
             self._thread = None
 
 
-__all__ = ["STEPS", "Action", "ConsolidationReport", "Scheduler", "consolidate", "person_edits"]
+__all__ = ["STEPS", "Action", "ConsolidationReport", "PollReport", "Scheduler", "SweepReport", "consolidate",
+           "person_edits", "poll", "sweep_unextracted"]

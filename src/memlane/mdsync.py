@@ -25,12 +25,11 @@ so a person's edit is read in before memlane writes the file again.
 from __future__ import annotations
 
 import logging
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from memlane import userprofile
+from memlane import userprofile, validate
 from memlane.errors import BackendError, MemlaneError, ValidationError
 from memlane.events import Event
 from memlane.markdown import (
@@ -58,10 +57,6 @@ if TYPE_CHECKING:
     from memlane.api import Memory
 
 log = logging.getLogger(__name__)
-
-# an id a person or another tool wrote: seed 001's short uuid forms (a1b2c3, 3f9a1c2b7d), no
-# spaces, brackets or path characters
-_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]*")
 
 
 def plan_import(mem: Memory, scope: Scope, file: MemoryFile, name: str = "MEMORY.md") -> list[MdOperation]:
@@ -115,11 +110,10 @@ def _own_ids(mem: Memory, adds: list[MdOperation]) -> None:
     """Keep each ADD's id from the file when it is a valid id no memory and no audit event of
     this store uses (ids are unique across scopes; an audited id may be restored in its own
     scope); else a new id, and `reason` says why."""
-    limit = mem.config.lifecycle.md_id_max_chars
-    valid = [op for op in adds if len(op.memory_id) <= limit and _ID.fullmatch(op.memory_id)]
+    valid = [op for op in adds if validate.MEMORY_ID.fullmatch(op.memory_id)]
     for op in adds:
         if op not in valid:
-            op.reason = f"id {op.memory_id[:80]!r} is not a memory id (letters, digits, _ . : -, at most {limit}); a new id"
+            op.reason = f"id {op.memory_id[:80]!r} is not a memory id (1-64 letters, digits, _ or -); a new id"
     taken: set[str] = set()
     for i in range(0, len(valid), 400):
         ids = [op.memory_id for op in valid[i:i + 400]]
@@ -184,13 +178,12 @@ def _versions(mem: Memory, scope: Scope, memory_id: str) -> tuple[set[str], set[
 
 
 def _check(mem: Memory, e: MdEntry, name: str, *, content: bool, category: bool = True) -> None:
-    cats = mem.config.policy.categories
-    if category and e.category not in cats:
-        raise ValidationError(f"{name} line {e.line}: category",
-                              f"unknown category {e.category!r}; allowed: {', '.join(cats)}")
-    limit = mem.config.store.max_content_chars
-    if content and len(e.content) > limit:
-        raise ValidationError(f"{name} line {e.line}: content", f"is {len(e.content)} characters; the limit is {limit}")
+    """The checks the API applies (memlane.validate), before anything is written."""
+    if category:
+        validate.category(f"{name} line {e.line}: category", e.category, mem.config.policy.categories,
+                          mem.config.profile)
+    if content:
+        validate.memory_text(f"{name} line {e.line}: content", e.content, mem.config.store.max_content_chars)
 
 
 def apply_operations(mem: Memory, scope: Scope, ops: list[MdOperation], name: str = "MEMORY.md") -> list[MemoryRecord]:

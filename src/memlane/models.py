@@ -11,13 +11,14 @@ from typing import Any, Literal, NamedTuple
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
+from memlane import validate
 from memlane.errors import ValidationError
 
 Role = Literal["user", "assistant", "system", "tool"]
 ArchiveState = Literal["false", "pending", "true"]
 Status = Literal["active", "archived"]
 Source = Literal["user", "extractor", "heuristic", "system", "import"]
-EventKind = Literal["ADD", "UPDATE", "BOOST", "DELETE", "DECAY", "ARCHIVE", "PROMOTE", "RESTORE", "DEMOTE"]
+EventKind = Literal["ADD", "UPDATE", "BOOST", "DELETE", "DECAY", "ARCHIVE", "PROMOTE", "RESTORE", "DEMOTE", "PURGE"]
 
 
 def new_id(length: int = 10) -> str:
@@ -38,11 +39,11 @@ class Scope(BaseModel):
 
     @classmethod
     def of(cls, user_id: str | None, agent_id: str | None = None) -> Scope:
-        if user_id is None or not str(user_id).strip():
+        if user_id is None:
             raise ValidationError("user_id", "is required and must not be empty")
-        if len(user_id) > 256 or (agent_id and len(agent_id) > 256):
-            raise ValidationError("user_id", "must be at most 256 characters")
-        return cls(user_id=str(user_id), agent_id=str(agent_id or ""))
+        uid = validate.ident("user_id", user_id)
+        aid = "" if agent_id is None or agent_id == "" else validate.ident("agent_id", agent_id)
+        return cls(user_id=uid, agent_id=aid)
 
 
 class _Record(BaseModel):

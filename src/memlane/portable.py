@@ -26,6 +26,8 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel
 from pydantic import ValidationError as PydanticValidationError
 
+from memlane import validate
+from memlane.config import MAX_ID_CHARS, Config
 from memlane.errors import ValidationError
 from memlane.markdown import render_memory_md
 from memlane.models import (
@@ -100,7 +102,68 @@ class ImportReport:
     skipped: dict[str, int] = field(default_factory=dict)
 
 
-def _read(path: Path, max_bytes: int) -> tuple[dict[str, Any], list[tuple[int, str, Any]]]:
+def check_record(kind: str, rec: Any, config: Config) -> Any:
+    """An exported record held to the rules the API holds its input to (`memlane.validate`):
+    an export file is input too. Returns it with times made aware (naive = UTC)."""
+    store, limit, turn_limit = config.store, config.store.max_content_chars, config.store.max_turn_chars
+    # audit snapshots hold a whole memory: room for its content and metadata
+    snap = {"max_depth": store.max_metadata_depth + 2, "max_bytes": store.max_metadata_bytes + 8 * limit}
+    times = {k: validate.optional_when(f"{kind}.{k}", getattr(rec, k)) for k in type(rec).model_fields
+             if k.endswith("_at") or k == "last_activated"}
+    if kind == "session":
+        validate.ident("session.id", rec.id)
+        validate.text("session.summary", rec.summary, turn_limit, setting="store.max_turn_chars", required=False,
+                      controls=True)
+        validate.metadata("session.metadata", rec.metadata, store, validate.SESSION_KEYS)
+        validate.integer("session.message_count", rec.message_count, 0)
+        validate.integer("session.extraction_count", rec.extraction_count, 0)
+    elif kind == "turn":
+        validate.memory_id(rec.id, "turn.id")
+        validate.ident("turn.session_id", rec.session_id)
+        validate.integer("turn.seq", rec.seq, 0)
+        validate.integer("turn.token_count", rec.token_count, 0)
+        validate.tool_calls("turn.tool_calls", rec.tool_calls, store)
+        validate.text("turn.content", rec.content, turn_limit, setting="store.max_turn_chars",
+                      required=not rec.tool_calls, controls=True)
+        validate.optional_text("turn.name", rec.name, MAX_ID_CHARS, controls=True)
+        validate.metadata("turn.metadata", rec.metadata, store)
+    elif kind == "memory":
+        validate.memory_id(rec.id, "memory.id")
+        content = validate.memory_text("memory.content", rec.content, limit)
+        validate.category("memory.category", rec.category, config.policy.categories, config.profile)
+        validate.ident("memory.kind", rec.kind)
+        validate.number("memory.score", rec.score, 0.0, 1.0)
+        validate.number("memory.confidence", rec.confidence, 0.0, 1.0)
+        validate.integer("memory.activation_count", rec.activation_count, 0)
+        validate.optional_text("memory.subject", rec.subject, MAX_ID_CHARS)
+        validate.optional_text("memory.predicate", rec.predicate, MAX_ID_CHARS)
+        validate.optional_ident("memory.source_session", rec.source_session)
+        validate.metadata("memory.metadata", rec.metadata, store, validate.MEMORY_KEYS)
+        rec = rec.model_copy(update={"category": rec.category.strip().lower(), "content": content})
+    elif kind == "episode":
+        validate.memory_id(rec.id, "episode.id")
+        validate.ident("episode.session_id", rec.session_id)
+        for name in ("summary", "goal", "outcome"):
+            validate.text(f"episode.{name}", getattr(rec, name), turn_limit, setting="store.max_turn_chars",
+                          required=name == "summary", controls=True)
+        validate.json_value("episode.entities", rec.entities + rec.tools_used, max_depth=2,
+                            max_bytes=store.max_metadata_bytes)
+        validate.number("episode.score", rec.score, -1e9, 1e9)
+    elif kind == "event":
+        validate.memory_id(rec.memory_id, "event.memory_id")
+        validate.ident("event.actor", rec.actor)
+        validate.text("event.reason", rec.reason, limit, required=False, controls=True)
+        validate.json_value("event.before", rec.before, **snap)
+        validate.json_value("event.after", rec.after, **snap)
+    elif kind == "scratchpad":
+        validate.text("scratchpad.current_focus", rec.current_focus, limit, required=False, controls=True)
+        validate.json_value("scratchpad.recent_tasks", rec.recent_tasks, max_depth=3,
+                            max_bytes=store.max_metadata_bytes)
+    return rec.model_copy(update=times)
+
+
+def _read(path: Path, config: Config) -> tuple[dict[str, Any], list[tuple[int, str, Any]]]:
+    max_bytes = config.store.max_import_bytes
     if not path.is_file():
         raise ValidationError("file", f"{path} does not exist or is not a file")
     if path.stat().st_size > max_bytes:
@@ -118,6 +181,8 @@ def _read(path: Path, max_bytes: int) -> tuple[dict[str, Any], list[tuple[int, s
             obj = json.loads(line)
         except json.JSONDecodeError as exc:
             raise ValidationError("file", f"{path} line {n}: not valid JSON ({exc.msg})") from None
+        except RecursionError:
+            raise ValidationError("file", f"{path} line {n}: JSON nested too deeply") from None
         if header is None:
             if not isinstance(obj, dict) or obj.get("memlane_export") != FORMAT_VERSION:
                 raise ValidationError("file", f"{path} line {n}: not a memlane export "
@@ -125,14 +190,20 @@ def _read(path: Path, max_bytes: int) -> tuple[dict[str, Any], list[tuple[int, s
             header = obj
             continue
         kind = obj.get("type") if isinstance(obj, dict) else None
-        if kind not in _MODELS:
-            raise ValidationError("file", f"{path} line {n}: unknown record type {kind!r}; one of {', '.join(_MODELS)}")
+        if not isinstance(kind, str) or kind not in _MODELS:
+            raise ValidationError("file", f"{path} line {n}: unknown record type {str(kind)[:40]!r}; "
+                                          f"one of {', '.join(_MODELS)}")
         try:
-            records.append((n, kind, _MODELS[kind].model_validate(obj.get("record"))))
+            rec = _MODELS[kind].model_validate(obj.get("record"))
         except PydanticValidationError as exc:
             e = exc.errors()[0]
             where = ".".join(str(p) for p in e["loc"])
-            raise ValidationError("file", f"{path} line {n}: {kind}.{where}: {e['msg']}") from None
+            raise ValidationError("file", f"{path} line {n}: {kind}.{where}: {e['msg'][:200]}") from None
+        try:
+            records.append((n, kind, check_record(kind, rec, config)))
+        except ValidationError as exc:
+            raise ValidationError(exc.field, f"{str(exc)[len(exc.field) + 2:]} ({path} line {n}: {kind}); "
+                                             "nothing was imported") from None
     if header is None:
         raise ValidationError("file", f"{path} is empty")
     return header, records
@@ -141,7 +212,7 @@ def _read(path: Path, max_bytes: int) -> tuple[dict[str, Any], list[tuple[int, s
 def import_scope(mem: Memory, path: Path, *, user_id: str | None = None, agent_id: str | None = None) -> ImportReport:
     """Import a memlane JSONL export into `user_id` (default: the exported scope)."""
     path = Path(path)
-    header, records = _read(path, mem.config.store.max_import_bytes)
+    header, records = _read(path, mem.config)
     scope = Scope.of(user_id or header.get("user_id"), agent_id if agent_id is not None else header.get("agent_id"))
     report = ImportReport(str(path), scope.user_id, scope.agent_id)
     store = mem.store

@@ -306,6 +306,24 @@ def _session_prior(sessions: dict[int, str], cands: dict[int, Candidate], weight
             c.relevance += weight * best[sess]
 
 
+# Ordinary talk about nothing in particular. How near a query is to these is where its
+# unrelated text sits for this embedder (e5 puts it near 0.8, the hash embedder near 0): a
+# memory's dense relevance is how much nearer than that it is (issue 13, 18).
+NULL_TEXTS = ("你好，最近怎么样？", "Hello, how are you?", "今天是星期几", "What time is it?",
+              "这是一个普通的句子。", "This is an ordinary sentence.", "谢谢", "Thank you.")
+
+
+def absolute_relevance(words: Sequence[str], content: str, similarity: float, null: float | None) -> float:
+    """An absolute relevance in [0, 1], the same whatever else the search found: the share of
+    the query's keywords the text holds, or-ed with the cosine's lift over the query's
+    similarity to `NULL_TEXTS` (`null`; None: no dense side)."""
+    lexical = len(highlights(words, content)) / len(words) if words else 0.0
+    dense = 0.0
+    if null is not None and similarity != 0.0 and null < 1.0:
+        dense = min(1.0, max(0.0, (similarity - null) / (1.0 - null)))
+    return 1.0 - (1.0 - lexical) * (1.0 - dense)
+
+
 def search(
     store: Store,
     cfg: SearchConfig,
@@ -317,17 +335,38 @@ def search(
     now: datetime,
     query_vector: np.ndarray | Callable[[str], np.ndarray] | None,
     filters: Filters | None = None,
+    min_score: float = 0.0,
+    null_vectors: np.ndarray | None = None,
 ) -> list[Hit]:
-    """Ranked hits of one corpus for one scope."""
+    """Hits of one corpus for one scope, in rank order (relevance, importance, recency);
+    each hit's `score` is its absolute `relevance`, and none is below `min_score`.
+    `null_vectors`: `NULL_TEXTS` embedded (passages) by the embedder of the query."""
     if not query or not query.strip():
         raise ValidationError("query", "must not be empty")
     if limit < 1:
         raise ValidationError("limit", f"must be at least 1, got {limit}")
     filters = filters or Filters()
     words = keywords(query)  # once: for the full-text query and for the highlights
-    cands = candidates(store, cfg, corpus, scope, query, query_vector, pool=limit, words=words)
+    used: list[np.ndarray] = []  # the query vector, as the dense side computed it
+
+    def remembered(text: str) -> np.ndarray:
+        assert callable(query_vector)
+        vec = query_vector(text)
+        used.append(vec)
+        return vec
+
+    if isinstance(query_vector, np.ndarray):
+        used.append(query_vector)
+    cands = candidates(store, cfg, corpus, scope, query, remembered if callable(query_vector) else query_vector,
+                       pool=limit, words=words)
     if not cands:
         return []
+    null: float | None = None
+    if used and null_vectors is not None and null_vectors.shape[1:] == used[0].shape and np.linalg.norm(used[0]) > 0:
+        null = float(np.max(null_vectors @ used[0]))
+
+    def absolute(content: str, c: Candidate) -> float:
+        return absolute_relevance(words, content, c.similarity, null)
     _normalise_relevance(cands)
     period = mentioned_period(query)
 
@@ -339,6 +378,7 @@ def search(
             c.relevance += dated(None if c.at is None else datetime.fromtimestamp(c.at, UTC))
     rowids = list(cands)
     hits: list[Hit] = []
+    rank: dict[str, float] = {}  # hit id → the composite it was ranked by
     if corpus == "memories":
         # rank on a few columns, then build records only for what is returned
         facts = store.memory_facts(scope, rowids)
@@ -356,9 +396,11 @@ def search(
             for score, rowid in top:
                 mem = records.get(rowid)
                 # the record is the last word: another writer may have deleted or changed it since
-                if mem is not None and _keep_memory(mem, filters, now) and len(hits) < limit:
-                    hits.append(_hit("memories", mem.id, mem.content, score, cands[rowid], f"memory:{mem.id}",
+                if mem is not None and _keep_memory(mem, filters, now) and len(hits) < limit \
+                        and (rel := absolute(mem.content, cands[rowid])) >= min_score:
+                    hits.append(_hit("memories", mem.id, mem.content, rel, cands[rowid], f"memory:{mem.id}",
                                      mem.created_at, memory=mem))
+                    rank[mem.id] = score
             if len(hits) >= limit:
                 break
     elif corpus == "turns":
@@ -369,21 +411,23 @@ def search(
             turns = store.turns_by_rowid(scope, batch)
             for rowid in batch:
                 turn = turns.get(rowid)
-                if turn is not None and _keep_turn(turn, filters):
-                    c = cands[rowid]
-                    hits.append(_hit("turns", turn.id, turn.content, c.relevance, c,
+                c = cands[rowid]
+                if turn is not None and _keep_turn(turn, filters) and (rel := absolute(turn.content, c)) >= min_score:
+                    hits.append(_hit("turns", turn.id, turn.content, rel, c,
                                      f"turn:{turn.session_id}#{turn.seq}", turn.created_at, turn=turn))
+                    rank[turn.id] = c.relevance
             if len(hits) >= limit:
                 break
     else:
         for rowid, ep in store.episodes_by_rowid(scope, rowids).items():
-            if _keep_time(ep.ended_at, filters) and (filters.session_id in (None, ep.session_id)):
-                c = cands[rowid]
-                score = (cfg.w_similarity * (c.relevance + dated(ep.ended_at)) + cfg.w_importance * ep.score
-                         + cfg.w_recency * recency(ep.ended_at, now, cfg.recency_half_life_days))
-                hits.append(_hit("episodes", ep.id, ep.summary, score, c, f"episode:{ep.session_id}",
+            c = cands[rowid]
+            if _keep_time(ep.ended_at, filters) and (filters.session_id in (None, ep.session_id)) \
+                    and (rel := absolute(ep.summary, c)) >= min_score:
+                rank[ep.id] = (cfg.w_similarity * (c.relevance + dated(ep.ended_at)) + cfg.w_importance * ep.score
+                               + cfg.w_recency * recency(ep.ended_at, now, cfg.recency_half_life_days))
+                hits.append(_hit("episodes", ep.id, ep.summary, rel, c, f"episode:{ep.session_id}",
                                  ep.ended_at, episode=ep))
-    hits.sort(key=lambda h: (-h.score, h.id))
+    hits.sort(key=lambda h: (-rank[h.id], h.id))  # the rank, not the reported relevance
     for h in hits[:limit]:
         h.highlights = highlights(words, h.content)
     return hits[:limit]

@@ -136,16 +136,18 @@ class MemoryTools:
 
     def call(self, name: str, arguments: str | dict[str, Any] | None) -> dict[str, Any]:
         """Run one tool; `arguments` as the model sent them (a JSON string) or a dict."""
-        if name not in self.names:
-            return {"error": f"unknown tool {name!r}; available: {', '.join(self.names)}"}
+        if not isinstance(name, str) or name not in self.names:
+            return {"error": f"unknown tool {str(name)[:60]!r}; available: {', '.join(self.names)}"}
         if isinstance(arguments, str):
             try:
                 args = json.loads(arguments) if arguments.strip() else {}
             except json.JSONDecodeError as exc:
                 return {"error": f"arguments: not valid JSON ({exc.msg}); send a JSON object"}
+            except RecursionError:
+                return {"error": "arguments: JSON nested too deeply; send a flat JSON object"}
         else:
-            args = dict(arguments or {})
-        if not isinstance(args, dict):
+            args = arguments if arguments is not None else {}
+        if not isinstance(args, dict) or not all(isinstance(k, str) for k in args):
             return {"error": "arguments: must be a JSON object"}
         handler = self._handlers[name]
         try:
@@ -159,7 +161,11 @@ class MemoryTools:
 
     def handle(self, tool_call: dict[str, Any]) -> dict[str, Any]:
         """An OpenAI `tool_calls[i]` entry in, the `role: tool` message to send back out."""
+        if not isinstance(tool_call, dict):
+            raise ValidationError("tool_call", f"must be an OpenAI tool_calls entry (a dict), got {type(tool_call).__name__}")
         fn = tool_call.get("function") or {}
+        if not isinstance(fn, dict):
+            fn = {}
         name = str(fn.get("name", ""))
         result = self.call(name, fn.get("arguments"))
         return {"role": "tool", "tool_call_id": tool_call.get("id", ""), "name": name,
@@ -179,9 +185,11 @@ class MemoryTools:
     def search_memory(self, query: str, limit: int = 5, category: str | None = None) -> dict[str, Any]:
         n = self._limit(limit)
         filters = {"category": category} if category else None
-        mems = self.memory.search(query, limit=n, filters=filters, **self._scope())
+        floor = self.memory.config.search.min_relevance  # weak hits would mislead the model
+        mems = self.memory.search(query, limit=n, filters=filters, min_score=floor, **self._scope())
         # seed 002 §4: episodes are not injected, search_memory returns them by matching
-        eps = [] if category else self.memory.search(query, limit=min(n, 3), corpus="episodes", **self._scope())
+        eps = [] if category else self.memory.search(query, limit=min(n, 3), corpus="episodes", min_score=floor,
+                                                     **self._scope())
         return {"memories": [_memory_hit(h) for h in mems], "episodes": [_episode_hit(h) for h in eps]}
 
     def search_conversation_traces(self, query: str, limit: int = 5, session_id: str | None = None) -> dict[str, Any]:
@@ -190,7 +198,8 @@ class MemoryTools:
         return {"turns": [_turn_hit(h) for h in hits]}
 
     def recall_memory(self, query: str, limit: int = 5) -> dict[str, Any]:
-        hits = self.memory.search(query, limit=self._limit(limit), filters={"status": "archived"}, **self._scope())
+        hits = self.memory.search(query, limit=self._limit(limit), filters={"status": "archived"},
+                                  min_score=self.memory.config.search.min_relevance, **self._scope())
         return {"memories": [_memory_hit(h) for h in hits]}
 
     def remember(self, content: str, category: str | None = None, importance: str | None = None) -> dict[str, Any]:

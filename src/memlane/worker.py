@@ -3,7 +3,7 @@
 With an LLM configured (and `extraction.wait_for_llm` off), `end_session` and `add_messages`
 commit what they were given, queue the extraction job (durable, in the store) or hand a
 task (an episode, a compaction) to this thread, and return. The thread runs the tasks, then
-every due extraction job, then sleeps until notified or `extraction.worker_poll_seconds`
+every due extraction job (after queueing the turns of sessions gone idle), then sleeps until notified or `extraction.worker_poll_seconds`
 pass — so a job backed off for 10 minutes runs 10 minutes later, not at the next nightly
 pass. Nothing it runs may stop it: each failure is logged and counted in `status()`.
 """
@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -48,6 +49,7 @@ class JobWorker:
         self._wake = threading.Event()
         self._idle = threading.Event()
         self._stop = threading.Event()
+        self._swept = float("-inf")  # monotonic time of the last idle sweep
         self.tasks_run = self.jobs_run = self.failures = 0
         self.last_error: str | None = None
         self._thread = threading.Thread(target=self._run, name="memlane-worker", daemon=True)
@@ -90,10 +92,22 @@ class JobWorker:
         while not self._stop.is_set():
             self._wake.wait(self._poll)
             self._wake.clear()
+            self._guard_call(self._sweep)
             while not self._stop.is_set() and self._step():
                 pass
             if not self._wake.is_set():
                 self._idle.set()
+
+    def _sweep(self) -> None:
+        """Seed 001 §3.2: idle sessions' unextracted turns are queued (then drained below) —
+        once a poll interval, not on every wake (each `add_messages` wakes the worker)."""
+        if time.monotonic() - self._swept < self._poll:
+            return
+        self._swept = time.monotonic()
+        # imported here: lifecycle imports far more than the worker needs at start-up
+        from memlane.lifecycle import sweep_unextracted
+
+        sweep_unextracted(self._memory, self._memory.clock())
 
     def _step(self) -> bool:
         """One task, else one drain; True while there may be more to do."""

@@ -132,7 +132,10 @@ def scheduler(
         sched = Scheduler(mem, on_run=lambda r: _print_consolidation(r, as_json))
         if once:
             if sched.tick() is None and not as_json:
-                out.print(f"not due; next run at {_short(sched.next_run(mem.clock()))}")
+                polled = sched.last_poll
+                extra = (f"; queued {polled.sweep.turns} idle turns, ran {len(polled.jobs)} due extraction jobs"
+                         if polled else "")
+                out.print(f"not due; next run at {_short(sched.next_run(mem.clock()))}{extra}")
             return
         out.print(f"scheduler running; next run at {_short(sched.next_run(mem.clock()))} (Ctrl-C stops)")
         sched.start()

@@ -21,6 +21,7 @@ from rich.table import Table
 
 from memlane.api import Memory
 from memlane.config import PROFILES, Config
+from memlane.importers import ConversationImport
 from memlane.models import Hit, MemoryRecord
 
 app = typer.Typer(
@@ -127,7 +128,7 @@ def _parse_time(value: str | None, name: str) -> datetime | None:
 
 
 def _import_with_progress(mem: Memory, convs: Sequence[Any], total: int, user: str,
-                          agent: str | None) -> tuple[int, int]:
+                          agent: str | None) -> tuple[ConversationImport, int]:
     with _progress() as bar:
         task = bar.add_task("storing turns", total=total)
         n = mem.import_conversations(convs, user_id=user, agent_id=agent,

@@ -42,7 +42,7 @@ def demo(
         convs = parse(data, "sample_conversation.json")
         total = sum(len(c.messages) for c in convs)
         n, _ = _import_with_progress(mem, convs, total, user, None)
-        report["turns"] = n
+        report["turns"] = n.turns
         # ending each session runs extraction: the LLM when MEMLANE_LLM_BASE_URL is set,
         # the offline heuristic extractor otherwise
         report["extraction"] = {"extractor": "llm" if mem.llm is not None else "heuristic", "jobs": []}

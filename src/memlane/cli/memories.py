@@ -60,6 +60,8 @@ def search(
     limit: Annotated[int, typer.Option("--limit", "-n", min=1)] = 10,
     corpus: Annotated[str, typer.Option("--in", help="memories, turns or episodes.")] = "memories",
     category: Annotated[str | None, typer.Option("--category", "-c")] = None,
+    min_score: Annotated[float, typer.Option("--min-score", min=0.0, max=1.0,
+                                             help="Drop hits less relevant than this (0-1).")] = 0.0,
     as_json: JsonOpt = False,
 ) -> None:
     """Hybrid search (full text + vectors) of memories, conversation turns or episodes.
@@ -69,7 +71,8 @@ def search(
     with _memory() as mem:
         mem.flush()
         filters = {"category": category} if category else None
-        hits = mem.search(query, user_id=user, agent_id=agent, limit=limit, corpus=corpus, filters=filters)  # type: ignore[arg-type]
+        hits = mem.search(query, user_id=user, agent_id=agent, limit=limit, corpus=corpus, filters=filters,  # type: ignore[arg-type]
+                          min_score=min_score)
     if as_json:
         _emit_json(hits)
     elif hits:
@@ -154,14 +157,16 @@ def delete(
     memory_id: Annotated[str, typer.Argument(help="The memory's id.")],
     user: UserOpt = "default",
     agent: AgentOpt = None,
+    hard: Annotated[bool, typer.Option("--hard", help="Also scrub its text from the audit trail (no undo).")] = False,
     as_json: JsonOpt = False,
 ) -> None:
-    """Delete a memory with its index entries; its history stays.
+    """Delete a memory: its text leaves every index, cache and file; its history stays for
+    an undo unless --hard.
 
-    Example: memlane delete 3f9a1c2b7d --user lin
+    Example: memlane delete 3f9a1c2b7d --user lin      memlane delete 3f9a1c2b7d --user lin --hard
     """
     with _memory() as mem:
-        rec = mem.delete(memory_id, user_id=user, agent_id=agent, actor="cli")
+        rec = mem.delete(memory_id, user_id=user, agent_id=agent, actor="cli", hard=hard)
     if as_json:
         _emit_json({"deleted": rec.id, "content": rec.content})
     else:
@@ -259,7 +264,8 @@ def import_(
     as_json: JsonOpt = False,
 ) -> None:
     """Import a conversation file as turns (all or nothing), then embed it with a progress bar;
-    a `memlane export` JSONL file restores the whole scope into --user.
+    importing the same file again skips the turns already stored. A `memlane export` JSONL
+    file restores the whole scope into --user.
 
     Example: memlane import chat.jsonl --user lin
     """
@@ -271,9 +277,11 @@ def import_(
     with _memory() as mem:
         convs = read_file(path, mem.config.store.max_import_bytes)
         total = sum(len(c.messages) for c in convs)
-        n, embedded = _import_with_progress(mem, convs, total, user, agent)
-    result = {"file": str(path), "sessions": len(convs), "turns": n, "embedded": embedded}
+        done, embedded = _import_with_progress(mem, convs, total, user, agent)
+    result = {"file": str(path), "sessions": len(convs), "turns": done.turns, "skipped": done.skipped,
+              "embedded": embedded}
     if as_json:
         _emit_json(result)
     else:
-        out.print(f"imported {n} turns in {len(convs)} sessions from {path} ({embedded} embedded)")
+        again = f"; {done.skipped} already imported, skipped" if done.skipped else ""
+        out.print(f"imported {done.turns} turns in {len(convs)} sessions from {path} ({embedded} embedded{again})")

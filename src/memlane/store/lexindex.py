@@ -198,6 +198,10 @@ class LexCache:
         sid = p.scopes.get(scope[0]) if p is not None and len(scope) == 1 else None
         return None if p is None else 0 if sid is None else int(p.scope_docs[sid])
 
+    def postings(self, corpus: Corpus) -> Postings | None:
+        """The corpus's postings held in memory, as last caught up (None: none yet)."""
+        return self._entries.get(corpus)
+
     def stats(self) -> dict[str, dict[str, int]]:
         """Per corpus held in memory: documents, terms, postings and array bytes."""
         return {c: {"documents": p.n_docs, "terms": len(p.term_names), "postings": len(p.doc),
@@ -208,7 +212,16 @@ class LexCache:
         for corpus, p in list(self._entries.items()):
             if p.unsaved and not self._in_transaction():
                 try:
-                    self._save(corpus, p)
+                    # caught up first: rows another process deleted meanwhile must not be
+                    # written back to disk with their words (forget.py). When the log no
+                    # longer covers them, another process saved newer postings: none to save
+                    with self._snapshot():
+                        last_seq, pruned, epoch = self._state(corpus)
+                        current = p.epoch == epoch and pruned <= p.seq <= last_seq
+                        if current and p.seq < last_seq:
+                            self._catch_up(corpus, p, last_seq)
+                    if current:
+                        self._save(corpus, p)
                 except (OSError, apsw.Error) as exc:
                     log.warning("cannot save the lexical index of %s: %s", corpus, exc)
         self._entries.clear()
@@ -317,6 +330,10 @@ class LexCache:
             if corpus in self._damaged or on_disk.get("epoch") != p.epoch or int(on_disk.get("seq", -1)) < p.seq:
                 p.save(path)
                 self._damaged.discard(corpus)
+                if self._deleted_since(corpus, p.seq):
+                    # another process deleted (forgot) rows while these postings were written,
+                    # and may have unlinked the old file already: this one holds their words
+                    path.unlink(missing_ok=True)
         else:  # shrank below: a file left from before would soon be stale
             self._path(corpus).unlink(missing_ok=True)
         p.fold()
@@ -324,6 +341,10 @@ class LexCache:
         with self._transaction():
             self._conn.execute("DELETE FROM text_log WHERE corpus = ? AND seq <= ?", (corpus, p.seq))
             self._conn.execute("UPDATE text_corpora SET pruned = MAX(pruned, ?) WHERE corpus = ?", (p.seq, corpus))
+
+    def _deleted_since(self, corpus: Corpus, seq: int) -> bool:
+        return bool(self._conn.execute("SELECT 1 FROM text_log WHERE corpus = ? AND seq > ? AND op = 'del' LIMIT 1",
+                                       (corpus, seq)).fetchall())
 
     def _load(self, corpus: Corpus, epoch: str, pruned: int, last_seq: int) -> Postings | None:
         """The saved postings, when they are this database's and the log still covers them."""

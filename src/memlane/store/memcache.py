@@ -104,12 +104,22 @@ class MemCache:
     def close(self) -> None:
         """Save arrays with many changes not yet on disk, so the next process starts warm; a
         few it applies from the log faster than ~600 MB (1M rows) are written."""
-        m, self._rows = self._rows, None
+        m = self._rows
         if m is not None and m.unsaved >= _SAVE_MIN and not self._in_transaction():
             try:
-                self._save(m)
+                # caught up first: rows another process deleted meanwhile must not be written
+                # back to disk with their texts (forget.py). When the log no longer covers
+                # them, another process saved newer arrays: none to save
+                with self._snapshot():
+                    last, pruned, epoch, vector_epoch = self._state()
+                    current = self._fits(m, epoch, vector_epoch, self._dims() or 0) and pruned <= m.seq <= last
+                    if current and m.seq < last:
+                        self._catch_up(m, last)
+                if current:
+                    self._save(m)
             except (OSError, apsw.Error) as exc:
                 log.warning("cannot save the memory cache: %s", exc)
+        self._rows = None
 
     # ---- internals -----------------------------------------------------------------------
 
@@ -208,6 +218,12 @@ class MemCache:
                 "records": m.records is not None}
         if any(on_disk.get(k) != v for k, v in mine.items()) or int(on_disk.get("seq", -1)) < m.seq:
             m.save(self._path)
+            if self._conn.execute(
+                "SELECT 1 FROM row_log l WHERE corpus = 'memories' AND seq > ? "
+                "AND NOT EXISTS (SELECT 1 FROM memories WHERE rowid = l.row) LIMIT 1", (m.seq,)).fetchall():
+                # another process deleted (forgot) rows while the arrays were written, and may
+                # have unlinked the old file already: this one holds their texts
+                self._path.unlink(missing_ok=True)
         m.unsaved = 0
         with self._transaction():
             self._conn.execute("DELETE FROM row_log WHERE corpus = 'memories' AND seq <= ?", (m.seq,))

@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from memlane.models import MemoryFacts
+from memlane.store.erase import temp_path
 from memlane.store.packed import PackedTexts
 
 FORMAT = 4  # of the saved file
@@ -315,9 +316,18 @@ class MemoryRows:
             small[f"vector_{part}"] = np.concatenate([getattr(b, part) for b in blocks] or [np.empty(0, dtype)])
         if self.records is not None:
             self.records.pack()
+            self.records.compact()  # replaced and deleted texts stay out of the file (forget.py)
             small["record_start"], small["record_size"] = self.records.start[:end], self.records.size[:end]
             small["record_texts"] = self.records.buf[: self.records.used]
-        tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+        tmp = temp_path(path)
+        try:
+            self._write(tmp, meta, small, blocks)
+            os.replace(tmp, path)
+        finally:
+            tmp.unlink(missing_ok=True)
+        self.unsaved = 0
+
+    def _write(self, tmp: Path, meta: dict[str, Any], small: dict[str, np.ndarray], blocks: list[ScopeCodes]) -> None:
         with zipfile.ZipFile(tmp, "w", allowZip64=True) as z:
             z.writestr("meta.npy", _npy(np.frombuffer(json.dumps(meta).encode(), np.uint8)))
             for name, array in small.items():
@@ -327,8 +337,6 @@ class MemoryRows:
                 np.lib.format.write_array_header_1_0(f, {"descr": "|i1", "fortran_order": False, "shape": (n, self.dims)})
                 for b in blocks:
                     f.write(np.ascontiguousarray(b.codes).data)
-        os.replace(tmp, path)
-        self.unsaved = 0
 
     @classmethod
     def load(cls, path: Path) -> MemoryRows:

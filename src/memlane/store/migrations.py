@@ -254,3 +254,23 @@ def m008_row_log(db: Any) -> None:
         INSERT OR IGNORE INTO meta(key, value) VALUES ('row_epoch', lower(hex(randomblob(8))));
         """
     )
+
+
+@migration
+def m009_fts_optimize_once(db: Any) -> None:
+    """Merge every FTS5 table into one segment, once: entries of rows deleted or replaced
+    before `secure-delete` was set (store/erase.py) leave the file (issue 12, forgetting)."""
+    for fts in FTS_TABLES:
+        db.execute(f"INSERT INTO {fts}({fts}) VALUES ('optimize')")
+
+
+@migration
+def m010_turn_import_key(db: Any) -> None:
+    """A stable identity for each imported message (issue 12), so importing the same file
+    again — after a crash, say — skips what is stored. NULL for turns added live."""
+    db.execute(
+        """
+        ALTER TABLE turns ADD COLUMN import_key TEXT;
+        CREATE UNIQUE INDEX turns_import_key ON turns(user_id, agent_id, import_key) WHERE import_key IS NOT NULL;
+        """
+    )

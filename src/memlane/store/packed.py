@@ -76,6 +76,12 @@ class PackedTexts:
         if self.garbage > max(1 << 20, self.used - self.garbage):
             self._rewrite()
 
+    def compact(self) -> None:
+        """Drop the replaced texts now (before a save: a forgotten text must not reach the file)."""
+        self.pack()
+        if self.garbage:
+            self._rewrite()
+
     def _rewrite(self) -> None:
         """The live texts in rowid order, without the replaced ones."""
         live = np.maximum(self.size, 0).astype(np.int64)

@@ -27,6 +27,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from memlane.store.erase import temp_path
+
 K1, B = 1.2, 0.75  # fts5_aux.c's bm25 constants
 _FORMAT = 1  # of the saved file
 
@@ -380,18 +382,33 @@ class Postings:
     def save(self, path: Path) -> None:
         """Write the folded postings atomically (a temporary file, then a rename)."""
         self.fold()
+        self._drop_unused_terms()
         meta = {"format": _FORMAT, "epoch": self.epoch, "seq": self.seq, "ncols": self.ncols,
                 "n_tokens": self.n_tokens}
         terms, term_ends = _pack(self.term_names)
         scopes, scope_ends = _pack(self.scope_names)
-        tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-        with open(tmp, "wb") as f:
-            np.savez(f, meta=np.frombuffer(json.dumps(meta).encode(), np.uint8), rowid=self.rowid,
-                     scope=self.scope, length=self.length, scope_ptr=self.scope_ptr, ptr=self.ptr,
-                     doc=self.doc, tf=self.tf, terms=terms, term_ends=term_ends, scopes=scopes,
-                     scope_ends=scope_ends)
-        os.replace(tmp, path)
+        tmp = temp_path(path)
+        try:
+            with open(tmp, "wb") as f:
+                np.savez(f, meta=np.frombuffer(json.dumps(meta).encode(), np.uint8), rowid=self.rowid,
+                         scope=self.scope, length=self.length, scope_ptr=self.scope_ptr, ptr=self.ptr,
+                         doc=self.doc, tf=self.tf, terms=terms, term_ends=term_ends, scopes=scopes,
+                         scope_ends=scope_ends)
+            os.replace(tmp, path)
+        finally:
+            tmp.unlink(missing_ok=True)
         self.unsaved = 0
+
+    def _drop_unused_terms(self) -> None:
+        """Forget the terms no document holds any more (call right after `fold`): the words of
+        deleted rows must not outlive them in the saved file (forget.py)."""
+        counts = np.diff(self.ptr)
+        used = counts > 0
+        if bool(used.all()):
+            return
+        self.term_names = [t for t, u in zip(self.term_names, used.tolist(), strict=True) if u]
+        self.terms = {t: i for i, t in enumerate(self.term_names)}
+        self.ptr = np.concatenate(([0], np.cumsum(counts[used]))).astype(np.int64)
 
     @classmethod
     def load(cls, path: Path, ncols: int) -> Postings:

@@ -35,7 +35,7 @@ from memlane.models import (
     Turn,
     TurnPlace,
 )
-from memlane.store import lexindex, memcache, vindex
+from memlane.store import erase, lexindex, memcache, vindex
 from memlane.store.migrations import MIGRATIONS, index_vector_chunks, scope_token
 from memlane.store.rows import (
     EPISODE_COLS,
@@ -65,6 +65,7 @@ class SQLiteStore:
     def __init__(
         self, path: Path | str, *, busy_timeout_ms: int = 30_000, ann: vindex.AnnSettings | None = None,
         lexical: lexindex.LexSettings | None = None, memory: memcache.MemSettings | None = None,
+        secure_delete: bool = True,
     ) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -76,13 +77,17 @@ class SQLiteStore:
         except apsw.Error as exc:
             raise BackendError(f"cannot open database {self.path}: {exc}") from exc
         self._conn.set_busy_timeout(busy_timeout_ms)
+        self._busy_timeout_ms = busy_timeout_ms
         apsw.bestpractice.connection_wal(self._conn)
         self._conn.pragma("synchronous", "NORMAL")
+        # freed cells and pages are overwritten with zeros: a deleted text leaves the file (store/erase.py)
+        self._conn.pragma("secure_delete", "ON" if secure_delete else "OFF")
+        self._secure_delete = secure_delete
         self._lock = threading.RLock()
         self._depth = 0
         self._vector_dims: int | None = None
         self._df_cache: dict[tuple[str, str], tuple[int, int]] = {}  # (corpus, term) → (docs, corpus size then)
-        self._migrate()
+        self._migrate(secure_delete)
         in_transaction = lambda: self._depth > 0  # noqa: E731
         db = vindex.Access(self._conn, lambda: vindex.read_snapshot(self._conn, self._lock, in_transaction),
                            self.transaction, in_transaction)
@@ -94,6 +99,15 @@ class SQLiteStore:
         self.lexical = lexindex.LexCache(db, self.path.parent / "lexindex", self.path.stem,
                                          lexical or lexindex.LexSettings())
         # what search reads of every memory, for large memories tables (store/memcache.py)
+        for sub in ("lexindex", "memcache", "vindex"):  # a writer killed mid-save left these
+            erase.remove_stale_temps(self.path.parent / sub)
+        if erase.pending(self._conn):  # a process died between a forgetting commit and its scrub
+            erase.unlink_caches(self.path.parent, self.path.stem, list(_FTS))
+            with self.transaction():
+                if secure_delete:
+                    erase.optimize_turns(self._conn)
+                self._conn.execute("UPDATE meta SET value = '0' WHERE key = ?", (erase.PENDING,))
+            erase.checkpoint(self._conn, self._busy_timeout_ms)
         self.memcache = memcache.MemCache(db, lambda: self._vector_dims, self.path.parent / "memcache", self.path.stem,
                                           memory or memcache.MemSettings(vector_limit=ann.threshold))
 
@@ -108,27 +122,67 @@ class SQLiteStore:
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
-        """One write transaction; nested calls become savepoints of the outer one."""
+        """One write transaction; nested calls become savepoints of the outer one. SQLite's
+        own failures (disk full, I/O, a lock held past busy_timeout_ms) leave it rolled back
+        and surface as BackendError: nothing of the transaction was stored."""
         with self._lock:
             depth = self._depth
-            self._conn.execute("BEGIN IMMEDIATE" if depth == 0 else f"SAVEPOINT sp{depth}")
+            try:
+                self._conn.execute("BEGIN IMMEDIATE" if depth == 0 else f"SAVEPOINT sp{depth}")
+            except apsw.Error as exc:
+                raise self._failure(exc) from exc
             self._depth += 1
             try:
                 yield
-            except BaseException:
+            except BaseException as exc:
                 self._depth -= 1
-                if depth == 0:
-                    self._conn.execute("ROLLBACK")
-                else:
-                    self._conn.execute(f"ROLLBACK TO sp{depth}; RELEASE sp{depth}")
+                self._rollback(depth)
+                if isinstance(exc, apsw.Error):
+                    raise self._failure(exc) from exc
                 raise
             else:
                 self._depth -= 1
-                self._conn.execute("COMMIT" if depth == 0 else f"RELEASE sp{depth}")
+                try:
+                    self._conn.execute("COMMIT" if depth == 0 else f"RELEASE sp{depth}")
+                except apsw.Error as exc:
+                    self._rollback(depth)
+                    raise self._failure(exc) from exc
+
+    def _rollback(self, depth: int) -> None:
+        try:
+            if depth == 0:
+                if not self._conn.getautocommit():  # a failed COMMIT may have ended it already
+                    self._conn.execute("ROLLBACK")
+            else:
+                self._conn.execute(f"ROLLBACK TO sp{depth}; RELEASE sp{depth}")
+        except apsw.Error:  # the outer transaction's own rollback or failure reports it
+            pass
+
+    def _failure(self, exc: apsw.Error, *, write: bool = True) -> BackendError:
+        """What went wrong in SQLite, and what to do about it."""
+        if isinstance(exc, apsw.FullError):
+            why = "the disk (or the database's size limit) is full; free some space, then retry"
+        elif isinstance(exc, apsw.IOError):
+            why = ("a file could not be written or read (a full disk, a file size limit or an I/O "
+                   "fault); free some space or check the disk, then retry")
+        elif isinstance(exc, apsw.BusyError | apsw.LockedError):
+            why = (f"another process held the database for longer than store.busy_timeout_ms "
+                   f"({self._busy_timeout_ms} ms); retry, or raise the timeout")
+        elif isinstance(exc, apsw.ReadOnlyError | apsw.PermissionsError | apsw.CantOpenError):
+            why = "the database file or its directory cannot be written; check its permissions"
+        elif isinstance(exc, apsw.CorruptError | apsw.NotADBError):
+            why = "the database file is damaged; restore it from a backup or a `memlane export`"
+        else:
+            why = "SQLite failed"
+        done = "; nothing of this write was stored" if write else ""
+        return BackendError(f"{self.path}: {why} ({type(exc).__name__}: {exc}){done}")
 
     def _q(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> list[tuple[Any, ...]]:
         with self._lock:
-            return list(self._conn.execute(sql, params))
+            try:
+                return list(self._conn.execute(sql, params))
+            except (apsw.FullError, apsw.IOError, apsw.BusyError, apsw.CorruptError) as exc:
+                raise self._failure(exc, write=False) from exc
 
     def _x(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> int:
         """Execute a write; returns the rows changed."""
@@ -136,7 +190,7 @@ class SQLiteStore:
             self._conn.execute(sql, params)
             return self._conn.changes()
 
-    def _migrate(self) -> None:
+    def _migrate(self, secure_delete: bool) -> None:
         with self.transaction():
             self._conn.execute(
                 "CREATE TABLE IF NOT EXISTS migrations(name TEXT PRIMARY KEY, applied_at REAL NOT NULL)"
@@ -148,6 +202,7 @@ class SQLiteStore:
                     self._conn.execute(
                         "INSERT INTO migrations(name, applied_at) VALUES (?, ?)", (step.__name__, time.time())
                     )
+            erase.fts_secure_delete(self._conn, secure_delete)
 
     def meta(self, key: str) -> str | None:
         rows = self._q("SELECT value FROM meta WHERE key = ?", (key,))
@@ -182,7 +237,11 @@ class SQLiteStore:
             added = 0
             for rowid, vec in zip(rowids, vectors, strict=True):
                 self._conn.execute(f"DELETE FROM vec_{corpus} WHERE rowid = ?", (rowid,))
-                added += 1 - self._conn.changes()
+                replaced = self._conn.changes()
+                if not self._conn.execute(f"SELECT 1 FROM {corpus} WHERE rowid = ?", (rowid,)).fetchall():
+                    added -= replaced  # the row was deleted (forgotten) while it was embedded
+                    continue
+                added += 1 - replaced
                 self._conn.execute(
                     f"INSERT INTO vec_{corpus}(rowid, user_id, agent_id, embedding) VALUES (?, ?, ?, ?)",
                     (rowid, scope.user_id, scope.agent_id, np.asarray(vec, dtype=np.float32).tobytes()),
@@ -425,6 +484,135 @@ class SQLiteStore:
             if owner and self._conn.changes():
                 vindex.record(self._conn, corpus, Scope(user_id=owner[0][0], agent_id=owner[0][1]), [rowid], "del", -1)
 
+    # ---- forgetting (forget.py decides, store/erase.py removes) -----------------------
+
+    def _drop_rows(self, corpus: Corpus, user_id: str, rows: Sequence[tuple[int, str]]) -> int:
+        """Delete rows [(rowid, agent_id)] of the user with their full-text and vector entries,
+        in the caller's transaction; returns how many."""
+        ids = [r for r, _ in rows]
+        if not ids:
+            return 0
+        self._conn.executemany(f"DELETE FROM {_FTS[corpus]} WHERE rowid = ?", [(r,) for r in ids])
+        lexindex.record(self._conn, corpus, ids, "del")
+        if self._vector_dims is not None:
+            gone: dict[str, list[int]] = {}
+            for r, agent in rows:
+                self._conn.execute(f"DELETE FROM vec_{corpus} WHERE rowid = ?", (r,))
+                if self._conn.changes():
+                    gone.setdefault(agent, []).append(r)
+            for agent, rs in gone.items():
+                vindex.record(self._conn, corpus, Scope(user_id=user_id, agent_id=agent), rs, "del", -len(rs))
+        self._conn.executemany(f"DELETE FROM {corpus} WHERE rowid = ?", [(r,) for r in ids])
+        return len(ids)
+
+    def turns_by_id(self, scope: Scope, turn_ids: Sequence[str]) -> list[Turn]:
+        """The scope's turns with these ids (those that exist), in session order."""
+        return [turn_row(r) for r in self._q(
+            f"SELECT {TURN_COLS}, rowid FROM turns WHERE user_id = ? AND agent_id = ? "
+            "AND id IN (SELECT value FROM json_each(?)) ORDER BY session_id, seq",
+            (scope.user_id, scope.agent_id, json.dumps(list(turn_ids))))]
+
+    def scope_texts(self, user_id: str, agent_id: str | None) -> list[str]:
+        """Every text of a scope (every scope of the user when `agent_id` is None) that may
+        have an embedding-cache entry: memories, turns, episodes, and the audit's contents."""
+        where, params = erase.scope_where(user_id, agent_id)
+        texts = [str(r[0]) for table, col in (("memories", "content"), ("turns", "content"), ("episodes", "summary"))
+                 for r in self._q(f"SELECT {col} FROM {table} WHERE {where}", params)]
+        texts += [str(r[0]) for r in self._q(
+            "SELECT json_extract(snap, '$.content') FROM (SELECT before AS snap FROM memory_events WHERE "
+            f"{where} UNION ALL SELECT after FROM memory_events WHERE {where}) WHERE json_valid(snap) "
+            "AND json_type(snap, '$.content') = 'text'", (*params, *params))]
+        return list(dict.fromkeys(texts))
+
+    def delete_turns(self, scope: Scope, turn_ids: Sequence[str]) -> list[tuple[str, int]]:
+        """Delete the scope's turns with these ids, their full-text and vector entries;
+        returns (session_id, seq) of each one deleted."""
+        with self.transaction():
+            found = self._q(
+                "SELECT rowid, session_id, seq FROM turns WHERE user_id = ? AND agent_id = ? "
+                "AND id IN (SELECT value FROM json_each(?))",
+                (scope.user_id, scope.agent_id, json.dumps(list(turn_ids))))
+            self._drop_rows("turns", scope.user_id, [(int(r[0]), scope.agent_id) for r in found])
+            erase.mark_pending(self._conn)
+        return [(str(r[1]), int(r[2])) for r in found]
+
+    def delete_session(self, scope: Scope, session_id: str) -> dict[str, int]:
+        """Delete a session with its turns, episodes and extraction jobs; returns counts."""
+        extra = " AND session_id = ?"
+        with self.transaction():
+            counts = {corpus: self._drop_rows(corpus, scope.user_id, erase.rowids_of(
+                self._conn, corpus, scope.user_id, scope.agent_id, extra, (session_id,)))
+                for corpus in ("turns", "episodes")}
+            for table in ("extraction_jobs", "sessions"):
+                key = "session_id" if table == "extraction_jobs" else "id"
+                counts[table] = self._x(f"DELETE FROM {table} WHERE user_id = ? AND agent_id = ? AND {key} = ?",
+                                        (scope.user_id, scope.agent_id, session_id))
+            erase.mark_pending(self._conn)
+        return counts
+
+    def delete_scope(self, user_id: str, agent_id: str | None) -> tuple[dict[str, int], list[Scope]]:
+        """Delete every row of a scope (every scope of the user when `agent_id` is None), in
+        every table that has a user_id column; returns (rows per table, the scopes found)."""
+        with self.transaction():
+            counts: dict[str, int] = {}
+            agents: set[str] = set()
+            for corpus in _FTS:
+                rows = erase.rowids_of(self._conn, corpus, user_id, agent_id)
+                agents.update(a for _, a in rows)
+                counts[corpus] = self._drop_rows(corpus, user_id, rows)  # type: ignore[arg-type]
+            where, params = erase.scope_where(user_id, agent_id)
+            agents.update(str(r[0]) for r in self._q(f"SELECT agent_id FROM vector_scopes WHERE {where}", params))
+            counts.update(erase.delete_scope_rows(self._conn, user_id, agent_id))
+            erase.mark_pending(self._conn)
+        return counts, [Scope(user_id=user_id, agent_id=a) for a in sorted(agents)]
+
+    def scrub_events(self, scope: Scope, memory_id: str, reason: str) -> list[str]:
+        """Make the memory's audit rows content-free tombstones (kind, actor and time stay);
+        returns the contents they held, so their embedding-cache entries can go too."""
+        with self.transaction():
+            texts: list[str] = []
+            for before, after in self._q(
+                "SELECT before, after FROM memory_events WHERE user_id = ? AND agent_id = ? AND memory_id = ?",
+                (scope.user_id, scope.agent_id, memory_id),
+            ):
+                for snap in (before, after):
+                    content = json.loads(snap).get("content") if snap else None
+                    if isinstance(content, str):
+                        texts.append(content)
+            self._x("UPDATE memory_events SET before = NULL, after = NULL, reason = ? "
+                    "WHERE user_id = ? AND agent_id = ? AND memory_id = ?",
+                    (reason, scope.user_id, scope.agent_id, memory_id))
+        return list(dict.fromkeys(texts))
+
+    def cache_forget(self, hashes: Sequence[str]) -> int:
+        """Drop embedding-cache entries of these content hashes, for every model."""
+        with self.transaction():
+            # the key is (model, hash): each model's entry is one seek (by hash alone, a scan)
+            models = [r[0] for r in self._q(
+                "WITH RECURSIVE m(model) AS (SELECT MIN(model) FROM embedding_cache UNION ALL "
+                "SELECT (SELECT MIN(model) FROM embedding_cache WHERE model > m.model) FROM m "
+                "WHERE m.model IS NOT NULL) SELECT model FROM m WHERE model IS NOT NULL")]
+            return sum(self._x("DELETE FROM embedding_cache WHERE model = ? AND hash = ?", (model, h))
+                       for model in models for h in dict.fromkeys(hashes))
+
+    def forget_files(self, corpora: Sequence[Corpus], scopes: Sequence[Scope] = ()) -> None:
+        """After a forgetting commit: remove cache files that may hold its texts (and the
+        vector caches of `scopes`), temp files of dead writers, and the old pages in the WAL."""
+        with self._lock:
+            erase.unlink_caches(self.path.parent, self.path.stem, corpora)
+            self._ann.forget([(s.user_id, s.agent_id) for s in scopes])
+            with self.transaction():
+                if "turns" in corpora and self._secure_delete:
+                    erase.optimize_turns(self._conn)
+                erase.done_pending(self._conn)
+            if self._depth == 0:
+                erase.checkpoint(self._conn, self._busy_timeout_ms)
+
+    def mark_forgetting(self) -> None:
+        """Count a forgetting call in the caller's transaction, until its `forget_files`."""
+        with self.transaction():
+            erase.mark_pending(self._conn)
+
     # ---- sessions ---------------------------------------------------------------------
 
     def get_session(self, scope: Scope, session_id: str) -> Session | None:
@@ -465,17 +653,30 @@ class SQLiteStore:
         )
         return int(rows[0][0]) + 1
 
-    def insert_turn(self, turn: Turn) -> int:
+    def insert_turn(self, turn: Turn, import_key: str | None = None) -> int:
         with self._lock:
             self._conn.execute(
-                f"INSERT INTO turns({TURN_COLS}) VALUES ({', '.join('?' * 13)})",
+                f"INSERT INTO turns({TURN_COLS}, import_key) VALUES ({', '.join('?' * 14)})",
                 (turn.id, turn.user_id, turn.agent_id, turn.session_id, turn.seq, turn.role, turn.content,
                  turn.name, to_json(turn.tool_calls) if turn.tool_calls else None, ts(turn.created_at),
-                 turn.token_count, turn.archived, to_json(turn.metadata)),
+                 turn.token_count, turn.archived, to_json(turn.metadata), import_key),
             )
             rowid = self._conn.last_insert_rowid()
             self._index("turns", rowid, turn.content, "")
             return rowid
+
+    def turn_import_keys(self, scope: Scope, keys: Sequence[str]) -> set[str]:
+        """Which of these import keys (see `insert_turn`) the scope's turns already hold."""
+        found: set[str] = set()
+        for i in range(0, len(keys), 500):
+            chunk = list(keys[i:i + 500])
+            rows = self._q(
+                f"SELECT import_key FROM turns WHERE user_id = ? AND agent_id = ? "
+                f"AND import_key IN ({', '.join('?' * len(chunk))})",
+                (scope.user_id, scope.agent_id, *chunk),
+            )
+            found.update(r[0] for r in rows)
+        return found
 
     def set_turn_context(self, rowid: int, body: str, context: str) -> None:
         with self._lock:

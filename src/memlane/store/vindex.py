@@ -32,6 +32,7 @@ import numpy as np
 from usearch.index import Index
 
 from memlane.models import Corpus, Scope
+from memlane.store.erase import temp_path
 
 log = logging.getLogger(__name__)
 
@@ -161,6 +162,17 @@ class AnnCache:
                     self._save(key, entry)
         self._entries.clear()
 
+    def forget(self, scopes: Sequence[tuple[str, str]]) -> None:
+        """Drop the graphs of these (user_id, agent_id) scopes, in memory and on disk (a purge)."""
+        for user_id, agent_id in scopes:
+            for corpus in ("memories", "turns", "episodes"):
+                key = (corpus, user_id, agent_id)
+                self._entries.pop(key, None)
+                meta_path, stem = self._paths(key)
+                for path in [meta_path, *self._dir.glob(f"{stem}.*.usearch")]:
+                    with contextlib.suppress(OSError):
+                        path.unlink()
+
     # ---- internals --------------------------------------------------------------------
 
     def _state(self, key: tuple[str, str, str]) -> tuple[int, int, int, str] | None:
@@ -243,12 +255,12 @@ class AnnCache:
         self._dir.mkdir(parents=True, exist_ok=True)
         meta_path, stem = self._paths(key)
         name = f"{stem}.{entry.epoch}.{entry.seq}.usearch"
-        tmp = self._dir / f"{name}.{os.getpid()}.tmp"
+        tmp = temp_path(self._dir / name)
         entry.index.save(str(tmp))
         os.replace(tmp, self._dir / name)
         meta = {"epoch": entry.epoch, "seq": entry.seq, "file": name, "ndim": entry.index.ndim,
                 "size": len(entry.index), "scope": list(key)}
-        tmp_meta = meta_path.with_suffix(f".{os.getpid()}.tmp")
+        tmp_meta = temp_path(meta_path)
         tmp_meta.write_text(json.dumps(meta), encoding="utf-8")
         os.replace(tmp_meta, meta_path)
         for old in self._dir.glob(f"{stem}.*.usearch"):
