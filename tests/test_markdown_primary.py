@@ -330,3 +330,19 @@ def test_an_edit_of_a_file_older_than_the_kept_manifests_still_counts(make_memor
     assert memory.get(a.id, user_id="u1").content == "用户偏好用 pytest"  # differs from every version: a person's
     assert memory.get(b.id, user_id="u1").score == 0.9  # the buffer's 0.60 is an older version: stale
     assert len(memory.list(user_id="u1")) == 6  # and without the manifest nothing is read as removed
+
+
+def test_decay_at_merge_shows_in_memory_md(make_memory: Callable[..., Memory]) -> None:
+    """Seed 001 §3.4: each merge decays every memory and writes MEMORY.md back."""
+    clock = ManualClock(T0)
+    memory = make_memory("scored-markdown", clock=clock)
+    memory.llm = llm = ScriptedLLM()
+    old = memory.add("用户喜欢简洁的代码风格", user_id="u1", category="preference", importance=0.6)
+    clock.now += timedelta(days=30)
+    llm.enqueue(ops())
+    memory.add_messages("s1", [{"role": "user", "content": "今天天气不错，我们随便聊聊吧，没什么要记的"}], user_id="u1")
+    memory.end_session("s1", user_id="u1")
+    score = memory.get(old.id, user_id="u1").score
+    assert score == pytest.approx(0.6 * 0.99 ** 23, abs=1e-3)
+    [entry] = read_memory_md(memory.data_dir(user_id="u1") / "MEMORY.md")
+    assert entry.score == round(score, 2)

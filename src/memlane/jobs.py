@@ -337,8 +337,7 @@ class JobRunner:
         return changed
 
     def _announce(self, scope: Scope, report: JobReport, now: datetime) -> None:
-        if self.on_change is not None and (report.added or report.reinforced or report.updated
-                                           or report.contradicted or report.deleted):
+        if self.on_change is not None:  # any change, the decay at merge included (not in the report)
             self.on_change(scope)
         for mem in report.added:  # seed 004 §11.2
             if mem.score >= self.config.events.important_score:
