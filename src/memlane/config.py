@@ -233,6 +233,7 @@ class ContextConfig(_Section):
     core_min_score: float = 0.5  # seed 001 §4.1
     core_top_k: int = Field(20, ge=1)  # seed 001 §4.1
     auto_inject_memories: bool = True  # seed 002: False, the agent uses the tools
+    memory_heading: str = ""  # seed 000: "## Memory"; "" = the localized "## 相关记忆" / "## Relevant memories"
     # without a model: seed 000's fixed budgets above, plus these two for the other blocks
     system_tokens: int = Field(1228, ge=1)  # seed 004 §4.3: 15 % of the 8192-token default window
     summary_tokens: int = Field(1024, ge=0)  # seed 004 §4: the rolling summary; a quarter of seed 000's 4096
@@ -476,6 +477,7 @@ PROFILES: dict[str, dict[str, Any]] = {
     "default": {},
     "file-archive": {  # seed 000
         "search": {"activate_on_hit": False},
+        "context": {"memory_heading": "## Memory"},
         "lifecycle": {"schedule_hours": 6.0},
     },
     "scored-markdown": {  # seed 001

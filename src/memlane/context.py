@@ -315,7 +315,7 @@ def build_context(
         found = memory.search(query, user_id=user_id, agent_id=agent_id, limit=cfg.memory_max_hits + len(shown),
                               activate=False, min_score=memory.config.search.min_relevance)
         packed = pack([h for h in found if h.id not in shown], budgets.memories, cfg.memory_max_hits,
-                      snippet_chars=cfg.snippet_chars, heading=_HEAD[language]["memories"])
+                      snippet_chars=cfg.snippet_chars, heading=cfg.memory_heading or _HEAD[language]["memories"])
         hits, mem_text = packed.hits, packed.text
     blocks.append(Block("memories", mem_text, budgets.memories, len(hits)))
 
