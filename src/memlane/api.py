@@ -317,7 +317,7 @@ class Memory:
         """The extraction queue of this store (created on first use)."""
         if self._jobs is None:
             self._jobs = JobRunner(self.store, self.embedder, self.config, self.events, self._retrieve)
-            self._jobs.on_change = self._after_memory_change  # extraction rewrites MEMORY.md too (seed 001)
+            self._jobs.on_change = self._after_job
         return self._jobs
 
     def extract(self, session_id: str, *, user_id: str, agent_id: str | None = None,
@@ -369,6 +369,13 @@ class Memory:
         if report.status == "locked" and self._background():  # the worker retries it when polling
             self.worker.notify()
         return report
+
+    def _after_job(self, scope: Scope, deleted: _list[MemoryRecord]) -> None:
+        """A finished extraction job: MEMORY.md follows the store (seed 001) and, in every
+        profile, what it deleted leaves the files, as `delete` does."""
+        self._after_memory_change(scope)
+        if deleted and not self._md_paused:
+            mdsync.forget_in_files(self, scope, deleted)
 
     def _retrieve(self, scope: Scope, query: str, limit: int) -> _list[Hit]:
         # seed 003: being retrieved for the extractor is not being used; never activates
