@@ -40,6 +40,7 @@ from memlane.policy import (
     dedup_threshold,
     expired,
     over_capacity,
+    review_keep_score,
     threshold_verdicts,
     transient_until,
     whole_days,
@@ -536,7 +537,7 @@ class _Pass:
             self.change("review", "PROMOTE", mem, mem.model_copy(update=update), why)
             return
         if mode == "decay":  # seed 003: KEEP resets the importance
-            update.update(score=self.pol.review_keep_score, status="active")
+            update.update(score=review_keep_score(self.pol), status="active")
         self.change("review", "KEEP", mem, mem.model_copy(update=update), why, kind="UPDATE")
 
     def files(self) -> None:

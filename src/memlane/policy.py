@@ -143,10 +143,21 @@ def decay_rule(category: str, cfg: PolicyConfig) -> DecayRule:
 
 
 def protected(mem: MemoryRecord, cfg: PolicyConfig) -> bool:
-    """Pinned, core/system (or a rule saying `never`), or confirmed by the user (seed 003
-    `verified`): never decayed, demoted, archived or deleted by policy."""
+    """Pinned, core/system (or a rule saying `never`), confirmed by the user (seed 003
+    `verified`), or at the top of the scale (seed 003 importance ≥ 3.0, `never_decay_at`):
+    never decayed, demoted, archived or deleted by policy."""
     return (mem.pinned or mem.category in ALWAYS_PROTECTED or decay_rule(mem.category, cfg).never
-            or (cfg.verified_never_decays and mem.verified))
+            or (cfg.verified_never_decays and mem.verified)
+            or (cfg.never_decay_at is not None and mem.score >= cfg.never_decay_at - _EPS))
+
+
+_EPS = 1e-9  # boosts summed in floating point (0.7 + 0.1 + 0.1 + 0.1) land a hair below 1.0
+
+
+def review_keep_score(cfg: PolicyConfig) -> float:
+    """Seed 003: a decay review's KEEP resets importance to the point whose crossing triggered
+    the review (0.5 there; review_below here) unless review_keep_score says otherwise."""
+    return cfg.review_below if cfg.review_keep_score is None else cfg.review_keep_score
 
 
 def whole_days(since: datetime, now: datetime) -> int:
