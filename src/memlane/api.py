@@ -23,6 +23,7 @@ from memlane import (
     markdown,
     mdsync,
     portable,
+    retention,
     review,
     sessions,
     userprofile,
@@ -267,9 +268,11 @@ class Memory:
             self.store.put_session(session)
         self._waiting.on = not self._background(wait)  # read by the rule actions, in this thread
         try:
-            return self.events.emit(Event.session_ended(scope, session_id, session.message_count, now))
+            results = self.events.emit(Event.session_ended(scope, session_id, session.message_count, now))
         finally:
             self._waiting.on = False
+        retention.end_of_session(self, scope, session_id)  # seed 002 §4: TRANSIENT goes with its session
+        return results
 
     def _action_extract(self, event: Event) -> JobReport | None:
         """Queue the session's not-yet-extracted turns as one job (a range is queued once) and

@@ -63,6 +63,31 @@ def expires_at(duration: str | None, now: datetime, cfg: PolicyConfig) -> dateti
     raise ValidationError("duration", f"must be permanent, session, a retention priority or like 7d/24h, got {duration!r}")
 
 
+PRIORITIES = ("transient", "short_term", "long_term", "permanent")  # seed 002 §4 MemoryPriority
+PRIORITY = "priority"  # memory metadata: the seed 002 retention priority a memory was given
+
+
+def duration_name(duration: str | None) -> str | None:
+    """A duration as the schema spells it: "SHORT_TERM", "short-term" → "short_term"."""
+    if duration is None:
+        return None
+    return "_".join(duration.strip().lower().replace("-", " ").split())
+
+
+def retention(duration: str | None, category: str | None, now: datetime, cfg: PolicyConfig, *,
+              task_rule: bool = False) -> tuple[datetime | None, str | None]:
+    """Seed 002 §4: (expires_at, priority) of a new memory. No duration: the type's default
+    (`default_duration`; "rule:task" for a task rule), else permanent without a priority.
+    "session" is TRANSIENT (1 day, and gone when its session ends where the profile says so)."""
+    d = duration_name(duration)
+    if d is None and category is not None:
+        d = (task_rule and cfg.default_duration.get(f"{category}:task")) or cfg.default_duration.get(category)
+    if d is None:
+        return None, None
+    priority = "transient" if d == "session" else d if d in PRIORITIES else None
+    return expires_at(d, now, cfg), priority
+
+
 # ---- merge rules (issue 4) -------------------------------------------------------------
 
 # Where a profile lacks a category an extractor names, the nearest one it has, in order:
