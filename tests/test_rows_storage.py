@@ -3,10 +3,13 @@ scale, seed 004 §11's persisted events — each from its seed's words."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
+import apsw
 import pytest
 
 from memlane import Memory
@@ -119,3 +122,42 @@ def test_seed003_decay_review_keep_resets_to_the_trigger(make_memory: MakeMemory
     got = m.get(mem.id, user_id="u1")
     assert got.score == pytest.approx(keep)
     assert got.score >= m.config.policy.review_below  # no second review until it decays again
+
+
+# ---- seed 002 §3 second level: tool arguments and results are searchable ---------------------------
+
+TRAIN_CALL = [{"id": "call_7f3", "type": "function", "function": {
+    "name": "search_trains", "arguments": json.dumps({"date": "2026-03-05", "from": "上海", "to": "北京"})}}]
+TRIP = [{"role": "user", "content": "帮我看看周四去北京的车"},
+        {"role": "assistant", "content": "", "tool_calls": TRAIN_CALL},
+        {"role": "assistant", "content": "好的，我查一下。"},
+        {"role": "user", "content": "谢谢"}]
+
+
+@pytest.mark.parametrize("profile", PROFILE_NAMES)
+def test_seed002_traces_find_tool_arguments(make_memory: MakeMemory, profile: str) -> None:
+    """Seed 002: search_conversation_traces returns "原始对话记录 (含工具参数/返回值)" — a query
+    naming the tool and its argument finds the turn that holds the call."""
+    m = make_memory(profile)
+    m.add_messages("s1", TRIP, user_id="u1")
+    found = m.tools(user_id="u1").call("search_conversation_traces", {"query": "search_trains 2026-03-05"})
+    assert found["turns"][0]["tool_calls"] == TRAIN_CALL
+    results = [{"role": "assistant", "content": "结果", "tool_calls": [{"id": "c2", "type": "function", "function": {
+        "name": "book_hotel", "arguments": "{}"}, "result": {"hotel": "Hanting Xidan", "price": 388}}]}]
+    m.add_messages("s1", results, user_id="u1")
+    assert m.search("Hanting Xidan 388", user_id="u1", corpus="turns")[0].content == "结果"
+
+
+def test_old_databases_get_their_tool_calls_indexed(make_memory: MakeMemory, tmp_path: Path) -> None:
+    """A database written before migration m011: its stored tool calls become searchable."""
+    m = make_memory("default", home=tmp_path / "old")
+    m.add_messages("s1", TRIP, user_id="u1")
+    path = m.config.db_path
+    m.close()
+    db = apsw.Connection(str(path))  # as the older code left it: the body is the content alone
+    db.execute("UPDATE turns_fts SET body = (SELECT content FROM turns WHERE turns.rowid = turns_fts.rowid);"
+               "DROP TABLE attachments; DROP TABLE events;"
+               "DELETE FROM migrations WHERE name = 'm011_attachments_events_tool_text'")
+    db.close()
+    again = make_memory("default", home=tmp_path / "old")
+    assert again.search("search_trains 2026-03-05", user_id="u1", corpus="turns")[0].turn.tool_calls == TRAIN_CALL

@@ -49,6 +49,7 @@ from memlane.store.rows import (
     to_json,
     ts,
     turn_row,
+    turn_search_text,
 )
 from memlane.text import index_text
 
@@ -662,7 +663,7 @@ class SQLiteStore:
                  turn.token_count, turn.archived, to_json(turn.metadata), import_key),
             )
             rowid = self._conn.last_insert_rowid()
-            self._index("turns", rowid, turn.content, "")
+            self._index("turns", rowid, turn_search_text(turn.content, turn.tool_calls), "")
             return rowid
 
     def turn_import_keys(self, scope: Scope, keys: Sequence[str]) -> set[str]:
@@ -679,7 +680,11 @@ class SQLiteStore:
         return found
 
     def set_turn_context(self, rowid: int, body: str, context: str) -> None:
+        """Index a turn: `body` (its content) with its tool calls' words, and `context`."""
         with self._lock:
+            calls = self._q("SELECT tool_calls FROM turns WHERE rowid = ?", (rowid,))
+            if calls and calls[0][0]:
+                body = turn_search_text(body, json.loads(calls[0][0]))
             self._index("turns", rowid, body, context)
 
     def turn_rows(self, scope: Scope, session_id: str, seq_from: int, seq_to: int) -> list[tuple[int, int, str]]:
