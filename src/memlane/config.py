@@ -50,6 +50,9 @@ class StoreConfig(_Section):
     # record cannot bloat every export, or nest deep enough to break a JSON parser
     max_metadata_bytes: int = Field(65_536, ge=2)
     max_metadata_depth: int = Field(8, ge=1)
+    # not from a seed: one attachment's bytes kept in the database (seed 002 §8 attachments);
+    # a larger file is stored by reference (uri)
+    max_attachment_bytes: int = Field(10_000_000, ge=0)
 
 
 class EmbeddingConfig(_Section):
