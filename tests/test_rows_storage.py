@@ -13,6 +13,7 @@ import apsw
 import pytest
 
 from memlane import Memory
+from memlane.errors import ConfigError, NotFound, ValidationError
 from memlane.models import Scope
 from memlane.testing import ManualClock, ScriptedLLM
 
@@ -161,3 +162,125 @@ def test_old_databases_get_their_tool_calls_indexed(make_memory: MakeMemory, tmp
     db.close()
     again = make_memory("default", home=tmp_path / "old")
     assert again.search("search_trains 2026-03-05", user_id="u1", corpus="turns")[0].turn.tool_calls == TRAIN_CALL
+
+
+# ---- seed 002 §8 attachments, nightly clean-up; the session level ----------------------------------
+
+
+@pytest.mark.parametrize("profile", ["progressive", "default"])
+def test_seed002_attachments_and_their_nightly_cleanup(make_memory: MakeMemory, profile: str) -> None:
+    """Seed 002: memory.db holds `attachments # 文件/媒体记忆`; the nightly pass ends with
+    "清理过期附件" (expired attachments are cleaned, the rest stay)."""
+    clock = Clock()
+    m = make_memory(profile, clock=clock)
+    m.add_messages("s1", [{"role": "user", "content": "车票发你了"}], user_id="u1")
+    pdf = b"%PDF-1.7 G2 Shanghai-Beijing 2026-03-05"
+    ticket = m.attachments.add("ticket.pdf", user_id="u1", data=pdf, media_type="application/pdf",
+                               session_id="s1", description="G2 上海→北京", duration="short_term")
+    photo = m.attachments.add("cat.jpg", user_id="u1", uri="file:///photos/cat.jpg", media_type="image/jpeg")
+    assert ticket.data is None and ticket.size == len(pdf) and ticket.expires_at == clock.now + timedelta(days=3)
+    assert m.attachments.get(ticket.id, user_id="u1").data == pdf
+    assert m.attachments.list(user_id="u2") == []  # no other scope sees them
+    with pytest.raises(ValidationError, match="data"):
+        m.attachments.add("empty", user_id="u1")
+    clock.at_day(2)
+    assert [a.id for a in m.attachments.list(user_id="u1")] == [ticket.id, photo.id]
+    clock.at_day(4)
+    report = m.consolidate(user_id="u1")
+    assert [(a.step, a.memory_id) for a in report.actions if a.action == "DELETE"] == [("expire", ticket.id)]
+    assert [a.id for a in m.attachments.list(user_id="u1")] == [photo.id]
+    with pytest.raises(NotFound):
+        m.attachments.get(ticket.id, user_id="u1")
+    m.purge(user_id="u1")
+    assert m.store.raw_count("attachments") == 0
+
+
+def test_seed002_session_variables_and_current_task(make_memory: MakeMemory) -> None:
+    """Seed 002 "Session 级别": 对话历史 messages, 当前任务 current_task, 会话变量 variables."""
+    m = make_memory("progressive")
+    m.add_messages("s1", [{"role": "user", "content": "帮我订去北京的票"}], user_id="u1")
+    m.add_messages("s2", [{"role": "user", "content": "另一个会话"}], user_id="u1")
+    state = m.session_state.update("s1", user_id="u1", current_task="订 3 月 5 日去北京的高铁",
+                                   variables={"city": "北京", "seats": 2})
+    assert (state.current_task, state.variables) == ("订 3 月 5 日去北京的高铁", {"city": "北京", "seats": 2})
+    state = m.session_state.update("s1", user_id="u1", variables={"seats": None, "class": "二等座"})
+    assert state.variables == {"city": "北京", "class": "二等座"}
+    assert m.session_state.get("s2", user_id="u1").variables == {}  # per session
+    with pytest.raises(NotFound):
+        m.session_state.get("s1", user_id="u2")
+    with pytest.raises(ValidationError, match="variables"):
+        m.session_state.update("s1", user_id="u1", variables=["not", "a", "dict"])  # type: ignore[arg-type]
+    m.attachments.add("seat.png", user_id="u1", data=b"png", session_id="s1")
+    m.delete_session("s1", user_id="u1")
+    assert m.attachments.list(user_id="u1") == []
+    with pytest.raises(NotFound):
+        m.session_state.get("s1", user_id="u1")
+
+
+# ---- seed 004 §11: an events table; action_mode, risk_level, actions of one's own --------------------
+
+
+@pytest.mark.parametrize("profile", ["consolidator", "default"])
+def test_seed004_events_are_persisted_without_their_texts(make_memory: MakeMemory, profile: str) -> None:
+    """Seed 004 §11.3: "事件有独立的 events 表" — under the consolidator profile every event is
+    kept, its payload without texts; purge removes them."""
+    m = make_memory(profile)
+    m.add_messages("s1", [{"role": "user", "content": f"第 {i} 条：我们用 PostgreSQL 16"} for i in range(3)],
+                   user_id="u1")
+    m.end_session("s1", user_id="u1")
+    rule = m.add("禁止使用 any 类型", user_id="u1", importance=0.9)
+    m.delete(rule.id, user_id="u1", reason="禁止使用 any 类型 is outdated")
+    kept = m.events.stored(user_id="u1")
+    if profile == "default":
+        assert kept == [] and m.store.raw_count("events") == 0
+        return
+    assert [e.type for e in kept] == ["memory.deleted", "memory.write.important", "session.ended"]
+    ended = kept[-1]
+    assert ended.payload == {"session_id": "s1", "message_count": 3} and ended.status == "done"
+    assert [(a["rule"], a["action"], a["status"]) for a in ended.actions][0] == (
+        "extract_on_session_end", "extract", "done")
+    assert kept[1].payload == {"memory_id": rule.id, "category": rule.category, "score": 0.9}
+    assert "any" not in json.dumps([e.payload for e in kept], ensure_ascii=False)
+    assert m.events.stored(user_id="u2") == []
+    m.purge(user_id="u1")
+    assert m.store.raw_count("events") == 0
+
+
+@pytest.mark.parametrize(("mode", "risk", "max_risk", "runs"), [
+    ("auto", "low", "high", True), ("confirm", "low", "high", False),
+    ("auto", "high", "medium", False), ("auto", "medium", "medium", True)])
+def test_seed004_action_mode_and_risk_level(tmp_path: Path, mode: str, risk: str, max_risk: str, runs: bool) -> None:
+    """Seed 004 §11.1's rule: {"event_type": "session.ended", "conditions": …, "action_mode":
+    "auto", "actions": [{"action_type": "run_agent", "target": …}], "risk_level": "low"} —
+    an action of one's own, run at once or held until a person agrees."""
+    from .conftest import make_config
+
+    rules = [{"name": "notify_on_session_end", "event_type": "session.ended",
+              "conditions": [{"field": "payload.message_count", "op": ">=", "value": 3}],
+              "action_mode": mode, "risk_level": risk,
+              "actions": [{"action_type": "notify", "target": "slack"}]}]
+    sent: list[str] = []
+    m = Memory(make_config(tmp_path, "consolidator", events={"rules": rules, "auto_max_risk": max_risk}),
+               actions={"notify:slack": lambda e: sent.append(e.subject) or "sent"})
+    try:
+        m.add_messages("s1", [{"role": "user", "content": f"message {i}"} for i in range(3)], user_id="u1")
+        results = m.end_session("s1", user_id="u1")
+        assert [(r.action, r.status) for r in results] == [("notify:slack", "done" if runs else "pending")]
+        assert sent == (["session:s1"] if runs else [])
+        pending = m.events.stored(user_id="u1", status="pending")
+        assert len(pending) == (0 if runs else 1)
+        if not runs:
+            again = m.events.run_pending(pending[0].id, user_id="u1")
+            assert [(r.result, r.status) for r in again] == [("sent", "done")] and sent == ["session:s1"]
+            assert m.events.stored(user_id="u1")[0].status == "done"
+            assert m.events.run_pending(pending[0].id, user_id="u1") == []  # run once
+    finally:
+        m.close()
+
+
+def test_seed004_rule_with_an_unregistered_action_says_how_to_register(tmp_path: Path) -> None:
+    from .conftest import make_config
+
+    rules = [{"name": "r", "event_type": "session.ended", "actions": [{"action_type": "run_agent", "target": "x"}]}]
+    with pytest.raises(ConfigError, match="run_agent:x.*Memory\\(actions="):
+        Memory(make_config(tmp_path, events={"rules": rules}))
