@@ -147,6 +147,8 @@ def test_seed002_traces_find_tool_arguments(make_memory: MakeMemory, profile: st
         "name": "book_hotel", "arguments": "{}"}, "result": {"hotel": "Hanting Xidan", "price": 388}}]}]
     m.add_messages("s1", results, user_id="u1")
     assert m.search("Hanting Xidan 388", user_id="u1", corpus="turns")[0].content == "结果"
+    m.add_messages("s1", [{"role": "tool", "name": "get_weather", "content": "晴 12°C"}], user_id="u1")
+    assert m.search("get_weather", user_id="u1", corpus="turns")[0].content == "晴 12°C"
 
 
 def test_old_databases_get_their_tool_calls_indexed(make_memory: MakeMemory, tmp_path: Path) -> None:

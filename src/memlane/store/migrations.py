@@ -284,8 +284,8 @@ def m011_attachments_events_tool_text(db: Any) -> None:
     `attachments` (seed 002 §8 "文件/媒体记忆", cleaned nightly when expired, §7);
     `events` (seed 004 §11.3: the event bus's own table — an event's type, subject,
     text-free payload, and the rules and actions it set off); and the full-text entry of every
-    stored turn with tool calls, which now holds their names, arguments and results (seed 002
-    §3's second level). New turns are indexed so by `insert_turn`; this re-indexes the old ones
+    stored turn with tool calls, which now holds their names, arguments and results, and of
+    each tool result turn, which holds the tool's name (seed 002 §3's second level). New turns are indexed so by `insert_turn`; this re-indexes the old ones
     once, logged for the in-process BM25 caches like any FTS write."""
     from memlane.store import lexindex
     from memlane.store.rows import turn_search_text
@@ -312,11 +312,11 @@ def m011_attachments_events_tool_text(db: Any) -> None:
         """
     )
     rows = db.execute(
-        "SELECT t.rowid, t.content, t.tool_calls, f.context, f.scope FROM turns t JOIN turns_fts f ON f.rowid = t.rowid "
-        "WHERE t.tool_calls IS NOT NULL"
+        "SELECT t.rowid, t.content, t.tool_calls, t.role, t.name, f.context, f.scope FROM turns t "
+        "JOIN turns_fts f ON f.rowid = t.rowid WHERE t.tool_calls IS NOT NULL OR (t.role = 'tool' AND t.name IS NOT NULL)"
     ).fetchall()
-    for rowid, content, calls, context, scope in rows:
-        body = index_text(turn_search_text(content, json.loads(calls)))
+    for rowid, content, calls, role, name, context, scope in rows:
+        body = index_text(turn_search_text(content, json.loads(calls) if calls else None, role, name))
         db.execute("DELETE FROM turns_fts WHERE rowid = ?", (rowid,))
         db.execute("INSERT INTO turns_fts(rowid, body, context, scope) VALUES (?, ?, ?, ?)",
                    (rowid, body, context, scope))

@@ -129,7 +129,9 @@ def tool_call_text(tool_calls: Sequence[Any] | None) -> str:
     return "\n".join(out)
 
 
-def turn_search_text(content: str, tool_calls: Sequence[Any] | None) -> str:
-    """A turn's indexed body: its content, then the words of its tool calls."""
-    extra = tool_call_text(tool_calls)
+def turn_search_text(content: str, tool_calls: Sequence[Any] | None, role: str = "", name: str | None = None) -> str:
+    """A turn's indexed body: its content, then the words of its tool calls; a tool result
+    turn's (role "tool") also the tool's name. A speaker's name stays out: it is no word
+    of the turn, and search ranks speakers on their own (SearchConfig.speaker_prior)."""
+    extra = "\n".join(x for x in (name if role == "tool" else None, tool_call_text(tool_calls)) if x)
     return f"{content}\n{extra}" if extra else content

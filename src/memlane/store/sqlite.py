@@ -672,7 +672,7 @@ class SQLiteStore:
                  turn.token_count, turn.archived, to_json(turn.metadata), import_key),
             )
             rowid = self._conn.last_insert_rowid()
-            self._index("turns", rowid, turn_search_text(turn.content, turn.tool_calls), "")
+            self._index("turns", rowid, turn_search_text(turn.content, turn.tool_calls, turn.role, turn.name), "")
             return rowid
 
     def turn_import_keys(self, scope: Scope, keys: Sequence[str]) -> set[str]:
@@ -691,9 +691,9 @@ class SQLiteStore:
     def set_turn_context(self, rowid: int, body: str, context: str) -> None:
         """Index a turn: `body` (its content) with its tool calls' words, and `context`."""
         with self._lock:
-            calls = self._q("SELECT tool_calls FROM turns WHERE rowid = ?", (rowid,))
-            if calls and calls[0][0]:
-                body = turn_search_text(body, json.loads(calls[0][0]))
+            row = self._q("SELECT tool_calls, role, name FROM turns WHERE rowid = ?", (rowid,))
+            if row and (row[0][0] or row[0][1] == "tool"):
+                body = turn_search_text(body, json.loads(row[0][0]) if row[0][0] else None, row[0][1], row[0][2])
             self._index("turns", rowid, body, context)
 
     def turn_rows(self, scope: Scope, session_id: str, seq_from: int, seq_to: int) -> list[tuple[int, int, str]]:
