@@ -88,6 +88,21 @@ def test_seed002_transient_is_cleaned_at_end_session(make_memory: MakeMemory, pr
         assert left == {"用户现在在高铁上", "用户这周出差", other.content}
 
 
+@pytest.mark.parametrize("profile", ["progressive", "default"])
+def test_seed002_short_term_low_score_is_deleted_not_demoted(make_memory: MakeMemory, profile: str) -> None:
+    """Seed 002: "SHORT_TERM | 3 天 | … compute_decay 低分直接删除" (a low score below the
+    demotion point deletes it; other memories are demoted to TRANSIENT)."""
+    m = make_memory(profile)
+    short = extracted(m, "用户这两天在赶一个报告", "fact", 0.25, metadata={"priority": "short_term"})
+    other = extracted(m, "用户以前用过 Vim", "fact", 0.25)
+    m.consolidate(user_id="u1")
+    left = {x.id: x for x in m.list(user_id="u1")}
+    if profile == "progressive":
+        assert short.id not in left and left[other.id].metadata["priority"] == "transient"
+    else:  # no demotion in this profile: 0.25 is above archive_below, both stay
+        assert set(left) == {short.id, other.id}
+
+
 def _deleted_id(m: Memory) -> str:
     return next(e.memory_id for e in m.store.events(Scope.of("u1")) if e.kind == "DELETE")
 

@@ -246,6 +246,9 @@ def threshold_verdicts(mem: MemoryRecord, now: datetime, cfg: PolicyConfig) -> l
     age = whole_days(mem.last_activated, now)
     if rule.delete_after_days is not None and age >= rule.delete_after_days:
         return [("DELETE", f"{mem.category} unused for {age} days ≥ delete_after_days {rule.delete_after_days:g}")]
+    if cfg.demote_below is not None and s < cfg.demote_below and mem.metadata.get(PRIORITY) == "short_term":
+        # seed 002 §4: SHORT_TERM "compute_decay 低分直接删除" — deleted, not demoted to TRANSIENT
+        return [("DELETE", f"SHORT_TERM with score {s:.3f} < demote_below {cfg.demote_below:g}")]
     out: list[Verdict] = []
     if (cfg.demote_below is not None and s < cfg.demote_below
             and (mem.expires_at is None or mem.expires_at > transient_until(now, cfg))):
