@@ -268,7 +268,8 @@ def expired(mem: MemoryRecord, now: datetime, cfg: PolicyConfig) -> bool:
     memory does (its duration was meant)."""
     if mem.expires_at is None or mem.expires_at > now:
         return False
-    return not (mem.pinned or mem.category in ALWAYS_PROTECTED or decay_rule(mem.category, cfg).never)
+    top = cfg.never_decay_at is not None and mem.score >= cfg.never_decay_at - _EPS  # seed 003: 永不删除
+    return not (mem.pinned or mem.category in ALWAYS_PROTECTED or decay_rule(mem.category, cfg).never or top)
 
 
 def over_capacity(mems: list[MemoryRecord], cfg: PolicyConfig) -> list[MemoryRecord]:
