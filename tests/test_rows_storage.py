@@ -117,13 +117,14 @@ def test_seed003_top_importance_never_decays(make_memory: MakeMemory, profile: s
     m = make_memory(profile, clock=clock)
     top = extracted(m, "主人的生日是五月一日", "fact", 1.0)
     below = extracted(m, "主人喜欢拉面", "fact", 0.95)
+    dated = extracted(m, "主人答应周末一起看电影", "fact", 1.0, expires_at=clock.now + timedelta(days=2))
     clock.at_day(40)
     m.consolidate(user_id="u1")
     scores = {x.id: x.score for x in m.list(user_id="u1")}
     if profile == "companion":
-        assert scores[top.id] == 1.0
+        assert scores[top.id] == scores[dated.id] == 1.0  # 永不衰减, 永不删除
     else:
-        assert scores[top.id] < 1.0
+        assert scores[top.id] < 1.0 and dated.id not in scores
     assert scores.get(below.id, 0.0) < 0.95
 
 
