@@ -302,3 +302,25 @@ def test_seed004_rule_with_an_unregistered_action_says_how_to_register(tmp_path:
     rules = [{"name": "r", "event_type": "session.ended", "actions": [{"action_type": "run_agent", "target": "x"}]}]
     with pytest.raises(ConfigError, match="run_agent:x.*Memory\\(actions="):
         Memory(make_config(tmp_path, events={"rules": rules}))
+
+
+def test_seed004_a_held_action_that_fails_is_recorded_as_failed(tmp_path: Path) -> None:
+    from .conftest import make_config
+
+    rules = [{"name": "r", "event_type": "session.ended", "action_mode": "confirm", "actions": ["boom", "episode"]}]
+
+    def boom(event: Any) -> None:
+        raise RuntimeError("webhook down")
+
+    m = Memory(make_config(tmp_path, "consolidator", events={"rules": rules}), actions={"boom": boom})
+    try:
+        m.add_messages("s1", [{"role": "user", "content": "hello"}], user_id="u1")
+        m.end_session("s1", user_id="u1")
+        event = m.events.stored(user_id="u1", status="pending")[0]
+        with pytest.raises(RuntimeError, match="webhook down"):
+            m.events.run_pending(event.id, user_id="u1")
+        after = m.events.stored(user_id="u1")[0]
+        assert after.status == "failed"
+        assert [(a["action"], a["status"]) for a in after.actions] == [("boom", "failed"), ("episode", "pending")]
+    finally:
+        m.close()

@@ -233,8 +233,8 @@ class EventBus:
     def stored(self, *, user_id: str, agent_id: str | None = None, status: str | None = None,
                limit: int = 100) -> list[StoredEvent]:
         """The scope's persisted events, newest first (`status="pending"`: those waiting)."""
-        if status is not None and status not in ("done", "pending", "failed"):
-            raise ValidationError("status", f"must be done, pending or failed, got {status!r}")
+        if status is not None and status not in ("done", "pending", "running", "failed"):
+            raise ValidationError("status", f"must be done, pending, running or failed, got {status!r}")
         if self.store is None:
             return []
         return self.store.bus_events(Scope.of(user_id, agent_id), status=status, limit=limit)
@@ -242,23 +242,33 @@ class EventBus:
     def run_pending(self, event_id: int, *, user_id: str, agent_id: str | None = None) -> list[RuleResult]:
         """Run a persisted event's held actions (a person agreed), with the event as stored."""
         scope = Scope.of(user_id, agent_id)
-        found = self.store.bus_events(scope, event_id=event_id, limit=1) if self.store is not None else []
-        if not found:
+        if self.store is None:
             raise NotFound(f"event {event_id!r} not found for user {user_id!r}")
-        rec = found[0]
+        with self.store.transaction():  # claimed: a second caller (thread, process) finds none pending
+            found = self.store.bus_events(scope, event_id=event_id, limit=1)
+            if not found:
+                raise NotFound(f"event {event_id!r} not found for user {user_id!r}")
+            rec = found[0]
+            steps = [dict(s) for s in rec.actions]
+            mine = [s for s in steps if s.get("status") == "pending"]
+            for step in mine:
+                step["status"] = "running"
+            if mine:
+                self.store.update_bus_event(scope, rec.id, "running", steps)
         event = Event(rec.type, scope, rec.subject, rec.payload, rec.at, rec.source)
-        steps = [dict(s) for s in rec.actions]
         results: list[RuleResult] = []
+        if not mine:
+            return results
         try:
-            for step in steps:
-                if step.get("status") != "pending":
-                    continue
+            for step in mine:
                 step["status"] = "failed"
                 results.append(RuleResult(step["rule"], step["action"], status="failed"))
                 results[-1].result = self._run(step["rule"], step["action"], event)
                 results[-1].status = step["status"] = "done"
         finally:
-            assert self.store is not None
+            for step in mine:  # not reached after a failure: still waiting
+                if step["status"] == "running":
+                    step["status"] = "pending"
             with self.store.transaction():
                 self.store.update_bus_event(scope, rec.id, _status(steps), steps)
         return results
@@ -266,7 +276,10 @@ class EventBus:
 
 def _status(steps: list[dict[str, Any]]) -> str:
     states = {s["status"] for s in steps}
-    return "failed" if "failed" in states else "pending" if "pending" in states else "done"
+    for state in ("failed", "running", "pending"):
+        if state in states:
+            return state
+    return "done"
 
 
 def forget_old(memory: Memory, scope: Scope, now: datetime) -> int:

@@ -285,6 +285,7 @@ class StoredEvent(_Record):
     source: str
     payload: dict[str, Any] = Field(default_factory=dict)
     at: datetime
-    status: Literal["done", "pending", "failed"]
-    # [{"rule", "action", "status": done | pending | failed, "error"?}]
+    status: Literal["done", "pending", "running", "failed"]
+    # [{"rule", "action", "status": done | pending | running | failed}]; "running" left by a
+    # process that died mid-action shows the action may or may not have run
     actions: list[dict[str, Any]] = Field(default_factory=list)
