@@ -23,12 +23,14 @@ from memlane import (
     markdown,
     mdsync,
     portable,
+    retention,
     review,
     sessions,
     userprofile,
     validate,
 )
 from memlane import undo as undoing
+from memlane.attachments import Attachments, SessionStates
 from memlane.config import MAX_ID_CHARS, Config
 from memlane.context import Context, build_context
 from memlane.embeddings import Embedder, make_embedder
@@ -84,14 +86,19 @@ class Memory:
         embedder: Embedder | None = None,
         clock: Callable[[], datetime] | None = None,
         llm: LLM | None = None,
+        actions: dict[str, Callable[[Event], Any]] | None = None,
     ) -> None:
+        """`actions`: event-rule actions by name beyond memlane's own (seed 004 §11.1)."""
         self.config = config or Config.from_env()
         self.clock = clock or utcnow
         self.llm: LLM | None = llm if llm is not None else make_llm(self.config.llm)
         self.events = EventBus(list(self.config.events.rules))
         self.events.register_action("extract", self._action_extract)
         self.events.register_action("episode", self._action_episode)
+        for name, action in (actions or {}).items():
+            self.events.register_action(name, action)
         self.store: Store = open_store(self.config)
+        self.events.bind(self.store, self.config.events)
         self.embedder: Embedder = embedder or make_embedder(self.config.embedding)
         self.store.ensure_vectors(self.embedder.model_id, self.embedder.dimensions)
         self._query_vector = QueryCache(self.embedder)
@@ -275,9 +282,11 @@ class Memory:
             self.store.put_session(session)
         self._waiting.on = not self._background(wait)  # read by the rule actions, in this thread
         try:
-            return self.events.emit(Event.session_ended(scope, session_id, session.message_count, now))
+            results = self.events.emit(Event.session_ended(scope, session_id, session.message_count, now))
         finally:
             self._waiting.on = False
+        retention.end_of_session(self, scope, session_id)  # seed 002 §4: TRANSIENT goes with its session
+        return results
 
     def _action_extract(self, event: Event) -> JobReport | None:
         """Queue the session's not-yet-extracted turns as one job (a range is queued once) and
@@ -537,6 +546,16 @@ class Memory:
         for name, value in (("focus", focus), ("done", done)):
             validate.optional_text(name, value, self.config.store.max_content_chars)
         return sessions.update_scratchpad(self, scope, focus=focus, done=done)
+
+    @property
+    def attachments(self) -> Attachments:
+        """Files and media of a scope (seed 002 §8): add / get / list / delete."""
+        return Attachments(self)
+
+    @property
+    def session_state(self) -> SessionStates:
+        """A session's current task and variables (seed 002 "Session 级别"): get / update."""
+        return SessionStates(self)
 
     def build_context(self, session_id: str | None = None, query: str | None = None, *, user_id: str,
                       agent_id: str | None = None, model: str | None = None) -> Context:

@@ -15,7 +15,7 @@ import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic import ValidationError as PydanticValidationError
 
 from memlane.errors import ConfigError
@@ -50,6 +50,9 @@ class StoreConfig(_Section):
     # record cannot bloat every export, or nest deep enough to break a JSON parser
     max_metadata_bytes: int = Field(65_536, ge=2)
     max_metadata_depth: int = Field(8, ge=1)
+    # not from a seed: one attachment's bytes kept in the database (seed 002 §8 attachments);
+    # a larger file is stored by reference (uri)
+    max_attachment_bytes: int = Field(10_000_000, ge=0)
 
 
 class EmbeddingConfig(_Section):
@@ -206,13 +209,26 @@ class PolicyConfig(_Section):
     retention_days: dict[str, float | None] = {
         "transient": 1, "short_term": 3, "long_term": 30, "permanent": None,
     }
+    # seed 002 §4 "默认保留" by type, when the extractor names no duration: a category's
+    # duration; "rule:task" for a rule the extractor calls a task rule (the rest are behaviour
+    # rules). Empty: no defaults (a memory is permanent unless a duration is given)
+    default_duration: dict[str, str] = {}
+    # seed 002 §4: TRANSIENT memories (duration transient / session, or demoted) made in a
+    # session are deleted when it ends (`end_session`); elsewhere they live out their 1 day
+    transient_ends_with_session: bool = False
     # seed 003 reviewer thresholds mapped onto [0,1] (2.5 and 0.5 on a 0–3 scale)
     promote_at: float = 0.83
     review_below: float = 0.17
     review_search_rounds: int = 3  # seed 003
     boost_amount: float | None = None  # None: BOOST uses reinforce_rate; seed 003: +0.3/3
-    # lifecycle (issue 6)
-    review_keep_score: float = Field(0.5, ge=0, le=1)  # seed 003: a decay review's KEEP resets importance to 0.5
+    # seed 003: a decay review's KEEP resets importance to 0.5, the very value whose crossing
+    # triggers the review; None: review_below, that point on memlane's scale (0.5 / 3), as the
+    # companion profile has it. 0.5 (kept by the others, where the reviewer is opt-in) lifts a
+    # kept memory clear of archive_below instead
+    review_keep_score: float | None = Field(0.5, ge=0, le=1)
+    # seed 003 "core / importance≥3.0 永不衰减": a score at or above this never decays nor is
+    # deleted by policy (3.0 on seed 003's 0–3 scale is 1.0 here); None: no such rule
+    never_decay_at: float | None = Field(None, ge=0, le=1)
     verified_never_decays: bool = True  # seed 003: verified=True (the user confirmed it) is kept
     # seed 001 §3.4: "每次 Merge 触发时" every merge (an extraction job applying its operations)
     # first decays the scope's memories to now (`decayed_at` keeps consolidate from decaying
@@ -341,18 +357,53 @@ class EventCondition(_Section):
     value: Any
 
 
+RiskLevel = Literal["low", "medium", "high"]
+RISK_ORDER: tuple[str, ...] = ("low", "medium", "high")
+# seed 004 §11.1 names its consolidator as an agent; in memlane that agent is the extractor
+ACTION_ALIASES = {"run_agent:memory_consolidator": "extract"}
+
+
 class EventRule(_Section):
-    """Seed 004 §11.1: event type + conditions → actions (registered by name)."""
+    """Seed 004 §11.1: event type + conditions → actions (registered by name).
+
+    An action is a name, or the seed's object `{"action_type": ..., "target": ...}`, read as
+    "action_type:target" (`run_agent:memory_consolidator` is memlane's `extract`)."""
 
     name: str
     event_type: str
     conditions: list[EventCondition] = []
     actions: list[str]
     enabled: bool = True
+    # seed 004 §11.1: "auto" runs the actions when the event comes; "confirm" holds them as a
+    # pending event (Memory.run_event runs them once a person agrees)
+    action_mode: Literal["auto", "confirm"] = "auto"
+    risk_level: RiskLevel = "low"  # seed 004 §11.1; above events.auto_max_risk an auto rule waits too
+
+    @field_validator("actions", mode="before")
+    @classmethod
+    def _action_names(cls, value: Any) -> Any:
+        if not isinstance(value, list):
+            return value
+        out = []
+        for item in value:
+            if isinstance(item, dict) and isinstance(item.get("action_type"), str):
+                name = item["action_type"] + (f":{item['target']}" if item.get("target") else "")
+                out.append(ACTION_ALIASES.get(name, name))
+            else:
+                out.append(item)
+        return out
 
 
 class EventsConfig(_Section):
     important_score: float = Field(0.8, ge=0, le=1)  # seed 004 §11.2: memory.write.important at ≥ 0.8
+    # seed 004 §11.3: events have their own `events` table. Each event is kept with the rules
+    # it matched and what became of their actions; its payload without texts (ids, counts,
+    # category, score), so a deleted memory's words are not kept there
+    persist: bool = False
+    keep_days: float = Field(90.0, gt=0)  # not from a seed: persisted events older than this go at consolidate
+    # not from a seed: the highest risk_level an "auto" rule may run unattended; a riskier
+    # one is held like "confirm". "high": every auto rule runs
+    auto_max_risk: RiskLevel = "high"
     rules: list[EventRule] = [
         EventRule(name="extract_on_session_end", event_type="session.ended",
                   conditions=[EventCondition(field="payload.message_count", op=">=", value=1)],
@@ -493,6 +544,11 @@ PROFILES: dict[str, dict[str, Any]] = {
             "delete_below": 0.1,
             "demote_below": 0.3,
             "decay_on_merge": False,  # seed 002 §7: compute_decay runs in the nightly pass
+            # seed 002 §4 默认保留: PREFERENCE / SKILL permanent, ERROR 7d, RULE 24h for task
+            # rules and permanent for behaviour rules; FACT is left to the LLM (由 LLM 判断)
+            "default_duration": {"preference": "permanent", "skill": "permanent", "error": "7d",
+                                 "rule": "permanent", "rule:task": "24h"},
+            "transient_ends_with_session": True,  # seed 002 §4: TRANSIENT "end_session 时清理"
         },
         "context": {"auto_inject_memories": False},
         # seed 002 §6: extract_from_turn_v2 on user messages, ≤5 per session, ≥30 chars
@@ -511,6 +567,8 @@ PROFILES: dict[str, dict[str, Any]] = {
                 "*": {"grace_days": 7, "daily_factor": 0.95, "delete_below": 0.1},
             },
             "boost_amount": 0.1,  # seed 003: +0.3 on a 0–3 scale
+            "never_decay_at": 1.0,  # seed 003: importance ≥ 3.0 never decays (3.0 / 3)
+            "review_keep_score": None,  # seed 003: KEEP resets to the review's trigger, 0.5 / 3
             "decay_on_merge": False,  # seed 003: MemoryManager decays in a scheduled task
         },
         "search": {"activate_on_hit": False},  # seed 003: retrieval alone never boosts
@@ -520,9 +578,10 @@ PROFILES: dict[str, dict[str, Any]] = {
     },
     "consolidator": {  # seed 004
         "policy": {"categories": ["knowledge", "preference", "skill", "project"], "default_category": "knowledge"},
-        "events": {"rules": [  # seed 004 §11.1: MIN_MESSAGES_TO_CONSOLIDATE = 3
+        "events": {"persist": True, "rules": [  # seed 004 §11.1 / §11.3; MIN_MESSAGES_TO_CONSOLIDATE = 3
             {"name": "extract_on_session_end", "event_type": "session.ended",
-             "conditions": [{"field": "payload.message_count", "op": ">=", "value": 3}], "actions": ["extract"]},
+             "conditions": [{"field": "payload.message_count", "op": ">=", "value": 3}], "action_mode": "auto",
+             "actions": [{"action_type": "run_agent", "target": "memory_consolidator"}], "risk_level": "low"},
             {"name": "episode_on_session_end", "event_type": "session.ended",
              "conditions": [{"field": "payload.message_count", "op": ">=", "value": 3}], "actions": ["episode"]},
         ]},

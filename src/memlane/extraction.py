@@ -35,7 +35,7 @@ from memlane.llm import LLM
 from memlane.llm.prompts import loads_tolerant
 from memlane.llm.prompts.extraction import OperationAnswer, extraction_prompt
 from memlane.models import MemoryRecord, Source, Turn
-from memlane.policy import category_for, expires_at, initial_score
+from memlane.policy import category_for, duration_name, initial_score, retention
 from memlane.text import language_of
 
 log = logging.getLogger(__name__)
@@ -66,6 +66,7 @@ class Operation:
     pinned: bool = False
     verified: bool = False
     query: str | None = None
+    priority: str | None = None  # seed 002 §4 retention priority (memory metadata "priority")
 
 
 @dataclass
@@ -247,7 +248,9 @@ def _operation(item: Any, *, lookup: Lookup, config: Config, now: datetime, sour
     if isinstance(item.get("importance"), str) and item["importance"].strip().lower() in ("high", "medium", "low"):
         item["importance"] = item["importance"].strip().lower()
     if isinstance(item.get("duration"), str):
-        item["duration"] = item["duration"].strip().lower()
+        item["duration"] = duration_name(item["duration"])
+    if isinstance(item.get("rule_scope"), str):  # "Task", "behavior" (US spelling)
+        item["rule_scope"] = item["rule_scope"].strip().lower().replace("behavior", "behaviour")
     try:
         ans = OperationAnswer.model_validate({**item, "op": kind})
     except PydanticValidationError as exc:
@@ -285,12 +288,14 @@ def _operation(item: Any, *, lookup: Lookup, config: Config, now: datetime, sour
             log.warning("extraction: ADD %r contradicts unknown memory %r; ignored", content, cid)
         else:
             contradicts.append(cid)
+    category = _category(ans.category, config, config.policy.default_category)
+    until, priority = retention(ans.duration, category, now, config.policy, task_rule=ans.rule_scope == "task")
     return Operation(
-        "ADD", content=content, category=_category(ans.category, config, config.policy.default_category),
-        score=initial_score(ans.importance, config.policy), expires_at=expires_at(ans.duration, now, config.policy),
+        "ADD", content=content, category=category,
+        score=initial_score(ans.importance, config.policy), expires_at=until,
         subject=ans.subject, predicate=ans.predicate,
         confidence=1.0 if ans.confidence is None else ans.confidence,
-        contradicts=contradicts, reason=ans.reason or "", source=source,
+        contradicts=contradicts, reason=ans.reason or "", source=source, priority=priority,
     )
 
 

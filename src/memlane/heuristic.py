@@ -20,7 +20,7 @@ from memlane import validate
 from memlane.config import Config
 from memlane.extraction import Extraction, Operation
 from memlane.models import Turn
-from memlane.policy import category_for, expires_at, initial_score
+from memlane.policy import category_for, initial_score, retention
 from memlane.text import has_cjk, language_of
 
 _ZH_SENTENCE = re.compile(r"[^。！？!?\n]+")
@@ -217,11 +217,13 @@ class HeuristicExtractor:
 
     def _add(self, content: str, rule: Rule, now: datetime) -> Operation:
         pol = self.config.policy
+        category = category_for(rule.category, pol) or pol.default_category
+        until, priority = retention(rule.duration, category, now, pol)  # seed 002 §4: the type's default
         return Operation(
-            "ADD", content=content, category=category_for(rule.category, pol) or pol.default_category,
-            score=initial_score(rule.importance, pol), expires_at=expires_at(rule.duration, now, pol),
+            "ADD", content=content, category=category,
+            score=initial_score(rule.importance, pol), expires_at=until,
             subject="用户" if has_cjk(content) else "user", predicate=rule.predicate,
-            confidence=self.config.extraction.heuristic_confidence, source="heuristic",
+            confidence=self.config.extraction.heuristic_confidence, source="heuristic", priority=priority,
         )
 
 
@@ -379,6 +381,7 @@ def _remember(ref: _Topic, config: Config, now: datetime) -> Operation:
     return Operation(
         "ADD", content=content, category=guess.category if guess else pol.default_category,
         score=initial_score("high", pol), expires_at=guess.expires_at if guess else None,
+        priority=guess.priority if guess else None,
         subject=guess.subject if guess else None, predicate=guess.predicate if guess else None,
         confidence=1.0, source="user", pinned=True, verified=True, reason=_REMEMBERED,
     )

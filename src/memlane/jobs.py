@@ -37,6 +37,7 @@ from memlane.lease import ScopeLock
 from memlane.llm import LLM
 from memlane.models import ExtractionJob, Hit, MemoryRecord, Scope, Turn, new_id
 from memlane.policy import (
+    PRIORITY,
     decayed,
     dedup_threshold,
     names_memory,
@@ -463,7 +464,7 @@ class JobRunner:
             subject=op.subject, predicate=op.predicate, created_at=now, updated_at=now, last_activated=now,
             expires_at=op.expires_at, source=op.source, verified=op.verified or op.source == "user",
             source_session=job.session_id, pinned=op.pinned,
-            metadata={"turns": [job.first_seq, job.last_seq]},
+            metadata={"turns": [job.first_seq, job.last_seq], **({PRIORITY: op.priority} if op.priority else {})},
         )
         rowid = self.store.insert_memory(mem)
         self.store.put_vectors("memories", scope, [rowid], vec[None, :])

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from memlane import forget, markdown, mdsync, userprofile
+from memlane import attachments, events, forget, markdown, mdsync, userprofile
 from memlane.errors import MemlaneError, ValidationError
 from memlane.events import Event
 from memlane.jobs import JobReport
@@ -40,6 +40,7 @@ from memlane.policy import (
     dedup_threshold,
     expired,
     over_capacity,
+    review_keep_score,
     threshold_verdicts,
     transient_until,
     whole_days,
@@ -488,6 +489,12 @@ class _Pass:
                     self._verdicts("expire", after)
                 else:
                     self.remove("expire", mem, reason)
+        # seed 002 §7 清理过期附件, and persisted events past events.keep_days (seed 004 §11.3)
+        for att in attachments.expire(self.memory, self.scope, self.now, dry_run=self.dry_run):
+            self.report.actions.append(Action("expire", "DELETE", att.id, self.scope.user_id, self.scope.agent_id,
+                                              reason="attachment expired", content=att.name))
+        if not self.dry_run:
+            events.forget_old(self.memory, self.scope, self.now)
 
     def max_size(self) -> None:
         mems = list(self.work.values())
@@ -536,7 +543,7 @@ class _Pass:
             self.change("review", "PROMOTE", mem, mem.model_copy(update=update), why)
             return
         if mode == "decay":  # seed 003: KEEP resets the importance
-            update.update(score=self.pol.review_keep_score, status="active")
+            update.update(score=review_keep_score(self.pol), status="active")
         self.change("review", "KEEP", mem, mem.model_copy(update=update), why, kind="UPDATE")
 
     def files(self) -> None:

@@ -252,3 +252,40 @@ class Stats(_Record):
     db_path: str
     db_bytes: int
     embedder: str
+
+
+class Attachment(_Record):
+    """A file or media memory (seed 002 §8 `attachments`): the bytes, or where they are."""
+
+    id: str
+    user_id: str
+    agent_id: str = ""
+    session_id: str | None = None
+    name: str
+    media_type: str = "application/octet-stream"
+    description: str = ""
+    uri: str | None = None
+    data: bytes | None = None  # None in listings; `get` returns it
+    size: int = 0
+    sha256: str = ""
+    created_at: datetime
+    expires_at: datetime | None = None  # cleaned by the nightly pass (seed 002 §7 清理过期附件)
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class StoredEvent(_Record):
+    """An event-bus event as the `events` table keeps it (seed 004 §11.3): the payload without
+    texts, and each matched rule's actions with what became of them."""
+
+    id: int
+    user_id: str
+    agent_id: str = ""
+    type: str
+    subject: str
+    source: str
+    payload: dict[str, Any] = Field(default_factory=dict)
+    at: datetime
+    status: Literal["done", "pending", "running", "failed"]
+    # [{"rule", "action", "status": done | pending | running | failed}]; "running" left by a
+    # process that died mid-action shows the action may or may not have run
+    actions: list[dict[str, Any]] = Field(default_factory=list)

@@ -63,6 +63,31 @@ def expires_at(duration: str | None, now: datetime, cfg: PolicyConfig) -> dateti
     raise ValidationError("duration", f"must be permanent, session, a retention priority or like 7d/24h, got {duration!r}")
 
 
+PRIORITIES = ("transient", "short_term", "long_term", "permanent")  # seed 002 §4 MemoryPriority
+PRIORITY = "priority"  # memory metadata: the seed 002 retention priority a memory was given
+
+
+def duration_name(duration: str | None) -> str | None:
+    """A duration as the schema spells it: "SHORT_TERM", "short-term" → "short_term"."""
+    if duration is None:
+        return None
+    return "_".join(duration.strip().lower().replace("-", " ").split())
+
+
+def retention(duration: str | None, category: str | None, now: datetime, cfg: PolicyConfig, *,
+              task_rule: bool = False) -> tuple[datetime | None, str | None]:
+    """Seed 002 §4: (expires_at, priority) of a new memory. No duration: the type's default
+    (`default_duration`; "rule:task" for a task rule), else permanent without a priority.
+    "session" is TRANSIENT (1 day, and gone when its session ends where the profile says so)."""
+    d = duration_name(duration)
+    if d is None and category is not None:
+        d = (task_rule and cfg.default_duration.get(f"{category}:task")) or cfg.default_duration.get(category)
+    if d is None:
+        return None, None
+    priority = "transient" if d == "session" else d if d in PRIORITIES else None
+    return expires_at(d, now, cfg), priority
+
+
 # ---- merge rules (issue 4) -------------------------------------------------------------
 
 # Where a profile lacks a category an extractor names, the nearest one it has, in order:
@@ -143,10 +168,21 @@ def decay_rule(category: str, cfg: PolicyConfig) -> DecayRule:
 
 
 def protected(mem: MemoryRecord, cfg: PolicyConfig) -> bool:
-    """Pinned, core/system (or a rule saying `never`), or confirmed by the user (seed 003
-    `verified`): never decayed, demoted, archived or deleted by policy."""
+    """Pinned, core/system (or a rule saying `never`), confirmed by the user (seed 003
+    `verified`), or at the top of the scale (seed 003 importance ≥ 3.0, `never_decay_at`):
+    never decayed, demoted, archived or deleted by policy."""
     return (mem.pinned or mem.category in ALWAYS_PROTECTED or decay_rule(mem.category, cfg).never
-            or (cfg.verified_never_decays and mem.verified))
+            or (cfg.verified_never_decays and mem.verified)
+            or (cfg.never_decay_at is not None and mem.score >= cfg.never_decay_at - _EPS))
+
+
+_EPS = 1e-9  # boosts summed in floating point (0.7 + 0.1 + 0.1 + 0.1) land a hair below 1.0
+
+
+def review_keep_score(cfg: PolicyConfig) -> float:
+    """Seed 003: a decay review's KEEP resets importance to the point whose crossing triggered
+    the review (0.5 there; review_below here) unless review_keep_score says otherwise."""
+    return cfg.review_below if cfg.review_keep_score is None else cfg.review_keep_score
 
 
 def whole_days(since: datetime, now: datetime) -> int:
@@ -210,6 +246,9 @@ def threshold_verdicts(mem: MemoryRecord, now: datetime, cfg: PolicyConfig) -> l
     age = whole_days(mem.last_activated, now)
     if rule.delete_after_days is not None and age >= rule.delete_after_days:
         return [("DELETE", f"{mem.category} unused for {age} days ≥ delete_after_days {rule.delete_after_days:g}")]
+    if cfg.demote_below is not None and s < cfg.demote_below and mem.metadata.get(PRIORITY) == "short_term":
+        # seed 002 §4: SHORT_TERM "compute_decay 低分直接删除" — deleted, not demoted to TRANSIENT
+        return [("DELETE", f"SHORT_TERM with score {s:.3f} < demote_below {cfg.demote_below:g}")]
     out: list[Verdict] = []
     if (cfg.demote_below is not None and s < cfg.demote_below
             and (mem.expires_at is None or mem.expires_at > transient_until(now, cfg))):
@@ -229,7 +268,8 @@ def expired(mem: MemoryRecord, now: datetime, cfg: PolicyConfig) -> bool:
     memory does (its duration was meant)."""
     if mem.expires_at is None or mem.expires_at > now:
         return False
-    return not (mem.pinned or mem.category in ALWAYS_PROTECTED or decay_rule(mem.category, cfg).never)
+    top = cfg.never_decay_at is not None and mem.score >= cfg.never_decay_at - _EPS  # seed 003: 永不删除
+    return not (mem.pinned or mem.category in ALWAYS_PROTECTED or decay_rule(mem.category, cfg).never or top)
 
 
 def over_capacity(mems: list[MemoryRecord], cfg: PolicyConfig) -> list[MemoryRecord]:

@@ -4,6 +4,7 @@ the record that it ran (table `migrations`)."""
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -274,3 +275,49 @@ def m010_turn_import_key(db: Any) -> None:
         CREATE UNIQUE INDEX turns_import_key ON turns(user_id, agent_id, import_key) WHERE import_key IS NOT NULL;
         """
     )
+
+
+@migration
+def m011_attachments_events_tool_text(db: Any) -> None:
+    """Issue 13, seeds 002 and 004: three things the seeds keep that memlane did not.
+
+    `attachments` (seed 002 §8 "文件/媒体记忆", cleaned nightly when expired, §7);
+    `events` (seed 004 §11.3: the event bus's own table — an event's type, subject,
+    text-free payload, and the rules and actions it set off); and the full-text entry of every
+    stored turn with tool calls, which now holds their names, arguments and results, and of
+    each tool result turn, which holds the tool's name (seed 002 §3's second level). New turns are indexed so by `insert_turn`; this re-indexes the old ones
+    once, logged for the in-process BM25 caches like any FTS write."""
+    from memlane.store import lexindex
+    from memlane.store.rows import turn_search_text
+    from memlane.text import index_text
+
+    db.execute(
+        """
+        CREATE TABLE attachments(
+            rowid INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE,
+            user_id TEXT NOT NULL, agent_id TEXT NOT NULL DEFAULT '', session_id TEXT,
+            name TEXT NOT NULL, media_type TEXT NOT NULL, description TEXT NOT NULL DEFAULT '',
+            uri TEXT, data BLOB, size INTEGER NOT NULL, sha256 TEXT NOT NULL,
+            created_at REAL NOT NULL, expires_at REAL, metadata TEXT NOT NULL DEFAULT '{}');
+        CREATE INDEX attachments_scope ON attachments(user_id, agent_id, session_id, created_at);
+        CREATE INDEX attachments_expiry ON attachments(expires_at) WHERE expires_at IS NOT NULL;
+
+        CREATE TABLE events(
+            id INTEGER PRIMARY KEY, user_id TEXT NOT NULL, agent_id TEXT NOT NULL DEFAULT '',
+            type TEXT NOT NULL, subject TEXT NOT NULL, source TEXT NOT NULL,
+            payload TEXT NOT NULL DEFAULT '{}', at REAL NOT NULL,
+            status TEXT NOT NULL, actions TEXT NOT NULL DEFAULT '[]');
+        CREATE INDEX events_scope ON events(user_id, agent_id, at);
+        CREATE INDEX events_pending ON events(user_id, agent_id, status) WHERE status = 'pending';
+        """
+    )
+    rows = db.execute(
+        "SELECT t.rowid, t.content, t.tool_calls, t.role, t.name, f.context, f.scope FROM turns t "
+        "JOIN turns_fts f ON f.rowid = t.rowid WHERE t.tool_calls IS NOT NULL OR (t.role = 'tool' AND t.name IS NOT NULL)"
+    ).fetchall()
+    for rowid, content, calls, role, name, context, scope in rows:
+        body = index_text(turn_search_text(content, json.loads(calls) if calls else None, role, name))
+        db.execute("DELETE FROM turns_fts WHERE rowid = ?", (rowid,))
+        db.execute("INSERT INTO turns_fts(rowid, body, context, scope) VALUES (?, ?, ?, ?)",
+                   (rowid, body, context, scope))
+    lexindex.record(db, "turns", [r[0] for r in rows], "put")

@@ -87,3 +87,51 @@ def memory_params(m: MemoryRecord) -> tuple[Any, ...]:
         ts(m.expires_at), m.source, int(m.verified), m.source_session, m.status, int(m.pinned),
         to_json(m.metadata),
     )
+
+
+# ---- what a turn's full-text entry holds (seed 002 §3: the second level searches tool
+# arguments and results, "含工具参数/返回值") ------------------------------------------------
+
+_NOT_INDEXED = frozenset({"id", "type", "index", "tool_call_id"})  # call ids and plumbing: no words of anyone's
+_STRUCTURE = frozenset({"function", "name", "arguments", "args", "input", "result", "results", "output", "content"})
+
+
+def tool_call_text(tool_calls: Sequence[Any] | None) -> str:
+    """The words of a turn's tool calls: function names, argument names and values, results
+    (JSON strings inside them read as JSON), one per line; "" when there are none."""
+    out: list[str] = []
+
+    def walk(value: Any) -> None:
+        if isinstance(value, dict):
+            for key, item in value.items():
+                if key in _NOT_INDEXED:
+                    continue
+                if key not in _STRUCTURE:
+                    out.append(str(key))
+                walk(item)
+        elif isinstance(value, list):
+            for item in value:
+                walk(item)
+        elif isinstance(value, str):
+            text = value.strip()
+            if text[:1] in ("{", "["):
+                try:
+                    walk(json.loads(text))
+                    return
+                except ValueError:
+                    pass
+            if text:
+                out.append(text)
+        elif isinstance(value, int | float) and not isinstance(value, bool):
+            out.append(str(value))
+
+    walk(list(tool_calls or []))
+    return "\n".join(out)
+
+
+def turn_search_text(content: str, tool_calls: Sequence[Any] | None, role: str = "", name: str | None = None) -> str:
+    """A turn's indexed body: its content, then the words of its tool calls; a tool result
+    turn's (role "tool") also the tool's name. A speaker's name stays out: it is no word
+    of the turn, and search ranks speakers on their own (SearchConfig.speaker_prior)."""
+    extra = "\n".join(x for x in (name if role == "tool" else None, tool_call_text(tool_calls)) if x)
+    return f"{content}\n{extra}" if extra else content

@@ -23,6 +23,7 @@ import sqlite_vec
 
 from memlane.errors import BackendError, ValidationError
 from memlane.models import (
+    Attachment,
     Corpus,
     Episode,
     ExtractionJob,
@@ -32,6 +33,7 @@ from memlane.models import (
     Scope,
     Scratchpad,
     Session,
+    StoredEvent,
     Turn,
     TurnPlace,
 )
@@ -49,6 +51,7 @@ from memlane.store.rows import (
     to_json,
     ts,
     turn_row,
+    turn_search_text,
 )
 from memlane.text import index_text
 
@@ -547,6 +550,13 @@ class SQLiteStore:
                 key = "session_id" if table == "extraction_jobs" else "id"
                 counts[table] = self._x(f"DELETE FROM {table} WHERE user_id = ? AND agent_id = ? AND {key} = ?",
                                         (scope.user_id, scope.agent_id, session_id))
+            # the session's files and its persisted events go with it (those that happened)
+            for table, key, value in (("attachments", "session_id", session_id),
+                                      ("events", "subject", f"session:{session_id}")):
+                n = self._x(f"DELETE FROM {table} WHERE user_id = ? AND agent_id = ? AND {key} = ?",
+                            (scope.user_id, scope.agent_id, value))
+                if n:
+                    counts[table] = n
             erase.mark_pending(self._conn)
         return counts
 
@@ -662,7 +672,7 @@ class SQLiteStore:
                  turn.token_count, turn.archived, to_json(turn.metadata), import_key),
             )
             rowid = self._conn.last_insert_rowid()
-            self._index("turns", rowid, turn.content, "")
+            self._index("turns", rowid, turn_search_text(turn.content, turn.tool_calls, turn.role, turn.name), "")
             return rowid
 
     def turn_import_keys(self, scope: Scope, keys: Sequence[str]) -> set[str]:
@@ -679,7 +689,11 @@ class SQLiteStore:
         return found
 
     def set_turn_context(self, rowid: int, body: str, context: str) -> None:
+        """Index a turn: `body` (its content) with its tool calls' words, and `context`."""
         with self._lock:
+            row = self._q("SELECT tool_calls, role, name FROM turns WHERE rowid = ?", (rowid,))
+            if row and (row[0][0] or row[0][1] == "tool"):
+                body = turn_search_text(body, json.loads(row[0][0]) if row[0][0] else None, row[0][1], row[0][2])
             self._index("turns", rowid, body, context)
 
     def turn_rows(self, scope: Scope, session_id: str, seq_from: int, seq_to: int) -> list[tuple[int, int, str]]:
@@ -1057,6 +1071,81 @@ class SQLiteStore:
 
     # ---- stats ------------------------------------------------------------------------
 
+    # ---- attachments (seed 002 §8) and persisted events (seed 004 §11.3) --------------------
+
+    _ATT_COLS = ("id, user_id, agent_id, session_id, name, media_type, description, uri, size, sha256, "
+                 "created_at, expires_at, metadata")
+
+    def put_attachment(self, att: Attachment) -> None:
+        self._x(f"INSERT INTO attachments({self._ATT_COLS}, data) VALUES ({', '.join('?' * 14)})",
+                (att.id, att.user_id, att.agent_id, att.session_id, att.name, att.media_type, att.description,
+                 att.uri, att.size, att.sha256, ts(att.created_at), ts(att.expires_at), to_json(att.metadata),
+                 att.data))
+
+    def get_attachment(self, scope: Scope, attachment_id: str) -> Attachment | None:
+        rows = self._q(f"SELECT {self._ATT_COLS}, data FROM attachments WHERE user_id = ? AND agent_id = ? AND id = ?",
+                       (scope.user_id, scope.agent_id, attachment_id))
+        return _attachment(rows[0], with_data=True) if rows else None
+
+    def list_attachments(self, scope: Scope, *, session_id: str | None = None,
+                         expired_at: datetime | None = None) -> list[Attachment]:
+        """The scope's attachments without their bytes, oldest first: a session's, or those
+        expired at `expired_at`."""
+        sql = f"SELECT {self._ATT_COLS} FROM attachments WHERE user_id = ? AND agent_id = ?"
+        params: list[Any] = [scope.user_id, scope.agent_id]
+        if session_id is not None:
+            sql += " AND session_id = ?"
+            params.append(session_id)
+        if expired_at is not None:
+            sql += " AND expires_at IS NOT NULL AND expires_at <= ?"
+            params.append(ts(expired_at))
+        return [_attachment(r, with_data=False) for r in self._q(sql + " ORDER BY created_at, rowid", params)]
+
+    def delete_attachments(self, scope: Scope, attachment_ids: Sequence[str]) -> int:
+        with self.transaction():
+            n = sum(self._x("DELETE FROM attachments WHERE user_id = ? AND agent_id = ? AND id = ?",
+                            (scope.user_id, scope.agent_id, i)) for i in dict.fromkeys(attachment_ids))
+            if n:
+                erase.mark_pending(self._conn)  # the bytes leave the file at the next checkpoint
+        return n
+
+    def add_bus_event(self, scope: Scope, type_: str, subject: str, source: str, payload: dict[str, Any],
+                      at: datetime, status: str, actions: list[dict[str, Any]]) -> int:
+        with self._lock:
+            self._conn.execute(
+                "INSERT INTO events(user_id, agent_id, type, subject, source, payload, at, status, actions) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (scope.user_id, scope.agent_id, type_, subject, source, to_json(payload), ts(at), status,
+                 to_json(actions)))
+            return int(self._conn.last_insert_rowid())
+
+    def update_bus_event(self, scope: Scope, event_id: int, status: str, actions: list[dict[str, Any]]) -> None:
+        self._x("UPDATE events SET status = ?, actions = ? WHERE user_id = ? AND agent_id = ? AND id = ?",
+                (status, to_json(actions), scope.user_id, scope.agent_id, event_id))
+
+    def bus_events(self, scope: Scope, *, status: str | None = None, event_id: int | None = None,
+                   limit: int = 1000) -> list[StoredEvent]:
+        """The scope's persisted events, newest first."""
+        sql = ("SELECT id, user_id, agent_id, type, subject, source, payload, at, status, actions FROM events "
+               "WHERE user_id = ? AND agent_id = ?")
+        params: list[Any] = [scope.user_id, scope.agent_id]
+        for col, value in (("status", status), ("id", event_id)):
+            if value is not None:
+                sql += f" AND {col} = ?"
+                params.append(value)
+        rows = self._q(sql + f" ORDER BY at DESC, id DESC LIMIT {int(limit)}", params)
+        return [StoredEvent(id=r[0], user_id=r[1], agent_id=r[2], type=r[3], subject=r[4], source=r[5],
+                            payload=json.loads(r[6]), at=dt_(r[7]), status=r[8], actions=json.loads(r[9]))
+                for r in rows]
+
+    def delete_bus_events(self, scope: Scope, *, before: datetime | None = None, subject: str | None = None) -> int:
+        """Delete the scope's persisted events older than `before` (pending ones stay) or about `subject`."""
+        if before is not None:
+            return self._x("DELETE FROM events WHERE user_id = ? AND agent_id = ? AND at < ? AND status != 'pending'",
+                           (scope.user_id, scope.agent_id, ts(before)))
+        return self._x("DELETE FROM events WHERE user_id = ? AND agent_id = ? AND subject = ?",
+                       (scope.user_id, scope.agent_id, subject))
+
     def stats(self, scope: Scope) -> dict[str, Any]:
         u = (scope.user_id, scope.agent_id)
         one = lambda sql: int(self._q(sql, u)[0][0])  # noqa: E731
@@ -1087,6 +1176,13 @@ class SQLiteStore:
     def raw_count(self, table: str, where: str = "1", params: Sequence[Any] = ()) -> int:
         """Row count of any table; for audits and tests of what is left behind."""
         return int(self._q(f"SELECT COUNT(*) FROM {table} WHERE {where}", params)[0][0])
+
+
+def _attachment(r: Sequence[Any], *, with_data: bool) -> Attachment:
+    return Attachment(id=r[0], user_id=r[1], agent_id=r[2], session_id=r[3], name=r[4], media_type=r[5],
+                      description=r[6], uri=r[7], size=r[8], sha256=r[9], created_at=dt_(r[10]),
+                      expires_at=None if r[11] is None else dt_(r[11]), metadata=json.loads(r[12]),
+                      data=bytes(r[13]) if with_data and r[13] is not None else None)
 
 
 def _bm25_weights(corpus: Corpus, weights: Sequence[float]) -> list[float]:
