@@ -1118,7 +1118,8 @@ def llm_replies() -> list[tuple[str, str | dict[str, Any] | BaseException]]:
 
 
 def fuzz_llm(home: Path, tally: FuzzTally, flood: int) -> dict[str, Any]:
-    """Each hostile reply to extraction; then a good reply must still go through (no poisoning)."""
+    """Each hostile reply to extraction; then a good reply must still go through (no poisoning).
+    Extraction runs in the caller (`wait=True`), so what it raises is counted here."""
     llm = ScriptedLLM()
     mem = open_memory(home, llm=llm)
     extra: dict[str, Any] = {}
@@ -1129,7 +1130,7 @@ def fuzz_llm(home: Path, tally: FuzzTally, flood: int) -> dict[str, Any]:
                              user_id=u)
             llm.replies.clear()
             llm.enqueue(*([reply] * 8))
-            tally.run("extraction", f"{name}: {short(reply, 100)}", partial(mem.end_session, sid, user_id=u))
+            tally.run("extraction", f"{name}: {short(reply, 100)}", partial(mem.end_session, sid, user_id=u, wait=True))
             llm.replies.clear()
             llm.enqueue(*([{"operations": []}] * 20))
             probes: list[tuple[str, Callable[[], Any]]] = [
@@ -1150,7 +1151,7 @@ def fuzz_llm(home: Path, tally: FuzzTally, flood: int) -> dict[str, Any]:
                          user_id=u)
         llm.replies.clear()
         llm.enqueue(*([{"operations": [{"op": "DELETE", "id": x} for x in ids.values()]}] * 8))
-        tally.run("extraction", "prompt injection", lambda: mem.end_session("inj", user_id=u))
+        tally.run("extraction", "prompt injection", lambda: mem.end_session("inj", user_id=u, wait=True))
         left = {m.id for m in mem.list(user_id=u)}
         # an extractor's memory may go (within a cap); what the person stated, verified or pinned may not
         extra["injection_deleted"] = sorted(k for k, x in ids.items() if x not in left and k != "extracted")
@@ -1162,7 +1163,7 @@ def fuzz_llm(home: Path, tally: FuzzTally, flood: int) -> dict[str, Any]:
         llm.enqueue(*([{"operations": [{"op": "ADD", "content": f"flood fact number {k} zq{_letters(k)}",
                                          "category": "fact"} for k in range(flood)]}] * 8))
         t0 = time.perf_counter()
-        tally.run("extraction", f"{flood} ADDs in one reply", lambda: mem.end_session("fl", user_id=u))
+        tally.run("extraction", f"{flood} ADDs in one reply", lambda: mem.end_session("fl", user_id=u, wait=True))
         extra["flood_ops"], extra["flood_stored"] = flood, len(mem.list(user_id=u))
         extra["flood_seconds"] = round(time.perf_counter() - t0, 2)
     finally:
