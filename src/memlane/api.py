@@ -768,12 +768,17 @@ class Memory:
         if query_vector is not None and not callable(query_vector):
             validate.vector("query_vector", query_vector, self.embedder.dimensions)
         f = self._filters(filters)
-        hits = run_search(
-            self.store, self.config.search, corpus, scope, query,
-            limit=limit or self.config.search.default_limit, now=self.clock(),
+        limit = limit or self.config.search.default_limit
+        # an agent scope also reads its user's shared memories (`Scope.readable`); its turns
+        # and episodes stay its own
+        scopes = scope.readable() if corpus == "memories" else (scope,)
+        hits = [hit for s in scopes for hit in run_search(
+            self.store, self.config.search, corpus, s, query, limit=limit, now=self.clock(),
             query_vector=self._query_vector if query_vector is None else query_vector, filters=f,
             min_score=_min_score(min_score), null_vectors=self._null_vectors(),
-        )
+        )]
+        if len(scopes) > 1:  # Hit.score is an absolute relevance: the lists merge by it
+            hits = sorted(hits, key=lambda h: -h.score)[:limit]
         if corpus == "memories" and (self.config.search.activate_on_hit if activate is None else activate):
             self._activate(scope, [h.memory for h in hits if h.memory is not None])
         return hits

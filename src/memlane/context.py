@@ -235,7 +235,9 @@ def core_memories(memory: Memory, scope: Scope, cfg: ContextConfig) -> list[Memo
     """Seed 001 §4.1: pinned, then score ≥ 0.5, best first, top 20; expired ones never."""
     now = memory.clock()
     out: list[MemoryRecord] = []
-    for mem in memory.store.list_memories(scope, status="active", order="pinned DESC, score DESC, updated_at DESC"):
+    order = "pinned DESC, score DESC, updated_at DESC"  # an agent also reads its user's (Scope.readable)
+    mems = [m for s in scope.readable() for m in memory.store.list_memories(s, status="active", order=order)]
+    for mem in sorted(mems, key=lambda m: (m.pinned, m.score, m.updated_at), reverse=True):
         if mem.expires_at is not None and mem.expires_at <= now:
             continue
         if not mem.pinned and mem.score < cfg.core_min_score:

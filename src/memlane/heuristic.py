@@ -182,6 +182,12 @@ def third_person(text: str) -> str:
     return out[:1].upper() + out[1:] + "."
 
 
+def same_words(text: str) -> str:
+    """`text` read as a statement about the user, lower-cased, without punctuation or spaces:
+    equal for "我每周二跑步" and "用户每周二跑步", "I hate olives" and "The user hates olives."."""
+    return re.sub(r"[\W_]+", "", third_person(text).lower())
+
+
 def _clauses(sentence: str) -> list[str]:
     """Clauses of a Chinese sentence, fillers dropped; a clause without a subject after a
     我-clause inherits it (我叫林晓，在一家公司当工程师 → 我在一家公司当工程师)."""
@@ -461,4 +467,4 @@ def _remember(ref: _Topic, config: Config, now: datetime) -> Operation:
     )
 
 
-__all__ = ["HeuristicExtractor", "commands", "is_ack", "is_command", "third_person"]
+__all__ = ["HeuristicExtractor", "commands", "conjugated", "is_ack", "is_command", "same_words", "third_person"]
