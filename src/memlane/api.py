@@ -62,7 +62,7 @@ from memlane.search import NULL_TEXTS, Filters
 from memlane.search import search as run_search
 from memlane.store import Store, open_store
 from memlane.text import estimate_tokens
-from memlane.tools import MemoryTools
+from memlane.tools import MemoryTools, message_fields
 from memlane.worker import JobWorker
 
 log = logging.getLogger(__name__)
@@ -227,6 +227,7 @@ class Memory:
         at = f"{field}[{index}]"
         if isinstance(raw, Message):
             raw = {k: getattr(raw, k) for k in Message.model_fields}
+        raw = message_fields(at, raw)  # OpenAI shapes: content parts, tool_call_id, SDK objects
         if not isinstance(raw, dict):
             raise ValidationError(at, f"must be a dict or Message, got {type(raw).__name__}")
         unknown = [k for k in raw if k not in Message.model_fields]

@@ -22,6 +22,7 @@ from memlane.models import Hit, MemoryRecord, Scope
 from memlane.review import record_injected
 from memlane.sessions import WindowMessage, render_scratchpad, select_window, window_turns
 from memlane.text import cut, estimate_tokens, keywords, language_of
+from memlane.tools import chat_messages
 
 if TYPE_CHECKING:
     from memlane.api import Memory
@@ -121,9 +122,9 @@ class Context:
         return self.render()
 
     def messages(self) -> list[dict[str, Any]]:
-        """OpenAI chat messages: the system prompt without history, then the history as messages."""
-        return [{"role": "system", "content": self.render(include_history=False)},
-                *(m.chat() for m in self.history)]
+        """OpenAI chat messages: the system prompt without history, then the history as messages
+        (an assistant's `tool_calls` and the `tool` replies round-trip, `tools.chat_messages`)."""
+        return [{"role": "system", "content": self.render(include_history=False)}, *chat_messages(self.history)]
 
     def to_dict(self) -> dict[str, Any]:
         return {
