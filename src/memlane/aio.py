@@ -18,6 +18,8 @@ from collections.abc import Callable, Coroutine, Sequence
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from memlane.api import Memory
+from memlane.config import Config
+from memlane.events import EventBus
 from memlane.tools import MemoryTools, Schemas
 
 P = ParamSpec("P")
@@ -65,8 +67,13 @@ class AsyncMemory:
         self.sync = memory if isinstance(memory, Memory) else Memory(memory, **kwargs)
 
     @property
-    def config(self) -> Any:
+    def config(self) -> Config:
         return self.sync.config
+
+    @property
+    def events(self) -> EventBus:
+        """The sync core's event bus: `subscribe` / `register_action` as on `Memory`."""
+        return self.sync.events
 
     def tools(self, *, user_id: str, agent_id: str | None = None, session_id: str | None = None) -> AsyncTools:
         """The agent tools bound to one scope; `await tools.handle(call)` keeps the loop free."""

@@ -171,7 +171,9 @@ def message_fields(at: str, raw: Any) -> Any:
         return raw  # the caller names the wrong type
     if raw.get("metadata") is not None and not isinstance(raw["metadata"], dict):
         raise ValidationError(f"{at}.metadata", f"must be an object, got {type(raw['metadata']).__name__}")
-    raw = {k: v for k, v in raw.items() if not (k in _IGNORED_FIELDS and not v)}
+    if isinstance(raw.get("refusal"), str) and raw["refusal"] and not raw.get("content"):
+        raw = {**raw, "content": raw["refusal"]}  # what the model said instead of an answer
+    raw = {k: v for k, v in raw.items() if k not in _IGNORED_FIELDS or (v and k != "refusal")}
     content = raw.get("content")
     if isinstance(content, list):
         raw["content"] = _joined_parts(f"{at}.content", content)
