@@ -279,3 +279,21 @@ def test_memory_is_a_context_manager(tmp_path):
         m.add("用户养猫", user_id="u1")
     with Memory(make_config(tmp_path)) as again:
         assert [x.content for x in again.list(user_id="u1")] == ["用户养猫"]
+
+
+def test_two_processes_remembering_the_same_store_it_once(make_memory, tmp_path):
+    import threading
+    a, b = make_memory(home=tmp_path / "shared"), make_memory(home=tmp_path / "shared")  # two connections
+    barrier = threading.Barrier(2)
+
+    def remember(m: Memory) -> None:
+        barrier.wait()
+        m.tools(user_id="u1").call("remember", {"content": "用户每周二和周六早上跑步"})
+
+    threads = [threading.Thread(target=remember, args=(m,)) for m in (a, b)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    [only] = a.list(user_id="u1")
+    assert only.activation_count == 1

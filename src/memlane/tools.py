@@ -343,23 +343,28 @@ class MemoryTools:
         text = mem._content(content)
         vec = mem._embed_one(text)
         threshold = dedup_threshold(mem.config.policy, mem.embedder.model_id)
-        for s in scope.readable():  # the rule may have pinned it already ("记住…"), in other words
-            dup = near_duplicate(mem.store, s, text, vec, threshold)
-            if dup is None:
-                continue
-            twin, sim = dup
-            floor = mem._importance(importance) if importance is not None else 0.0
-            after = reinforced(twin, mem.config.policy, mem.clock(), floor=floor).model_copy(update={"verified": True})
-            with mem.store.transaction():
+        # the look-up and the write in one transaction: a second writer (the rule's job, another
+        # process remembering the same) waits, then sees this one's memory
+        with mem.store.transaction():
+            for s in scope.readable():  # the rule may have pinned it already ("记住…"), in other words
+                dup = near_duplicate(mem.store, s, text, vec, threshold)
+                if dup is None:
+                    continue
+                twin, sim = dup
+                floor = mem._importance(importance) if importance is not None else 0.0
+                after = reinforced(twin, mem.config.policy, mem.clock(), floor=floor).model_copy(
+                    update={"verified": True})
                 mem.store.update_memory(after, content_changed=False)
                 mem.store.add_event(s, twin.id, "BOOST", twin.snapshot(), after.snapshot(), "agent",
                                     f"remembered again (similarity {sim:.3f}): {text}", after.updated_at)
-            mem._after_memory_change(s)
-            return {"id": after.id, "content": after.content, "category": after.category, "score": after.score,
-                    "already_known": True}
-        rec = mem.add(text, category=category, importance=importance, source="user", verified=True,
-                      session_id=self.session_id, actor="agent", **self._scope())
-        return {"id": rec.id, "content": rec.content, "category": rec.category, "score": rec.score}
+                break
+            else:
+                rec = mem.add(text, category=category, importance=importance, source="user", verified=True,
+                              session_id=self.session_id, actor="agent", **self._scope())
+                return {"id": rec.id, "content": rec.content, "category": rec.category, "score": rec.score}
+        mem._after_memory_change(s)
+        return {"id": after.id, "content": after.content, "category": after.category, "score": after.score,
+                "already_known": True}
 
     def forget(self, memory_id: str, reason: str = "") -> dict[str, Any]:
         why = reason or "the user asked to forget it"
