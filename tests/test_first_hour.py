@@ -297,3 +297,14 @@ def test_two_processes_remembering_the_same_store_it_once(make_memory, tmp_path)
         t.join()
     [only] = a.list(user_id="u1")
     assert only.activation_count == 1
+
+
+def test_anthropic_content_blocks_are_stored_as_their_text(memory):
+    turns = memory.add_messages("s1", [
+        {"role": "assistant", "content": [{"type": "text", "text": "查一下"},
+                                          {"type": "tool_use", "id": "t1", "name": "search_memory",
+                                           "input": {"query": "过敏"}}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1",
+                                      "content": [{"type": "text", "text": "用户对花生过敏"}]}]},
+    ], user_id="u1")
+    assert [t.content for t in turns] == ['查一下\nsearch_memory({"query": "过敏"})', "用户对花生过敏"]

@@ -209,6 +209,11 @@ def _joined_parts(at: str, parts: list[Any]) -> str:
             if not isinstance(part.get("text"), str):
                 raise ValidationError(f"{at}[{j}].text", "must be a string")
             out.append(part["text"])
+        elif kind == "tool_use":  # Anthropic's blocks: what was called and what came back, as text
+            out.append(f"{part.get('name', '?')}({json.dumps(part.get('input'), ensure_ascii=False)})")
+        elif kind == "tool_result":
+            inner = part.get("content")
+            out.append(_joined_parts(f"{at}[{j}].content", inner) if isinstance(inner, list) else str(inner or ""))
         else:
             out.append(_PLACEHOLDER.get(kind, f"[{kind[:40]}]"))
     return "\n".join(p for p in out if p)
