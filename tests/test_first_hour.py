@@ -69,6 +69,9 @@ def test_real_statements_still_extract(text, expected):
     ("Remember that I have two kids.", "The user has two kids."),
     ("Remember that I was born in Hangzhou.", "The user was born in Hangzhou."),
     ("Remember that I can't swim.", "The user can't swim."),
+    ("Remember that my wife and I love hiking.", "The user's wife and the user love hiking."),
+    ("Remember that I need a quiet room.", "The user needs a quiet room."),
+    ("Remember that I watch films and I fly often.", "The user watches films and the user flies often."),
     ("记住我每周二和周六早上跑步", "用户每周二和周六早上跑步"),
 ])
 def test_remembered_words_read_grammatically_about_the_user(memory, said, stored):

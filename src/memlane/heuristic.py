@@ -164,6 +164,8 @@ def _third_person_en(text: str) -> str:
             (r"\bI'd\b", "the user would")]
     for pat, rep in subs:
         text = re.sub(pat, rep, text, flags=re.IGNORECASE)
+    # "My wife and I love hiking": a plural subject, its verb stays as it is
+    text = re.sub(r"^((?:my|our) \w+|[A-Z][a-z]+) and I\b", r"\1 and the user", text, flags=re.IGNORECASE)
     # "I hate olives" → "the user hates olives": the verb agrees with its new subject
     text = _SUBJECT_VERB.sub(lambda m: f"the user {m.group(1)}{conjugated(m.group(2))}", text)
     subs = [(r"\bmy\b", "the user's"), (r"\bmine\b", "the user's"), (r"\bmyself\b", "themselves"),
