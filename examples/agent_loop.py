@@ -75,18 +75,12 @@ def run_turn(memory: Memory, client: ChatClient, text: str, *, user_id: str, ses
             memory.add_messages(session_id, [{"role": "assistant", "content": content or "(no reply)"}],
                                 user_id=user_id)
             return content
-        messages.append({"role": "assistant", "content": content or None, "tool_calls": calls})
+        call_message = {"role": "assistant", "content": content or None, "tool_calls": calls}
         results = [tools.handle(call) for call in calls]
-        messages.extend(results)
-        # the calls with their arguments go into the text too: full-text search only reads the
-        # content, and seed 002's traces must find tool arguments
-        described = content or "; ".join(
-            f"{c.get('function', {}).get('name', '?')}({c.get('function', {}).get('arguments', '')})" for c in calls)
-        memory.add_messages(session_id, [
-            {"role": "assistant", "content": described, "tool_calls": calls},
-            *({"role": "tool", "name": r["name"], "content": r["content"],
-               "metadata": {"tool_call_id": r["tool_call_id"]}} for r in results),
-        ], user_id=user_id)
+        messages += [call_message, *results]
+        # stored as sent (a call without text is described by its arguments, so the traces
+        # search finds them); build_context(...).messages() gives both back in this shape
+        memory.add_messages(session_id, [call_message, *results], user_id=user_id)
     # the model kept calling tools: ask once more without tools so the user gets an answer
     reply = client.chat(messages, [])
     content = reply.get("content") or ""

@@ -74,9 +74,11 @@ def test_user_b_never_sees_user_a_in_search_list_or_stats(memory, corpus):
     assert memory.get_turns(user_id="B") == []
     stats = memory.stats(user_id="B")
     assert (stats.memories, stats.turns) == (1, 0)
-    # the same user under another agent is another scope too
+    # the same user under another agent is another scope too: it lists and writes its own, and
+    # reads only the user's shared memories besides (Scope.readable), never their turns
     assert memory.list(user_id="A", agent_id="other") == []
-    assert memory.search("橘子", user_id="A", agent_id="other", corpus=corpus) == []
+    found = memory.search("橘子", user_id="A", agent_id="other", corpus=corpus)
+    assert [h.content for h in found] == (["A 的秘密：银行卡密码提示是橘子"] if corpus == "memories" else [])
 
 
 def test_chinese_search_finds_one_and_two_character_words(memory):

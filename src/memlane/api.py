@@ -64,7 +64,7 @@ from memlane.search import NULL_TEXTS, Filters
 from memlane.search import search as run_search
 from memlane.store import Store, open_store
 from memlane.text import estimate_tokens
-from memlane.tools import MemoryTools
+from memlane.tools import MemoryTools, message_fields
 from memlane.worker import JobWorker
 
 log = logging.getLogger(__name__)
@@ -242,6 +242,7 @@ class Memory:
         at = f"{field}[{index}]"
         if isinstance(raw, Message):
             raw = {k: getattr(raw, k) for k in Message.model_fields}
+        raw = message_fields(at, raw)  # OpenAI shapes: content parts, tool_call_id, SDK objects
         if not isinstance(raw, dict):
             raise ValidationError(at, f"must be a dict or Message, got {type(raw).__name__}")
         unknown = [k for k in raw if k not in Message.model_fields]
@@ -803,12 +804,17 @@ class Memory:
         if query_vector is not None and not callable(query_vector):
             validate.vector("query_vector", query_vector, self.embedder.dimensions)
         f = self._filters(filters)
-        hits = run_search(
-            self.store, self.config.search, corpus, scope, query,
-            limit=limit or self.config.search.default_limit, now=self.clock(),
+        limit = limit or self.config.search.default_limit
+        # an agent scope also reads its user's shared memories (`Scope.readable`); its turns
+        # and episodes stay its own
+        scopes = scope.readable() if corpus == "memories" else (scope,)
+        hits = [hit for s in scopes for hit in run_search(
+            self.store, self.config.search, corpus, s, query, limit=limit, now=self.clock(),
             query_vector=self._query_vector if query_vector is None else query_vector, filters=f,
             min_score=_min_score(min_score), null_vectors=self._null_vectors(),
-        )
+        )]
+        if len(scopes) > 1:  # Hit.score is an absolute relevance: the lists merge by it
+            hits = sorted(hits, key=lambda h: -h.score)[:limit]
         if corpus == "memories" and (self.config.search.activate_on_hit if activate is None else activate):
             self._activate(scope, [h.memory for h in hits if h.memory is not None])
         return hits

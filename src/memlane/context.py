@@ -22,6 +22,7 @@ from memlane.models import Hit, MemoryRecord, Scope
 from memlane.review import record_injected
 from memlane.sessions import WindowMessage, render_scratchpad, select_window, window_turns
 from memlane.text import cut, estimate_tokens, keywords, language_of
+from memlane.tools import chat_messages
 
 if TYPE_CHECKING:
     from memlane.api import Memory
@@ -121,9 +122,9 @@ class Context:
         return self.render()
 
     def messages(self) -> list[dict[str, Any]]:
-        """OpenAI chat messages: the system prompt without history, then the history as messages."""
-        return [{"role": "system", "content": self.render(include_history=False)},
-                *(m.chat() for m in self.history)]
+        """OpenAI chat messages: the system prompt without history, then the history as messages
+        (an assistant's `tool_calls` and the `tool` replies round-trip, `tools.chat_messages`)."""
+        return [{"role": "system", "content": self.render(include_history=False)}, *chat_messages(self.history)]
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -235,7 +236,9 @@ def core_memories(memory: Memory, scope: Scope, cfg: ContextConfig) -> list[Memo
     """Seed 001 §4.1: pinned, then score ≥ 0.5, best first, top 20; expired ones never."""
     now = memory.clock()
     out: list[MemoryRecord] = []
-    for mem in memory.store.list_memories(scope, status="active", order="pinned DESC, score DESC, updated_at DESC"):
+    order = "pinned DESC, score DESC, updated_at DESC"  # an agent also reads its user's (Scope.readable)
+    mems = [m for s in scope.readable() for m in memory.store.list_memories(s, status="active", order=order)]
+    for mem in sorted(mems, key=lambda m: (m.pinned, m.score, m.updated_at), reverse=True):
         if mem.expires_at is not None and mem.expires_at <= now:
             continue
         if not mem.pinned and mem.score < cfg.core_min_score:

@@ -102,6 +102,21 @@ _ACK_WORD = _r(r"^(?:你好|您好|hi|hello|hey|好的|好滴|好嘞|好|嗯+|�
 _ACK_TAIL = _r(r"^(?:我)?(?:会|已经|已)?(?:记住|记下|记好)(?:了|啦)?(?:的|啦)?|"
                r"I(?:'ll| will| have|'ve)? (?:remember|noted?|keep in mind)(?: (?:that|it|this))?")
 _QUESTION_END = re.compile(r"[?？]")
+# Not statements about the user (issue 18): a question (我对什么过敏？ / Do I prefer tea?), a
+# hypothetical (如果我… / if I…) or a doubt (I wonder if I…). The offline extractor skips them.
+_ZH_ASKING = re.compile(r"什么|怎么|为什么|为何|哪(?!怕)|谁|几点|几个|几岁|几天|几次|几号|多少|多久|是否|"
+                        r"([\u4e00-\u9fff])[不没]\1|(?:吗|呢|么|吧|嘛)$")
+_ZH_HYPOTHETICAL = re.compile(r"^(?:如果|假如|要是|万一|假设|倘若|假使|如若|若是|即使|就算|哪怕|设想|想象一下|难道)")
+_EN_ASKING = _r(r"^(?:(?:what|who|whom|whose|which|where|when|why|how)\b(?!\s+I\b)|"
+                r"(?:do|does|did|is|are|am|was|were|can|could|would|will|shall|should|may|might|have|has|had|must)"
+                r"(?:n't)?\s+(?:I|you|we|they|he|she|it|my|the|there|this|that)\b)")
+_EN_HYPOTHETICAL = _r(r"\b(?:if|unless|whether|suppose|supposing|imagine|imagining|assume|assuming|in case|"
+                      r"wonder|wondering|not sure|unsure|don't know|do not know|doubt|pretend|hypothetically|wish)\b")
+# what a value must not be: a bare pronoun or a word that names nothing ("I like it", "my
+# name is important"); a fact's value also not a negation ("my name is not important")
+_EN_NO_VALUE = _r(r"^(?:it|this|that|these|those|them|you|him|her|one|something|anything|everything|important|"
+                  r"unimportant|irrelevant|secret|private|unknown|mind)$")
+_EN_NEGATED = _r(r"^(?:not|no|never|none|nothing|nobody|neither|n't)\b")
 _ZH_QUESTION = re.compile(r"(?:吗|呢|么|什么|怎么|为什么|哪|谁|几点|多少)$")
 _EN_QUESTION = _r(r"^(?:what|who|where|when|why|how|do|does|did|is|are|can|could|would|will|should)\b")
 
@@ -111,10 +126,50 @@ def _third_person_zh(text: str) -> str:
     return text.replace("我们", "用户的团队")
 
 
+_ADVERBS = (r"really|also|usually|always|never|often|sometimes|just|still|absolutely|strongly|totally|generally|"
+            r"normally|rarely|seldom|only|even|already|mostly|definitely|actually|truly|much|hardly|mainly|"
+            r"personally|typically|regularly")
+_SUBJECT_VERB = re.compile(rf"\bI\s+((?:(?:{_ADVERBS})\s+)*)([A-Za-z][A-Za-z']*)", re.IGNORECASE)
+_VERB_AS_IS = {  # modals and common irregular past forms: the same after "the user"
+    "can", "could", "will", "would", "shall", "should", "may", "might", "must", "can't", "cannot", "won't",
+    "wouldn't", "shouldn't", "couldn't", "mustn't", "was", "wasn't", "were", "had", "hadn't", "did", "didn't",
+    "went", "got", "made", "said", "took", "came", "saw", "knew", "thought", "ran", "ate", "drank", "bought",
+    "brought", "left", "met", "felt", "found", "gave", "told", "kept", "lost", "paid", "sent", "spent", "sold",
+    "wrote", "began", "became", "broke", "chose", "drove", "fell", "forgot", "flew", "grew", "heard", "held",
+    "meant", "sat", "slept", "spoke", "stood", "swam", "taught", "understood", "won", "woke", "wore", "quit",
+}
+_VERB_IRREGULAR = {"am": "is", "'m": "is", "have": "has", "haven't": "hasn't", "do": "does", "don't": "doesn't",
+                   "go": "goes", "be": "is", "ain't": "isn't"}
+_NOT_A_VERB = {"and", "or", "but", "nor", "so", "too", "then", "now", "here", "there", "at", "in", "on", "with",
+               "to", "for", "of", "from", "a", "an", "the", "myself", "alone", "both", "either"}
+
+
+def conjugated(verb: str) -> str:
+    """A verb after "I" as it reads after "the user": prefer → prefers, have → has, go → goes;
+    modals and past forms unchanged."""
+    low = verb.lower()
+    if low in _VERB_IRREGULAR:
+        return _VERB_IRREGULAR[low]
+    if low in _VERB_AS_IS or low in _NOT_A_VERB or (low.endswith("ed") and not low.endswith("eed")):
+        return verb
+    if re.search(r"(?:s|sh|ch|x|z|o)$", low):
+        return verb + "es"
+    if re.search(r"[^aeiou]y$", low):
+        return verb[:-1] + "ies"
+    return verb + "s"
+
+
 def _third_person_en(text: str) -> str:
-    subs = [(r"\bI'm\b", "the user is"), (r"\bI am\b", "the user is"), (r"\bI've\b", "the user has"),
-            (r"\bI'll\b", "the user will"), (r"\bI'd\b", "the user would"), (r"\bmy\b", "the user's"),
-            (r"\bmine\b", "the user's"), (r"\bme\b", "the user"), (r"\bI\b", "the user"), (r"\bmyself\b", "the user")]
+    subs = [(r"\bI'm\b", "the user is"), (r"\bI've\b", "the user has"), (r"\bI'll\b", "the user will"),
+            (r"\bI'd\b", "the user would")]
+    for pat, rep in subs:
+        text = re.sub(pat, rep, text, flags=re.IGNORECASE)
+    # "My wife and I love hiking": a plural subject, its verb stays as it is
+    text = re.sub(r"^((?:my|our) \w+|[A-Z][a-z]+) and I\b", r"\1 and the user", text, flags=re.IGNORECASE)
+    # "I hate olives" → "the user hates olives": the verb agrees with its new subject
+    text = _SUBJECT_VERB.sub(lambda m: f"the user {m.group(1)}{conjugated(m.group(2))}", text)
+    subs = [(r"\bmy\b", "the user's"), (r"\bmine\b", "the user's"), (r"\bmyself\b", "themselves"),
+            (r"\bme\b", "the user"), (r"\bI\b", "the user")]
     for pat, rep in subs:
         text = re.sub(pat, rep, text, flags=re.IGNORECASE)
     return text
@@ -129,9 +184,10 @@ def third_person(text: str) -> str:
     return out[:1].upper() + out[1:] + "."
 
 
-def _sentences(text: str, max_chars: int | None = None) -> list[str]:
-    found = _ZH_SENTENCE.findall(text) if language_of(text) == "zh" else _EN_SENTENCE.findall(text)
-    return [s.strip() for s in found if s.strip() and (max_chars is None or len(s) <= max_chars)]
+def same_words(text: str) -> str:
+    """`text` read as a statement about the user, lower-cased, without punctuation or spaces:
+    equal for "我每周二跑步" and "用户每周二跑步", "I hate olives" and "The user hates olives."."""
+    return re.sub(r"[\W_]+", "", third_person(text).lower())
 
 
 def _clauses(sentence: str) -> list[str]:
@@ -163,15 +219,24 @@ class HeuristicExtractor:
 
     def extract(self, turns: Sequence[Turn], *, now: datetime) -> Extraction:
         result = Extraction(language=language_of(" ".join(t.content for t in turns if t.role == "user")))
+        max_chars = self.config.extraction.heuristic_max_sentence_chars
         for turn in turns:
             if turn.role != "user":
                 continue
-            for sentence in _sentences(turn.content, self.config.extraction.heuristic_max_sentence_chars):
+            splitter = _ZH_SENTENCE if language_of(turn.content) == "zh" else _EN_SENTENCE
+            for m in splitter.finditer(turn.content):
+                sentence = m.group().strip()
+                if not sentence or len(sentence) > max_chars:
+                    continue
                 if _is_command(sentence):
                     continue  # commands() handles these, in both modes
+                asked = bool(_QUESTION_END.match(turn.content[m.end():m.end() + 1]))
                 if language_of(sentence) == "zh":
-                    result.operations.extend(self._zh_clauses(sentence, now))
+                    result.operations.extend(self._zh_clauses(sentence, now, asked=asked))
                     continue
+                if asked or _EN_ASKING.match(_EN_FILLER.sub("", sentence)) or _EN_HYPOTHETICAL.match(
+                        _EN_FILLER.sub("", sentence)):
+                    continue  # a question or a hypothetical states nothing about the user
                 for clause in _EN_CLAUSE.split(sentence):
                     op = self.statement(clause, now=now)
                     if op is not None:
@@ -180,13 +245,20 @@ class HeuristicExtractor:
         return result
 
     def statement(self, sentence: str, *, now: datetime) -> Operation | None:
-        """The first rule an English sentence (or one Chinese clause) matches, as an ADD."""
+        """The first rule an English sentence (or one Chinese clause) matches, as an ADD.
+        Nothing for a question, a hypothetical, or a value that is a negation or a pronoun."""
         if language_of(sentence) == "zh":
             return None
         s = _EN_FILLER.sub("", sentence.strip())
+        if _EN_ASKING.match(s):
+            return None
         for rule in _EN_RULES:
             m = rule.pattern.search(s)
             if m:
+                value = _tidy(m.group("x") or "")
+                if (_EN_HYPOTHETICAL.search(s[:m.start()]) or _EN_NO_VALUE.match(value)
+                        or (rule.category == "fact" and _EN_NEGATED.match(value))):
+                    return None  # "I wonder if I like sushi", "my name is not important"
                 groups = {k: _tidy(v or "") for k, v in m.groupdict().items()}
                 if "v" in groups:
                     groups["v"] = _THIRD_PERSON.get(groups["v"].lower(), groups["v"].lower())
@@ -195,20 +267,33 @@ class HeuristicExtractor:
                 return self._add(content + ".", rule, now)
         return None
 
-    def _zh_clauses(self, sentence: str, now: datetime) -> list[Operation]:
+    def _zh_clauses(self, sentence: str, now: datetime, *, asked: bool = False) -> list[Operation]:
+        """Operations from the clauses of a Chinese sentence; `asked`: it ended with "？", so
+        its last clause is a question. A question clause states nothing; from a hypothetical
+        clause (如果/假如…) on, nothing in the sentence does."""
         clauses = _clauses(sentence)
+        for i, clause in enumerate(clauses):
+            if _ZH_HYPOTHETICAL.match(clause):
+                clauses = clauses[:i]
+                break
+        if asked and clauses:
+            clauses[-1] = ""  # the "？" belongs to the last clause: 我对花生过敏，你推荐什么？
+        clauses = [c if c and not _ZH_ASKING.search(c) else "" for c in clauses]
         ops: list[Operation] = []
         i = 0
         while i < len(clauses):
             clause = clauses[i]
-            for rule in _ZH_RULES:
+            for rule in (_ZH_RULES if clause else ()):
                 m = rule.pattern.search(clause)
                 if not m:
                     continue
                 groups = {k: _tidy(v or "") for k, v in m.groupdict().items()}
                 if rule.rest and i + 1 < len(clauses):
-                    groups["x"] = "，".join([groups["x"], *clauses[i + 1:]])
-                    i = len(clauses)
+                    # the rest of the statement, up to a question clause ("" here)
+                    rest = list(clauses[i + 1:])
+                    rest = rest[:rest.index("")] if "" in rest else rest
+                    groups["x"] = "，".join([groups["x"], *rest])
+                    i += len(rest)
                 groups["x"] = _third_person_zh(groups["x"])
                 ops.append(self._add(rule.template.format(**groups), rule, now))
                 break
@@ -387,4 +472,4 @@ def _remember(ref: _Topic, config: Config, now: datetime) -> Operation:
     )
 
 
-__all__ = ["HeuristicExtractor", "commands", "is_ack", "is_command", "third_person"]
+__all__ = ["HeuristicExtractor", "commands", "conjugated", "is_ack", "is_command", "same_words", "third_person"]

@@ -31,7 +31,7 @@ from memlane.embeddings import Embedder
 from memlane.errors import MemlaneError
 from memlane.events import Event, EventBus
 from memlane.extraction import Extraction, Guard, LLMExtractor, Operation, Rejected
-from memlane.heuristic import HeuristicExtractor, commands
+from memlane.heuristic import HeuristicExtractor, commands, same_words
 from memlane.indexing import embed_cached, vector_key
 from memlane.lease import ScopeLock
 from memlane.llm import LLM
@@ -438,18 +438,9 @@ class JobRunner:
         pol = self.config.policy
         actor = f"extract:{op.source}"
         score = op.score if op.score is not None else pol.importance_medium
-        threshold = dedup_threshold(pol, self.embedder.model_id)
-        near = self.store.knn("memories", scope, vec, 5)
-        found = self.store.memories_by_rowid(scope, [r for r, _ in near])
-        # knn may rank by int8 codes or an f16 graph (issue 3, scale): the threshold is
-        # decided on the stored vectors themselves
-        exact = self.store.vectors("memories", scope, [r for r, _ in near])
-        for rowid, dist in near:
-            twin = found.get(rowid)
-            v = exact.get(rowid)
-            sim = 1.0 - dist if v is None else _cosine(v, vec)
-            if twin is None or twin.status != "active" or sim <= threshold:
-                continue
+        dup = near_duplicate(self.store, scope, op.content or "", vec, dedup_threshold(pol, self.embedder.model_id))
+        if dup is not None:
+            twin, sim = dup
             # seed 004 §6: a duplicate reinforces the memory, keeping the higher importance
             after = reinforced(twin, pol, now, floor=score)
             if op.pinned:
@@ -485,6 +476,26 @@ class JobRunner:
         self.store.add_event(scope, before.id, kind, before.snapshot(), after.snapshot(), actor, reason, now)
 
 
+def near_duplicate(store: Store, scope: Scope, content: str, vec: np.ndarray,
+                   threshold: float) -> tuple[MemoryRecord, float] | None:
+    """The scope's active memory that says the same as `content`, with its similarity: an
+    embedding above `threshold` (seed 004 §6), or the same words once both are read as being
+    about the user ("我每周二跑步" ~ "用户每周二跑步", issue 18), whatever the embedder."""
+    near = store.knn("memories", scope, vec, 5)
+    found = store.memories_by_rowid(scope, [r for r, _ in near])
+    # knn may rank by int8 codes or an f16 graph (issue 3, scale): the threshold is
+    # decided on the stored vectors themselves
+    exact = store.vectors("memories", scope, [r for r, _ in near])
+    said = same_words(content)
+    for rowid, dist in near:
+        twin = found.get(rowid)
+        v = exact.get(rowid)
+        sim = 1.0 - dist if v is None else _cosine(v, vec)
+        if twin is not None and twin.status == "active" and (sim > threshold or (said and same_words(twin.content) == said)):
+            return twin, sim
+    return None
+
+
 def _person_guard(asked: Sequence[str]) -> Guard:
     """Refuses an LLM's DELETE or UPDATE of a memory a person stated, unless one of that
     person's "forget …" requests in the job's turns names it (`policy.names_memory`)."""
@@ -514,4 +525,4 @@ def _cosine(a: np.ndarray, b: np.ndarray) -> float:
     return float(np.dot(a, b)) / norm if norm > 0 else 0.0
 
 
-__all__ = ["JobReport", "JobRunner", "ScopeLock"]
+__all__ = ["JobReport", "JobRunner", "ScopeLock", "near_duplicate"]

@@ -45,6 +45,12 @@ class Scope(BaseModel):
         aid = "" if agent_id is None or agent_id == "" else validate.ident("agent_id", agent_id)
         return cls(user_id=uid, agent_id=aid)
 
+    def readable(self) -> tuple[Scope, ...]:
+        """The scopes whose memories this one reads (issue 18): its own and, for an agent
+        scope, its user's shared (agent-less) memories — preferences follow the user across
+        agents (seed 004). Writes go to the scope itself; no scope reads another user's."""
+        return (self, Scope(user_id=self.user_id)) if self.agent_id else (self,)
+
 
 class _Record(BaseModel):
     model_config = ConfigDict(extra="forbid")

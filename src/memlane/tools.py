@@ -1,4 +1,5 @@
-"""Agent tools: OpenAI function-calling schemas and their handlers, bound to one scope.
+"""Agent tools: function-calling schemas (OpenAI or Anthropic format) and their handlers,
+bound to one scope.
 
 Seed 002's progressive disclosure: `search_memory` (level 1: distilled memories and
 episode summaries), then `search_conversation_traces` (level 2: the raw turns with tool
@@ -6,23 +7,32 @@ arguments and results). Seed 001 §4.2: `recall_memory` reaches archived memorie
 `remember`, `forget` and `update_scratchpad`.
 
     tools = memory.tools(user_id="lin", session_id="s1")
-    reply = client.chat(messages, tools=tools.schemas)
-    for call in reply.tool_calls:
-        messages.append(tools.handle(call))      # {"role": "tool", "tool_call_id": ..., "content": "{...}"}
+    # OpenAI (dicts or the SDK's objects alike)
+    reply = client.chat.completions.create(model=..., messages=messages, tools=tools.schemas)
+    for call in reply.choices[0].message.tool_calls or []:
+        messages.append(tools.handle(call))  # {"role": "tool", "tool_call_id": ..., "content": "{...}"}
+    # Anthropic: tools.schemas(format="anthropic"); a `tool_use` block in, a `tool_result` block out
+    results = [tools.handle(block) for block in reply.content if block.type == "tool_use"]
+    messages.append({"role": "user", "content": results})
 
 A handler's failure the model can fix (unknown id, bad argument) comes back as
 `{"error": "..."}` in the tool message, so the conversation goes on; anything else raises.
+`remember` does not store a near-duplicate of a memory the scope reads: it reinforces that
+one (seed 004 §6, the same test as extraction's, `jobs.near_duplicate`).
 """
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import json
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from memlane.errors import MemlaneError, ValidationError
-from memlane.models import Hit
+from memlane.errors import MemlaneError, NotFound, ValidationError
+from memlane.jobs import near_duplicate
+from memlane.models import Hit, Scope
+from memlane.policy import dedup_threshold, reinforced
 
 if TYPE_CHECKING:
     from memlane.api import Memory
@@ -75,6 +85,40 @@ SCHEMAS: list[dict[str, Any]] = [
         []),
 ]
 TOOL_NAMES = tuple(s["function"]["name"] for s in SCHEMAS)
+FORMATS = ("openai", "anthropic")
+
+
+def anthropic_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """An OpenAI `tools=[...]` entry as an Anthropic one (name, description, input_schema)."""
+    fn = schema["function"]
+    return {"name": fn["name"], "description": fn["description"], "input_schema": fn["parameters"]}
+
+
+class Schemas(list[dict[str, Any]]):
+    """The tools' schemas: a list of OpenAI `tools=[...]` entries, and callable for a format:
+    `tools.schemas` / `tools.schemas(format="anthropic")`."""
+
+    def __call__(self, format: str = "openai") -> list[dict[str, Any]]:
+        if format not in FORMATS:
+            raise ValidationError("format", f"must be one of {', '.join(FORMATS)}, got {format!r}")
+        return list(self) if format == "openai" else [anthropic_schema(s) for s in self]
+
+
+def parse_call(tool_call: Any) -> tuple[str, str, Any, str]:
+    """(format, id, name, arguments) of a tool call as an SDK or a dict hands it over: an
+    OpenAI `tool_calls[i]` (`.id`, `.function.name`, `.function.arguments`) or an Anthropic
+    `tool_use` block (`.id`, `.name`, `.input`), objects duck-typed."""
+    def get(obj: Any, key: str) -> Any:
+        return obj.get(key) if isinstance(obj, dict) else getattr(obj, key, None)
+
+    fn = get(tool_call, "function")
+    if fn is not None:
+        return "openai", str(get(tool_call, "id") or ""), get(fn, "name"), get(fn, "arguments")
+    if get(tool_call, "name") is not None and (get(tool_call, "type") == "tool_use" or get(tool_call, "input") is not None):
+        return "anthropic", str(get(tool_call, "id") or ""), get(tool_call, "name"), get(tool_call, "input")
+    raise ValidationError("tool_call", "must be an OpenAI tool call (id, function.name, function.arguments) or an "
+                          f"Anthropic tool_use block (id, name, input), as a dict or an SDK object; got "
+                          f"{type(tool_call).__name__}")
 
 
 def _memory_hit(h: Hit) -> dict[str, Any]:
@@ -107,6 +151,97 @@ def _turn_hit(h: Hit) -> dict[str, Any]:
     return out
 
 
+# ---- OpenAI / Anthropic message shapes as turns (issue 18) ------------------------------
+
+# fields of an OpenAI SDK message that carry nothing a turn keeps (when empty)
+_IGNORED_FIELDS = ("refusal", "annotations", "audio", "function_call")
+_PLACEHOLDER = {"image_url": "[image]", "image": "[image]", "input_image": "[image]", "input_audio": "[audio]",
+                "audio": "[audio]", "file": "[file]", "document": "[document]"}
+DESCRIBED = "content_from_tool_calls"  # turn metadata: the content only describes the calls
+
+
+def message_fields(at: str, raw: Any) -> Any:
+    """An OpenAI chat message (a dict or an SDK object) as `Message` fields: `content` as a
+    list of parts becomes their text joined (an image part a placeholder such as "[image]"),
+    a `tool` message's `tool_call_id` goes into `metadata`, an assistant message of calls
+    alone gets them described as its text (so the traces search finds their arguments)."""
+    if not isinstance(raw, dict) and callable(getattr(raw, "model_dump", None)):
+        raw = raw.model_dump(exclude_none=True)  # the SDK's ChatCompletionMessage and friends
+    if not isinstance(raw, dict):
+        return raw  # the caller names the wrong type
+    if raw.get("metadata") is not None and not isinstance(raw["metadata"], dict):
+        raise ValidationError(f"{at}.metadata", f"must be an object, got {type(raw['metadata']).__name__}")
+    if isinstance(raw.get("refusal"), str) and raw["refusal"] and not raw.get("content"):
+        raw = {**raw, "content": raw["refusal"]}  # what the model said instead of an answer
+    raw = {k: v for k, v in raw.items() if k not in _IGNORED_FIELDS or (v and k != "refusal")}
+    content = raw.get("content")
+    if isinstance(content, list):
+        raw["content"] = _joined_parts(f"{at}.content", content)
+    if "tool_call_id" in raw:
+        call_id = raw.pop("tool_call_id")
+        if not isinstance(call_id, str) or not call_id:
+            raise ValidationError(f"{at}.tool_call_id", f"must be a non-empty string, got {call_id!r}")
+        raw["metadata"] = {**(raw.get("metadata") or {}), "tool_call_id": call_id}
+    calls = raw.get("tool_calls")
+    if isinstance(calls, list) and calls and not (raw.get("content") or "").strip():
+        names = []
+        for c in calls:
+            fn = c.get("function") if isinstance(c, dict) else None
+            if isinstance(fn, dict):
+                names.append(f"{fn.get('name', '?')}({fn.get('arguments', '')})")
+        if names:
+            raw["content"] = "; ".join(names)
+            raw["metadata"] = {**(raw.get("metadata") or {}), DESCRIBED: True}
+    return raw
+
+
+def _joined_parts(at: str, parts: list[Any]) -> str:
+    out = []
+    for j, part in enumerate(parts):
+        if isinstance(part, str):
+            out.append(part)
+            continue
+        if not isinstance(part, dict) or not isinstance(part.get("type"), str):
+            raise ValidationError(f"{at}[{j}]", "must be a content part: an object with a \"type\" "
+                                  "such as {\"type\": \"text\", \"text\": \"...\"}")
+        kind = part["type"]
+        if kind in ("text", "input_text", "output_text"):
+            if not isinstance(part.get("text"), str):
+                raise ValidationError(f"{at}[{j}].text", "must be a string")
+            out.append(part["text"])
+        elif kind == "tool_use":  # Anthropic's blocks: what was called and what came back, as text
+            out.append(f"{part.get('name', '?')}({json.dumps(part.get('input'), ensure_ascii=False)})")
+        elif kind == "tool_result":
+            inner = part.get("content")
+            out.append(_joined_parts(f"{at}[{j}].content", inner) if isinstance(inner, list) else str(inner or ""))
+        else:
+            out.append(_PLACEHOLDER.get(kind, f"[{kind[:40]}]"))
+    return "\n".join(p for p in out if p)
+
+
+def chat_messages(history: Sequence[Any]) -> list[dict[str, Any]]:
+    """Window messages (`sessions.WindowMessage`) as OpenAI chat messages that an API accepts:
+    an assistant's `tool_calls` and the `tool` replies with their `tool_call_id` round-trip
+    when both halves are in the window; a half without the other is rendered as text."""
+    answered = {str(m.turn.metadata.get("tool_call_id")) for m in history
+                if m.turn.role == "tool" and m.turn.metadata.get("tool_call_id")}
+    called: set[str] = set()
+    out: list[dict[str, Any]] = []
+    for m in history:
+        turn = m.turn
+        ids = [str(c.get("id")) for c in turn.tool_calls or [] if isinstance(c, dict) and c.get("id")]
+        if turn.role == "assistant" and ids and len(ids) == len(turn.tool_calls or []) and set(ids) <= answered:
+            called.update(ids)
+            text = None if turn.metadata.get(DESCRIBED) else m.content
+            out.append({"role": "assistant", "content": text, "tool_calls": turn.tool_calls})
+        elif turn.role == "tool" and str(turn.metadata.get("tool_call_id")) in called:
+            msg = {"role": "tool", "tool_call_id": str(turn.metadata["tool_call_id"]), "content": m.content}
+            out.append({**msg, "name": turn.name} if turn.name else msg)
+        else:
+            out.append(m.chat())
+    return out
+
+
 class MemoryTools:
     """The six tools for one scope (and optionally the current session)."""
 
@@ -130,9 +265,9 @@ class MemoryTools:
         }
 
     @property
-    def schemas(self) -> list[dict[str, Any]]:
-        """OpenAI `tools=[...]` entries."""
-        return [s for s in SCHEMAS if s["function"]["name"] in self.names]
+    def schemas(self) -> Schemas:
+        """OpenAI `tools=[...]` entries; `schemas(format="anthropic")` for Anthropic's."""
+        return Schemas(s for s in SCHEMAS if s["function"]["name"] in self.names)
 
     def call(self, name: str, arguments: str | dict[str, Any] | None) -> dict[str, Any]:
         """Run one tool; `arguments` as the model sent them (a JSON string) or a dict."""
@@ -159,17 +294,22 @@ class MemoryTools:
         except MemlaneError as exc:
             return {"error": str(exc)}
 
-    def handle(self, tool_call: dict[str, Any]) -> dict[str, Any]:
-        """An OpenAI `tool_calls[i]` entry in, the `role: tool` message to send back out."""
-        if not isinstance(tool_call, dict):
-            raise ValidationError("tool_call", f"must be an OpenAI tool_calls entry (a dict), got {type(tool_call).__name__}")
-        fn = tool_call.get("function") or {}
-        if not isinstance(fn, dict):
-            fn = {}
-        name = str(fn.get("name", ""))
-        result = self.call(name, fn.get("arguments"))
-        return {"role": "tool", "tool_call_id": tool_call.get("id", ""), "name": name,
-                "content": json.dumps(result, ensure_ascii=False)}
+    def handle(self, tool_call: Any) -> dict[str, Any]:
+        """A tool call in, the message to send back out: for an OpenAI `tool_calls[i]` the
+        `{"role": "tool", "tool_call_id", "name", "content"}` message; for an Anthropic
+        `tool_use` block the `{"type": "tool_result", "tool_use_id", "content"}` block (put
+        the blocks in one `{"role": "user", "content": [...]}` message). Dicts or SDK objects."""
+        fmt, call_id, name, arguments = parse_call(tool_call)
+        result = self.call(name, arguments)
+        content = json.dumps(result, ensure_ascii=False)
+        if fmt == "anthropic":
+            return {"type": "tool_result", "tool_use_id": call_id, "content": content,
+                    **({"is_error": True} if "error" in result else {})}
+        return {"role": "tool", "tool_call_id": call_id, "name": str(name), "content": content}
+
+    async def ahandle(self, tool_call: Any) -> dict[str, Any]:
+        """`handle` in a worker thread: the event loop keeps running while the tool works."""
+        return await asyncio.to_thread(self.handle, tool_call)
 
     # ---- handlers ---------------------------------------------------------------------------
 
@@ -203,14 +343,47 @@ class MemoryTools:
         return {"memories": [_memory_hit(h) for h in hits]}
 
     def remember(self, content: str, category: str | None = None, importance: str | None = None) -> dict[str, Any]:
-        rec = self.memory.add(content, category=category, importance=importance, source="user", verified=True,
+        mem = self.memory
+        scope = Scope.of(self.user_id, self.agent_id)
+        text = mem._content(content)
+        vec = mem._embed_one(text)
+        threshold = dedup_threshold(mem.config.policy, mem.embedder.model_id)
+        # the look-up and the write in one transaction: a second writer (the rule's job, another
+        # process remembering the same) waits, then sees this one's memory
+        with mem.store.transaction():
+            for s in scope.readable():  # the rule may have pinned it already ("记住…"), in other words
+                dup = near_duplicate(mem.store, s, text, vec, threshold)
+                if dup is None:
+                    continue
+                twin, sim = dup
+                floor = mem._importance(importance) if importance is not None else 0.0
+                after = reinforced(twin, mem.config.policy, mem.clock(), floor=floor).model_copy(
+                    update={"verified": True})
+                mem.store.update_memory(after, content_changed=False)
+                mem.store.add_event(s, twin.id, "BOOST", twin.snapshot(), after.snapshot(), "agent",
+                                    f"remembered again (similarity {sim:.3f}): {text}", after.updated_at)
+                break
+            else:
+                rec = mem.add(text, category=category, importance=importance, source="user", verified=True,
                               session_id=self.session_id, actor="agent", **self._scope())
-        return {"id": rec.id, "content": rec.content, "category": rec.category, "score": rec.score}
+                return {"id": rec.id, "content": rec.content, "category": rec.category, "score": rec.score}
+        mem._after_memory_change(s)
+        return {"id": after.id, "content": after.content, "category": after.category, "score": after.score,
+                "already_known": True}
 
     def forget(self, memory_id: str, reason: str = "") -> dict[str, Any]:
-        rec = self.memory.delete(memory_id, actor="agent", reason=reason or "the user asked to forget it",
-                                 **self._scope())
-        return {"deleted": rec.id, "content": rec.content}
+        why = reason or "the user asked to forget it"
+        scopes = Scope.of(self.user_id, self.agent_id).readable()
+        for s in scopes:  # what the agent can read and the user asks to forget, it may delete
+            try:
+                rec = self.memory.delete(memory_id, actor="agent", reason=why, user_id=s.user_id,
+                                         agent_id=s.agent_id or None)
+            except NotFound:
+                if s is scopes[-1]:
+                    raise
+                continue
+            return {"deleted": rec.id, "content": rec.content}
+        raise NotFound(f"memory {memory_id!r} not found")  # pragma: no cover - scopes is never empty
 
     def update_scratchpad(self, current_focus: str | None = None, finished_task: str | None = None) -> dict[str, Any]:
         if current_focus is None and finished_task is None:
@@ -219,4 +392,4 @@ class MemoryTools:
         return {"current_focus": pad.current_focus, "recent_tasks": pad.recent_tasks}
 
 
-__all__ = ["SCHEMAS", "TOOL_NAMES", "MemoryTools"]
+__all__ = ["DESCRIBED", "FORMATS", "SCHEMAS", "TOOL_NAMES", "MemoryTools", "Schemas", "anthropic_schema", "chat_messages", "message_fields", "parse_call"]
