@@ -173,3 +173,24 @@ def _import_with_progress(mem: Memory, convs: Sequence[Any], total: int, user: s
         emb = bar.add_task("embedding", total=total)
         embedded = mem.flush(progress=lambda k: bar.advance(emb, k))
     return n, embedded
+
+
+def _extract_sessions(mem: Memory, sessions: Sequence[tuple[str, str]], agent: str | None) -> list[dict[str, Any]]:
+    """`Memory.extract` on each (user, session), now, with a progress bar; one row a session."""
+    rows: list[dict[str, Any]] = []
+    with _progress() as bar:
+        task = bar.add_task("extracting", total=len(sessions))
+        for user, sid in sessions:
+            job = mem.extract(sid, user_id=user, agent_id=agent)
+            rows.append({"user": user, "session": sid, "status": job.status, "extractor": job.extractor,
+                         "added": len(job.added), "updated": len(job.updated) + len(job.reinforced),
+                         "deleted": len(job.deleted), "error": job.error})
+            bar.advance(task)
+    return rows
+
+
+def _print_extraction(rows: Sequence[dict[str, Any]]) -> None:
+    added = sum(r["added"] for r in rows)
+    failed = [r for r in rows if r["error"]]
+    out.print(f"extracted {added} memories from {len(rows)} session(s)"
+              + (f"; {len(failed)} queued for retry: {failed[0]['error']}" if failed else ""), highlight=False)

@@ -18,6 +18,7 @@ from memlane.cli.common import (
     _import_with_progress,
     _memory,
     _memory_table,
+    _state,
     app,
     out,
 )
@@ -25,7 +26,8 @@ from memlane.cli.common import (
 
 @app.command()
 def demo(
-    home: Annotated[Path | None, typer.Option("--home", help="Keep the demo data here (default: a temp dir).")] = None,
+    home: Annotated[Path | None, typer.Option(
+        "--home", help="Keep the demo data here (default: the global --home / MEMLANE_HOME, else a temp dir).")] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Import a bundled Chinese + English conversation into a fresh data dir and search it.
@@ -35,7 +37,7 @@ def demo(
     from memlane.importers import parse
 
     data = json.loads(resources.files("memlane.data").joinpath("sample_conversation.json").read_text("utf-8"))
-    target = home or Path(tempfile.mkdtemp(prefix="memlane-demo-"))
+    target = home or _state["home"] or Path(tempfile.mkdtemp(prefix="memlane-demo-"))
     user = "lin"
     report: dict[str, Any] = {"home": str(target), "searches": []}
     with _memory(target) as mem:
@@ -46,6 +48,8 @@ def demo(
         # ending each session runs extraction: the LLM when MEMLANE_LLM_BASE_URL is set,
         # the offline heuristic extractor otherwise
         report["extraction"] = {"extractor": "llm" if mem.llm is not None else "heuristic", "jobs": []}
+        report["llm"] = mem.config.llm.base_url or None
+        report["embedder_provider"] = mem.config.embedding.provider
         for conv in convs:
             for result in mem.end_session(conv.session_id, user_id=conv.user_id or user, wait=True):
                 if result.action == "extract" and result.result is not None:
@@ -71,7 +75,8 @@ def demo(
 
 def _print_demo(report: dict[str, Any]) -> None:
     out.rule("[bold]memlane demo")
-    out.print(f"data directory: {report['home']}  (no server, no API key, embedder: {report['stats'].embedder})")
+    llm = f"LLM at {report['llm']}" if report.get("llm") else "no LLM (offline heuristics)"
+    out.print(f"data directory: {report['home']}  ({llm}, embedder: {report['stats'].embedder})", highlight=False)
     sessions = Table(title="Stored conversation")
     for col in ("session", "started", "turns"):
         sessions.add_column(col)
