@@ -138,7 +138,13 @@ def scheduler(
     import threading
 
     with _memory(background=True) as mem:
-        sched = Scheduler(mem, on_run=lambda r: _print_consolidation(r, as_json))
+        def on_run(report: ConsolidationReport) -> None:
+            if as_json:  # one object a run, whether it ran or not (see below)
+                _emit_json({"ran": True, **report.to_dict()})
+            else:
+                _print_consolidation(report, False)
+
+        sched = Scheduler(mem, on_run=on_run)
         if once:
             if sched.tick() is None:  # not due: say so, in JSON too (cron logs want one object a run)
                 polled = sched.last_poll

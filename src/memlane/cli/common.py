@@ -55,11 +55,13 @@ def _version(value: bool) -> None:
 
 @app.callback()
 def _global(
-    home: Annotated[Path | None, typer.Option("--home", envvar="MEMLANE_HOME", help="Data directory.")] = None,
-    profile: Annotated[str | None, typer.Option("--profile", envvar="MEMLANE_PROFILE",
-                                                help=f"One of: {', '.join(PROFILES)}.")] = None,
-    embedder: Annotated[str | None, typer.Option("--embedder", envvar="MEMLANE_EMBEDDER",
-                                                 help="e5 (default), hash, openai, minilm, use.")] = None,
+    # no envvar= here: Config.from_env reads MEMLANE_HOME / _PROFILE / _EMBEDDER itself, so
+    # `memlane config` can tell a flag from the environment
+    home: Annotated[Path | None, typer.Option("--home", help="Data directory (else MEMLANE_HOME, else ~/.memlane).")] = None,
+    profile: Annotated[str | None, typer.Option("--profile", help=f"One of: {', '.join(PROFILES)} "
+                                                "(else MEMLANE_PROFILE, else memlane.toml's).")] = None,
+    embedder: Annotated[str | None, typer.Option("--embedder", help="e5 (default), hash, openai, minilm, use "
+                                                 "(else MEMLANE_EMBEDDER).")] = None,
     _show_version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
                                                 help="Print memlane's version and exit.")] = False,
 ) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import tempfile
 from importlib import resources
 from pathlib import Path
@@ -13,6 +14,7 @@ from rich.table import Table
 
 from memlane.cli.common import (
     JsonOpt,
+    _config,
     _emit_json,
     _hit_table,
     _import_with_progress,
@@ -37,7 +39,9 @@ def demo(
     from memlane.importers import parse
 
     data = json.loads(resources.files("memlane.data").joinpath("sample_conversation.json").read_text("utf-8"))
-    target = home or _state["home"] or Path(tempfile.mkdtemp(prefix="memlane-demo-"))
+    # a data directory the user chose (demo --home, memlane --home, MEMLANE_HOME), else a fresh one
+    target = home or _state["home"] or (_config().home if os.environ.get("MEMLANE_HOME") else None) \
+        or Path(tempfile.mkdtemp(prefix="memlane-demo-"))
     user = "lin"
     report: dict[str, Any] = {"home": str(target), "searches": []}
     with _memory(target) as mem:
