@@ -91,9 +91,15 @@ def _print_demo(report: dict[str, Any]) -> None:
         how = report["extraction"]["extractor"]
         note = ("offline, by the heuristic extractor (set MEMLANE_LLM_BASE_URL for an LLM)" if how == "heuristic"
                 else "by the LLM")
-        failed = [j for j in report["extraction"]["jobs"] if j["status"] == "retrying"]
-        out.print(f"memories extracted {note} when each session ended"
-                  + (f"; {len(failed)} job(s) queued for retry: {failed[0]['error']}" if failed else ""))
+        jobs = report["extraction"]["jobs"]
+        failed = [j for j in jobs if j["status"] == "retrying"]
+        if failed and len(failed) == len(jobs):  # say it plainly: nothing was extracted
+            out.print(f"no memories extracted: the LLM failed ({failed[0]['error']}); {len(failed)} job(s) "
+                      "stay queued for `memlane consolidate` / `memlane extract`", highlight=False)
+        else:
+            out.print(f"memories extracted {note} when each session ended"
+                      + (f"; {len(failed)} job(s) queued for retry: {failed[0]['error']}" if failed else ""),
+                      highlight=False)
     if report["memories"]:
         out.print(_memory_table(report["memories"], "Memories"))
     for s in report["searches"]:
