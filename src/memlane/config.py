@@ -497,7 +497,9 @@ class Config(_Section):
         env = dict(os.environ if environ is None else environ)
         if home is not None:
             overrides.setdefault("store", {})["home"] = str(home)
-        home_dir = Path(overrides.get("store", {}).get("home") or env.get("MEMLANE_HOME") or "~/.memlane")
+        store = overrides.get("store")
+        given = store.get("home") if isinstance(store, dict) else getattr(store, "home", None)
+        home_dir = Path(given or env.get("MEMLANE_HOME") or "~/.memlane")
         toml_path = Path(env["MEMLANE_CONFIG"]) if env.get("MEMLANE_CONFIG") else home_dir.expanduser() / "memlane.toml"
         if "MEMLANE_CONFIG" in env and not toml_path.is_file():
             raise ConfigError(f"MEMLANE_CONFIG={env['MEMLANE_CONFIG']}: no such file; unset it or point it at a memlane.toml")
