@@ -17,8 +17,9 @@ from pydantic import BaseModel
 
 from memlane import Config, Memory
 from memlane.api import open_memory
-from memlane.config import PROFILES
-from memlane.errors import ConfigError
+from memlane.config import PROFILES, LLMConfig
+from memlane.errors import BackendError, ConfigError
+from memlane.llm.client import OpenAICompatibleLLM
 from tests.conftest import PROFILE_NAMES
 
 README = (Path(__file__).parents[1] / "README.md").read_text(encoding="utf-8")
@@ -179,3 +180,17 @@ def test_demo_uses_the_configured_home_and_fails_fast_without_its_llm(tmp_path):
     assert (home / "memlane.db").exists()
     report = json.loads(cli("--home", str(tmp_path / "other"), "demo", "--json").stdout)
     assert report["home"] == str(tmp_path / "other") and report["llm"] is None
+
+
+@pytest.mark.parametrize(("where", "why"), [("127.0.0.1:{port}", "nothing is listening"),
+                                            ("no-such-host.invalid", "does not resolve")])
+def test_an_unreachable_llm_fails_at_once_saying_why(where, why):
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    llm = OpenAICompatibleLLM(LLMConfig(base_url=f"http://{where.format(port=port)}/v1", max_retries=3,
+                                        retry_backoff_s=2.0))
+    started = time.monotonic()
+    with pytest.raises(BackendError, match=f"after 1 attempt.*{why}"):
+        llm.complete([{"role": "user", "content": "hi"}])
+    assert time.monotonic() - started < 2.0  # a retry would have waited retry_backoff_s first
