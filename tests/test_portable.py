@@ -126,7 +126,7 @@ def test_cli_md_export_edit_import(tmp_path: Path) -> None:
     ops = json.loads(run(tmp_path, "md", "import", "--user", "lin", "--json").stdout)
     assert sorted((o["op"], o["fields"][0]) for o in ops) == [("ADD", "content"), ("UPDATE", "content")]
     history = json.loads(run(tmp_path, "history", mid, "--user", "lin", "--json").stdout)
-    assert [(e["kind"], e["actor"]) for e in history] == [("ADD", "api"), ("UPDATE", "import")]
+    assert [(e["kind"], e["actor"]) for e in history] == [("ADD", "cli"), ("UPDATE", "import")]
     assert "nothing to do" in run(tmp_path, "md", "import", "--user", "lin").stdout
 
 

@@ -34,7 +34,7 @@ from memlane.attachments import Attachments, SessionStates
 from memlane.config import MAX_ID_CHARS, Config
 from memlane.context import Context, build_context
 from memlane.embeddings import Embedder, make_embedder
-from memlane.errors import MemlaneError, NotFound, ValidationError
+from memlane.errors import ConfigError, MemlaneError, NotFound, ValidationError
 from memlane.events import Event, EventBus, RuleResult
 from memlane.heuristic import is_command
 from memlane.importers import Conversation, ConversationImport, message_key
@@ -81,15 +81,29 @@ class Memory:
 
     def __init__(
         self,
-        config: Config | None = None,
+        config: Config | str | Path | None = None,
         *,
+        home: str | Path | None = None,
         embedder: Embedder | None = None,
         clock: Callable[[], datetime] | None = None,
         llm: LLM | None = None,
         actions: dict[str, Callable[[Event], Any]] | None = None,
     ) -> None:
-        """`actions`: event-rule actions by name beyond memlane's own (seed 004 §11.1)."""
-        self.config = config or Config.from_env()
+        """`Memory(config)`, or `Memory("path")` / `Memory(home="path")`: that data directory,
+        configured as `open_memory(path)` and `memlane --home path` are (its memlane.toml, then
+        MEMLANE_*); `Memory()`: MEMLANE_HOME or ~/.memlane. `actions`: event-rule actions by
+        name beyond memlane's own (seed 004 §11.1)."""
+        if isinstance(config, str | Path):
+            if home is not None:
+                raise ConfigError("Memory: give the data directory once, as Memory(path) or Memory(home=path)")
+            config, home = None, config
+        if config is not None and not isinstance(config, Config):
+            raise ConfigError(f"Memory: config must be a memlane.Config or a data directory path, got "
+                              f"{type(config).__name__}; e.g. Memory(Config.load('companion')) or Memory('~/.memlane')")
+        if config is not None and home is not None:
+            raise ConfigError("Memory: give a Config or home, not both; a Config sets its data directory "
+                              "with Config.from_env(home=...) or Config.load(store={'home': ...})")
+        self.config = config if config is not None else Config.from_env(home=home)
         self.clock = clock or utcnow
         self.llm: LLM | None = llm if llm is not None else make_llm(self.config.llm)
         self.events = EventBus(list(self.config.events.rules))
@@ -1007,7 +1021,7 @@ def _min_score(value: Any) -> float:
 
 
 def open_memory(home: str | Path | None = None, **overrides: Any) -> Memory:
-    """A `Memory` on `home` (default: MEMLANE_HOME or ~/.memlane) with config from the environment."""
-    if home is not None:
-        overrides.setdefault("store", {})["home"] = str(home)
-    return Memory(Config.from_env(**overrides))
+    """A `Memory` on `home` (default: MEMLANE_HOME or ~/.memlane), configured as `memlane --home`
+    is: `<home>/memlane.toml` (or MEMLANE_CONFIG), then MEMLANE_*, then `overrides`
+    (`profile="companion"`, `llm={"base_url": ...}`)."""
+    return Memory(Config.from_env(home=home, **overrides))

@@ -1,7 +1,8 @@
 """Every tunable number, once, with the seed it comes from.
 
-Layering: defaults ← profile ← memlane.toml ← MEMLANE_* environment. The environment is
-read only by `Config.from_env()` (the CLI and the server call it), never at import time.
+Layering: defaults ← profile ← memlane.toml ← MEMLANE_* environment ← arguments. The
+environment is read only by `Config.from_env()` (the CLI, `open_memory` and `Memory(home=…)`
+call it), never at import time. `memlane config` shows each value and where it came from.
 
 Seeds are the five design documents in shared/seeds/: 000 file-archive, 001 scored-markdown,
 002 progressive, 003 companion, 004 consolidator.
@@ -15,7 +16,7 @@ import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 from pydantic import ValidationError as PydanticValidationError
 
 from memlane.errors import ConfigError
@@ -31,8 +32,9 @@ class _Section(BaseModel):
 
 
 class StoreConfig(_Section):
-    home: Path = Path("~/.memlane")  # MEMLANE_HOME
+    home: Path = Path("~/.memlane")  # MEMLANE_HOME; memlane.toml is read from here
     db_name: str = "memlane.db"
+    # only "sqlite" exists; "postgres" and postgres_dsn are refused until that backend lands
     backend: Literal["sqlite", "postgres"] = "sqlite"
     postgres_dsn: str = ""
     busy_timeout_ms: int = Field(30_000, ge=0)  # long enough for bursts of writers in WAL mode
@@ -53,6 +55,14 @@ class StoreConfig(_Section):
     # not from a seed: one attachment's bytes kept in the database (seed 002 §8 attachments);
     # a larger file is stored by reference (uri)
     max_attachment_bytes: int = Field(10_000_000, ge=0)
+
+    @model_validator(mode="after")
+    def _no_postgres_yet(self) -> StoreConfig:
+        # accepted and then ignored, a DSN would have the user believe their data is in Postgres
+        if self.backend != "sqlite" or self.postgres_dsn:
+            raise ValueError("the postgres backend does not exist yet; memlane stores everything in "
+                             "SQLite under store.home. Unset MEMLANE_POSTGRES_DSN / store.backend")
+        return self
 
 
 class EmbeddingConfig(_Section):
@@ -416,7 +426,7 @@ class EventsConfig(_Section):
 
 
 class Config(_Section):
-    profile: str = "default"
+    profile: str = "default"  # MEMLANE_PROFILE; one of PROFILES, applied under every other layer
     store: StoreConfig = StoreConfig()
     embedding: EmbeddingConfig = EmbeddingConfig()
     llm: LLMConfig = LLMConfig()
@@ -428,6 +438,36 @@ class Config(_Section):
     archive: ArchiveConfig = ArchiveConfig()
     lifecycle: LifecycleConfig = LifecycleConfig()
     events: EventsConfig = EventsConfig()
+    # "section.field" → where its value came from (`memlane config`); filled by `load`
+    _sources: dict[str, str] = PrivateAttr(default_factory=dict)
+    _toml_path: Path | None = PrivateAttr(default=None)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _apply_profile(cls, data: Any) -> Any:
+        """`Config(profile="companion")` gets the companion settings, under anything given beside
+        the name: a profile that only renamed itself would silently run the defaults."""
+        if not isinstance(data, dict):
+            return data
+        name = data.get("profile", "default")
+        if name not in PROFILES:
+            raise ValueError(f"unknown profile {name!r}; choose one of {', '.join(PROFILES)}")
+        base = copy.deepcopy(PROFILES[name])
+        _merge(base, dict(data))
+        return base
+
+    @field_validator("profile")
+    @classmethod
+    def _known_profile(cls, value: str) -> str:
+        if value not in PROFILES:
+            raise ValueError(f"unknown profile {value!r}; choose one of {', '.join(PROFILES)}")
+        return value
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name == "profile":  # the profile's settings were applied when the config was built
+            raise ConfigError("profile: a built config's profile cannot change; build another with "
+                              f"Config.load({value!r}) or Config(profile={value!r})")
+        super().__setattr__(name, value)
 
     @property
     def home(self) -> Path:
@@ -436,6 +476,17 @@ class Config(_Section):
     @property
     def db_path(self) -> Path:
         return self.home / self.store.db_name
+
+    @property
+    def toml_path(self) -> Path | None:
+        """The TOML file `load` was given (it may not exist), or None."""
+        return self._toml_path
+
+    @property
+    def sources(self) -> dict[str, str]:
+        """Where each setting came from: "default", "profile NAME", the TOML file's path,
+        "env MEMLANE_X" or "argument" (a flag or keyword override); defaults are left out."""
+        return dict(self._sources)
 
     @classmethod
     def load(
@@ -446,39 +497,71 @@ class Config(_Section):
         env: dict[str, str] | None = None,
         **overrides: Any,
     ) -> Config:
-        """Build a config: defaults ← profile ← TOML file ← env mapping ← keyword overrides."""
-        if profile not in PROFILES:
-            raise ConfigError(f"profile: unknown profile {profile!r}; choose one of {', '.join(PROFILES)}")
-        data: dict[str, Any] = {"profile": profile}
-        # a copy: merging the overrides below into the profile's own dicts would change the
-        # profile for every later load in this process
-        _merge(data, copy.deepcopy(PROFILES[profile]))
+        """Build a config: defaults ← profile ← TOML file ← env mapping ← keyword overrides.
+
+        A `profile` keyword override, or a `profile = "…"` line in the file, picks the profile."""
+        file_data: dict[str, Any] = {}
         if toml_path is not None and toml_path.exists():
             try:
                 file_data = tomllib.loads(toml_path.read_text(encoding="utf-8"))
             except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
                 raise ConfigError(f"{toml_path}: not valid TOML ({exc}); fix or remove the file") from exc
-            if "profile" in file_data and file_data["profile"] != profile:
-                return cls.load(file_data["profile"], toml_path=toml_path, env=env, **overrides)
-            _merge(data, file_data)
-        if env:
-            _merge(data, _env_overrides(env))
-        _merge(data, overrides)
+        env_data, env_names = _env_overrides(env or {})
+        profile_from = "argument"
+        if "profile" in file_data and profile == "default":
+            profile, profile_from = file_data["profile"], str(toml_path)
+        if profile not in PROFILES:
+            raise ConfigError(f"profile: unknown profile {profile!r}; choose one of {', '.join(PROFILES)}")
+        layers: list[tuple[str, dict[str, Any]]] = [
+            (f"profile {profile}", copy.deepcopy(PROFILES[profile])),
+            (str(toml_path), {k: v for k, v in file_data.items() if k != "profile"}),
+            ("env", env_data),
+            ("argument", overrides),
+        ]
+        data: dict[str, Any] = {"profile": profile}
+        sources: dict[str, str] = {"profile": profile_from} if profile != "default" else {}
+        for label, layer in layers:
+            _merge(data, layer)
+            for key in _leaves(layer):
+                sources[key] = env_names.get(key, "env") if label == "env" else label
         try:
-            return cls.model_validate(data)
+            cfg = cls.model_validate(data)
         except PydanticValidationError as exc:
             err = exc.errors()[0]
-            where = ".".join(str(p) for p in err["loc"])
-            raise ConfigError(f"{where}: {err['msg']}") from exc
+            where = ".".join(str(p) for p in err["loc"]) or "config"
+            source = sources.get(where)
+            raise ConfigError(f"{where}: {err['msg'].removeprefix('Value error, ')}"
+                              + (f" (set by {source})" if source else "")
+                              + "; `memlane config` shows every setting and its source") from exc
+        cfg._sources = sources
+        cfg._toml_path = toml_path
+        return cfg
 
     @classmethod
-    def from_env(cls, environ: dict[str, str] | None = None, **overrides: Any) -> Config:
-        """The one place the environment is read: MEMLANE_HOME, MEMLANE_PROFILE, MEMLANE_*."""
+    def from_env(cls, environ: dict[str, str] | None = None, *, home: str | Path | None = None,
+                 **overrides: Any) -> Config:
+        """The one place the environment is read, and the one way every entry point resolves
+        configuration: the data directory is `home` (a `--home` flag, `open_memory(home)`,
+        `Memory(home=…)`), else a `store.home` override, else MEMLANE_HOME, else ~/.memlane;
+        the TOML file is MEMLANE_CONFIG, else `<data directory>/memlane.toml`; then the
+        profile (argument, else MEMLANE_PROFILE, else the file's `profile`), MEMLANE_* and the
+        keyword overrides, in that order."""
         env = dict(os.environ if environ is None else environ)
-        profile = overrides.pop("profile", None) or env.get("MEMLANE_PROFILE") or "default"
-        home = Path(env.get("MEMLANE_HOME", "~/.memlane")).expanduser()
-        toml_path = Path(env["MEMLANE_CONFIG"]) if "MEMLANE_CONFIG" in env else home / "memlane.toml"
-        return cls.load(profile, toml_path=toml_path, env=env, **overrides)
+        if home is not None:
+            overrides.setdefault("store", {})["home"] = str(home)
+        store = overrides.get("store")
+        given = store.get("home") if isinstance(store, dict) else getattr(store, "home", None)
+        home_dir = Path(given or env.get("MEMLANE_HOME") or "~/.memlane")
+        toml_path = Path(env["MEMLANE_CONFIG"]) if env.get("MEMLANE_CONFIG") else home_dir.expanduser() / "memlane.toml"
+        if "MEMLANE_CONFIG" in env and not toml_path.is_file():
+            raise ConfigError(f"MEMLANE_CONFIG={env['MEMLANE_CONFIG']}: no such file; unset it or point it at a memlane.toml")
+        profile = overrides.pop("profile", None)
+        from_env = not profile and bool(env.get("MEMLANE_PROFILE"))
+        cfg = cls.load(profile or env.get("MEMLANE_PROFILE") or "default", toml_path=toml_path, env=env,
+                       **overrides)
+        if from_env and cfg.profile != "default":
+            cfg._sources["profile"] = "env MEMLANE_PROFILE"
+        return cfg
 
 
 # Short names for the settings people set most; anything else is MEMLANE_SECTION__FIELD.
@@ -491,23 +574,50 @@ _ENV_ALIASES = {
     "MEMLANE_LLM_BASE_URL": ("llm", "base_url"),
     "MEMLANE_LLM_MODEL": ("llm", "model"),
     "MEMLANE_LLM_API_KEY": ("llm", "api_key"),
-    "MEMLANE_POSTGRES_DSN": ("store", "postgres_dsn"),
+    "MEMLANE_POSTGRES_DSN": ("store", "postgres_dsn"),  # refused by StoreConfig until that backend exists
 }
+# Read by from_env and the CLI, not settings themselves: MEMLANE_PROFILE (the profile),
+# MEMLANE_CONFIG (the TOML file, instead of <home>/memlane.toml), MEMLANE_USER (the CLI's --user).
+ENV_OTHER = ("MEMLANE_PROFILE", "MEMLANE_CONFIG", "MEMLANE_USER")
 
 
-def _env_overrides(env: dict[str, str]) -> dict[str, Any]:
+def _env_overrides(env: dict[str, str]) -> tuple[dict[str, Any], dict[str, str]]:
+    """The MEMLANE_* settings in `env`, and which variable set each "section.field"."""
     out: dict[str, Any] = {}
+    names: dict[str, str] = {}
     for key, value in env.items():
         if key in _ENV_ALIASES:
             section, field = _ENV_ALIASES[key]
         elif key.startswith("MEMLANE_") and "__" in key:
             section, _, field = key[len("MEMLANE_"):].lower().partition("__")
             if section not in Config.model_fields or field not in _section_fields(section):
-                raise ConfigError(f"{key}: no setting {section}.{field}; see `memlane config`")
+                raise ConfigError(f"{key}: no setting {section}.{field}; `memlane config` lists them")
         else:
             continue
         out.setdefault(section, {})[field] = value
-    return out
+        names[f"{section}.{field}"] = f"env {key}"
+    return out, names
+
+
+def env_name(section: str, field: str) -> str:
+    """The environment variable that sets `section.field` (its short alias when it has one)."""
+    for name, target in _ENV_ALIASES.items():
+        if target == (section, field):
+            return name
+    return f"MEMLANE_{section.upper()}__{field.upper()}"
+
+
+def _leaves(layer: dict[str, Any]) -> list[str]:
+    """The "section.field" keys a layer sets (a field's own dict value is one leaf)."""
+    keys: list[str] = []
+    for section, value in layer.items():
+        if isinstance(value, dict) and section in Config.model_fields and section != "profile":
+            keys += [f"{section}.{field}" for field in value]
+        elif isinstance(value, BaseModel):
+            keys += [f"{section}.{field}" for field in value.model_fields_set]
+        else:
+            keys.append(section)
+    return keys
 
 
 def _section_fields(section: str) -> dict[str, Any]:

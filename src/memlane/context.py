@@ -41,6 +41,9 @@ class Budgets:
     reserve: int = 0  # left for the reply (seed 004 §4.3)
     window: int | None = None
     model: str | None = None
+    # the model is not in context.model_context_windows (nor starts with a name there): its
+    # window is the "default" entry's, a guess that may waste or overflow a larger window
+    window_fallback: bool = False
 
     @classmethod
     def fixed(cls, cfg: ContextConfig) -> Budgets:
@@ -51,11 +54,13 @@ class Budgets:
     def for_model(cls, cfg: ContextConfig, model: str) -> Budgets:
         """Seed 004 §4.3: `calculate_budget(model)` over the model table in config."""
         window = context_window(cfg, model)
+        table = cfg.model_context_windows
+        fallback = model not in table and not any(model.startswith(n) for n in table if n != "default")
         short = int(window * cfg.split_short_term)
         summary = int(short * cfg.split_summary)
         return cls(system=int(window * cfg.split_system), memories=int(window * cfg.split_long_term),
                    summary=summary, history=short - summary, reserve=int(window * cfg.split_reserve),
-                   window=window, model=model)
+                   window=window, model=model, window_fallback=fallback)
 
 
 def context_window(cfg: ContextConfig, model: str) -> int:
@@ -103,6 +108,15 @@ class Context:
     memories: list[Hit] = field(default_factory=list)  # the relevant hits injected
     core: list[MemoryRecord] = field(default_factory=list)
 
+    @property
+    def warnings(self) -> list[str]:
+        """What the caller should know about how this context was built (empty: nothing)."""
+        b = self.budgets
+        if b.window_fallback:
+            return [f"model {b.model!r} is not in context.model_context_windows: budgets assume the default "
+                    f"window of {b.window} tokens; add the model there to use its real window"]
+        return []
+
     def block(self, name: str) -> Block:
         for b in self.blocks:
             if b.name == name:
@@ -133,7 +147,8 @@ class Context:
             "budgets": {"system": self.budgets.system, "memories": self.budgets.memories,
                         "summary": self.budgets.summary, "history": self.budgets.history,
                         "reserve": self.budgets.reserve, "window": self.budgets.window,
-                        "model": self.budgets.model},
+                        "model": self.budgets.model, "window_fallback": self.budgets.window_fallback},
+            "warnings": self.warnings,
             "blocks": [b.to_dict() for b in self.blocks],
             "system_prompt": self.system_prompt,
         }

@@ -1,6 +1,7 @@
 """The `memlane` command: readable tables by default, `--json` for machines.
 
-Errors memlane raises on purpose print one line and exit 1; usage errors exit 2.
+Errors memlane raises on purpose print one line and exit 1; usage errors exit 2. Under
+`--json` either is a JSON object on stdout: `{"error": "ValidationError", "detail": "…"}`.
 Commands live in the modules of this package by what they work on; importing them
 registers them on `app`.
 """
@@ -8,23 +9,48 @@ registers them on `app`.
 from __future__ import annotations
 
 import importlib
+import json
 import sys
 from collections.abc import Sequence
+
+import typer
 
 from memlane.cli.common import app, err
 from memlane.errors import MemlaneError
 
 # importing a command module registers its commands; `--help` lists them in this order
-for _module in ("memories", "demo", "agent", "files", "forgetting"):
+for _module in ("memories", "demo", "agent", "files", "forgetting", "settings"):
     importlib.import_module(f"memlane.cli.{_module}")
 
 __all__ = ["app", "main"]
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    """Console entry point: MemlaneError → one line on stderr, exit 1."""
+    """Console entry point: MemlaneError → one line on stderr, exit 1; usage error → exit 2."""
+    args = list(argv) if argv is not None else sys.argv[1:]
+    as_json = "--json" in args
     try:
-        app(args=list(argv) if argv is not None else None, prog_name="memlane")
+        code = app(args=args, prog_name="memlane", standalone_mode=False)
+    except typer.Abort:
+        _fail(as_json, "Aborted", "interrupted", 1)
+    except typer.TyperException as exc:  # usage errors: a missing --user, a bad --category ...
+        if as_json:
+            _fail(True, "UsageError", exc.format_message(), exc.exit_code)
+        show = getattr(exc, "show", None)  # click's own rendering: usage line, hint, message
+        if show is not None:
+            show()
+        else:
+            err.print(f"[red]error:[/] {exc.format_message()}", highlight=False)
+        sys.exit(exc.exit_code)
     except MemlaneError as exc:
-        err.print(f"[red]error:[/] {exc}", highlight=False)
-        sys.exit(1)
+        _fail(as_json, type(exc).__name__, str(exc), 1, getattr(exc, "field", None))
+    sys.exit(code if isinstance(code, int) else 0)
+
+
+def _fail(as_json: bool, kind: str, detail: str, code: int, field: str | None = None) -> None:
+    if as_json:
+        body = {"error": kind, "detail": detail, **({"field": field} if field else {})}
+        sys.stdout.write(json.dumps(body, ensure_ascii=False) + "\n")
+    else:
+        err.print(f"[red]error:[/] {detail}", highlight=False)
+    sys.exit(code)

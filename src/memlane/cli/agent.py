@@ -12,7 +12,10 @@ from memlane.cli.common import (
     JsonOpt,
     UserOpt,
     _emit_json,
+    _extract_sessions,
+    _fit,
     _memory,
+    _print_extraction,
     _short,
     app,
     err,
@@ -23,9 +26,9 @@ from memlane.lifecycle import ConsolidationReport, Scheduler
 
 @app.command()
 def context(
+    user: UserOpt,
     session: Annotated[str | None, typer.Option("--session", "-s", help="The session whose history to show.")] = None,
     query: Annotated[str | None, typer.Option("--query", "-q", help="The current message: picks relevant memories.")] = None,
-    user: UserOpt = "default",
     agent: AgentOpt = None,
     model: Annotated[str | None, typer.Option("--model", "-m", help="Derive budgets from this model's window.")] = None,
     show_prompt: Annotated[bool, typer.Option("--prompt", help="Also print the rendered system prompt.")] = False,
@@ -41,6 +44,8 @@ def context(
     if as_json:
         _emit_json(ctx.to_dict())
         return
+    for warning in ctx.warnings:
+        err.print(f"[yellow]warning:[/] {warning}", highlight=False)
     b = ctx.budgets
     window = f", model {b.model} ({b.window} tokens, {b.reserve} reserved for the reply)" if b.model else ""
     table = Table(title=f"context for {user}" + (f" / {session}" if session else "") + window)
@@ -63,16 +68,21 @@ def context(
 def _consolidation_table(report: ConsolidationReport) -> Table:
     title = ("would change" if report.dry_run else "changed") + f" at {_short(report.now)}"
     table = Table(title=title)
-    for col in ("user", "id", "step", "action", "score"):
+    # one scope: no user column, so reason and content keep the width; both wrap at words
+    scopes = {(a.user_id, a.agent_id) for a in report.actions}
+    cols = ("user", "id", "step", "action", "score") if len(scopes) > 1 else ("id", "step", "action", "score")
+    for col in cols:
         table.add_column(col, no_wrap=True)
     for col in ("reason", "content"):
         table.add_column(col, overflow="fold", ratio=1)
     for a in report.actions:
-        before = "" if a.before is None else f"{a.before:.3f}"
-        after = "" if a.after is None else f"{a.after:.3f}"
-        score = f"{before} → {after}" if a.action != "DELETE" and before else before or after
-        table.add_row(a.user_id + (f"/{a.agent_id}" if a.agent_id else ""), a.memory_id, a.step, a.action, score,
-                      a.reason, a.content[:40])
+        before = "" if a.before is None else f"{a.before:.2f}"
+        after = "" if a.after is None else f"{a.after:.2f}"
+        score = f"{before}→{after}" if a.action != "DELETE" and before else before or after
+        row = [a.memory_id, a.step, a.action, score, a.reason, _fit(a.content, 60)]
+        if len(scopes) > 1:
+            row.insert(0, a.user_id + (f"/{a.agent_id}" if a.agent_id else ""))
+        table.add_row(*row)
     return table
 
 
@@ -107,11 +117,10 @@ def consolidate(
 
     Example: memlane consolidate --user lin --dry-run      memlane consolidate --all --json
     """
-    if all_scopes and user is not None:
-        raise typer.BadParameter("give --user or --all, not both")
+    if all_scopes == (user is not None):
+        raise typer.BadParameter("give --user (or set MEMLANE_USER) for one scope, or --all for every scope")
     with _memory() as mem:
-        report = mem.consolidate(user_id=None if all_scopes else user or "default", agent_id=agent,
-                                 dry_run=dry_run)
+        report = mem.consolidate(user_id=None if all_scopes else user, agent_id=agent, dry_run=dry_run)
     _print_consolidation(report, as_json)
 
 
@@ -129,13 +138,25 @@ def scheduler(
     import threading
 
     with _memory(background=True) as mem:
-        sched = Scheduler(mem, on_run=lambda r: _print_consolidation(r, as_json))
+        def on_run(report: ConsolidationReport) -> None:
+            if as_json:  # one object a run, whether it ran or not (see below)
+                _emit_json({"ran": True, **report.to_dict()})
+            else:
+                _print_consolidation(report, False)
+
+        sched = Scheduler(mem, on_run=on_run)
         if once:
-            if sched.tick() is None and not as_json:
+            if sched.tick() is None:  # not due: say so, in JSON too (cron logs want one object a run)
                 polled = sched.last_poll
+                next_run = sched.next_run(mem.clock())
+                if as_json:
+                    _emit_json({"ran": False, "next_run": next_run.isoformat(),
+                                "queued_turns": polled.sweep.turns if polled else 0,
+                                "jobs_run": len(polled.jobs) if polled else 0})
+                    return
                 extra = (f"; queued {polled.sweep.turns} idle turns, ran {len(polled.jobs)} due extraction jobs"
                          if polled else "")
-                out.print(f"not due; next run at {_short(sched.next_run(mem.clock()))}{extra}")
+                out.print(f"not due; next run at {_short(next_run)}{extra}")
             return
         out.print(f"scheduler running; next run at {_short(sched.next_run(mem.clock()))} (Ctrl-C stops)")
         sched.start()
@@ -145,3 +166,25 @@ def scheduler(
             pass
         finally:
             sched.stop()
+
+
+@app.command()
+def extract(
+    user: UserOpt,
+    agent: AgentOpt = None,
+    session: Annotated[list[str] | None, typer.Option("--session", "-s", help="Only this session (repeatable).")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Extract memories now from the turns not extracted yet (imported conversations, say), one
+    session at a time: the LLM when MEMLANE_LLM_BASE_URL is set, the offline heuristics otherwise.
+    A session whose LLM call fails stays queued for `memlane consolidate` / the scheduler.
+
+    Example: memlane import chat.jsonl --user lin; memlane extract --user lin
+    """
+    with _memory() as mem:
+        ids = session or [s.id for s in sorted(mem.sessions(user_id=user, agent_id=agent), key=lambda s: s.started_at)]
+        rows = _extract_sessions(mem, [(user, sid) for sid in ids], agent)
+    if as_json:
+        _emit_json({"sessions": rows, "added": sum(r["added"] for r in rows)})
+        return
+    _print_extraction(rows)

@@ -34,33 +34,68 @@ app = typer.Typer(
 out = Console(soft_wrap=True)
 err = Console(stderr=True, soft_wrap=True)
 
-UserOpt = Annotated[str, typer.Option("--user", "-u", envvar="MEMLANE_USER", help="Whose memory (user_id).")]
+# required: a forgotten --user must not quietly write into someone else's memory
+UserOpt = Annotated[str, typer.Option("--user", "-u", envvar="MEMLANE_USER", show_envvar=True,
+                                      help="Whose memory (user_id); required, or set MEMLANE_USER.")]
 AgentOpt = Annotated[str | None, typer.Option("--agent", help="Agent id within the user's scope.")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")]
 _state: dict[str, Any] = {"home": None, "profile": None, "embedder": None}
 
 
+def _version(value: bool) -> None:
+    if value:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            out.print(f"memlane {version('memlane')}", highlight=False)
+        except PackageNotFoundError:  # run from a source tree that was never installed
+            out.print("memlane (not installed)", highlight=False)
+        raise typer.Exit()
+
+
 @app.callback()
 def _global(
-    home: Annotated[Path | None, typer.Option("--home", envvar="MEMLANE_HOME", help="Data directory.")] = None,
-    profile: Annotated[str | None, typer.Option("--profile", envvar="MEMLANE_PROFILE",
-                                                help=f"One of: {', '.join(PROFILES)}.")] = None,
-    embedder: Annotated[str | None, typer.Option("--embedder", envvar="MEMLANE_EMBEDDER",
-                                                 help="e5 (default), hash, openai, minilm, use.")] = None,
+    # no envvar= here: Config.from_env reads MEMLANE_HOME / _PROFILE / _EMBEDDER itself, so
+    # `memlane config` can tell a flag from the environment
+    home: Annotated[Path | None, typer.Option("--home", help="Data directory (else MEMLANE_HOME, else ~/.memlane).")] = None,
+    profile: Annotated[str | None, typer.Option("--profile", help=f"One of: {', '.join(PROFILES)} "
+                                                "(else MEMLANE_PROFILE, else memlane.toml's).")] = None,
+    embedder: Annotated[str | None, typer.Option("--embedder", help="e5 (default), hash, openai, minilm, use "
+                                                 "(else MEMLANE_EMBEDDER).")] = None,
+    _show_version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
+                                                help="Print memlane's version and exit.")] = False,
 ) -> None:
     _state.update(home=home, profile=profile, embedder=embedder)
 
 
 def _config(home: Path | None = None) -> Config:
+    """The configuration every command runs with: as `open_memory(home)` resolves it, with the
+    global --home / --profile / --embedder flags as arguments (they win over memlane.toml)."""
     overrides: dict[str, Any] = {}
-    home = home or _state["home"]
-    if home is not None:
-        overrides["store"] = {"home": str(home)}
     if _state["embedder"]:
         overrides["embedding"] = {"provider": _state["embedder"]}
     if _state["profile"]:
         overrides["profile"] = _state["profile"]
-    return Config.from_env(**overrides)
+    return Config.from_env(home=home or _state["home"], **overrides)
+
+
+def _category(mem: Memory, category: str | None) -> str | None:
+    """A --category the profile knows, or a usage error naming the ones it does."""
+    if category is not None and category not in mem.config.policy.categories:
+        raise typer.BadParameter(f"{category!r} is not a category of profile {mem.config.profile}; "
+                                 f"choose one of {', '.join(mem.config.policy.categories)}",
+                                 param_hint="--category")
+    return category
+
+
+def _fit(text: str, width: int) -> str:
+    """One line of at most `width` characters, cut at a word where there is one, with …"""
+    flat = " ".join(text.split())
+    if len(flat) <= width:
+        return flat
+    cut = flat[: width - 1]
+    space = cut.rfind(" ")
+    return (cut[:space] if space > width // 2 else cut).rstrip() + "…"
 
 
 @contextmanager
@@ -92,12 +127,15 @@ def _short(t: datetime | None) -> str:
 
 
 def _memory_table(mems: Sequence[MemoryRecord], title: str = "Memories") -> Table:
+    """id, category, score and content: at 80 columns content keeps about half the width
+    (`show` and `--json` give every field)."""
     table = Table(title=title, show_lines=False)
-    for col in ("id", "category", "score", "status", "hits", "last activated", "content"):
-        table.add_column(col, overflow="fold")
+    for col in ("id", "category", "score"):
+        table.add_column(col, no_wrap=True)
+    table.add_column("content", overflow="fold", ratio=1)
     for m in mems:
-        table.add_row(m.id, m.category, f"{m.score:.2f}", m.status + (" 📌" if m.pinned else ""),
-                      str(m.activation_count), _short(m.last_activated), m.content)
+        mark = "📌" if m.pinned else ("archived" if m.status != "active" else "")
+        table.add_row(m.id, m.category, f"{m.score:.2f}" + (f" {mark}" if mark else ""), m.content)
     return table
 
 
@@ -131,8 +169,30 @@ def _import_with_progress(mem: Memory, convs: Sequence[Any], total: int, user: s
                           agent: str | None) -> tuple[ConversationImport, int]:
     with _progress() as bar:
         task = bar.add_task("storing turns", total=total)
-        n = mem.import_conversations(convs, user_id=user, agent_id=agent,
+        # embed=False: the vectors are made below, where the bar can follow them
+        n = mem.import_conversations(convs, user_id=user, agent_id=agent, embed=False,
                                      progress=lambda k: bar.advance(task, k))
         emb = bar.add_task("embedding", total=total)
         embedded = mem.flush(progress=lambda k: bar.advance(emb, k))
     return n, embedded
+
+
+def _extract_sessions(mem: Memory, sessions: Sequence[tuple[str, str]], agent: str | None) -> list[dict[str, Any]]:
+    """`Memory.extract` on each (user, session), now, with a progress bar; one row a session."""
+    rows: list[dict[str, Any]] = []
+    with _progress() as bar:
+        task = bar.add_task("extracting", total=len(sessions))
+        for user, sid in sessions:
+            job = mem.extract(sid, user_id=user, agent_id=agent)
+            rows.append({"user": user, "session": sid, "status": job.status, "extractor": job.extractor,
+                         "added": len(job.added), "updated": len(job.updated) + len(job.reinforced),
+                         "deleted": len(job.deleted), "error": job.error})
+            bar.advance(task)
+    return rows
+
+
+def _print_extraction(rows: Sequence[dict[str, Any]]) -> None:
+    added = sum(r["added"] for r in rows)
+    failed = [r for r in rows if r["error"]]
+    out.print(f"extracted {added} memories from {len(rows)} session(s)"
+              + (f"; {len(failed)} queued for retry: {failed[0]['error']}" if failed else ""), highlight=False)

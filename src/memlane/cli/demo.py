@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import tempfile
 from importlib import resources
 from pathlib import Path
@@ -13,11 +14,13 @@ from rich.table import Table
 
 from memlane.cli.common import (
     JsonOpt,
+    _config,
     _emit_json,
     _hit_table,
     _import_with_progress,
     _memory,
     _memory_table,
+    _state,
     app,
     out,
 )
@@ -25,7 +28,8 @@ from memlane.cli.common import (
 
 @app.command()
 def demo(
-    home: Annotated[Path | None, typer.Option("--home", help="Keep the demo data here (default: a temp dir).")] = None,
+    home: Annotated[Path | None, typer.Option(
+        "--home", help="Keep the demo data here (default: the global --home / MEMLANE_HOME, else a temp dir).")] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Import a bundled Chinese + English conversation into a fresh data dir and search it.
@@ -35,7 +39,9 @@ def demo(
     from memlane.importers import parse
 
     data = json.loads(resources.files("memlane.data").joinpath("sample_conversation.json").read_text("utf-8"))
-    target = home or Path(tempfile.mkdtemp(prefix="memlane-demo-"))
+    # a data directory the user chose (demo --home, memlane --home, MEMLANE_HOME), else a fresh one
+    target = home or _state["home"] or (_config().home if os.environ.get("MEMLANE_HOME") else None) \
+        or Path(tempfile.mkdtemp(prefix="memlane-demo-"))
     user = "lin"
     report: dict[str, Any] = {"home": str(target), "searches": []}
     with _memory(target) as mem:
@@ -46,6 +52,8 @@ def demo(
         # ending each session runs extraction: the LLM when MEMLANE_LLM_BASE_URL is set,
         # the offline heuristic extractor otherwise
         report["extraction"] = {"extractor": "llm" if mem.llm is not None else "heuristic", "jobs": []}
+        report["llm"] = mem.config.llm.base_url or None
+        report["embedder_provider"] = mem.config.embedding.provider
         for conv in convs:
             for result in mem.end_session(conv.session_id, user_id=conv.user_id or user, wait=True):
                 if result.action == "extract" and result.result is not None:
@@ -71,7 +79,8 @@ def demo(
 
 def _print_demo(report: dict[str, Any]) -> None:
     out.rule("[bold]memlane demo")
-    out.print(f"data directory: {report['home']}  (no server, no API key, embedder: {report['stats'].embedder})")
+    llm = f"LLM at {report['llm']}" if report.get("llm") else "no LLM (offline heuristics)"
+    out.print(f"data directory: {report['home']}  ({llm}, embedder: {report['stats'].embedder})", highlight=False)
     sessions = Table(title="Stored conversation")
     for col in ("session", "started", "turns"):
         sessions.add_column(col)
@@ -82,9 +91,15 @@ def _print_demo(report: dict[str, Any]) -> None:
         how = report["extraction"]["extractor"]
         note = ("offline, by the heuristic extractor (set MEMLANE_LLM_BASE_URL for an LLM)" if how == "heuristic"
                 else "by the LLM")
-        failed = [j for j in report["extraction"]["jobs"] if j["status"] == "retrying"]
-        out.print(f"memories extracted {note} when each session ended"
-                  + (f"; {len(failed)} job(s) queued for retry: {failed[0]['error']}" if failed else ""))
+        jobs = report["extraction"]["jobs"]
+        failed = [j for j in jobs if j["status"] == "retrying"]
+        if failed and len(failed) == len(jobs):  # say it plainly: nothing was extracted
+            out.print(f"no memories extracted: the LLM failed ({failed[0]['error']}); {len(failed)} job(s) "
+                      "stay queued for `memlane consolidate` / `memlane extract`", highlight=False)
+        else:
+            out.print(f"memories extracted {note} when each session ended"
+                      + (f"; {len(failed)} job(s) queued for retry: {failed[0]['error']}" if failed else ""),
+                      highlight=False)
     if report["memories"]:
         out.print(_memory_table(report["memories"], "Memories"))
     for s in report["searches"]:

@@ -30,7 +30,7 @@ app.add_typer(md_app, name="md")
 
 @md_app.command("export")
 def md_export(
-    user: UserOpt = "default",
+    user: UserOpt,
     agent: AgentOpt = None,
     output: Annotated[Path | None, typer.Option("--output", "-o", help="Write MEMORY.md here instead.")] = None,
     as_json: JsonOpt = False,
@@ -50,8 +50,8 @@ def md_export(
 
 @md_app.command("import")
 def md_import(
+    user: UserOpt,
     path: Annotated[Path | None, typer.Argument(help="The edited file (default: the scope's MEMORY.md).")] = None,
-    user: UserOpt = "default",
     agent: AgentOpt = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Show the operations, apply nothing.")] = False,
     as_json: JsonOpt = False,
@@ -82,7 +82,7 @@ def md_import(
 
 @app.command()
 def archive(
-    user: UserOpt = "default",
+    user: UserOpt,
     agent: AgentOpt = None,
     if_due: Annotated[bool, typer.Option("--if-due", help="Only when seed 000's triggers hold.")] = False,
     query: Annotated[str | None, typer.Option("--query", "-q", help="Then show the ## Memory block for this input.")] = None,
@@ -112,7 +112,7 @@ def archive(
 
 @app.command()
 def export(
-    user: UserOpt = "default",
+    user: UserOpt,
     agent: AgentOpt = None,
     fmt: Annotated[str, typer.Option("--format", "-f", help="jsonl (lossless, for import) or md.")] = "jsonl",
     output: Annotated[Path | None, typer.Option("--output", "-o", help="File to write (default: stdout).")] = None,

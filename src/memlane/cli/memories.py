@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.table import Table
@@ -14,12 +14,15 @@ from memlane.cli.common import (
     AgentOpt,
     JsonOpt,
     UserOpt,
+    _category,
     _emit_json,
+    _extract_sessions,
     _hit_table,
-    _import_with_progress,
     _memory,
     _memory_table,
     _parse_time,
+    _print_extraction,
+    _progress,
     _short,
     app,
     out,
@@ -31,7 +34,7 @@ from memlane.portable import is_export
 @app.command()
 def add(
     content: Annotated[str, typer.Argument(help="What to remember.")],
-    user: UserOpt = "default",
+    user: UserOpt,
     agent: AgentOpt = None,
     category: Annotated[str | None, typer.Option("--category", "-c", help="A category of the profile.")] = None,
     importance: Annotated[str | None, typer.Option("--importance", "-i", help="high, medium, low or 0–1.")] = None,
@@ -45,7 +48,7 @@ def add(
     with _memory() as mem:
         # a person typed it: verified by the user (seed 003)
         rec = mem.add(content, user_id=user, agent_id=agent, category=category, importance=importance,
-                      pinned=pinned, verified=True)
+                      pinned=pinned, verified=True, actor="cli")
     if as_json:
         _emit_json(rec)
     else:
@@ -55,7 +58,7 @@ def add(
 @app.command()
 def search(
     query: Annotated[str, typer.Argument(help="What to look for (any language).")],
-    user: UserOpt = "default",
+    user: UserOpt,
     agent: AgentOpt = None,
     limit: Annotated[int, typer.Option("--limit", "-n", min=1)] = 10,
     corpus: Annotated[str, typer.Option("--in", help="memories, turns or episodes.")] = "memories",
@@ -70,7 +73,7 @@ def search(
     """
     with _memory() as mem:
         mem.flush()
-        filters = {"category": category} if category else None
+        filters = {"category": _category(mem, category)} if category else None
         hits = mem.search(query, user_id=user, agent_id=agent, limit=limit, corpus=corpus, filters=filters,  # type: ignore[arg-type]
                           min_score=min_score)
     if as_json:
@@ -83,7 +86,7 @@ def search(
 
 @app.command("list")
 def list_(
-    user: UserOpt = "default",
+    user: UserOpt,
     agent: AgentOpt = None,
     category: Annotated[str | None, typer.Option("--category", "-c")] = None,
     status: Annotated[str | None, typer.Option("--status", help="active or archived.")] = None,
@@ -98,7 +101,7 @@ def list_(
     Example: memlane list --user lin --category preference --status active
     """
     with _memory() as mem:
-        mems = mem.list(user_id=user, agent_id=agent, category=category, status=status, session_id=session,
+        mems = mem.list(user_id=user, agent_id=agent, category=_category(mem, category), status=status, session_id=session,
                         since=_parse_time(since, "--since"), until=_parse_time(until, "--until"), limit=limit)
     if as_json:
         _emit_json(mems)
@@ -109,7 +112,7 @@ def list_(
 @app.command()
 def show(
     memory_id: Annotated[str, typer.Argument(help="The memory's id.")],
-    user: UserOpt = "default",
+    user: UserOpt,
     agent: AgentOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
@@ -131,7 +134,7 @@ def show(
 @app.command()
 def edit(
     memory_id: Annotated[str, typer.Argument(help="The memory's id.")],
-    user: UserOpt = "default",
+    user: UserOpt,
     agent: AgentOpt = None,
     content: Annotated[str | None, typer.Option("--content", help="New text (re-embedded).")] = None,
     category: Annotated[str | None, typer.Option("--category", "-c")] = None,
@@ -143,9 +146,18 @@ def edit(
 
     Example: memlane edit 3f9a1c2b7d --content "用户对花生和腰果过敏" --user lin
     """
+    if content is None and category is None and importance is None and pin is None:
+        raise typer.BadParameter("nothing to change: give --content, --category, --importance or --pin/--unpin")
     with _memory() as mem:
+        before = mem.get(memory_id, user_id=user, agent_id=agent)
+        # values it already holds are no change: an edit that changes nothing is not audited
+        content = None if content == before.content else content
+        category = None if category == before.category else category
+        pin = None if pin == before.pinned else pin
+        if content is None and category is None and importance is None and pin is None:
+            raise typer.BadParameter(f"memory {memory_id} already holds these values; nothing changed")
         rec = mem.update(memory_id, user_id=user, agent_id=agent, content=content, category=category,
-                         importance=importance, pinned=pin)
+                         importance=importance, pinned=pin, actor="cli")
     if as_json:
         _emit_json(rec)
     else:
@@ -155,7 +167,7 @@ def edit(
 @app.command()
 def delete(
     memory_id: Annotated[str, typer.Argument(help="The memory's id.")],
-    user: UserOpt = "default",
+    user: UserOpt,
     agent: AgentOpt = None,
     hard: Annotated[bool, typer.Option("--hard", help="Also scrub its text from the audit trail (no undo).")] = False,
     as_json: JsonOpt = False,
@@ -176,7 +188,7 @@ def delete(
 @app.command()
 def restore(
     memory_id: Annotated[str, typer.Argument(help="The deleted memory's id (`memlane history` still shows it).")],
-    user: UserOpt = "default",
+    user: UserOpt,
     agent: AgentOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
@@ -195,7 +207,7 @@ def restore(
 @app.command()
 def undo(
     memory_id: Annotated[str, typer.Argument(help="The memory's id.")],
-    user: UserOpt = "default",
+    user: UserOpt,
     agent: AgentOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
@@ -216,7 +228,7 @@ def undo(
 @app.command()
 def history(
     memory_id: Annotated[str, typer.Argument(help="The memory's id.")],
-    user: UserOpt = "default",
+    user: UserOpt,
     agent: AgentOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
@@ -240,7 +252,7 @@ def history(
 
 
 @app.command()
-def stats(user: UserOpt = "default", agent: AgentOpt = None, as_json: JsonOpt = False) -> None:
+def stats(user: UserOpt, agent: AgentOpt = None, as_json: JsonOpt = False) -> None:
     """Counts of what a scope holds, and the database size.
 
     Example: memlane stats --user lin --json
@@ -258,30 +270,84 @@ def stats(user: UserOpt = "default", agent: AgentOpt = None, as_json: JsonOpt = 
 
 @app.command("import")
 def import_(
-    path: Annotated[Path, typer.Argument(help="LoCoMo JSON, OpenAI-messages JSON or JSONL.")],
-    user: UserOpt = "default",
+    paths: Annotated[list[Path], typer.Argument(help="Files or folders: LoCoMo JSON, OpenAI-messages JSON or JSONL.")],
+    user: UserOpt,
     agent: AgentOpt = None,
+    session_prefix: Annotated[str | None, typer.Option(
+        "--session-prefix", help="Put PREFIX: before each file's session ids instead of the file's name; "
+                                 "'' keeps the ids as they are (sessions of the same id then merge).")] = None,
+    extract: Annotated[bool, typer.Option("--extract", help="Then extract memories from the imported sessions.")] = False,
     as_json: JsonOpt = False,
 ) -> None:
-    """Import a conversation file as turns (all or nothing), then embed it with a progress bar;
-    importing the same file again skips the turns already stored. A `memlane export` JSONL
-    file restores the whole scope into --user.
+    """Import conversation files (a folder: each .json / .jsonl file in it) as turns, each file
+    all or nothing, then embed them with a progress bar. Each file's sessions are its own:
+    `chat.jsonl`'s session_1 is stored as `chat:session_1`, so files never merge by session
+    name. Importing the same file again skips the turns already stored. A `memlane export`
+    JSONL file restores the whole scope into --user.
 
-    Example: memlane import chat.jsonl --user lin
+    Example: memlane import chat.jsonl --user lin      memlane import locomo/ --user lin --extract
     """
-    if is_export(path):  # a `memlane export` file: the whole scope, not a conversation
+    files = _conversation_files(paths)
+    exports = [f for f in files if is_export(f)]
+    if exports:  # a `memlane export` file: the whole scope, not a conversation
+        if len(files) > 1:
+            raise typer.BadParameter(f"{exports[0]} is a `memlane export` file: import it on its own")
         from memlane.cli.files import import_scope_export  # registered after the everyday commands
 
-        import_scope_export(path, user, agent, as_json)
+        import_scope_export(files[0], user, agent, as_json)
         return
+    stems = [f.stem for f in files]
     with _memory() as mem:
-        convs = read_file(path, mem.config.store.max_import_bytes)
-        total = sum(len(c.messages) for c in convs)
-        done, embedded = _import_with_progress(mem, convs, total, user, agent)
-    result = {"file": str(path), "sessions": len(convs), "turns": done.turns, "skipped": done.skipped,
-              "embedded": embedded}
+        batches = []
+        for f in files:  # every file parsed before any is stored: a broken one stops the import
+            convs = read_file(f, mem.config.store.max_import_bytes)
+            prefix = session_prefix if session_prefix is not None else (f.stem if stems.count(f.stem) == 1 else f.name)
+            for conv in convs:
+                conv.session_id = f"{prefix}:{conv.session_id}" if prefix else conv.session_id
+            batches.append((f, convs))
+        total = sum(len(c.messages) for _, convs in batches for c in convs)
+        reports = []
+        with _progress() as bar:
+            task = bar.add_task("storing turns", total=total)
+            for f, convs in batches:  # one transaction a file
+                done = mem.import_conversations(convs, user_id=user, agent_id=agent, embed=False,
+                                                progress=lambda k: bar.advance(task, k))
+                reports.append({"file": str(f), "sessions": done.sessions, "turns": done.turns,
+                                "skipped": done.skipped})
+            emb = bar.add_task("embedding", total=total)
+            embedded = mem.flush(progress=lambda k: bar.advance(emb, k))
+        sessions = [(c.user_id or user, c.session_id) for _, convs in batches for c in convs]
+        jobs = _extract_sessions(mem, sessions, agent) if extract else None
+    result: dict[str, Any] = {
+        **({"file": str(files[0])} if len(files) == 1 else {}), "files": reports,
+        "sessions": sum(r["sessions"] for r in reports), "turns": sum(r["turns"] for r in reports),
+        "skipped": sum(r["skipped"] for r in reports), "embedded": embedded,
+    }
+    if jobs is not None:
+        result["extraction"] = jobs
     if as_json:
         _emit_json(result)
-    else:
-        again = f"; {done.skipped} already imported, skipped" if done.skipped else ""
-        out.print(f"imported {done.turns} turns in {len(convs)} sessions from {path} ({embedded} embedded{again})")
+        return
+    skipped = result["skipped"]
+    again = f"; {skipped} already imported, skipped" if skipped else ""
+    where = str(files[0]) if len(files) == 1 else f"{len(files)} files"
+    out.print(f"imported {result['turns']} turns in {result['sessions']} sessions from {where} "
+              f"({embedded} embedded{again})")
+    if jobs is not None:
+        _print_extraction(jobs)
+
+
+def _conversation_files(paths: list[Path]) -> list[Path]:
+    """The files to import: each path given, a folder's .json / .jsonl files (sorted)."""
+    files: list[Path] = []
+    for path in paths:
+        if path.is_dir():
+            found = sorted(p for p in path.iterdir() if p.is_file() and p.suffix.lower() in (".json", ".jsonl"))
+            if not found:
+                raise typer.BadParameter(f"{path} holds no .json or .jsonl file")
+            files += found
+        else:
+            files.append(path)  # read_file says what is wrong with a missing one
+    if len({f.resolve() for f in files}) != len(files):
+        raise typer.BadParameter("a file is named twice")
+    return files
