@@ -317,12 +317,18 @@ def render_scratchpad(pad: Scratchpad | None, language: str) -> str:
 # ---- topic switches (seed 002 §4) ----------------------------------------------------------
 
 _TOPIC_TEXT_CHARS = 2000  # not from a seed: a turn's first 2000 characters speak for its topic
+# words of asking, not of a topic: "please help with X" and "please help with Y" share nothing
+_ASKING = frozenset([
+    "please", "help", "want", "need", "know", "tell", "thank", "thanks", "think", "question", "show",
+    "give", "make", "use", "try", "today", "now", "also", "still", "best", "good", "way",
+    "需要", "问题", "谢谢", "知道", "告诉", "觉得", "现在", "比较", "好的", "一下", "然后", "应该",
+])
 
 
 def topic_terms(text: str) -> set[str]:
     """The words a turn's topic is made of: keywords as the index stores them (Latin stems,
     CJK bigrams); single CJK characters (好, 吃) say too little about a topic to count."""
-    terms = fts_terms(keywords(text[:_TOPIC_TEXT_CHARS]))
+    terms = fts_terms(w for w in keywords(text[:_TOPIC_TEXT_CHARS]) if w not in _ASKING)
     return {t if CJK_RUN.fullmatch(t) else index_term(t) for t in terms if not CJK_RUN.fullmatch(t) or len(t) > 1}
 
 
