@@ -690,7 +690,8 @@ def after_turns(mem: Memory, scope: Scope, turns: Sequence[Turn]) -> ArchiveRepo
     fa = file_archive(mem, scope)
     # the newest turns of the scope, not only these: a write lost to a crash is healed here
     recent = mem.store.get_turns(scope, limit=len(turns) + 20, newest_first=True)
-    if not fa.keep(recent[::-1], mem.clock()):
+    fresh = {t.id: t for t in [*recent[::-1], *turns]}  # by id: a back-dated turn is not among the newest
+    if not fa.keep(list(fresh.values()), mem.clock()):
         return None
     if mem.llm is not None and not mem.config.extraction.wait_for_llm:
         mem.worker.submit(lambda: run_archive(mem, scope), key=("archive", scope))
