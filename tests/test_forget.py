@@ -325,3 +325,31 @@ def test_temp_files_of_dead_writers_are_removed_on_open(make_memory: Callable[..
         path.write_bytes(LATIN.encode())
     make_memory()
     assert [p.exists() for p in stale] == [False, False] and alive.exists()
+
+
+def test_deletions_by_rules_and_extraction_leave_no_copy_outside_the_database(
+        make_memory: Callable[..., Memory], tmp_path: Path) -> None:
+    """A memory consolidation expires, or an extraction deletes, leaves the cache files and
+    the embedding cache like one `delete` removed (the audit keeps it, for an undo)."""
+    from datetime import timedelta
+
+    from memlane.indexing import content_hash, vector_key
+    from memlane.testing import ScriptedLLM
+
+    m = make_memory(**CACHES)
+    _fill_other_user(m)
+    expiring = m.add(f"the gate code was {LATIN}", user_id="carol", source="extractor",
+                     expires_at=m.clock() - timedelta(days=1))
+    extracted = m.add(f"carol stores {CJK}", user_id="carol", source="extractor")
+    _warm(m, "carol")
+    assert leaks(tmp_path / "data", (LATIN, CJK)) != []
+    m.consolidate(user_id="carol")
+    m.llm = ScriptedLLM(json.dumps({"operations": [{"op": "DELETE", "id": extracted.id, "reason": "outdated"}]}))
+    m.add_messages("s9", [{"role": "user", "content": "that storage thing is outdated now"}], user_id="carol")
+    m.end_session("s9", user_id="carol", wait=True)
+    assert m.store.get_memory(Scope.of("carol"), extracted.id) is None
+    assert {f for f, _ in leaks(tmp_path / "data", (LATIN, CJK))} <= {"memlane.db"}
+    cut = m.config.embedding.max_chars
+    keys = [content_hash(vector_key(r.content, cut)) for r in (expiring, extracted)]
+    assert m.store.cache_get(m.embedder.model_id, keys) == {}
+    _bob_intact(m)

@@ -101,7 +101,7 @@ class Memory:
         self._jobs: JobRunner | None = None
         self._worker: JobWorker | None = None  # started on first use, with an LLM (see `_background`)
         self._waiting = _Waiting()  # end_session(wait=True) in progress, per thread
-        self._md_paused = False  # md import applies many writes, then rewrites MEMORY.md once
+        self._md_pause = _Waiting()  # md import applies many writes, then rewrites MEMORY.md once (per thread)
         if self.config.embedding.background:
             self._indexer = BackgroundIndexer(
                 self._open_side_store, self.embedder,
@@ -109,6 +109,14 @@ class Memory:
             )
             self._indexer.notify()  # pick up rows left unembedded by an earlier process
         self.events.check()
+
+    @property
+    def _md_paused(self) -> bool:
+        return self._md_pause.on
+
+    @_md_paused.setter
+    def _md_paused(self, value: bool) -> None:
+        self._md_pause.on = value
 
     def _open_side_store(self) -> Store:
         store = open_store(self.config)
@@ -314,6 +322,7 @@ class Memory:
         """The extraction queue of this store (created on first use)."""
         if self._jobs is None:
             self._jobs = JobRunner(self.store, self.embedder, self.config, self.events, self._retrieve)
+            self._jobs.on_change = self._after_job
         return self._jobs
 
     def extract(self, session_id: str, *, user_id: str, agent_id: str | None = None,
@@ -365,6 +374,13 @@ class Memory:
         if report.status == "locked" and self._background():  # the worker retries it when polling
             self.worker.notify()
         return report
+
+    def _after_job(self, scope: Scope, deleted: _list[MemoryRecord]) -> None:
+        """A finished extraction job: MEMORY.md follows the store (seed 001) and, in every
+        profile, what it deleted leaves the files, as `delete` does."""
+        self._after_memory_change(scope)
+        if deleted and not self._md_paused:
+            mdsync.forget_in_files(self, scope, deleted)
 
     def _retrieve(self, scope: Scope, query: str, limit: int) -> _list[Hit]:
         # seed 003: being retrieved for the extractor is not being used; never activates
@@ -860,9 +876,9 @@ class Memory:
         return portable.import_scope(self, file, user_id=user_id, agent_id=agent_id)
 
     def _after_memory_change(self, scope: Scope) -> None:
-        """Seed 001 (`lifecycle.markdown_primary`): MEMORY.md is rewritten after every save."""
-        if self.config.lifecycle.markdown_primary and not self._md_paused:
-            markdown.write_memory_md(self, scope)
+        """Seed 001 (`lifecycle.markdown_primary`): MEMORY.md is rewritten after every save,
+        a person's edits of it read in first (`mdsync.after_change`)."""
+        mdsync.after_change(self, scope)
 
     # ---- lifecycle (issue 6) ------------------------------------------------------------
 

@@ -663,22 +663,20 @@ def archive_context(mem: Memory, scope: Scope, pending: str) -> tuple[str, list[
     return ("## Memory\n" + "\n".join(lines) if lines else ""), hits[: len(lines)]
 
 
-_BLOCK_HEAD = "## Memory"  # seed 000's heading
-
-
 def context_block(mem: Memory, scope: Scope, pending: str, recent: Sequence[str], max_tokens: int,
-                  skip: set[str] | frozenset[str] = frozenset()) -> tuple[str, list[FileHit]]:
+                  skip: set[str] | frozenset[str] = frozenset(), heading: str = "## Memory") -> tuple[str, list[FileHit]]:
     """`build_context`'s relevant memories under `context.memory_source = "files"`: seed 000's
     keywords (the pending input, then the last 5 messages) and BM25 over MEMORY.md's entries
     — read from the store, so a memory is found before the next file refresh — memory/ and
-    memory/summary/, `[source] content` lines within `max_tokens`; '' when nothing hits."""
+    memory/summary/, `[source] content` lines under `heading` (seed 000's "## Memory") within
+    `max_tokens`; '' when nothing hits."""
     now = mem.clock()
     entries = [(m.id, m.content) for m in mem.store.list_memories(scope, status="active")
                if m.id not in skip and (m.expires_at is None or m.expires_at > now)]
     words = query_keywords(pending, list(recent)[-5:], mem.config.search.keywords_max)
     hits = search_files(scope_dir(mem.config.home, scope), words, mem.config.archive, entries)
-    lines = pack_hits(hits, mem.config.context, max_tokens - estimate_tokens(_BLOCK_HEAD + "\n"))
-    return (_BLOCK_HEAD + "\n" + "\n".join(lines) if lines else ""), hits[: len(lines)]
+    lines = pack_hits(hits, mem.config.context, max_tokens - estimate_tokens(heading + "\n"))
+    return (heading + "\n" + "\n".join(lines) if lines else ""), hits[: len(lines)]
 
 
 def after_turns(mem: Memory, scope: Scope, turns: Sequence[Turn]) -> ArchiveReport | None:

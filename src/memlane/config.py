@@ -237,6 +237,7 @@ class ContextConfig(_Section):
     # memories) or "files", seed 000's keywords + BM25 over MEMORY.md, memory/ and
     # memory/summary/ (`memlane.archive`), as the file-archive profile does
     memory_source: Literal["store", "files"] = "store"
+    memory_heading: str = ""  # seed 000: "## Memory"; "" = the localized "## 相关记忆" / "## Relevant memories"
     # without a model: seed 000's fixed budgets above, plus these two for the other blocks
     system_tokens: int = Field(1228, ge=1)  # seed 004 §4.3: 15 % of the 8192-token default window
     summary_tokens: int = Field(1024, ge=0)  # seed 004 §4: the rolling summary; a quarter of seed 000's 4096
@@ -495,7 +496,8 @@ PROFILES: dict[str, dict[str, Any]] = {
     "default": {},
     "file-archive": {  # seed 000
         "search": {"activate_on_hit": False},
-        "context": {"memory_source": "files"},  # seed 000: the Supervisor's file retrieval
+        # seed 000: the Supervisor's file retrieval, under its own heading
+        "context": {"memory_heading": "## Memory", "memory_source": "files"},
         "lifecycle": {"schedule_hours": 6.0, "history_per_turn": True},
     },
     "scored-markdown": {  # seed 001

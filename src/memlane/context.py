@@ -265,10 +265,10 @@ def _history_block(msgs: Sequence[WindowMessage], heading: str, budget: int) -> 
 
 
 def _file_hits(memory: Memory, scope: Scope, query: str, turns: Sequence[Turn], budget: int,
-               shown: set[str]) -> tuple[list[Hit], str]:
+               shown: set[str], heading: str) -> tuple[list[Hit], str]:
     """Seed 000's retrieval (`context.memory_source = "files"`): keywords + BM25 over MEMORY.md's
     entries, memory/ and memory/summary/, under `## Memory`; see `memlane.archive.context_block`."""
-    text, found = context_block(memory, scope, query, [t.content for t in turns[-5:]], budget, shown)
+    text, found = context_block(memory, scope, query, [t.content for t in turns[-5:]], budget, shown, heading)
     hits = [Hit(corpus="memories", id=h.memory_id, content=h.content, score=h.score, source=h.path)
             if h.memory_id else Hit(corpus="turns", id=h.path, content=h.content, score=h.score, source=h.path)
             for h in found]
@@ -321,7 +321,8 @@ def build_context(
     mem_text = ""
     # a query without words (「？」, an emoji) has nothing to be relevant to
     if cfg.auto_inject_memories and query and keywords(query) and cfg.memory_source == "files":
-        hits, mem_text = _file_hits(memory, scope, query, turns, budgets.memories, {m.id for m in core})
+        hits, mem_text = _file_hits(memory, scope, query, turns, budgets.memories, {m.id for m in core},
+                                    cfg.memory_heading or _HEAD[language]["memories"])
     elif cfg.auto_inject_memories and query and keywords(query):
         shown = {m.id for m in core}
         # seed 000 "无命中时不注入": only memories relevant by an absolute measure. Showing a
@@ -329,7 +330,7 @@ def build_context(
         found = memory.search(query, user_id=user_id, agent_id=agent_id, limit=cfg.memory_max_hits + len(shown),
                               activate=False, min_score=memory.config.search.min_relevance)
         packed = pack([h for h in found if h.id not in shown], budgets.memories, cfg.memory_max_hits,
-                      snippet_chars=cfg.snippet_chars, heading=_HEAD[language]["memories"])
+                      snippet_chars=cfg.snippet_chars, heading=cfg.memory_heading or _HEAD[language]["memories"])
         hits, mem_text = packed.hits, packed.text
     blocks.append(Block("memories", mem_text, budgets.memories, len(hits)))
 

@@ -98,6 +98,8 @@ class JobRunner:
         self.retrieve = retrieve
         self.lock = ScopeLock(store, config.extraction.lock_lease_seconds)
         self._token = uuid.uuid4().hex[:8]
+        # after a job changed memories: the files (MEMORY.md, USER.md) follow; the job's deletions given
+        self.on_change: Callable[[Scope, list[MemoryRecord]], None] | None = None
 
     def _owner(self) -> str:
         return f"{os.getpid()}:{threading.get_ident()}:{self._token}"
@@ -336,6 +338,8 @@ class JobRunner:
         return changed
 
     def _announce(self, scope: Scope, report: JobReport, now: datetime) -> None:
+        if self.on_change is not None:  # any change, the decay at merge included (not in the report)
+            self.on_change(scope, report.deleted)
         for mem in report.added:  # seed 004 §11.2
             if mem.score >= self.config.events.important_score:
                 self.events.emit(Event.memory_important(scope, mem.id, mem.content, mem.category, mem.score, now))

@@ -547,8 +547,12 @@ class _Pass:
             return
         refresh = lc.refresh_files or lc.markdown_primary
         if refresh and (self.work or markdown.memory_path(self.memory, self.scope).exists()):  # no empty files
-            if not self.keep_file:
-                self.report.files.append(str(markdown.write_memory_md(self.memory, self.scope)))
+            if not self.keep_file:  # edits a person made during the pass are read in first
+                done = mdsync.refresh_memory_md(self.memory, self.scope)
+                if done.written:
+                    self.report.files.append(str(markdown.memory_path(self.memory, self.scope)))
+                if done.error:
+                    self.report.errors.append(f"{self.scope.user_id}: {done.error}")
             if lc.refresh_files:
                 self.report.files.append(str(userprofile.write_user_md(self.memory, self.scope)))
         mdsync.forget_in_files(self.memory, self.scope, self.removed, user_md=not lc.refresh_files)

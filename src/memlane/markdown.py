@@ -25,6 +25,8 @@ or `<home>/scopes/<user>/agents/<agent>/MEMORY.md` for an agent's own memory.
 
 from __future__ import annotations
 
+import ctypes
+import errno
 import glob
 import hashlib
 import json
@@ -58,6 +60,7 @@ _TOKEN = re.compile(r"<!--\s*memlane write:\s*([0-9a-f]{8,64})\s*-->")
 # leading backslash and read back without it, so any text survives the round trip.
 _NEEDS_ESCAPE = re.compile(r"^\\*#")
 _ESCAPED = re.compile(r"^\\+#")
+_HITS_MAX = 2**62  # the store's activation count is a 64-bit integer
 
 
 # ---- where the files live ---------------------------------------------------------------
@@ -286,8 +289,8 @@ def _finish(result: MemoryFile, line: int, head: str, body: list[str], archived:
             hits = int(parts[3])
         except ValueError:
             return _skip(result, line, f"bad last_activated {parts[2]!r} or hits {parts[3]!r}", mem_id)
-        if hits < 0:
-            return _skip(result, line, f"hits {hits} is negative", mem_id)
+        if not 0 <= hits <= _HITS_MAX:
+            return _skip(result, line, f"hits {parts[3][:40]} is not a count from 0 to {_HITS_MAX}", mem_id)
     if mem_id is not None and any(e.id == mem_id for e in result.entries):
         return _skip(result, line, f"id {mem_id} appears twice; the first entry is kept", None)
     result.entries.append(MdEntry(mem_id, category, score, last, hits, content, archived, line))
@@ -343,6 +346,17 @@ class MdOperation:
     category: str = ""
     score: float | None = None
     key: str = ""  # ADD: `entry_key`, kept in the new memory's metadata
+    # ADD: what the entry says beyond content/category/score (seed 001 §2.3), kept on import
+    last_activated: datetime | None = None
+    hits: int = 0
+    archived: bool = False
+
+
+def entry_time(e: MdEntry, now: datetime) -> datetime:
+    """The entry's `last_activated` as a time (a bare date is its midnight, UTC); `now` when it
+    has none or names a time after `now`."""
+    t = _parse_stamp(e.last_activated) if e.last_activated else None
+    return now if t is None or t > now else t
 
 
 def entry_key(category: str, content: str) -> str:
@@ -383,35 +397,56 @@ def _manifest_key(scope: Scope) -> str:
     return f"md:manifest:{digest}"
 
 
-def save_manifest(mem: Memory, scope: Scope, token: str, records: list[MemoryRecord]) -> None:
+def file_hash(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()[:32]
+
+
+def save_manifest(mem: Memory, scope: Scope, token: str, records: list[MemoryRecord], sha: str = "") -> None:
     """Keep the manifest in one of the scope's `md_manifests_kept` slots (a ring: the oldest
-    write's manifest goes)."""
+    write's manifest goes). Its first line is the token and the hash of the bytes written."""
     key, kept = _manifest_key(scope), mem.config.lifecycle.md_manifests_kept
     entries = {m.id: [m.category, f"{m.score:.2f}", content_digest(m.content)] for m in records}
     with mem.store.transaction():
         n = int(mem.store.meta(f"{key}:next") or 0)
-        mem.store.set_meta(f"{key}:{n % kept}", token + "\n" + json.dumps(entries, ensure_ascii=False))
+        mem.store.set_meta(f"{key}:{n % kept}", f"{token} {sha}".rstrip() + "\n" + json.dumps(entries, ensure_ascii=False))
         mem.store.set_meta(f"{key}:next", str(n + 1))
+
+
+def _slot(mem: Memory, scope: Scope, token: str) -> tuple[str, str] | None:
+    """(hash, manifest json) of the write `token` names, if its slot is still kept."""
+    key = _manifest_key(scope)
+    for slot in range(mem.config.lifecycle.md_manifests_kept):
+        raw = mem.store.meta(f"{key}:{slot}")
+        if not raw:
+            continue
+        head, _, body = raw.partition("\n")
+        tok, _, sha = head.partition(" ")
+        if tok == token:
+            return sha, body
+    return None
+
+
+def written_by_memlane(mem: Memory, scope: Scope, data: bytes) -> bool:
+    """True when `data` is byte for byte a file memlane wrote (its hash is in the manifest its
+    stamp names): such a file holds no edit of a person's and need not be parsed."""
+    found = _TOKEN.search(data[:2048].decode("utf-8", "replace"))
+    slot = _slot(mem, scope, found.group(1)) if found else None
+    return slot is not None and slot[0] == file_hash(data)
 
 
 def load_manifest(mem: Memory, scope: Scope, token: str | None) -> Manifest | None:
     """The manifest a file's stamp names; None for a file memlane did not write (or wrote
     so many writes ago that its manifest is gone)."""
-    if not token:
+    found = _slot(mem, scope, token) if token else None
+    if not token or found is None:
         return None
-    key = _manifest_key(scope)
-    for slot in range(mem.config.lifecycle.md_manifests_kept):
-        raw = mem.store.meta(f"{key}:{slot}")
-        if raw is None or not raw.startswith(token + "\n"):
-            continue
-        try:
-            entries = json.loads(raw[len(token) + 1:])
-            return Manifest(token, {str(i): Written(str(c), str(s), str(d)) for i, (c, s, d) in entries.items()})
-        except (ValueError, TypeError, AttributeError):
-            log.warning("the manifest of MEMORY.md write %s is damaged; the file is read as one memlane did not write",
-                        token)
-            return None
-    return None
+    try:
+        entries = json.loads(found[1])
+        return Manifest(token, {str(i): Written(str(c), str(s), str(d)) for i, (c, s, d) in entries.items()})
+    except (ValueError, TypeError, AttributeError):
+        log.warning("the manifest of MEMORY.md write %s is damaged; the file is read as one memlane did not write",
+                    token)
+        return None
 
 
 def drop_manifests(mem: Memory, scope: Scope) -> None:
@@ -430,20 +465,119 @@ def memory_path(mem: Memory, scope: Scope) -> Path:
     return scope_dir(mem.config.home, scope) / MEMORY_FILE
 
 
+class _Unread:
+    """`expect` not given: replace whatever the file holds."""
+
+
+UNREAD = _Unread()
+
+
 def write_memory_md(mem: Memory, scope: Scope, path: Path | None = None) -> Path:
     """Render the scope's memories to MEMORY.md: the manifest first, then the backup (without
     memories deleted since), then the atomic replace."""
     target = path or memory_path(mem, scope)
+    put_memory_md(mem, scope, target)
+    return target
+
+
+def put_memory_md(mem: Memory, scope: Scope, target: Path, expect: bytes | None | _Unread = UNREAD) -> bool:
+    """`write_memory_md`; with `expect` (the bytes read before, None: there was no file) the
+    file is only replaced while it still holds them, and False says it did not (a person
+    saved it meanwhile: read it again)."""
     records = mem.store.list_memories(scope)
     token = secrets.token_hex(8)
     text = render_memory_md(records, now=mem.clock(), archive_below=mem.config.policy.archive_below, token=token)
+    data = text.encode("utf-8", "replace")  # a lone surrogate must not fail the write
     # manifest before file: a crash in between leaves the old file, whose manifest is still kept
-    save_manifest(mem, scope, token, records)
-    backup = _backup_text(mem, scope, target, {m.id for m in records})
-    if backup is not None:
-        atomic_write(target.with_name(target.name + ".bak"), backup)
-    atomic_write(target, text)
-    return target
+    save_manifest(mem, scope, token, records, file_hash(data))
+    if isinstance(expect, _Unread):
+        backup = _backup_text(mem, scope, target, {m.id for m in records})
+        if backup is not None:
+            atomic_write(target.with_name(target.name + ".bak"), backup)
+        atomic_write(target, data)
+        return True
+    if expect is not None:
+        atomic_write(target.with_name(target.name + ".bak"), _backup_of(mem, scope, expect, {m.id for m in records}))
+    try:
+        return _swap_in(target, data, expect)
+    except OSError as exc:
+        raise BackendError(f"cannot write {target}: {exc}; check the directory's permissions and free space") from exc
+
+
+def _swap_in(target: Path, data: bytes, expect: bytes | None) -> bool:
+    """Put `data` at `target` unless the file no longer holds `expect`, never losing a version
+    a person saved in between: a new file is linked in only if none appeared; an existing one
+    is exchanged atomically with ours (Linux `renameat2`), and when what came out is not what
+    we read, exchanged back. Where the exchange is not supported, the check and the replace
+    leave a window of microseconds."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    _remove_stale_temps(target)
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.{os.getpid()}-", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        if expect is None:
+            try:
+                os.link(tmp, target)
+            except FileExistsError:
+                return False
+            return True
+        try:
+            swapped = _exchange(tmp, str(target))
+        except FileNotFoundError:  # the file was removed since it was read: read again
+            return False
+        if swapped:
+            if Path(tmp).read_bytes() == expect:
+                return True
+            if not _exchange(tmp, str(target)):  # pragma: no cover - worked a moment ago
+                raise OSError(errno.EIO, "cannot exchange back", str(target))
+            return False
+        if _read(target) != expect:
+            return False
+        os.replace(tmp, target)
+        return True
+    finally:
+        Path(tmp).unlink(missing_ok=True)
+
+
+def _read(path: Path) -> bytes | None:
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        return None
+
+
+_AT_FDCWD, _RENAME_EXCHANGE = -100, 2
+try:
+    _renameat2 = getattr(ctypes.CDLL(None, use_errno=True), "renameat2", None)
+except OSError:  # pragma: no cover - no C library to load
+    _renameat2 = None
+
+
+def _exchange(a: str, b: str) -> bool:
+    """Atomically swap two paths; False where the system cannot."""
+    if _renameat2 is None:
+        return False
+    if _renameat2(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE) == 0:
+        return True
+    err = ctypes.get_errno()
+    if err in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP, errno.ENOTSUP):
+        return False
+    if err == errno.ENOENT:
+        raise FileNotFoundError(err, os.strerror(err), b)
+    raise OSError(err, os.strerror(err), b)
+
+
+def can_exchange(directory: Path) -> bool:
+    """Whether `directory`'s file system swaps files atomically (see `_swap_in`)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=directory) as d:
+        a, b = Path(d, "a"), Path(d, "b")
+        a.write_bytes(b"a")
+        b.write_bytes(b"b")
+        return _exchange(str(a), str(b))
 
 
 def _backup_text(mem: Memory, scope: Scope, target: Path, live: set[str]) -> str | bytes | None:
@@ -455,6 +589,10 @@ def _backup_text(mem: Memory, scope: Scope, target: Path, live: set[str]) -> str
         return None
     except OSError as exc:
         raise BackendError(f"cannot read {target} to back it up: {exc}") from exc
+    return _backup_of(mem, scope, raw, live)
+
+
+def _backup_of(mem: Memory, scope: Scope, raw: bytes, live: set[str]) -> str | bytes:
     try:
         old = raw.decode("utf-8")
     except UnicodeDecodeError:

@@ -10,19 +10,28 @@ What counts as a person's edit is decided only from what memlane wrote into the 
   that still says what memlane wrote is stale, and the store wins.
 - ADD: an entry without an id, or with an id this scope never had. One already stored (same
   category and content, or imported before: `entry_key`) is skipped, so an import that was
-  killed after its commit and run again adds nothing twice.
+  killed after its commit and run again adds nothing twice. An entry in seed 001's own form
+  (`### [a1b2c3] preference | 0.92 | 2026-02-20 | 12`, e.g. an EverBot file) keeps its id,
+  score, date (`last_activated`), hits (`activation_count`) and section (archived): its id
+  unless that id is not a valid one or is in use in this store (memory ids are unique across
+  scopes), when it gets a new id and the operation's `reason` says so.
 - SKIP: an entry of a deleted memory (the audit trail knows its id) never brings it back.
 
-`md import` and consolidation's import step both call `sync_memory_md`.
+`md import` and consolidation's import step both call `sync_memory_md`; under
+`lifecycle.markdown_primary` every write of the file is preceded by it (`refresh_memory_md`),
+so a person's edit is read in before memlane writes the file again.
 """
 
 from __future__ import annotations
 
+import logging
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from memlane import userprofile, validate
-from memlane.errors import ValidationError
+from memlane.errors import BackendError, MemlaneError, ValidationError
+from memlane.events import Event
 from memlane.markdown import (
     MdEntry,
     MdOperation,
@@ -31,24 +40,30 @@ from memlane.markdown import (
     atomic_write,
     content_digest,
     entry_key,
+    entry_time,
     load_manifest,
     memory_path,
     parse_memory_md,
+    put_memory_md,
     read_memory_file,
     remove_entries,
     scope_dir,
-    write_memory_md,
+    written_by_memlane,
 )
-from memlane.models import MemoryRecord, Scope
+from memlane.models import MemoryRecord, Scope, new_id
+from memlane.policy import initial_score
 
 if TYPE_CHECKING:
     from memlane.api import Memory
+
+log = logging.getLogger(__name__)
 
 
 def plan_import(mem: Memory, scope: Scope, file: MemoryFile, name: str = "MEMORY.md") -> list[MdOperation]:
     """The operations a person's edits of `file` ask for (rules in the module docstring)."""
     records = mem.store.list_memories(scope)
     by_id = {m.id: m for m in records}
+    now = mem.clock()
     manifest = load_manifest(mem, scope, file.token)
     written = manifest.entries if manifest is not None else {}
     in_file = {e.id for e in file.entries if e.id} | {s.id for s in file.skipped if s.id}
@@ -69,7 +84,7 @@ def plan_import(mem: Memory, scope: Scope, file: MemoryFile, name: str = "MEMORY
     for e in file.entries:
         old = by_id.get(e.id) if e.id else None
         if old is not None:
-            if (op := _edit(mem, e, old, written.get(old.id), name)) is not None:
+            if (op := _edit(mem, scope, e, old, written.get(old.id), name)) is not None:
                 ops.append(op)
             continue
         if e.id and mem.store.events(scope, e.id, limit=1):
@@ -83,23 +98,59 @@ def plan_import(mem: Memory, scope: Scope, file: MemoryFile, name: str = "MEMORY
             continue
         _check(mem, e, name, content=True)
         known[key] = f"line {e.line}"
-        ops.append(MdOperation("ADD", "", ["content", "category", "score"], e.content, line=e.line,
-                               category=e.category, score=e.score, key=key))
+        ops.append(MdOperation("ADD", e.id or "", ["content", "category", "score"], e.content, line=e.line,
+                               category=e.category, score=e.score, key=key, last_activated=entry_time(e, now),
+                               hits=e.hits, archived=e.archived))
+    _own_ids(mem, [op for op in ops if op.op == "ADD" and op.memory_id])
     ops += [MdOperation("DELETE", i, [], by_id[i].content, by_id[i].content) for i in removed]
     return ops
 
 
-def _edit(mem: Memory, e: MdEntry, old: MemoryRecord, w: Written | None, name: str) -> MdOperation | None:
+def _own_ids(mem: Memory, adds: list[MdOperation]) -> None:
+    """Keep each ADD's id from the file when it is a valid id no memory and no audit event of
+    this store uses (ids are unique across scopes; an audited id may be restored in its own
+    scope); else a new id, and `reason` says why."""
+    valid = [op for op in adds if validate.MEMORY_ID.fullmatch(op.memory_id)]
+    for op in adds:
+        if op not in valid:
+            op.reason = f"id {op.memory_id[:80]!r} is not a memory id (1-64 letters, digits, _ or -); a new id"
+    taken: set[str] = set()
+    for i in range(0, len(valid), 400):
+        ids = [op.memory_id for op in valid[i:i + 400]]
+        marks = ",".join("?" * len(ids))
+        for table, column in (("memories", "id"), ("memory_events", "memory_id")):
+            # one count for the batch (the events scan is the slow one), then one per id only if any is taken
+            if mem.store.raw_count(table, f"{column} IN ({marks})", ids):
+                taken |= {x for x in ids if mem.store.raw_count(table, f"{column} = ?", [x])}
+    for op in adds:
+        if op in valid and op.memory_id in taken:
+            op.reason = f"id {op.memory_id} is already in use in this store; a new id"
+        if op.reason:
+            op.memory_id = ""
+
+
+def _edit(mem: Memory, scope: Scope, e: MdEntry, old: MemoryRecord, w: Written | None,
+          name: str) -> MdOperation | None:
     """UPDATE for the fields a person changed: different from what memlane wrote and from
-    the store. Without a record of what was written, a difference cannot be told from a stale
-    file: the store is kept and the entry reported."""
+    the store. Without a record of what was written (a file older than the kept manifests,
+    a hand copy), a field is a person's only when it differs from every version of the memory
+    the audit trail holds; one that shows an older version is stale, and the store is kept."""
     score = None if e.score is None else f"{e.score:.2f}"
     if w is None:
-        if e.content != old.content or e.category != old.category or score not in (None, f"{old.score:.2f}"):
+        differs = e.content != old.content or e.category != old.category or score not in (None, f"{old.score:.2f}")
+        if not differs:
+            return None
+        digests, cats, scores = _versions(mem, scope, old.id)
+        fields = [f for f, new in (("content", e.content != old.content and content_digest(e.content) not in digests),
+                                   ("category", e.category != old.category and e.category not in cats),
+                                   ("score", score not in (None, f"{old.score:.2f}") and score not in scores)) if new]
+        if not fields:
             return MdOperation("SKIP", old.id, [], e.content, old.content, e.line,
-                               reason="differs from the store, but memlane has no record of writing this "
-                                      "entry, so it may be stale; the store is kept")
-        return None
+                               reason="shows an older version of the memory (memlane has no record of writing "
+                                      "this file); the store is kept")
+        _check(mem, e, name, content="content" in fields, category="category" in fields)
+        return MdOperation("UPDATE", old.id, fields, e.content, old.content, e.line, category=e.category,
+                           score=e.score)
     fields = []
     if content_digest(e.content) != w.digest and e.content != old.content:
         fields.append("content")
@@ -111,6 +162,19 @@ def _edit(mem: Memory, e: MdEntry, old: MemoryRecord, w: Written | None, name: s
         return None
     _check(mem, e, name, content="content" in fields, category="category" in fields)
     return MdOperation("UPDATE", old.id, fields, e.content, old.content, e.line, category=e.category, score=e.score)
+
+
+def _versions(mem: Memory, scope: Scope, memory_id: str) -> tuple[set[str], set[str], set[str]]:
+    """Every content (digest), category and score (as the file shows it) the memory had."""
+    digests, cats, scores = set(), set(), set()
+    for ev in mem.store.events(scope, memory_id, limit=100_000):
+        for snap in (ev.before, ev.after):
+            if snap:
+                digests.add(content_digest(str(snap.get("content", ""))))
+                cats.add(str(snap.get("category", "")))
+                if isinstance(snap.get("score"), int | float):
+                    scores.add(f"{snap['score']:.2f}")
+    return digests, cats, scores
 
 
 def _check(mem: Memory, e: MdEntry, name: str, *, content: bool, category: bool = True) -> None:
@@ -129,9 +193,7 @@ def apply_operations(mem: Memory, scope: Scope, ops: list[MdOperation], name: st
     deleted = []
     for op in ops:
         if op.op == "ADD":
-            rec = mem.add(op.content, category=op.category, importance=op.score, source="import", actor="import",
-                          metadata={"md_key": op.key}, user_id=uid, agent_id=aid)
-            op.memory_id = rec.id
+            op.memory_id = _insert(mem, scope, op, name).id
         elif op.op == "UPDATE":
             mem.update(op.memory_id, actor="import", reason=f"{name} line {op.line} edited",
                        content=op.content if "content" in op.fields else None,
@@ -141,6 +203,29 @@ def apply_operations(mem: Memory, scope: Scope, ops: list[MdOperation], name: st
             deleted.append(mem.delete(op.memory_id, actor="import", reason=f"removed from {name}",
                                       user_id=uid, agent_id=aid))
     return deleted
+
+
+def _insert(mem: Memory, scope: Scope, op: MdOperation, name: str) -> MemoryRecord:
+    """`Memory.add` of an imported entry, with what the entry says: its id, score, date,
+    hits and section (audited ADD, actor "import")."""
+    now = mem.clock()
+    when = op.last_activated or now
+    rec = MemoryRecord(
+        id=op.memory_id or new_id(), user_id=scope.user_id, agent_id=scope.agent_id, content=op.content,
+        category=op.category, score=initial_score(op.score, mem.config.policy), created_at=min(when, now),
+        updated_at=now, last_activated=when, activation_count=op.hits, source="import",
+        status="archived" if op.archived else "active", metadata={"md_key": op.key},
+    )
+    vec = mem._embed_one(rec.content)
+    reason = f"{name} line {op.line}" + (f": {op.reason}" if op.reason else "")
+    with mem.store.transaction():
+        rowid = mem.store.insert_memory(rec)
+        mem.store.put_vectors("memories", scope, [rowid], vec[None, :])
+        mem.store.add_event(scope, rec.id, "ADD", None, rec.snapshot(), "import", reason, now)
+    mem._after_write()
+    if rec.score >= mem.config.events.important_score:  # as `Memory.add` (seed 004 §11.2)
+        mem.events.emit(Event.memory_important(scope, rec.id, rec.content, rec.category, rec.score, now))
+    return rec
 
 
 def sync_memory_md(mem: Memory, scope: Scope, file: MemoryFile, name: str = "MEMORY.md", *,
@@ -161,8 +246,9 @@ def sync_memory_md(mem: Memory, scope: Scope, file: MemoryFile, name: str = "MEM
 
 def import_memory_md(mem: Memory, scope: Scope, path: Path | None = None, *,
                      dry_run: bool = False) -> list[MdOperation]:
-    """`memlane md import`: apply a person's edits (all or nothing), then rewrite the file so
-    new entries show their ids and stale ones are gone."""
+    """`memlane md import`: apply a person's edits (all or nothing), then rewrite the scope's
+    file so new entries show their ids and stale ones are gone (reading its own edits in
+    first, when `path` is another file)."""
     source = path or memory_path(mem, scope)
     if not source.is_file():
         raise ValidationError("file", f"{source} does not exist; `memlane md export` writes it")
@@ -172,7 +258,7 @@ def import_memory_md(mem: Memory, scope: Scope, path: Path | None = None, *,
                                       "refusing to read it as MEMORY.md")
     ops, deleted = sync_memory_md(mem, scope, file, source.name, dry_run=dry_run)
     if ops and not dry_run:
-        write_memory_md(mem, scope)
+        refresh_memory_md(mem, scope)
         forget_in_files(mem, scope, deleted)
     return ops
 
@@ -198,3 +284,72 @@ def forget_in_files(mem: Memory, scope: Scope, deleted: list[MemoryRecord], *, u
     profile = scope_dir(mem.config.home, scope) / userprofile.USER_FILE
     if user_md and profile.exists() and any(m.category in userprofile.PROFILE_CATEGORIES for m in deleted):
         userprofile.write_user_md(mem, scope, summarize=False)
+
+
+# ---- seed 001: MEMORY.md as the primary store ------------------------------------------------
+
+
+@dataclass
+class Refresh:
+    """One `refresh_memory_md`: the person's edits it applied, and whether the file was
+    written (`error` says why not)."""
+
+    written: bool = False
+    ops: list[MdOperation] = field(default_factory=list)
+    error: str | None = None
+
+
+def refresh_memory_md(mem: Memory, scope: Scope, *, attempts: int = 5) -> Refresh:
+    """Read a person's edits of MEMORY.md in (audited, actor "import"), then rewrite it.
+
+    A file byte for byte as memlane wrote it is not parsed. A file that cannot be imported
+    (a person's typo) is left as it is, with a warning, until it is fixed. When the file
+    changes between the read and the write (a person saved it, another process wrote it),
+    the whole step starts again, up to `attempts` times. A file that cannot be read or
+    written raises BackendError."""
+    path = memory_path(mem, scope)
+    done = Refresh()
+    for _ in range(attempts):
+        try:
+            raw: bytes | None = path.read_bytes()
+        except FileNotFoundError:
+            raw = None
+        except OSError as exc:
+            raise BackendError(f"cannot read {path}: {exc}; check that it is a readable file") from exc
+        deleted: list[MemoryRecord] = []
+        if raw is not None and not written_by_memlane(mem, scope, raw):
+            try:
+                file = _parse(raw, path)
+                ops, deleted = sync_memory_md(mem, scope, file, path.name)
+            except MemlaneError as exc:
+                done.error = f"{path} not imported, so not rewritten (fix it; `memlane md import` checks it): {exc}"
+                break
+            done.ops += [op for op in ops if op.op != "SKIP"]
+        if put_memory_md(mem, scope, path, raw):
+            forget_in_files(mem, scope, deleted)
+            done.written = True
+            return done
+    else:
+        done.error = f"{path} kept changing while memlane wrote it; the next write tries again"
+    log.warning("%s", done.error)
+    return done
+
+
+def _parse(raw: bytes, path: Path) -> MemoryFile:
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise ValidationError("file", f"{path} is not UTF-8 text (byte {exc.start}); save it as UTF-8") from None
+    return parse_memory_md(text)
+
+
+def after_change(mem: Memory, scope: Scope) -> None:
+    """Seed 001 (`lifecycle.markdown_primary`): MEMORY.md is rewritten after every save, the
+    person's edits read in first. Called after extraction jobs too; a write that fails there
+    is logged, never the job's failure (its changes are committed): the next write retries."""
+    if not mem.config.lifecycle.markdown_primary or mem._md_paused:
+        return
+    try:
+        refresh_memory_md(mem, scope)
+    except MemlaneError as exc:
+        log.warning("MEMORY.md of user %r not rewritten: %s", scope.user_id, exc)
