@@ -155,8 +155,8 @@ def test_triggers_more_than_n_unarchived_or_six_hours(make_memory: Callable[...,
     for text in ("two", "three", "four"):
         say(memory, clock.now, text)
     assert memory.archive(user_id="u1").ran is False  # 3 is not more than 3
-    say(memory, clock.now, "five")
-    assert memory.archive(user_id="u1").ran is True
+    say(memory, clock.now, "five")  # 4 > 3: the per-turn check (seed 000 每轮检查) archives at once
+    assert [m["archived"] for m in history(memory)] == [True] * 5
     say(memory, clock.now, "six")
     clock.now += timedelta(hours=6)
     assert memory.archive(user_id="u1").reason == "6 hours since the last run"
@@ -194,10 +194,11 @@ def test_overflow_emits_an_event_and_forces_archiving(make_memory: Callable[...,
     old = datetime(2026, 1, 10, 9, tzinfo=UTC)
     memory.add_messages("s1", [{"role": "user", "content": f"旧消息 {i}",
                                 "created_at": (old + timedelta(minutes=i)).isoformat()} for i in range(8)], user_id="u1")
-    report = memory.archive(user_id="u1")  # first run: summaries fail, nothing may be dropped
-    assert report.failed == 8 and len(history(memory)) == 8
-    assert memory.archive(user_id="u1").events == ["history_overflow"]
+    # past the hard cap with nothing archived: the per-turn check emits history_overflow and
+    # archives at once; the summaries fail, and nothing may be dropped
     assert overflow and overflow[0].payload["count"] == 8
+    assert len(history(memory)) == 8 and all(m["archiveAttempts"] == 1 for m in history(memory))
+    assert memory.archive(user_id="u1").events == ["history_overflow"]
     memory.llm.enqueue("- 旧消息")
     report = memory.archive(user_id="u1", force=True)
     assert report.archived == 8 and len(history(memory)) == 4  # trimmed to the soft cap once archived

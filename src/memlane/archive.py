@@ -21,7 +21,8 @@ import logging
 import math
 import re
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 from pathlib import Path
@@ -42,6 +43,7 @@ log = logging.getLogger(__name__)
 
 HISTORY_FILE = "history.json"
 STATE_FILE = ".archive-state.json"
+LOCK_FILE = ".history.lock"
 Archived = bool | Literal["pending"]
 Bucket = Literal["raw", "daily", "monthly"]
 
@@ -137,6 +139,24 @@ def enforce_caps(msgs: list[HistoryMessage], cfg: ArchiveConfig) -> CapResult:
     res.over_soft = len(msgs) > cfg.history_soft_cap
     res.overflow = over_hard()
     return res
+
+
+@contextmanager
+def history_lock(root: Path) -> Iterator[None]:
+    """One writer of history.json at a time, across threads and processes (an flock on a
+    lock file; where the platform has none, writers rely on the next sync to heal a lost write)."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not POSIX
+        yield
+        return
+    root.mkdir(parents=True, exist_ok=True)
+    with open(root / LOCK_FILE, "a+b") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
 
 
 # ---- archiving ----------------------------------------------------------------------------
@@ -260,6 +280,7 @@ class FileArchive:
         self.summarize = summarize or extractive_summary
         self.emit = emit
         self.mirror = mirror
+        self._known: set[str] = set()  # ids the file held when last read or written here
 
     @property
     def history_path(self) -> Path:
@@ -267,6 +288,11 @@ class FileArchive:
 
     def load(self) -> list[HistoryMessage]:
         """history.json as messages; a broken file is reported, never overwritten."""
+        msgs = self._read()
+        self._known = {m.id for m in msgs}
+        return msgs
+
+    def _read(self) -> list[HistoryMessage]:
         path = self.history_path
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
@@ -280,8 +306,25 @@ class FileArchive:
             raise ValidationError("history.json", f"{path} must hold a JSON list of messages")
         return [HistoryMessage.from_json(raw, f"history.json[{i}]") for i, raw in enumerate(data)]
 
-    def save(self, msgs: Sequence[HistoryMessage]) -> None:
+    def save(self, msgs: list[HistoryMessage]) -> None:
+        """Write `msgs`, first taking in the messages a per-turn writer appended since `load`
+        (an archive run summarises for a while; their turns must not drop out of the file)."""
+        with history_lock(self.root):
+            try:
+                current = self._read()
+            except ValidationError:
+                current = []  # broken meanwhile: ours is the good copy
+            have = {m.id for m in msgs}
+            new = [m for m in current if m.id not in have and m.id not in self._known]
+            if new:
+                msgs.extend(new)
+                msgs.sort(key=lambda m: m.created_at)
+            self.write(msgs)
+
+    def write(self, msgs: Sequence[HistoryMessage]) -> None:
+        """Write `msgs` as they are (the caller holds `history_lock`)."""
         atomic_write(self.history_path, _dump(msgs))
+        self._known = {m.id for m in msgs}
 
     def _state(self) -> dict[str, Any]:
         try:
@@ -303,17 +346,43 @@ class FileArchive:
         msgs.sort(key=lambda m: m.created_at)
         return len(new)
 
-    def due(self, msgs: Sequence[HistoryMessage], now: datetime) -> str:
-        """Why archiving should run now ('' when it should not): seed 000's triggers."""
+    def due(self, msgs: Sequence[HistoryMessage], now: datetime, *, first_run: bool = True) -> str:
+        """Why archiving should run now ('' when it should not): seed 000's triggers. Without
+        `first_run`, a scope never archived counts its 6 hours from when history.json was
+        first kept (a per-turn check must not archive the very first message)."""
         unarchived = sum(1 for m in msgs if m.archived is False)
         if unarchived > self.cfg.trigger_unarchived:
             return f"{unarchived} unarchived messages > {self.cfg.trigger_unarchived}"
         if any(m.archived is False and m.attempts and m.next_at is not None and m.next_at <= now for m in msgs):
             return "a failed group's back-off has passed"
         last = self.last_run()
+        if last is None and not first_run:
+            last = _opt_time(self._state().get("keptSince"))
+            if last is None:
+                return ""
+            if unarchived and now - last >= timedelta(hours=self.cfg.trigger_hours):
+                return f"{self.cfg.trigger_hours:g} hours since history.json was started"
+            return ""
         if unarchived and (last is None or now - last >= timedelta(hours=self.cfg.trigger_hours)):
             return "first run" if last is None else f"{self.cfg.trigger_hours:g} hours since the last run"
         return ""
+
+    def keep(self, turns: Sequence[Turn], now: datetime) -> str:
+        """Seed 000's per-round check ("Supervisor 每轮检查"): add `turns` to history.json and
+        trim it to its caps; returns why archiving should run now ('' when it should not)."""
+        with history_lock(self.root):
+            msgs = self.load()
+            added = self.sync(msgs, turns)
+            caps = enforce_caps(msgs, self.cfg)
+            if added or caps.removed or not self.history_path.exists():
+                self.write(msgs)
+            if not self._state():
+                atomic_write(self.root / STATE_FILE, json.dumps({"keptSince": now.isoformat()}) + "\n")
+        if caps.overflow:
+            return "history_overflow"
+        if caps.over_soft:
+            return "over the soft cap"
+        return self.due(msgs, now, first_run=False)
 
     def run(self, turns: Sequence[Turn], now: datetime, *, force: bool = False) -> ArchiveReport:
         """One Supervisor round: sync, caps, and archiving when a trigger holds (or `force`,
@@ -486,15 +555,20 @@ class FileHit:
     content: str
     score: float
     method: Literal["bm25", "substring"] = "bm25"
+    memory_id: str = ""  # a MEMORY.md entry taken from the store (see `corpus`)
 
 
-def corpus(root: Path) -> list[tuple[str, str]]:
+def corpus(root: Path, memories: Sequence[tuple[str, str]] | None = None) -> list[tuple[str, str]]:
     """(path, text) of every searchable document: MEMORY.md's active entries, memory/*.md,
     and memory/summary/*.md minus the daily summaries a monthly summary merged (the ones it
     records; one that records nothing hides its whole month, seed 000's rule as written). Raw
     files are all searched: seed 000's "≤ 5 days" is their age when written, and nothing
-    else holds those messages later."""
-    docs = [(MEMORY_FILE, e.content) for e in read_memory_md(root / MEMORY_FILE) if not e.archived]
+    else holds those messages later. `memories` ((id, content) pairs) stand in for MEMORY.md's
+    entries: the store's active memories, fresher than the file between refreshes."""
+    if memories is None:
+        docs = [(MEMORY_FILE, e.content) for e in read_memory_md(root / MEMORY_FILE) if not e.archived]
+    else:
+        docs = [(f"{MEMORY_FILE}#{mid}", content) for mid, content in memories]
     mem_dir = root / "memory"
     if mem_dir.is_dir():
         docs += [(f"memory/{p.name}", _body(p.read_text(encoding="utf-8"))) for p in sorted(mem_dir.glob("*.md"))]
@@ -510,10 +584,11 @@ def corpus(root: Path) -> list[tuple[str, str]]:
     return [(path, text) for path, text in docs if text]
 
 
-def search_files(root: Path, keywords: Sequence[str], cfg: ArchiveConfig) -> list[FileHit]:
+def search_files(root: Path, keywords: Sequence[str], cfg: ArchiveConfig,
+                 memories: Sequence[tuple[str, str]] | None = None) -> list[FileHit]:
     """BM25 over the files (k1 1.2, b 0.75, score ≥ 0.2); when that finds nothing, a plain
     substring scan (seed 000 falls back to `rg`)."""
-    docs = corpus(root)
+    docs = corpus(root, memories)
     if not docs or not keywords:
         return []
     scores = bm25_scores([tokens(t) for _, t in docs], fts_terms([k.lower() for k in keywords]),
@@ -524,6 +599,8 @@ def search_files(root: Path, keywords: Sequence[str], cfg: ArchiveConfig) -> lis
             n = sum(1 for k in keywords if k.lower() in t.lower())
             if n:
                 hits.append(FileHit(p, t, float(n), "substring"))
+    for h in hits:  # "MEMORY.md#id": an entry of the store's, shown as seed 000's [memory.md] tag
+        h.path, _, h.memory_id = h.path.partition("#")
     # best first; among equals the newest file (names sort by date)
     return sorted(hits, key=lambda h: (-h.score, _reverse(h.path)))
 
@@ -532,14 +609,15 @@ def _reverse(path: str) -> tuple[int, ...]:
     return tuple(-ord(c) for c in path)
 
 
-def pack_hits(hits: Sequence[FileHit], ctx: ContextConfig) -> list[str]:
+def pack_hits(hits: Sequence[FileHit], ctx: ContextConfig, max_tokens: int | None = None) -> list[str]:
     """`[path] content` lines, best first, until 5 hits or the 2048-token budget (seed 000)."""
     lines: list[str] = []
     used = 0
+    budget = ctx.memory_tokens if max_tokens is None else max_tokens
     for h in hits:
         line = f"[{h.path}] {cut(' '.join(h.content.split()), ctx.snippet_chars)}"
         cost = estimate_tokens(line)
-        if used + cost > ctx.memory_tokens:
+        if used + cost > budget:
             break
         lines.append(line)
         used += cost
@@ -583,3 +661,37 @@ def archive_context(mem: Memory, scope: Scope, pending: str) -> tuple[str, list[
     hits = search_files(fa.root, words, mem.config.archive)
     lines = pack_hits(hits, mem.config.context)
     return ("## Memory\n" + "\n".join(lines) if lines else ""), hits[: len(lines)]
+
+
+def context_block(mem: Memory, scope: Scope, pending: str, recent: Sequence[str], max_tokens: int,
+                  skip: set[str] | frozenset[str] = frozenset(), heading: str = "## Memory") -> tuple[str, list[FileHit]]:
+    """`build_context`'s relevant memories under `context.memory_source = "files"`: seed 000's
+    keywords (the pending input, then the last 5 messages) and BM25 over MEMORY.md's entries
+    — read from the store, so a memory is found before the next file refresh — memory/ and
+    memory/summary/, `[source] content` lines under `heading` (seed 000's "## Memory") within
+    `max_tokens`; '' when nothing hits."""
+    now = mem.clock()
+    entries = [(m.id, m.content) for m in mem.store.list_memories(scope, status="active")
+               if m.id not in skip and (m.expires_at is None or m.expires_at > now)]
+    words = query_keywords(pending, list(recent)[-5:], mem.config.search.keywords_max)
+    hits = search_files(scope_dir(mem.config.home, scope), words, mem.config.archive, entries)
+    lines = pack_hits(hits, mem.config.context, max_tokens - estimate_tokens(heading + "\n"))
+    return (heading + "\n" + "\n".join(lines) if lines else ""), hits[: len(lines)]
+
+
+def after_turns(mem: Memory, scope: Scope, turns: Sequence[Turn]) -> ArchiveReport | None:
+    """Seed 000 per turn (`lifecycle.history_per_turn`): history.json gets the new turns and
+    its caps; when a trigger holds, archiving runs — in the background worker when an LLM
+    writes the summaries (the caller never waits on it), else here (extractive, quick)."""
+    if not mem.config.lifecycle.history_per_turn:
+        return None
+    fa = file_archive(mem, scope)
+    # the newest turns of the scope, not only these: a write lost to a crash is healed here
+    recent = mem.store.get_turns(scope, limit=len(turns) + 20, newest_first=True)
+    fresh = {t.id: t for t in [*recent[::-1], *turns]}  # by id: a back-dated turn is not among the newest
+    if not fa.keep(list(fresh.values()), mem.clock()):
+        return None
+    if mem.llm is not None and not mem.config.extraction.wait_for_llm:
+        mem.worker.submit(lambda: run_archive(mem, scope), key=("archive", scope))
+        return None
+    return fa.run(turns, mem.clock())

@@ -259,6 +259,10 @@ class ContextConfig(_Section):
     core_min_score: float = 0.5  # seed 001 §4.1
     core_top_k: int = Field(20, ge=1)  # seed 001 §4.1
     auto_inject_memories: bool = True  # seed 002: False, the agent uses the tools
+    # where build_context's relevant memories come from: "store" (hybrid search over the
+    # memories) or "files", seed 000's keywords + BM25 over MEMORY.md, memory/ and
+    # memory/summary/ (`memlane.archive`), as the file-archive profile does
+    memory_source: Literal["store", "files"] = "store"
     memory_heading: str = ""  # seed 000: "## Memory"; "" = the localized "## 相关记忆" / "## Relevant memories"
     # without a model: seed 000's fixed budgets above, plus these two for the other blocks
     system_tokens: int = Field(1228, ge=1)  # seed 004 §4.3: 15 % of the 8192-token default window
@@ -283,6 +287,19 @@ class SessionConfig(_Section):
     summary_max_lines: int = Field(12, ge=1)  # offline extractive summary: lines kept per compaction
     summary_tokens_max: int = Field(2048, ge=64)  # the merged rolling summary keeps its newest lines within this
     episode_memory: bool = False  # seed 003: an episode is also a memory of category "episode", decaying with it
+    # Seed 002 §4 "话题切换时自动归档旧任务": a user turn sharing less than this share of its
+    # keywords with the current topic (the focus and the turns since it was set) switches the
+    # topic: the old focus moves to the finished tasks, the turn becomes the focus. None: the
+    # scratchpad changes only when the caller reports it. Not from a seed: 0.2, measured on 14
+    # zh + en turns after a trip plan (issue 13): follow-ups share 0.25-1.0, other topics 0.0
+    # (one, "推荐个菜谱" after "推荐…酒店", 0.33: missed). Keywords, not embeddings: e5's cosine
+    # put a new topic (0.90) above a follow-up (0.87); the hash embedder is word overlap anyway.
+    topic_shift_below: float | None = Field(None, ge=0, le=1)
+    # not from a seed: a turn with fewer keywords ("那第二天呢？", "what about the hotel?")
+    # continues the topic, and this many earlier turns (both roles) make up its vocabulary
+    topic_min_keywords: int = Field(3, ge=1)
+    topic_context_turns: int = Field(6, ge=0)
+    focus_chars: int = Field(200, ge=16)  # not from a seed: an automatic focus is the turn cut to this
 
 
 class ExtractionConfig(_Section):
@@ -356,6 +373,8 @@ class LifecycleConfig(_Section):
     # file held), so a file an older or concurrent writer left behind can still be read as edited
     md_manifests_kept: int = Field(8, ge=1)
     archive_turns: bool | None = None  # seed 000: archive old turns into memory/; None = only under file-archive
+    # seed 000: history.json is kept per turn (synced, capped, archived when a trigger holds)
+    history_per_turn: bool = False
     reviewer: bool | None = None  # seed 003 MemoryReviewer (needs an LLM); None = only under companion
     review_max_per_run: int = Field(50, ge=0)  # not from a seed: bounds the reviewer's LLM calls per scope and run
     scheduler_poll_seconds: float = Field(60.0, gt=0)  # how often the scheduler thread checks whether a run is due
@@ -638,8 +657,9 @@ PROFILES: dict[str, dict[str, Any]] = {
     "default": {},
     "file-archive": {  # seed 000
         "search": {"activate_on_hit": False},
-        "context": {"memory_heading": "## Memory"},
-        "lifecycle": {"schedule_hours": 6.0},
+        # seed 000: the Supervisor's file retrieval, under its own heading
+        "context": {"memory_heading": "## Memory", "memory_source": "files"},
+        "lifecycle": {"schedule_hours": 6.0, "history_per_turn": True},
     },
     "scored-markdown": {  # seed 001
         "policy": {
@@ -661,6 +681,7 @@ PROFILES: dict[str, dict[str, Any]] = {
             "transient_ends_with_session": True,  # seed 002 §4: TRANSIENT "end_session 时清理"
         },
         "context": {"auto_inject_memories": False},
+        "session": {"topic_shift_below": 0.2},  # seed 002 §4: topic switches archive the old task
         # seed 002 §6: extract_from_turn_v2 on user messages, ≤5 per session, ≥30 chars
         "extraction": {"max_per_session": 5, "min_message_chars": 30, "every_n_user_messages": 1},
         "lifecycle": {"nightly_at": "03:00"},
@@ -685,6 +706,7 @@ PROFILES: dict[str, dict[str, Any]] = {
         # seed 003: the monitor (后台小祥) runs after every turn, within seed 002 §6's ≤5 per session
         "extraction": {"every_n_user_messages": 1, "min_message_chars": 1},
         "session": {"compaction_cap": 30, "episode_memory": True},
+        "context": {"history_max_messages": 30},  # seed 003: working memory of 30 messages
     },
     "consolidator": {  # seed 004
         "policy": {"categories": ["knowledge", "preference", "skill", "project"], "default_category": "knowledge"},
@@ -696,5 +718,8 @@ PROFILES: dict[str, dict[str, Any]] = {
              "conditions": [{"field": "payload.message_count", "op": ">=", "value": 3}], "actions": ["episode"]},
         ]},
         "session": {"compaction_cap": 200, "episode_min_messages": 3},
+        # seed 004 §4.1: no message cap, the window fills its token budget (at most the 200
+        # uncompacted messages)
+        "context": {"history_max_messages": 200},
     },
 }

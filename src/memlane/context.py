@@ -16,9 +16,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from memlane.archive import context_block
 from memlane.config import ContextConfig
 from memlane.errors import NotFound
-from memlane.models import Hit, MemoryRecord, Scope
+from memlane.models import Hit, MemoryRecord, Scope, Turn
 from memlane.review import record_injected
 from memlane.sessions import WindowMessage, render_scratchpad, select_window, window_turns
 from memlane.text import cut, estimate_tokens, keywords, language_of
@@ -281,6 +282,17 @@ def _history_block(msgs: Sequence[WindowMessage], heading: str, budget: int) -> 
     return Block("history", "\n".join([heading, *(m.line() for m in msgs)]), budget, len(msgs))
 
 
+def _file_hits(memory: Memory, scope: Scope, query: str, turns: Sequence[Turn], budget: int,
+               shown: set[str], heading: str) -> tuple[list[Hit], str]:
+    """Seed 000's retrieval (`context.memory_source = "files"`): keywords + BM25 over MEMORY.md's
+    entries, memory/ and memory/summary/, under `## Memory`; see `memlane.archive.context_block`."""
+    text, found = context_block(memory, scope, query, [t.content for t in turns[-5:]], budget, shown, heading)
+    hits = [Hit(corpus="memories", id=h.memory_id, content=h.content, score=h.score, source=h.path)
+            if h.memory_id else Hit(corpus="turns", id=h.path, content=h.content, score=h.score, source=h.path)
+            for h in found]
+    return hits, text
+
+
 def build_context(
     memory: Memory,
     session_id: str | None,
@@ -326,7 +338,10 @@ def build_context(
     hits: list[Hit] = []
     mem_text = ""
     # a query without words (「？」, an emoji) has nothing to be relevant to
-    if cfg.auto_inject_memories and query and keywords(query):
+    if cfg.auto_inject_memories and query and keywords(query) and cfg.memory_source == "files":
+        hits, mem_text = _file_hits(memory, scope, query, turns, budgets.memories, {m.id for m in core},
+                                    cfg.memory_heading or _HEAD[language]["memories"])
+    elif cfg.auto_inject_memories and query and keywords(query):
         shown = {m.id for m in core}
         # seed 000 "无命中时不注入": only memories relevant by an absolute measure. Showing a
         # memory is not using it (seed 003): never activates; `Memory.feedback` judges use
@@ -350,7 +365,8 @@ def build_context(
     blocks.append(_history_block(window, heading, budgets.history))
 
     if session is not None:  # issue 6: `Memory.feedback` judges which of these the reply used
-        record_injected(memory, scope, session.id, [m.id for m in core] + [h.id for h in hits])
+        record_injected(memory, scope, session.id,
+                        [m.id for m in core] + [h.id for h in hits if h.corpus == "memories"])
     return Context(session_id=session_id, user_id=scope.user_id, agent_id=scope.agent_id, query=query,
                    language=language, budgets=budgets, blocks=blocks, history=window, memories=hits, core=core)
 
