@@ -82,3 +82,19 @@ def test_forget_that_with_nothing_meant_deletes_nothing(memory: Memory) -> None:
     kept = memory.add("用户喜欢喝白茶", user_id="u1")
     memory.add_messages("s1", [bot("好的"), user("忘掉那个")], user_id="u1")
     assert [x.id for x in memory.list(user_id="u1")] == [kept.id]
+
+
+@pytest.mark.parametrize("words, kept", [
+    (["我喜欢茶", "记住这个", "我也喜欢红茶", "记住这个", "忘掉我喜欢茶"], ["用户也喜欢红茶"]),
+    (["I like tea", "remember this", "I also like green tea", "remember this", "forget that I like tea"],
+     ["The user also likes green tea."]),
+    (["我喜欢茶", "记住这个", "我也喜欢红茶", "记住这个", "忘掉所有关于茶的"], []),
+])
+def test_forgetting_takes_the_memory_meant_not_every_one_sharing_its_words(
+        make_memory: Callable[..., Memory], words: list[str], kept: list[str]) -> None:
+    m = make_memory()
+    for i, text in enumerate(words):
+        m.add_messages("s1", [{"role": "user", "content": text}], user_id="u1")
+        if i == 3:
+            assert len(m.list(user_id="u1")) == 2
+    assert sorted(r.content for r in m.list(user_id="u1")) == kept

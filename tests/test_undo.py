@@ -93,9 +93,11 @@ def test_the_persons_own_forget_lets_the_llm_delete_the_memory_it_names(mem: Mem
                             {"role": "user", "content": "记住我对花生过敏"}], user_id="u1")
     plate, peanut = (next(x for x in mem.list(user_id="u1") if w in x.content) for w in ("车牌", "花生"))
     assert plate.pinned and plate.verified and plate.source == "user"
-    # "车牌号": the offline resolution (every character) misses it; the LLM's DELETE names it
+    # the person's own command forgets it at once, offline (车牌号 ~ 车牌是…), the allergy stays
     mem.add_messages("s1", [{"role": "user", "content": "忘掉我的车牌号"}], user_id="u1")
-    assert mem.get(plate.id, user_id="u1")
+    assert [x.id for x in mem.list(user_id="u1")] == [peanut.id]
+    mem.restore(plate.id, user_id="u1")
+    # the LLM may then delete what that request names, and only that
     mem.llm.enqueue(ops({"op": "DELETE", "id": plate.id, "reason": "用户要求忘掉车牌"},
                         {"op": "DELETE", "id": peanut.id}))
     report = mem.extract("s1", user_id="u1")

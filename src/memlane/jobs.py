@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import threading
 import uuid
 from collections.abc import Callable, Sequence
@@ -375,18 +376,25 @@ class JobRunner:
         return list(out.values())
 
     def _resolve_forgets(self, ops: list[Operation], scope: Scope, report: JobReport) -> list[Operation]:
-        """FORGET query → DELETE of each memory that holds every keyword of the query."""
+        """FORGET query → DELETE of the memory the user means: of those holding every keyword
+        of the query, the ones saying least besides it ("忘掉那个" after "我喜欢茶" forgets
+        用户喜欢茶, not 用户喜欢红茶); every match when the user says "all / 所有"."""
         out: list[Operation] = []
         for op in ops:
             if op.op != "FORGET":
                 out.append(op)
                 continue
-            words = keywords(op.query or "")
-            hits = self.retrieve(scope, op.query or "", 10) if words else []
+            query = op.query or ""
+            words = [w for w in keywords(query) if w.lower() not in _ABOUT]
+            hits = self.retrieve(scope, query, 10) if words else []
             matched = [h.memory for h in hits
                        if h.memory is not None and all(_holds(h.memory.content, w) for w in words)]
+            if matched and not _ALL.search(query):
+                extra = {m.id: _extra_words(m.content, query) for m in matched}
+                least = min(extra.values())
+                matched = [m for m in matched if extra[m.id] == least]
             if not matched:
-                report.unmatched_forgets.append(op.query or "")
+                report.unmatched_forgets.append(query)
             out += [Operation("DELETE", id=m.id, reason=op.reason, source="user") for m in matched]
         return out
 
@@ -512,11 +520,27 @@ def _person_guard(asked: Sequence[str]) -> Guard:
 
 
 def _holds(content: str, word: str) -> bool:
-    """A query word is in a memory: every character of a CJK word (养猫 ~ 养了一只橘猫), or a
-    Latin word's stem-ish prefix (prefer ~ prefers)."""
+    """A query word is in a memory: every character of a CJK word (养猫 ~ 养了一只橘猫), or of
+    one of its two-character parts for a longer word (车牌号 ~ 车牌是…), or a Latin word's
+    stem-ish prefix (prefer ~ prefers)."""
     if CJK_RUN.fullmatch(word):
-        return all(ch in content for ch in word)
+        if all(ch in content for ch in word):
+            return True
+        return len(word) > 2 and any(word[i:i + 2] in content for i in range(len(word) - 1))
     return word.lower()[: max(4, len(word) - 2)] in content.lower()
+
+
+# "forget all / everything about …": every memory that matches goes, not only the closest
+_ALL = re.compile(r"所有|全部|一切|都忘|\b(?:all|every|everything)\b", re.I)
+_SUBJECT_WORDS = frozenset({"用户", "user", "the", "users"})
+# words of the request itself, not of the memory meant ("忘掉所有关于茶的记忆")
+_ABOUT = frozenset({"所有", "全部", "一切", "关于", "有关", "记忆", "内容", "everything", "all", "every",
+                    "about", "memories", "memory"})
+
+
+def _extra_words(content: str, query: str) -> int:
+    """How many of a memory's keywords the forget query does not hold: what else it says."""
+    return sum(1 for w in keywords(content) if w.lower() not in _SUBJECT_WORDS and not _holds(query, w))
 
 
 
