@@ -68,17 +68,21 @@ def test_python_blocks_run_as_shown(index: int, tmp_path: Path) -> None:
     pytest.importorskip("openai", reason="the OpenAI SDK is not installed: pip install 'memlane[openai]'")
     script = tmp_path / "block.py"
     script.write_text(PYTHON[index], encoding="utf-8")
+    agent_loop = "chat.completions" in PYTHON[index]
     with openai_stub(model) as (base_url, seen):
         env = clean_env(tmp_path, OPENAI_BASE_URL=base_url, OPENAI_API_KEY="stub")
-        proc = subprocess.run([sys.executable, str(script)], cwd=tmp_path, env=env,
-                              capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stderr
-    if "chat.completions" in PYTHON[index]:
-        assert len(seen) == 4 and all(body["tools"] for _, body in seen)
+        for _ in range(2 if agent_loop else 1):  # the README says: run it twice
+            proc = subprocess.run([sys.executable, str(script)], cwd=tmp_path, env=env,
+                                  capture_output=True, text=True, timeout=300)
+            assert proc.returncode == 0, proc.stderr
+    if agent_loop:
+        assert len(seen) == 8 and all(body["tools"] for _, body in seen)
         assert "番茄炒蛋" in proc.stdout
         # the second user message's context carries what the first stored, tool turns included
         second = seen[2][1]["messages"]
         assert [m["role"] for m in second[1:]] == ["user", "assistant", "tool", "assistant", "user"]
+        assert "用户对花生过敏" not in seen[0][1]["messages"][0]["content"]
+        assert "用户对花生过敏" in seen[4][1]["messages"][0]["content"]  # end_session distilled it
 
 
 def test_shell_blocks_run_their_memlane_and_python_lines(tmp_path: Path) -> None:
