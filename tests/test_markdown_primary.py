@@ -20,28 +20,7 @@ from memlane import Memory
 from memlane.markdown import can_exchange, read_memory_file, read_memory_md
 from memlane.testing import ManualClock, ScriptedLLM
 from tests.conftest import PROFILE_NAMES, T0, make_config, ops
-
-SEED_EXAMPLE = """# Agent Memory
-
-<!-- Last updated: 2026-02-20T10:30:00 -->
-<!-- Total entries: 15 -->
-
-## Active Memories
-
-### [a1b2c3] preference | 0.92 | 2026-02-20 | 12
-用户喜欢简洁的代码风格，不喜欢过多注释
-
-### [d4e5f6] fact | 0.88 | 2026-02-19 | 8
-用户的主要开发语言是 Python，常用 FastAPI 框架
-
-### [g7h8i9] workflow | 0.85 | 2026-02-20 | 15
-用户每天早上 9 点查看 A 股行情，关注新能源板块
-
-## Archived Memories
-
-### [x1y2z3] fact | 0.18 | 2026-01-10 | 2
-用户曾尝试用 Vue 写前端，但后来放弃了
-"""
+from tests.test_markdown import SEED_EXAMPLE
 
 SEED_FIELDS = [  # id, category, score, last_activated, hits, status
     ("a1b2c3", "preference", 0.92, "2026-02-20", 12, "active"),

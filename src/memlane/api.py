@@ -725,15 +725,20 @@ class Memory:
         before = self.get(memory_id, user_id=user_id, agent_id=agent_id)
         if not changes:
             return before
-        now = self.clock()
-        after = before.model_copy(update={**changes, "updated_at": now})
+        after = before.model_copy(update={**changes, "updated_at": self.clock()})
+        return self._rewrite(scope, before, after, kind, actor, reason)
+
+    def _rewrite(self, scope: Scope, before: MemoryRecord, after: MemoryRecord, kind: str, actor: str,
+                 reason: str) -> MemoryRecord:
+        """Store `after` over `before` (re-embedded when its text changed), audited as `kind`."""
         content_changed = after.content != before.content
         vec = self._embed_one(after.content) if content_changed else None
         with self.store.transaction():
             rowid = self.store.update_memory(after, content_changed=content_changed)
             if vec is not None:
                 self.store.put_vectors("memories", scope, [rowid], vec[None, :])
-            self.store.add_event(scope, memory_id, kind, before.snapshot(), after.snapshot(), actor, reason, now)
+            self.store.add_event(scope, after.id, kind, before.snapshot(), after.snapshot(), actor, reason,
+                                 after.updated_at)
         self._after_memory_change(scope)
         return after
 

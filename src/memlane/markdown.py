@@ -111,7 +111,8 @@ def atomic_write(path: Path, text: str | bytes, *, backup: bool = False) -> None
         raise BackendError(f"cannot write {path}: {exc}; check the directory's permissions and free space") from exc
 
 
-def _replace(path: Path, data: bytes) -> None:
+def _temp_copy(path: Path, data: bytes) -> str:
+    """`data` written and fsync'd to a temp file beside `path` (the caller renames it)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     _remove_stale_temps(path)
     # the writer's pid in the name tells a live writer's temp file from a dead one's
@@ -121,6 +122,15 @@ def _replace(path: Path, data: bytes) -> None:
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return tmp
+
+
+def _replace(path: Path, data: bytes) -> None:
+    tmp = _temp_copy(path, data)
+    try:
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
@@ -510,14 +520,8 @@ def _swap_in(target: Path, data: bytes, expect: bytes | None) -> bool:
     is exchanged atomically with ours (Linux `renameat2`), and when what came out is not what
     we read, exchanged back. Where the exchange is not supported, the check and the replace
     leave a window of microseconds."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    _remove_stale_temps(target)
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.{os.getpid()}-", suffix=".tmp")
+    tmp = _temp_copy(target, data)
     try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
         if expect is None:
             try:
                 os.link(tmp, target)

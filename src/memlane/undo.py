@@ -69,17 +69,8 @@ def undo(mem: Memory, scope: Scope, memory_id: str, *, actor: str = "api") -> Me
     if last.before is None:  # it was added (or restored): undoing removes it, restorably
         mem.delete(memory_id, user_id=scope.user_id, agent_id=scope.agent_id or None, actor=actor, reason=why)
         return _events(mem, scope, memory_id)[-1]
-    now = mem.clock()
     previous = _record(last.before, scope, memory_id, f"{last.kind} event #{last.id}")
-    previous = previous.model_copy(update={"updated_at": now})
-    changed = previous.content != current.content
-    vec = mem._embed_one(previous.content) if changed else None
-    with mem.store.transaction():
-        rowid = mem.store.update_memory(previous, content_changed=changed)
-        if vec is not None:
-            mem.store.put_vectors("memories", scope, [rowid], vec[None, :])
-        mem.store.add_event(scope, memory_id, "RESTORE", current.snapshot(), previous.snapshot(), actor, why, now)
-    mem._after_memory_change(scope)
+    mem._rewrite(scope, current, previous.model_copy(update={"updated_at": mem.clock()}), "RESTORE", actor, why)
     return _events(mem, scope, memory_id)[-1]
 
 
