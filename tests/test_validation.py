@@ -7,6 +7,7 @@ argument or field of an otherwise valid call or file."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -357,3 +358,31 @@ def test_whatever_gets_in_goes_out_and_back_in(make_memory: Callable[..., Memory
     dst = make_memory(home=tmp_path / "other")
     report = dst.import_(path)
     assert report.added["turn"] == 3 and report.added.get("memory", 0) == len(src.list(user_id="u1"))
+
+
+_LATE_BAD = [None, 5, "", "\ud800", "x" * 100_000, {"a": {"b": 1}}, [1], float("nan"), True, b"bytes", "a\x00b"]
+
+
+@pytest.mark.parametrize("call", [
+    lambda m, v: m.attachments.add(v, data=b"x", user_id="u1"),
+    lambda m, v: m.attachments.add("n", data=v, user_id="u1"),
+    lambda m, v: m.attachments.add("n", uri=v, user_id="u1"),
+    lambda m, v: m.attachments.add("n", data=b"x", duration=v, user_id="u1"),
+    lambda m, v: m.attachments.add("n", data=b"x", metadata=v, user_id="u1"),
+    lambda m, v: m.attachments.get(v, user_id="u1"),
+    lambda m, v: m.session_state.update("s1", user_id="u1", variables=v),
+    lambda m, v: m.events.stored(user_id="u1", limit=v),
+    lambda m, v: m.events.run_pending(v, user_id="u1"),
+    lambda m, v: m.delete_turns(v, user_id="u1"),
+    lambda m, v: m.delete_session(v, user_id="u1"),
+    lambda m, v: m.restore(v, user_id="u1"),
+    lambda m, v: m.undo(v, user_id="u1"),
+    lambda m, v: m.search("hello", user_id="u1", min_score=v),
+])
+def test_later_entry_points_refuse_bad_input_cleanly(memory: Memory, call: Any) -> None:
+    """Attachments, session state, stored events, forgetting and undo check their input with
+    the same validators: a MemlaneError, never a raw exception."""
+    memory.add_messages("s1", [{"role": "user", "content": "hello"}], user_id="u1")
+    for value in _LATE_BAD:
+        with contextlib.suppress(MemlaneError):  # anything else escapes and fails the test
+            call(memory, value)

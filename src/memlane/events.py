@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Literal, get_args
 
+from memlane import validate
 from memlane.config import RISK_ORDER, EventRule, EventsConfig
 from memlane.errors import ConfigError, NotFound, ValidationError
 from memlane.models import Scope, StoredEvent
@@ -233,8 +234,9 @@ class EventBus:
     def stored(self, *, user_id: str, agent_id: str | None = None, status: str | None = None,
                limit: int = 100) -> list[StoredEvent]:
         """The scope's persisted events, newest first (`status="pending"`: those waiting)."""
-        if status is not None and status not in ("done", "pending", "running", "failed"):
-            raise ValidationError("status", f"must be done, pending, running or failed, got {status!r}")
+        if status is not None:
+            status = validate.choice("status", status, ("done", "pending", "running", "failed"))
+        limit = validate.integer("limit", limit, 0)
         if self.store is None:
             return []
         return self.store.bus_events(Scope.of(user_id, agent_id), status=status, limit=limit)
@@ -242,6 +244,7 @@ class EventBus:
     def run_pending(self, event_id: int, *, user_id: str, agent_id: str | None = None) -> list[RuleResult]:
         """Run a persisted event's held actions (a person agreed), with the event as stored."""
         scope = Scope.of(user_id, agent_id)
+        event_id = validate.integer("event_id", event_id, 1)
         if self.store is None:
             raise NotFound(f"event {event_id!r} not found for user {user_id!r}")
         with self.store.transaction():  # claimed: a second caller (thread, process) finds none pending

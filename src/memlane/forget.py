@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from memlane import archive, markdown
+from memlane import archive, markdown, validate
 from memlane.errors import NotFound, ValidationError
 from memlane.indexing import content_hash, vector_key
 from memlane.models import Episode, MemoryRecord, Scope, Turn
@@ -191,17 +191,15 @@ def _forget_history_file(memory: Memory, scope: Scope, turn_ids: set[str]) -> No
 
 
 def _ids(field_name: str, ids: Sequence[str]) -> list[str]:
-    if not isinstance(ids, list | tuple) or not all(isinstance(i, str) and 0 < len(i) <= 256 for i in ids):
-        raise ValidationError(field_name, "must be a list of id strings (1 to 256 characters each)")
+    if not isinstance(ids, list | tuple):
+        raise ValidationError(field_name, f"must be a list of ids, got {type(ids).__name__}")
     if not ids:
         raise ValidationError(field_name, "must name at least one id")
-    return list(dict.fromkeys(ids))
+    return list(dict.fromkeys(validate.ident(f"{field_name}[{i}]", v) for i, v in enumerate(ids)))
 
 
 def _session_id(session_id: str) -> str:
-    if not isinstance(session_id, str) or not 0 < len(session_id) <= 256:
-        raise ValidationError("session_id", "must be a string of 1 to 256 characters")
-    return session_id
+    return validate.ident("session_id", session_id)
 
 
 __all__ = ["ForgetReport", "after_delete", "delete_session", "delete_turns", "purge"]

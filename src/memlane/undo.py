@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError as PydanticValidationError
 
+from memlane import validate
 from memlane.errors import NotFound, ValidationError
 from memlane.models import MemoryEvent, MemoryRecord, Scope
 from memlane.policy import restored
@@ -26,7 +27,7 @@ _ALL = 1_000_000  # every event of one memory (the store reads oldest first, wit
 
 def restore(mem: Memory, scope: Scope, memory_id: str, *, actor: str = "api", reason: str = "") -> MemoryRecord:
     """Re-create a deleted memory from its last DELETE event, under the same id."""
-    _check_id(memory_id)
+    validate.memory_id(memory_id)
     if mem.store.get_memory(scope, memory_id) is not None:
         raise ValidationError("memory_id", f"memory {memory_id!r} exists; only a deleted memory can be restored "
                                            "(`memlane undo` reverts its last change)")
@@ -52,7 +53,7 @@ def restore(mem: Memory, scope: Scope, memory_id: str, *, actor: str = "api", re
 
 def undo(mem: Memory, scope: Scope, memory_id: str, *, actor: str = "api") -> MemoryEvent:
     """Revert the memory's last audited change; returns the event that reverted it."""
-    _check_id(memory_id)
+    validate.memory_id(memory_id)
     events = _events(mem, scope, memory_id)
     last = events[-1]
     current = mem.store.get_memory(scope, memory_id)
@@ -72,11 +73,6 @@ def undo(mem: Memory, scope: Scope, memory_id: str, *, actor: str = "api") -> Me
     previous = _record(last.before, scope, memory_id, f"{last.kind} event #{last.id}")
     mem._rewrite(scope, current, previous.model_copy(update={"updated_at": mem.clock()}), "RESTORE", actor, why)
     return _events(mem, scope, memory_id)[-1]
-
-
-def _check_id(memory_id: Any) -> None:
-    if not isinstance(memory_id, str) or not memory_id.strip() or len(memory_id) > 256:
-        raise ValidationError("memory_id", "must be a non-empty string of at most 256 characters")
 
 
 def _events(mem: Memory, scope: Scope, memory_id: str) -> list[MemoryEvent]:
