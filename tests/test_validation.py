@@ -360,7 +360,15 @@ def test_whatever_gets_in_goes_out_and_back_in(make_memory: Callable[..., Memory
     assert report.added["turn"] == 3 and report.added.get("memory", 0) == len(src.list(user_id="u1"))
 
 
-_LATE_BAD = [None, 5, "", "\ud800", "x" * 100_000, {"a": {"b": 1}}, [1], float("nan"), True, b"bytes", "a\x00b"]
+def _deep(depth: int) -> Any:
+    out: Any = 1
+    for _ in range(depth):
+        out = {"a": out}
+    return out
+
+
+_LATE_BAD = [None, 5, "", "\ud800", "x" * 100_000, {"a": {"b": 1}}, _deep(5_000), [1], float("nan"), True, b"bytes",
+             "a\x00b"]
 
 
 @pytest.mark.parametrize("call", [
@@ -378,6 +386,9 @@ _LATE_BAD = [None, 5, "", "\ud800", "x" * 100_000, {"a": {"b": 1}}, [1], float("
     lambda m, v: m.restore(v, user_id="u1"),
     lambda m, v: m.undo(v, user_id="u1"),
     lambda m, v: m.search("hello", user_id="u1", min_score=v),
+    lambda m, v: m.tools(user_id="u1").handle({"id": v, "function": {"name": "search_memory", "arguments": "{}"}}),
+    lambda m, v: m.tools(user_id="u1").handle({"id": "c1", "function": {"name": "remember", "arguments": v}}),
+    lambda m, v: m.tools(user_id="u1").handle({"type": "tool_use", "id": v, "name": "search_memory", "input": v}),
 ])
 def test_later_entry_points_refuse_bad_input_cleanly(memory: Memory, call: Any) -> None:
     """Attachments, session state, stored events, forgetting and undo check their input with

@@ -835,7 +835,7 @@ class Memory:
         hits = [hit for s in scopes for hit in run_search(
             self.store, self.config.search, corpus, s, query, limit=limit, now=self.clock(),
             query_vector=self._query_vector if query_vector is None else query_vector, filters=f,
-            min_score=_min_score(min_score), null_vectors=self._null_vectors(),
+            min_score=validate.number("min_score", min_score, 0.0, 1.0), null_vectors=self._null_vectors(),
         )]
         if len(scopes) > 1:  # Hit.score is an absolute relevance: the lists merge by it
             hits = sorted(hits, key=lambda h: -h.score)[:limit]
@@ -1021,13 +1021,6 @@ class Memory:
 
 class _Waiting(threading.local):
     on = False
-
-
-def _min_score(value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not 0.0 <= value <= 1.0:
-        raise ValidationError("min_score", f"must be a number from 0 to 1 (a hit's relevance), got {value!r}")
-    return float(value)
-
 
 
 def open_memory(home: str | Path | None = None, **overrides: Any) -> Memory:

@@ -29,6 +29,8 @@ import json
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from memlane import validate
+from memlane.config import MAX_ID_CHARS
 from memlane.errors import MemlaneError, NotFound, ValidationError
 from memlane.jobs import near_duplicate
 from memlane.models import Hit, Scope
@@ -111,11 +113,15 @@ def parse_call(tool_call: Any) -> tuple[str, str, Any, str]:
     def get(obj: Any, key: str) -> Any:
         return obj.get(key) if isinstance(obj, dict) else getattr(obj, key, None)
 
+    def call_id() -> str:  # echoed back to the model: a string, whatever the call held
+        value = get(tool_call, "id")
+        return "" if value is None else validate.optional_text("tool_call.id", value, MAX_ID_CHARS) or ""
+
     fn = get(tool_call, "function")
     if fn is not None:
-        return "openai", str(get(tool_call, "id") or ""), get(fn, "name"), get(fn, "arguments")
+        return "openai", call_id(), get(fn, "name"), get(fn, "arguments")
     if get(tool_call, "name") is not None and (get(tool_call, "type") == "tool_use" or get(tool_call, "input") is not None):
-        return "anthropic", str(get(tool_call, "id") or ""), get(tool_call, "name"), get(tool_call, "input")
+        return "anthropic", call_id(), get(tool_call, "name"), get(tool_call, "input")
     raise ValidationError("tool_call", "must be an OpenAI tool call (id, function.name, function.arguments) or an "
                           f"Anthropic tool_use block (id, name, input), as a dict or an SDK object; got "
                           f"{type(tool_call).__name__}")
