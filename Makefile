@@ -19,7 +19,8 @@ test: $(STAMP)
 	$(BIN)/python -m pytest
 
 bench: $(STAMP)
-	$(BIN)/python bench/locomo.py
+	$(BIN)/python bench/retrieval.py
+	$(BIN)/python bench/locomo.py --no-key-study
 	$(BIN)/python bench/scale.py
 	$(BIN)/python bench/lifecycle.py
 	$(BIN)/python bench/llm_cost.py

@@ -26,7 +26,17 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parent))
-from common import CACHE, Timer, console, mean_metrics, metrics, percentile, table, write_result  # noqa: E402
+from common import (  # noqa: E402
+    Timer,
+    console,
+    load_cache,
+    mean_metrics,
+    metrics,
+    percentile,
+    save_cache,
+    table,
+    write_result,
+)
 from peers import MEM0_LABEL, PeerConversation, require_mem0, run_mem0  # noqa: E402
 
 from memlane import Config, Memory  # noqa: E402
@@ -95,23 +105,6 @@ def turn_texts(conv: dict[str, Any]) -> dict[str, str]:
 
 
 # ---- embedding cache between runs ---------------------------------------------------------
-
-
-def cache_file(model_id: str) -> Path:
-    return CACHE / f"embeddings-{re.sub(r'[^A-Za-z0-9_.-]', '_', model_id)}.npz"
-
-
-def load_cache(model_id: str) -> dict[str, np.ndarray]:
-    path = cache_file(model_id)
-    if not path.exists():
-        return {}
-    with np.load(path) as data:
-        return {k: data[k] for k in data.files}
-
-
-def save_cache(model_id: str, items: dict[str, np.ndarray]) -> None:
-    CACHE.mkdir(parents=True, exist_ok=True)
-    np.savez(cache_file(model_id), **items)
 
 
 class QueryVectors:

@@ -127,6 +127,7 @@ class Memory:
             self._indexer = BackgroundIndexer(
                 self._open_side_store, self.embedder,
                 max_chars=self.config.embedding.max_chars, batch_size=self.config.embedding.batch_size,
+                passage_chars=self.config.embedding.passage_chars, max_passages=self.config.embedding.passages,
             )
             self._indexer.notify()  # pick up rows left unembedded by an earlier process
         self.events.check()
@@ -163,8 +164,9 @@ class Memory:
 
     def flush(self, progress: Callable[[int], None] | None = None) -> int:
         """Embed every row still waiting for a vector, now, in this thread; returns how many."""
-        return index_pending(self.store, self.embedder, max_chars=self.config.embedding.max_chars,
-                             batch_size=self.config.embedding.batch_size, progress=progress)
+        e = self.config.embedding
+        return index_pending(self.store, self.embedder, max_chars=e.max_chars, batch_size=e.batch_size,
+                             progress=progress, passage_chars=e.passage_chars, max_passages=e.passages)
 
     # ---- turns ------------------------------------------------------------------------
 
@@ -836,6 +838,7 @@ class Memory:
             self.store, self.config.search, corpus, s, query, limit=limit, now=self.clock(),
             query_vector=self._query_vector if query_vector is None else query_vector, filters=f,
             min_score=validate.number("min_score", min_score, 0.0, 1.0), null_vectors=self._null_vectors(),
+            passages=self.config.embedding.passages,
         )]
         if len(scopes) > 1:  # Hit.score is an absolute relevance: the lists merge by it
             hits = sorted(hits, key=lambda h: -h.score)[:limit]

@@ -79,6 +79,12 @@ class EmbeddingConfig(_Section):
     # a row is embedded cut at this many characters; full text stays in FTS. Issue 3 key study
     # (bench/locomo.py): 200 keeps LoCoMo R@10 and embeds long replies ~4x faster than 1000
     max_chars: int = Field(200, ge=16)
+    # issue 14: a turn longer than max_chars also gets a vector for each passage of about this
+    # many characters past its key, so a fact mid-reply is found by meaning; a turn is as similar
+    # as its best vector (bench/retrieval.py, LongMemEval dev)
+    passage_chars: int = Field(500, ge=64)
+    # the most passages a turn gets (text past them is found by its words only); 0: one vector per row
+    passages: int = Field(8, ge=0, le=32)
     background: bool = True  # turns are embedded behind ingest, never blocking add_messages
 
 

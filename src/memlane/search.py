@@ -21,7 +21,7 @@ from memlane.config import SearchConfig
 from memlane.dates import mentioned_period
 from memlane.errors import ValidationError
 from memlane.models import Corpus, Episode, Hit, MemoryFacts, MemoryRecord, Scope, Turn, TurnPlace
-from memlane.store import Store
+from memlane.store import Store, passage_rowids, vector_owner
 from memlane.text import CJK_RUN, fts_query, fts_terms, highlights, index_term, keywords, segment
 
 
@@ -165,8 +165,10 @@ def candidates(
     query_vector: np.ndarray | Callable[[str], np.ndarray] | None,
     pool: int,
     words: list[str] | None = None,
+    passages: int = 0,
 ) -> dict[int, Candidate]:
-    """Lexical ∪ dense candidates, each scored on both sides where the data allows."""
+    """Lexical ∪ dense candidates, each scored on both sides where the data allows. A turn
+    with passage vectors (`passages`: the most a turn has) is as similar as its best one."""
     words = keywords(query) if words is None else words
     match = fts_query(drop_common(store, corpus, fts_terms(words), cfg))
     weights = (1.0, cfg.neighbour_weight) if corpus == "turns" else (1.0,)
@@ -179,9 +181,15 @@ def candidates(
     if qv is not None and float(np.linalg.norm(qv)) == 0:  # punctuation-only queries have no vector
         qv = None
     dense: dict[int, float] = {}
+    per_turn = corpus == "turns" and passages > 0
     if qv is not None:
-        for rowid, dist in store.knn(corpus, scope, qv, max(pool, cfg.vector_candidates)):
-            cands.setdefault(rowid, Candidate(rowid)).similarity = 1.0 - dist
+        k = max(pool, cfg.vector_candidates)
+        near = store.knn(corpus, scope, qv, 2 * k if per_turn else k)
+        best: dict[int, float] = {}
+        for rowid, dist in near:  # nearest first: the first vector of a turn is its best
+            best.setdefault(vector_owner(rowid), 1.0 - dist)
+        for rowid, sim in list(best.items())[:k]:
+            cands.setdefault(rowid, Candidate(rowid)).similarity = sim
     smooth = corpus == "turns" and qv is not None and bool(cfg.dense_neighbour_weights) and bool(cands)
     window: list[TurnPlace] = []
     if corpus == "turns" and cands and (smooth or cfg.session_prior > 0 or cfg.turn_length_prior > 0
@@ -197,7 +205,7 @@ def candidates(
         # top-k loses answers that only the words found (issue 3, measured). For turns the
         # neighbours' vectors come in the same fetch.
         wanted = [w.rowid for w in window] if smooth else [r for r, c in cands.items() if c.similarity == 0.0]
-        sims = store.similarities(corpus, scope, wanted, qv)
+        sims = _best_similarities(store, corpus, scope, wanted, qv, passages if per_turn else 0)
         for rowid, c in cands.items():
             if rowid in sims:
                 c.similarity = sims[rowid]
@@ -217,6 +225,20 @@ def candidates(
         if corpus == "turns" and cfg.session_prior > 0:
             _session_prior({w.rowid: w.session_id for w in window}, cands, cfg.session_prior)
     return cands
+
+
+def _best_similarities(store: Store, corpus: Corpus, scope: Scope, rowids: Sequence[int], qv: np.ndarray,
+                       passages: int) -> dict[int, float]:
+    """{rowid: similarity} of rows with a vector: of a turn, its own or its best passage's."""
+    if passages <= 0:
+        return store.similarities(corpus, scope, rowids, qv)
+    ids = list(rowids) + [p for r in rowids for p in passage_rowids(r, passages)]
+    out: dict[int, float] = {}
+    for rowid, sim in store.similarities(corpus, scope, ids, qv).items():
+        owner = vector_owner(rowid)
+        if sim > out.get(owner, -math.inf):
+            out[owner] = sim
+    return out
 
 
 def _neighbour_smoothed(window: list[TurnPlace], wanted: set[int], sims: dict[int, float],
@@ -337,6 +359,7 @@ def search(
     filters: Filters | None = None,
     min_score: float = 0.0,
     null_vectors: np.ndarray | None = None,
+    passages: int = 0,
 ) -> list[Hit]:
     """Hits of one corpus for one scope, in rank order (relevance, importance, recency);
     each hit's `score` is its absolute `relevance`, and none is below `min_score`.
@@ -358,7 +381,7 @@ def search(
     if isinstance(query_vector, np.ndarray):
         used.append(query_vector)
     cands = candidates(store, cfg, corpus, scope, query, remembered if callable(query_vector) else query_vector,
-                       pool=limit, words=words)
+                       pool=limit, words=words, passages=passages)
     if not cands:
         return []
     null: float | None = None
