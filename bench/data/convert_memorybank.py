@@ -1,6 +1,6 @@
 """MemoryBank (SiliconFriend) chats + our evidence labels → a LoCoMo-layout dev set.
 
-One conversation per user, one session per date (in date order), each query/response pair
+One conversation per user, one session per date with chat (in date order), each query/response pair
 two turns: the user's (speaker = the user's name) and the assistant's. Pair i of session N
 becomes dia_ids "DN:2i+1" (user) and "DN:2i+2" (assistant). Each labelled probing question
 becomes a `qa` item; questions labelled `unanswerable` are left out. Deterministic: the same
@@ -45,7 +45,8 @@ def load_raw(raw: Path, lang: str) -> tuple[dict[str, Any], dict[str, list[str]]
 
 
 def sessions(user: dict[str, Any]) -> list[tuple[str, list[dict[str, str]]]]:
-    return sorted(user["history"].items())
+    """The user's dates in order; a date without any chat (one in the English half) is no session."""
+    return [(day, pairs) for day, pairs in sorted(user["history"].items()) if pairs]
 
 
 def conversation(name: str, user: dict[str, Any], assistant: str) -> dict[str, Any]:
