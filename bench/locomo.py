@@ -89,7 +89,8 @@ def questions(conv: dict[str, Any]) -> list[dict[str, Any]]:
     for qa in conv.get("qa", []):
         ev = evidence_ids(qa.get("evidence") or [])
         if ev:
-            qs.append({"question": str(qa["question"]), "evidence": ev, "category": int(qa.get("category", 0))})
+            cat = qa.get("category", 0)  # LoCoMo numbers its categories; other sets name theirs
+            qs.append({"question": str(qa["question"]), "evidence": ev, "category": cat if isinstance(cat, str) else int(cat)})
     return qs
 
 
@@ -243,7 +244,7 @@ def key_study(convs: list[tuple[str, dict[str, Any]]], embedder_name: str, cuts:
 
 
 def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
-    by_cat: dict[int, list[dict[str, Any]]] = defaultdict(list)
+    by_cat: dict[int | str, list[dict[str, Any]]] = defaultdict(list)
     for r in rows:
         by_cat[r["category"]].append(r)
     strip = lambda rs: [{k: v for k, v in r.items() if k != "category"} for r in rs]  # noqa: E731
