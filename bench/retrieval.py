@@ -149,6 +149,19 @@ def dense_matrix(mem: Memory, texts: dict[str, str]) -> tuple[list[str], np.ndar
     return ids, embed_cached(mem.store, mem.embedder, keys, mem.config.embedding.batch_size)
 
 
+def vector_texts(convs: list[tuple[str, dict[str, Any]]], mem: Memory) -> list[str]:
+    """What memlane embeds for these conversations' turns: each key and passage."""
+    cfg = mem.config.embedding
+    return [k for _, c in convs for t in turn_texts(c).values()
+            for k in [vector_key(t, cfg.max_chars), *passages(t, cfg.max_chars, cfg.passage_chars, cfg.passages)]]
+
+
+def seed_cache(mem: Memory, convs: list[tuple[str, dict[str, Any]]], cached: dict[str, np.ndarray]) -> None:
+    """Hand the store the vectors the bench cache has for these conversations."""
+    hashes = {content_hash(t) for t in vector_texts(convs, mem)}
+    mem.store.cache_put(mem.embedder.model_id, {h: cached[h] for h in hashes if h in cached})
+
+
 def passage_matrix(mem: Memory, texts: dict[str, str]) -> tuple[np.ndarray, np.ndarray] | None:
     """(owner index per vector, vectors) of every turn's key and passages; None without passages."""
     cfg = mem.config.embedding
@@ -194,7 +207,7 @@ def run_set(name: str, path: Path, embedder: str, limit: int | None, cached: dic
     mem = Memory(Config.load(store={"home": str(home)},
                              embedding={"provider": embedder, "background": False, **(embedding or {})}))
     model = mem.embedder.model_id
-    mem.store.cache_put(model, {k: v for k, v in cached.items() if not k.startswith("q:")})
+    seed_cache(mem, convs, cached)
     rows: dict[str, list[dict[str, Any]]] = defaultdict(list)
     latencies: list[float] = []
     scope_first: list[float] = []  # the first search of each scope in this process
@@ -255,15 +268,20 @@ def run_set(name: str, path: Path, embedder: str, limit: int | None, cached: dic
         mem.clock = datetime.now  # type: ignore[assignment]
         console.print(f"  {name} {cname}: {len(texts)} turns, {len(qs)} questions", style="dim")
     # keep every vector this run made for the next one
-    cfg = mem.config.embedding
-    made = [vector_key(t, cfg.max_chars) for _, c in convs for t in turn_texts(c).values()]
-    made += [p for _, c in convs for t in turn_texts(c).values()
-             for p in passages(t, cfg.max_chars, cfg.passage_chars, cfg.passages)]
-    cached.update(mem.store.cache_get(model, [content_hash(t) for t in made]))
+    cached.update(mem.store.cache_get(model, [content_hash(t) for t in vector_texts(convs, mem)]))
     mem.close()
-    first = convs[0][0] if convs else ""
-    cold = cold_start(home, f"{name}-{first}", embedder, embedding or {},
-                      [(q["question"], vectors(q["question"])) for q in questions(convs[0][1])][:1]) if convs else {}
+    cold: dict[str, Any] = {}
+    if convs:  # a home holding one conversation, as one user's agent has it
+        cold_home = Path(tempfile.mkdtemp(prefix=f"memlane-{name}-cold-"))
+        one = Memory(Config.load(store={"home": str(cold_home)},
+                                 embedding={"provider": embedder, "background": False, **(embedding or {})}))
+        seed_cache(one, convs[:1], cached)
+        turns = one.import_conversations(locomo_sessions(convs[0][1]), user_id="cold", embed=False).turns
+        one.flush()
+        one.close()
+        cold = cold_start(cold_home, "cold", embedder, embedding or {},
+                          [(q["question"], vectors(q["question"])) for q in questions(convs[0][1])][:1])
+        cold["turns"] = turns
     return {"systems": {s: summarise(rs) for s, rs in rows.items()}, "turns": n_turns, "cold_start": cold,
             "conversations": len(convs), "embed_seconds": embed_s,
             "latency_ms": {"p50": percentile(latencies, 50), "p95": percentile(latencies, 95),
@@ -375,7 +393,7 @@ def report(name: str, res: dict[str, Any]) -> None:
                   f"p50 {res['latency_ms']['first_in_scope_p50']:.1f} ms, p95 {res['latency_ms']['first_in_scope_p95']:.1f} ms")
     if c := res.get("cold_start"):
         console.print(f"{name}: a fresh process's first search {c['first_ms']:.1f} ms p50 (max {c['first_ms_max']:.1f}) "
-                      f"over one scope, second {c['second_ms']:.1f} ms; opening the home {c['open_ms']:.0f} ms, "
+                      f"over {c['turns']} turns, second {c['second_ms']:.1f} ms; opening the home {c['open_ms']:.0f} ms, "
                       f"importing memlane {c['import_ms']:.0f} ms ({c['runs']} processes)")
 
 

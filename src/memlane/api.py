@@ -63,7 +63,7 @@ from memlane.policy import initial_score
 from memlane.search import NULL_TEXTS, Filters
 from memlane.search import search as run_search
 from memlane.store import Store, open_store
-from memlane.text import estimate_tokens
+from memlane.text import estimate_tokens, neighbour_context
 from memlane.tools import MemoryTools, message_fields
 from memlane.worker import JobWorker
 
@@ -255,7 +255,8 @@ class Memory:
         for seq in range(first - w, last + 1):
             if seq not in by_seq:
                 continue
-            context = " ".join(by_seq[s][1] for s in range(seq - w, seq + w + 1) if s != seq and s in by_seq)
+            context = neighbour_context({s: t for s, (_, t) in by_seq.items()}, seq, w,
+                                        self.config.search.neighbour_chars)
             self.store.set_turn_context(by_seq[seq][0], by_seq[seq][1], context)
 
     def _message(self, index: int, raw: Any, field: str = "messages") -> Message:

@@ -219,9 +219,12 @@ def candidates(
     else:
         fuse_scores(cands, cfg.w_dense, dense)
         if corpus == "turns" and window:
-            _turn_priors(window, cands, cfg.turn_length_prior, cfg.question_penalty)
-            _reply_prior(window, cands, cfg.reply_prior)
+            window = [w._replace(question=w.question and w.length <= cfg.question_max_chars) for w in window]
+            _turn_priors(window, cands, cfg.turn_length_prior, cfg.question_penalty, cfg.turn_length_cap)
+            role = chat_role(query, window, cands)
+            _reply_prior(window, cands, cfg.reply_prior, role)
             _speaker_prior(query, window, cands, cfg.speaker_prior)
+            _role_prior(window, cands, cfg.role_prior, role)
         if corpus == "turns" and cfg.session_prior > 0:
             _session_prior({w.rowid: w.session_id for w in window}, cands, cfg.session_prior)
     return cands
@@ -261,28 +264,39 @@ def _neighbour_smoothed(window: list[TurnPlace], wanted: set[int], sims: dict[in
 
 
 def _turn_priors(window: list[TurnPlace], cands: dict[int, Candidate], length_weight: float,
-                 question_penalty: float) -> None:
-    """Favour turns that state something: longer ones (log length, centred over the
-    candidates) and not questions, which ask rather than hold the answer."""
+                 question_penalty: float, length_cap: int = 10**9) -> None:
+    """Favour turns that state something: longer ones and not questions, which ask rather
+    than hold the answer. The log length is centred over each speaker's candidates (an
+    assistant's long replies are long for an assistant, not informative) and stops growing at
+    `length_cap` (a pasted document is no likelier to hold the answer): issue 14."""
     places = {w.rowid: w for w in window if w.rowid in cands}
     if not places:
         return
-    logs = {r: math.log1p(w.length) for r, w in places.items()}
-    mean = sum(logs.values()) / len(logs)
+    logs = {r: math.log1p(min(w.length, length_cap)) for r, w in places.items()}
+    by_speaker: dict[str | None, list[float]] = {}
+    for r, w in places.items():
+        by_speaker.setdefault(w.speaker, []).append(logs[r])
+    mean = {s: sum(v) / len(v) for s, v in by_speaker.items()}
     for rowid, w in places.items():
-        cands[rowid].relevance += length_weight * (logs[rowid] - mean) - (question_penalty if w.question else 0.0)
+        cands[rowid].relevance += (length_weight * (logs[rowid] - mean[w.speaker])
+                                   - (question_penalty if w.question else 0.0))
 
 
-def _reply_prior(window: list[TurnPlace], cands: dict[int, Candidate], weight: float) -> None:
+def _reply_prior(window: list[TurnPlace], cands: dict[int, Candidate], weight: float,
+                 role: str | None = None) -> None:
     """A turn that asks passes weight × its relevance to the next turn of its session: a
-    question found by the query's words is often answered right after, in other words."""
+    question found by the query's words is often answered right after, in other words. Not
+    to a turn of the other role than the query asks about (`role`): an assistant's answer to
+    the user's question does not hold what the user did (issue 14, LongMemEval)."""
     if weight <= 0:
         return
     at = {(w.session_id, w.seq): w.rowid for w in window}
+    role_of = {w.rowid: w.role for w in window if w.rowid in cands}
     passed: dict[int, float] = {}
     for w in window:
         reply = at.get((w.session_id, w.seq + 1))
-        if w.question and w.rowid in cands and reply in cands and reply is not None:
+        if w.question and w.rowid in cands and reply in cands and reply is not None \
+                and (role is None or role_of.get(reply) == role):
             passed[reply] = max(passed.get(reply, 0.0), weight * max(cands[w.rowid].relevance, 0.0))
     for rowid, bonus in passed.items():
         cands[rowid].relevance += bonus
@@ -313,6 +327,45 @@ def _speaker_prior(query: str, window: list[TurnPlace], cands: dict[int, Candida
     for rowid, speaker in said.items():
         if speaker == named[0]:
             cands[rowid].relevance += weight
+
+
+# Who a query asks about, in a user's chat with an assistant: "what did I / my" is in the
+# user's own turns; "what did you recommend", "our previous conversation", "你给我推荐过" is in
+# the assistant's. Third-person questions (LoCoMo's "What did Melanie paint?") name neither.
+_ASKS_ASSISTANT = re.compile(
+    r"\byou(?:'ve)?\s+(?:\w+\s+)?(?:told|said|recommended|suggested|mentioned|gave|listed|provided|shared|"
+    r"explained|described|named|wrote|advised)\b|\b(?:did|have|had) you\s+(?:\w+\s+)?(?:tell|say|"
+    r"recommend|suggest|mention|give|list|provide|share|explain|describe|name|write|advise)\b|"
+    r"\bremind me\b|\bour (?:previous |last |earlier )?"
+    r"(?:conversation|chat|discussion)\b|你.{0,3}(?:推荐|告诉|建议|提到|介绍|说|讲|列|给).{0,4}过|你.{0,2}曾经",
+    re.IGNORECASE)
+_ASKS_USER = re.compile(r"\b(?:i|my|me|mine|myself|i'm|i've|i'd)\b|我", re.IGNORECASE)
+
+
+def asked_role(query: str) -> str | None:
+    """'assistant' when the query recalls what the assistant said, 'user' when it asks about
+    the user (first person), None otherwise."""
+    if _ASKS_ASSISTANT.search(query):
+        return "assistant"
+    return "user" if _ASKS_USER.search(query) else None
+
+
+def chat_role(query: str, window: list[TurnPlace], cands: dict[int, Candidate]) -> str | None:
+    """The role the query asks about (`asked_role`), where the candidates hold both a user's
+    and an assistant's turns; None elsewhere."""
+    roles = {w.role for w in window if w.rowid in cands and w.role}
+    return asked_role(query) if {"user", "assistant"} <= roles else None
+
+
+def _role_prior(window: list[TurnPlace], cands: dict[int, Candidate], weight: float, role: str | None) -> None:
+    """Favour the turns of the role the query asks about (issue 14: LongMemEval and
+    MemoryBank ask "what did I …" of chats whose assistant replies are long and echo the
+    user's words)."""
+    if weight <= 0 or role is None:
+        return
+    for w in window:
+        if w.rowid in cands and w.role == role:
+            cands[w.rowid].relevance += weight
 
 
 def _session_prior(sessions: dict[int, str], cands: dict[int, Candidate], weight: float) -> None:
@@ -394,7 +447,7 @@ def search(
     period = mentioned_period(query)
 
     def dated(at: datetime | None) -> float:
-        return cfg.date_prior if period and at and period.contains(at, cfg.date_grace_days) else 0.0
+        return cfg.date_prior * period.nearness(at, cfg.date_grace_days) if period and at else 0.0
 
     if corpus == "turns" and period:
         for c in cands.values():

@@ -173,3 +173,9 @@ def language_of(text: str) -> str:
     cjk = len(_CJK_CHAR.findall(text))
     latin = len(re.findall(r"[A-Za-z]", text))
     return "zh" if cjk and cjk * 3 >= latin else "en"
+
+
+def neighbour_context(texts: dict[int, str], seq: int, width: int, chars: int) -> str:
+    """A turn's context column: the openings (`chars` each) of the turns within `width` of it
+    in its session (`texts` by seq), itself left out."""
+    return " ".join(texts[s][:chars] for s in range(seq - width, seq + width + 1) if s != seq and s in texts)

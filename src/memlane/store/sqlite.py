@@ -728,8 +728,8 @@ class SQLiteStore:
 
     def turn_windows(self, scope: Scope, rowids: Sequence[int], width: int) -> list[TurnPlace]:
         """Where the given turns and their neighbours within `width` (same session) sit; the
-        given turns also with their length, whether they end in a question, their time and
-        speaker.
+        given turns also with their length, whether they end in a question, their time,
+        speaker and role.
         One query: neighbours come from the (scope, session, seq) index alone."""
         out: dict[int, TurnPlace] = {}
         for chunk in _chunks(list(rowids), 500):
@@ -738,7 +738,8 @@ class SQLiteStore:
                 "SELECT n.rowid, n.session_id, n.seq, CASE WHEN n.rowid = c.rowid THEN length(n.content) END, "
                 "CASE WHEN n.rowid = c.rowid THEN substr(rtrim(n.content), -1) IN ('?', '？') END, "
                 "CASE WHEN n.rowid = c.rowid THEN n.created_at END, "
-                "CASE WHEN n.rowid = c.rowid THEN n.name END FROM turns c JOIN turns n ON n.user_id = c.user_id "
+                "CASE WHEN n.rowid = c.rowid THEN n.name END, CASE WHEN n.rowid = c.rowid THEN n.role END "
+                "FROM turns c JOIN turns n ON n.user_id = c.user_id "
                 "AND n.agent_id = c.agent_id AND n.session_id = c.session_id "
                 "AND n.seq BETWEEN c.seq - ? AND c.seq + ? "
                 f"WHERE +c.user_id = ? AND +c.agent_id = ? AND c.rowid IN ({marks})",
@@ -746,7 +747,7 @@ class SQLiteStore:
             ):
                 if r[3] is not None or int(r[0]) not in out:  # a given turn's own row has its facts
                     out[int(r[0])] = TurnPlace(int(r[0]), r[1], int(r[2]), r[3] or 0, bool(r[4]),
-                                               None if r[5] is None else float(r[5]), r[6])
+                                               None if r[5] is None else float(r[5]), r[6], r[7])
         return list(out.values())
 
     def get_turns(
