@@ -45,6 +45,7 @@ from memlane.models import (
     Corpus,
     Episode,
     EventKind,
+    ExtractionJob,
     Hit,
     MemoryEvent,
     MemoryRecord,
@@ -696,6 +697,7 @@ class Memory:
         actor: str = "api",
         reason: str = "",
         kind: str = "UPDATE",
+        verified: bool | None = None,
     ) -> MemoryRecord:
         """Change a memory; new content is re-indexed and re-embedded. Audited.
 
@@ -715,6 +717,8 @@ class Memory:
             changes["metadata"] = validate.metadata("metadata", metadata, self.config.store, validate.MEMORY_KEYS)
         if pinned is not None:
             changes["pinned"] = validate.boolean("pinned", pinned)
+        if verified is not None:  # a person confirmed it (seed 003 `verified`)
+            changes["verified"] = validate.boolean("verified", verified)
         if status is not None:
             changes["status"] = validate.choice("status", status, ("active", "archived"))
         if expires_at is not None:
@@ -783,6 +787,18 @@ class Memory:
         if not events:
             raise NotFound(f"memory {memory_id!r} has no history for user {user_id!r}")
         return events
+
+    def audit(self, *, user_id: str, agent_id: str | None = None, limit: int = 10_000) -> _list[MemoryEvent]:
+        """Every audit event of a scope, oldest first (ADD / UPDATE / DECAY / ARCHIVE / DELETE ...)."""
+        scope = Scope.of(user_id, agent_id)
+        return self.store.events(scope, None, limit=validate.integer("limit", limit, 0, 1_000_000))
+
+    def extraction_jobs(self, *, user_id: str, agent_id: str | None = None,
+                        status: Sequence[str] = ("queued", "running", "failed"), limit: int = 100) -> _list[ExtractionJob]:
+        """The scope's extraction jobs in those states, next due first (attempts, back-off, last error)."""
+        scope = Scope.of(user_id, agent_id)
+        states = [validate.choice("status", s, ("queued", "running", "done", "failed")) for s in status]
+        return self.store.jobs(scope=scope, status=states, limit=validate.integer("limit", limit, 0, 10_000))
 
     def restore(self, memory_id: str, *, user_id: str, agent_id: str | None = None,
                 actor: str = "api") -> MemoryRecord:

@@ -1,0 +1,266 @@
+"""The web UI's plumbing: who is asking (cookie session or loopback-open), CSRF, language,
+rendering, and the error mapping every page and fragment shares. The pages live in
+`memlane.webui.pages`; this module gives them `WebUI.context` and `WebUI.render`."""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import ipaddress
+import threading
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+from urllib.parse import parse_qs, urlencode, urlsplit
+
+from fastapi import APIRouter, FastAPI
+from jinja2 import Environment, FileSystemLoader, select_autoescape
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, RedirectResponse, Response
+
+from memlane.api import Memory
+from memlane.errors import BackendError, MemlaneError, NotFound, ValidationError
+from memlane.webui import i18n
+from memlane.webui.auth import COOKIE, KeyStore, Signer, WebSession, load_secret, resolve
+
+HERE = Path(__file__).parent
+T = TypeVar("T")
+MAX_FORM_BYTES = 2 * 1024 * 1024  # not from a seed: a pasted MEMORY.md of a few thousand entries
+CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+       "connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+
+
+class Redirect(Exception):
+    def __init__(self, url: str) -> None:
+        self.url = url
+
+
+class Denied(Exception):
+    def __init__(self, status: int, message: str) -> None:
+        self.status = status
+        self.message = message
+
+
+@dataclass
+class Ctx:
+    """One request as a page sees it: the session, its scope, language and CSRF token."""
+
+    request: Request
+    session: WebSession
+    lang: str
+    csrf: str
+    form: dict[str, list[str]]
+    new_cookie: str | None = None
+
+    @property
+    def scope(self) -> dict[str, Any]:
+        return {"user_id": self.session.user_id, "agent_id": self.session.agent_id}
+
+    @property
+    def htmx(self) -> bool:
+        return self.request.headers.get("hx-request") == "true"
+
+    def field(self, name: str, default: str = "") -> str:
+        values = self.form.get(name)
+        return values[0] if values else default
+
+    def fields(self, name: str) -> list[str]:
+        return self.form.get(name, [])
+
+
+def safe_next(url: str | None, default: str = "/") -> str:
+    """A redirect target on this site only (a path, never //host or a scheme)."""
+    if not url or not url.startswith("/") or url.startswith("//") or "\\" in url:
+        return default
+    parts = urlsplit(url)
+    return url if not parts.scheme and not parts.netloc else default
+
+
+def loopback(request: Request) -> bool:
+    host = request.client.host if request.client else ""
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+class WebUI:
+    """The web UI over one engine: `mount(app)` adds its routes to a FastAPI app.
+
+    `keys` checks API keys (the server's key store); `open_user`, when the server runs
+    loopback-open without keys, is the one local user every loopback browser is signed in
+    as. `run` executes an engine call off the event loop (the server passes its own, which
+    serialises writes); by default calls run one at a time in a worker thread."""
+
+    def __init__(self, memory: Memory, *, keys: KeyStore | None = None, open_user: str | None = None,
+                 secret: bytes | None = None, secure_cookies: bool = False,
+                 run: Callable[[Callable[[], Any]], Awaitable[Any]] | None = None) -> None:
+        if keys is None and open_user is None:
+            raise ValueError("the web UI needs API keys or a loopback-open user")
+        self.memory = memory
+        self.keys = keys
+        self.open_user = open_user
+        self.signer = Signer(secret if secret is not None else load_secret(memory.config.home))
+        self.secure_cookies = secure_cookies
+        self._lock = threading.Lock()
+        self._run = run
+        self.env = Environment(loader=FileSystemLoader(HERE / "templates"),
+                               autoescape=select_autoescape(["html", "svg"]), trim_blocks=True, lstrip_blocks=True)
+        self.env.globals["urlencode"] = urlencode
+        self.router = APIRouter(include_in_schema=False)
+
+    # ---- engine calls ----------------------------------------------------------------
+
+    async def call(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        job = functools.partial(fn, *args, **kwargs)
+        if self._run is not None:
+            return await self._run(job)  # type: ignore[no-any-return]
+
+        def locked() -> T:
+            with self._lock:
+                return job()
+
+        return await asyncio.to_thread(locked)
+
+    # ---- who is asking ---------------------------------------------------------------
+
+    def session_of(self, request: Request) -> WebSession | None:
+        open_user = self.open_user if loopback(request) else None
+        return resolve(self.signer, self.keys, request.cookies.get(COOKIE), open_user=open_user)
+
+    async def context(self, request: Request, *, write: bool = False, need_user: bool = True) -> Ctx:
+        """The request's session (or a redirect to log in), its form, and for a write the
+        CSRF check. Every page and action starts here."""
+        lang = i18n.negotiate(request)
+        form: dict[str, list[str]] = {}
+        if request.method == "POST":
+            if self._cross_site(request):
+                raise Denied(403, i18n.text(lang, "err_cross_site"))
+            form = await self.read_form(request)
+        session = self.session_of(request)
+        new_cookie = None
+        if session is None and self.open_user is not None and loopback(request):
+            from memlane.webui.auth import Principal
+            new_cookie = self.signer.issue(Principal(user_id=self.open_user), self.open_user, None)
+            session = resolve(self.signer, None, new_cookie, open_user=self.open_user)
+            if write:  # a first write needs a page first: its token is bound to the new session
+                raise Denied(403, i18n.text(lang, "err_csrf"))
+        if session is None:
+            if request.headers.get("hx-request") == "true":
+                raise Denied(401, i18n.text(lang, "err_signed_out"))
+            raise Redirect("/login?" + urlencode({"next": request.url.path}))
+        csrf = self.signer.csrf(session.nonce)
+        if write:
+            token = request.headers.get("x-csrf-token") or (form.get("csrf") or [""])[0]
+            if not self.signer.check_csrf(session.nonce, token):
+                raise Denied(403, i18n.text(lang, "err_csrf"))
+        if need_user and not session.user_id:
+            raise Redirect("/scope")
+        return Ctx(request, session, lang, csrf, form, new_cookie)
+
+    @staticmethod
+    def _cross_site(request: Request) -> bool:
+        """A browser's Origin (or, without it, Referer) naming another site."""
+        origin = request.headers.get("origin") or request.headers.get("referer")
+        if not origin or origin == "null":
+            return origin == "null"
+        parts = urlsplit(origin)
+        return parts.netloc != request.headers.get("host", "")
+
+    @staticmethod
+    async def read_form(request: Request) -> dict[str, list[str]]:
+        kind = request.headers.get("content-type", "").split(";")[0].strip()
+        if kind not in ("application/x-www-form-urlencoded", ""):
+            raise Denied(415, "send the form as application/x-www-form-urlencoded")
+        declared = request.headers.get("content-length")
+        if declared is not None and (not declared.isdigit() or int(declared) > MAX_FORM_BYTES):
+            raise Denied(413, f"the form is larger than {MAX_FORM_BYTES} bytes")
+        body = b""
+        async for chunk in request.stream():
+            body += chunk
+            if len(body) > MAX_FORM_BYTES:
+                raise Denied(413, f"the form is larger than {MAX_FORM_BYTES} bytes")
+        try:
+            text = body.decode("utf-8")
+        except UnicodeDecodeError:
+            raise Denied(400, "the form is not UTF-8") from None
+        try:
+            return parse_qs(text, keep_blank_values=True, max_num_fields=5000, errors="strict")
+        except (ValueError, UnicodeDecodeError):
+            raise Denied(400, "the form could not be read") from None
+
+    # ---- responses -------------------------------------------------------------------
+
+    def render(self, ctx: Ctx | None, template: str, *, lang: str | None = None, status: int = 200,
+               request: Request | None = None, **values: Any) -> HTMLResponse:
+        language = ctx.lang if ctx is not None else (lang or "en")
+        req = ctx.request if ctx is not None else request
+        page = self.env.get_template(template).render(
+            t=i18n.translator(language), lang=language, ctx=ctx, csrf=ctx.csrf if ctx else "",
+            session=ctx.session if ctx else None, path=req.url.path if req else "/",
+            query=req.url.query if req else "", open_mode=self.open_user is not None, **values)
+        response = HTMLResponse(page, status_code=status)
+        if ctx is not None and ctx.new_cookie:
+            self.set_session_cookie(response, ctx.new_cookie)
+        return response
+
+    def set_session_cookie(self, response: Response, value: str) -> None:
+        response.set_cookie(COOKIE, value, max_age=self.signer.max_age, httponly=True, samesite="strict",
+                            secure=self.secure_cookies, path="/")
+
+    def done(self, ctx: Ctx, fragment: Callable[[], Response], back: str) -> Response:
+        """An action's answer: the fragment for htmx, a redirect back for a plain form."""
+        if ctx.htmx:
+            return fragment()
+        return RedirectResponse(safe_next(ctx.field("next") or None, back), status_code=303)
+
+    def error(self, request: Request, status: int, message: str) -> Response:
+        lang = i18n.negotiate(request)
+        if request.headers.get("hx-request") == "true":
+            # htmx swaps only 2xx by default: the error goes to the page's alert region
+            response = self.env.get_template("_alert.html").render(message=message, t=i18n.translator(lang))
+            return HTMLResponse(response, status_code=status, headers={"HX-Retarget": "#alert", "HX-Reswap": "innerHTML"})
+        return self.render(None, "error.html", lang=lang, status=status, request=request,
+                           message=message, code=status)
+
+    def handler(self, fn: Callable[[Request], Awaitable[Response]]) -> Callable[[Request], Awaitable[Response]]:
+        """Maps the engine's errors and the guards' exceptions to pages or fragments."""
+
+        @functools.wraps(fn)
+        async def wrapped(request: Request) -> Response:
+            try:
+                response = await fn(request)
+            except Redirect as r:
+                response = RedirectResponse(r.url, status_code=303)
+            except Denied as d:
+                response = self.error(request, d.status, d.message)
+            except NotFound:
+                response = self.error(request, 404, i18n.text(i18n.negotiate(request), "err_not_found"))
+            except ValidationError as e:
+                response = self.error(request, 422, str(e))
+            except BackendError as e:
+                response = self.error(request, 502, str(e))
+            except MemlaneError as e:
+                response = self.error(request, 409, str(e))
+            for name, value in (("Content-Security-Policy", CSP), ("X-Frame-Options", "DENY"),
+                                ("X-Content-Type-Options", "nosniff"), ("Referrer-Policy", "same-origin"),
+                                ("Cache-Control", "no-store")):
+                response.headers.setdefault(name, value)
+            return response
+
+        return wrapped
+
+    def route(self, path: str, methods: tuple[str, ...] = ("GET",)) -> Callable[[Callable[[Request], Awaitable[Response]]], Any]:
+        def register(fn: Callable[[Request], Awaitable[Response]]) -> Callable[[Request], Awaitable[Response]]:
+            self.router.add_api_route(path, self.handler(fn), methods=list(methods), include_in_schema=False,
+                                      response_class=HTMLResponse)
+            return fn
+        return register
+
+    def mount(self, app: FastAPI) -> None:
+        from memlane.webui import memory_pages, scope_pages, session_pages
+        session_pages.register(self)
+        memory_pages.register(self)
+        scope_pages.register(self)
+        app.include_router(self.router)
