@@ -11,7 +11,7 @@ import threading
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 from urllib.parse import parse_qs, urlencode, urlsplit
 
 from fastapi import APIRouter, FastAPI
@@ -22,7 +22,16 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 from memlane.api import Memory
 from memlane.errors import BackendError, MemlaneError, NotFound, ValidationError
 from memlane.webui import i18n
-from memlane.webui.auth import COOKIE, KeyStore, Signer, WebSession, load_secret, resolve
+from memlane.webui.auth import (
+    COOKIE,
+    SESSION_SECONDS,
+    KeyStore,
+    Principal,
+    Signer,
+    WebSession,
+    load_secret,
+    resolve,
+)
 
 HERE = Path(__file__).parent
 T = TypeVar("T")
@@ -51,6 +60,7 @@ class Ctx:
     lang: str
     csrf: str
     form: dict[str, list[str]]
+    mem: Memory
     new_cookie: str | None = None
 
     @property
@@ -85,26 +95,50 @@ def loopback(request: Request) -> bool:
         return False
 
 
+class Backend(Protocol):
+    """Where the UI finds the engine and the keys for a request: a server keeps them in its
+    app state (made in its lifespan), a test or script passes them (`Fixed`)."""
+
+    def memory(self, request: Request) -> Memory: ...
+
+    def keys(self, request: Request) -> KeyStore | None: ...
+
+    def open_user(self, request: Request) -> str | None:
+        """The loopback-open mode's one local user when this request may use it, else None."""
+
+
+@dataclass
+class Fixed:
+    """One engine and key store given up front; `open_user` serves loopback browsers without
+    a key (as `memlane serve` does on 127.0.0.1 when no key exists)."""
+
+    engine: Memory
+    key_store: KeyStore | None = None
+    local_user: str | None = None
+
+    def memory(self, request: Request) -> Memory:
+        return self.engine
+
+    def keys(self, request: Request) -> KeyStore | None:
+        return self.key_store
+
+    def open_user(self, request: Request) -> str | None:
+        return self.local_user if loopback(request) else None
+
+
 class WebUI:
-    """The web UI over one engine: `mount(app)` adds its routes to a FastAPI app.
+    """The web UI: `mount(app)` adds its routes to a FastAPI app.
 
-    `keys` checks API keys (the server's key store); `open_user`, when the server runs
-    loopback-open without keys, is the one local user every loopback browser is signed in
-    as. `run` executes an engine call off the event loop (the server passes its own, which
-    serialises writes); by default calls run one at a time in a worker thread."""
+    `WebUI(Fixed(memory, keys))`, or `WebUI(Fixed(memory, local_user="me"))` for one local
+    user without keys; `memlane serve` passes a backend reading its own app state. `secret`
+    signs the cookies (default: `webui.secret` in the engine's home, made once, 0600)."""
 
-    def __init__(self, memory: Memory, *, keys: KeyStore | None = None, open_user: str | None = None,
-                 secret: bytes | None = None, secure_cookies: bool = False,
-                 run: Callable[[Callable[[], Any]], Awaitable[Any]] | None = None) -> None:
-        if keys is None and open_user is None:
-            raise ValueError("the web UI needs API keys or a loopback-open user")
-        self.memory = memory
-        self.keys = keys
-        self.open_user = open_user
-        self.signer = Signer(secret if secret is not None else load_secret(memory.config.home))
+    def __init__(self, backend: Backend, *, secret: bytes | None = None, secure_cookies: bool = False) -> None:
+        self.backend = backend
+        self._secret = secret
+        self._signer: Signer | None = None
         self.secure_cookies = secure_cookies
         self._lock = threading.Lock()
-        self._run = run
         self.env = Environment(loader=FileSystemLoader(HERE / "templates"),
                                autoescape=select_autoescape(["html", "svg"]), trim_blocks=True, lstrip_blocks=True)
         self.env.globals["urlencode"] = urlencode
@@ -112,10 +146,18 @@ class WebUI:
 
     # ---- engine calls ----------------------------------------------------------------
 
+    def signer_for(self, request: Request) -> Signer:
+        if self._signer is None:
+            secret = self._secret
+            if secret is None:
+                secret = load_secret(self.backend.memory(request).config.home)
+            self._signer = Signer(secret)
+        return self._signer
+
     async def call(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """An engine call in a worker thread; the UI's calls run one at a time (a person's
+        clicks need no parallelism, and a delete racing its own undo would be confusing)."""
         job = functools.partial(fn, *args, **kwargs)
-        if self._run is not None:
-            return await self._run(job)  # type: ignore[no-any-return]
 
         def locked() -> T:
             with self._lock:
@@ -126,8 +168,8 @@ class WebUI:
     # ---- who is asking ---------------------------------------------------------------
 
     def session_of(self, request: Request) -> WebSession | None:
-        open_user = self.open_user if loopback(request) else None
-        return resolve(self.signer, self.keys, request.cookies.get(COOKIE), open_user=open_user)
+        return resolve(self.signer_for(request), self.backend.keys(request), request.cookies.get(COOKIE),
+                       open_user=self.backend.open_user(request))
 
     async def context(self, request: Request, *, write: bool = False, need_user: bool = True) -> Ctx:
         """The request's session (or a redirect to log in), its form, and for a write the
@@ -138,26 +180,28 @@ class WebUI:
             if self._cross_site(request):
                 raise Denied(403, i18n.text(lang, "err_cross_site"))
             form = await self.read_form(request)
+        mem = self.backend.memory(request)
+        signer = self.signer_for(request)
         session = self.session_of(request)
         new_cookie = None
-        if session is None and self.open_user is not None and loopback(request):
-            from memlane.webui.auth import Principal
-            new_cookie = self.signer.issue(Principal(user_id=self.open_user), self.open_user, None)
-            session = resolve(self.signer, None, new_cookie, open_user=self.open_user)
+        open_user = self.backend.open_user(request)
+        if session is None and open_user is not None:
+            new_cookie = signer.issue(Principal(user_id=open_user), open_user, None)
+            session = resolve(signer, None, new_cookie, open_user=open_user)
             if write:  # a first write needs a page first: its token is bound to the new session
                 raise Denied(403, i18n.text(lang, "err_csrf"))
         if session is None:
             if request.headers.get("hx-request") == "true":
                 raise Denied(401, i18n.text(lang, "err_signed_out"))
             raise Redirect("/login?" + urlencode({"next": request.url.path}))
-        csrf = self.signer.csrf(session.nonce)
+        csrf = signer.csrf(session.nonce)
         if write:
             token = request.headers.get("x-csrf-token") or (form.get("csrf") or [""])[0]
-            if not self.signer.check_csrf(session.nonce, token):
+            if not signer.check_csrf(session.nonce, token):
                 raise Denied(403, i18n.text(lang, "err_csrf"))
         if need_user and not session.user_id:
             raise Redirect("/scope")
-        return Ctx(request, session, lang, csrf, form, new_cookie)
+        return Ctx(request, session, lang, csrf, form, mem, new_cookie)
 
     @staticmethod
     def _cross_site(request: Request) -> bool:
@@ -199,14 +243,14 @@ class WebUI:
         page = self.env.get_template(template).render(
             t=i18n.translator(language), lang=language, ctx=ctx, csrf=ctx.csrf if ctx else "",
             session=ctx.session if ctx else None, path=req.url.path if req else "/",
-            query=req.url.query if req else "", open_mode=self.open_user is not None, **values)
+            query=req.url.query if req else "", **values)
         response = HTMLResponse(page, status_code=status)
         if ctx is not None and ctx.new_cookie:
             self.set_session_cookie(response, ctx.new_cookie)
         return response
 
     def set_session_cookie(self, response: Response, value: str) -> None:
-        response.set_cookie(COOKIE, value, max_age=self.signer.max_age, httponly=True, samesite="strict",
+        response.set_cookie(COOKIE, value, max_age=SESSION_SECONDS, httponly=True, samesite="strict",
                             secure=self.secure_cookies, path="/")
 
     def done(self, ctx: Ctx, fragment: Callable[[], Response], back: str) -> Response:

@@ -4,7 +4,7 @@ the same numbers as a table next to it."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from html import escape
 
 from markupsafe import Markup
@@ -70,7 +70,7 @@ def columns(values: Sequence[int], edges: Sequence[str], title: str, *, mark: fl
     return _svg(height, title, desc, body, width)
 
 
-def lines(days: Sequence[str], series: dict[str, Sequence[int]], names: dict[str, str], title: str) -> Markup:
+def lines(days: Sequence[str], series: Mapping[str, Sequence[int]], names: Mapping[str, str], title: str) -> Markup:
     """One line per series over the days, with a legend."""
     height, base, left = 240, 190, 36
     top = max([max(v, default=0) for v in series.values()] + [1])

@@ -5,6 +5,7 @@ action is a `memlane.Memory` call in the session's scope, with the engine's vali
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlencode
 
 from starlette.requests import Request
 from starlette.responses import Response
@@ -12,7 +13,7 @@ from starlette.responses import Response
 from memlane.errors import NotFound, ValidationError
 from memlane.models import MemoryRecord
 from memlane.webui import i18n
-from memlane.webui.app import Ctx, Redirect
+from memlane.webui.app import Ctx, Redirect, safe_next
 from memlane.webui.views import PAGE_SIZE, TableQuery, forecast
 
 if TYPE_CHECKING:
@@ -24,18 +25,19 @@ HIDDEN_DIFF = {"updated_at"}  # every change moves it: the history says when alr
 
 
 def register(ui: WebUI) -> None:
-    mem = ui.memory
 
     def row(ctx: Ctx, m: MemoryRecord, **extra: Any) -> Response:
-        return ui.render(ctx, "_memory_row.html", m=m, fc=forecast(m, mem.config.policy, mem.clock()),
-                         categories=mem.config.policy.categories, **extra)
+        pol = ctx.mem.config.policy
+        return ui.render(ctx, "_memory_row.html", m=m, fc=forecast(m, pol, ctx.mem.clock()),
+                         categories=pol.categories, **extra)
 
     async def get(ctx: Ctx) -> MemoryRecord:
-        return await ui.call(mem.get, ctx.request.path_params["id"], **ctx.scope)
+        return await ui.call(ctx.mem.get, ctx.request.path_params["id"], **ctx.scope)
 
     @ui.route("/memories")
     async def table(request: Request) -> Response:
         ctx = await ui.context(request)
+        mem = ctx.mem
         tq = TableQuery.parse(request.query_params)
         filters: dict[str, Any] = {"status": tq.engine_status(), "since": tq.since, "until": tq.until}
         if tq.category:
@@ -54,7 +56,7 @@ def register(ui: WebUI) -> None:
         shown = rows[(tq.page - 1) * PAGE_SIZE: tq.page * PAGE_SIZE]
         now, pol = mem.clock(), mem.config.policy
         stats = await ui.call(mem.stats, **ctx.scope)
-        values = {"tq": tq, "rows": [(m, forecast(m, pol, now)) for m in shown], "total": len(rows),
+        values: dict[str, Any] = {"tq": tq, "rows": [(m, forecast(m, pol, now)) for m in shown], "total": len(rows),
                   "pages": pages, "relevance": relevance, "categories": pol.categories, "stats": stats,
                   "archive_below": pol.archive_below, "notice": request.query_params.get("notice", ""),
                   "undo_ids": request.query_params.getlist("undo")[:BULK_MAX]}
@@ -65,6 +67,7 @@ def register(ui: WebUI) -> None:
     @ui.route("/memories/bulk", ("POST",))
     async def bulk(request: Request) -> Response:
         ctx = await ui.context(request, write=True)
+        mem = ctx.mem
         action = ctx.field("action")
         ids = list(dict.fromkeys(ctx.fields("ids")))
         if action not in ("delete", "archive", "activate", "restore"):
@@ -90,14 +93,13 @@ def register(ui: WebUI) -> None:
         query = [("notice", f"{action}:{done}")]
         if action in ("delete", "archive"):
             query += [("undo", i) for i in ids]
-        from urllib.parse import urlencode
-        sep = "&" if "?" in back else "?"
-        from memlane.webui.app import safe_next
-        raise Redirect(safe_next(back, "/memories") + sep + urlencode(query))
+        back = safe_next(back, "/memories")
+        raise Redirect(back + ("&" if "?" in back else "?") + urlencode(query))
 
     @ui.route("/memories/{id}")
     async def detail(request: Request) -> Response:
         ctx = await ui.context(request)
+        mem = ctx.mem
         memory_id = request.path_params["id"]
         history = await ui.call(mem.history, memory_id, **ctx.scope)  # NotFound for another scope's id
         try:
@@ -145,6 +147,7 @@ def register(ui: WebUI) -> None:
     @ui.route("/memories/{id}", ("POST",))
     async def update(request: Request) -> Response:
         ctx = await ui.context(request, write=True)
+        mem = ctx.mem
         memory_id = request.path_params["id"]
         changes: dict[str, Any] = {}
         if "content" in ctx.form:
@@ -164,6 +167,7 @@ def register(ui: WebUI) -> None:
     @ui.route("/memories/{id}/delete", ("POST",))
     async def delete(request: Request) -> Response:
         ctx = await ui.context(request, write=True)
+        mem = ctx.mem
         gone = await ui.call(mem.delete, request.path_params["id"], **ctx.scope, actor="web",
                              reason="deleted in the web UI")
         return ui.done(ctx, lambda: ui.render(ctx, "_memory_deleted.html", m=gone), f"/memories/{gone.id}")
@@ -171,6 +175,7 @@ def register(ui: WebUI) -> None:
     @ui.route("/memories/{id}/undo", ("POST",))
     async def undo(request: Request) -> Response:
         ctx = await ui.context(request, write=True)
+        mem = ctx.mem
         memory_id = request.path_params["id"]
         await ui.call(mem.undo, memory_id, **ctx.scope, actor="web")
         try:

@@ -27,13 +27,13 @@ TURN_HITS = 50  # not from a seed: one page of turns found
 
 
 def register(ui: WebUI) -> None:
-    mem = ui.memory
 
     # ---- conversations ---------------------------------------------------------------
 
     @ui.route("/conversations")
     async def conversations(request: Request) -> Response:
         ctx = await ui.context(request)
+        mem = ctx.mem
         q = request.query_params.get("q", "").strip()
         sessions = await ui.call(mem.sessions, **ctx.scope)
         hits = await ui.call(mem.search, q, **ctx.scope, corpus="turns", limit=TURN_HITS) if q else []
@@ -43,6 +43,7 @@ def register(ui: WebUI) -> None:
     @ui.route("/conversations/{sid}")
     async def conversation(request: Request) -> Response:
         ctx = await ui.context(request)
+        mem = ctx.mem
         sid = request.path_params["sid"]
         session = await ui.call(mem.get_session, sid, **ctx.scope)  # NotFound for another scope's id
         turns = await ui.call(mem.get_turns, sid, **ctx.scope)
@@ -53,6 +54,7 @@ def register(ui: WebUI) -> None:
     @ui.route("/conversations/{sid}/delete", ("POST",))
     async def delete_conversation(request: Request) -> Response:
         ctx = await ui.context(request, write=True)
+        mem = ctx.mem
         sid = request.path_params["sid"]
         if ctx.field("confirm") != sid:
             raise ValidationError("confirm", i18n.text(ctx.lang, "err_confirm_session"))
@@ -63,8 +65,8 @@ def register(ui: WebUI) -> None:
     # ---- files -----------------------------------------------------------------------
 
     def texts(ctx: Ctx) -> tuple[str, str]:
-        memory_md = mem.md_export(**ctx.scope).read_text("utf-8")
-        user_md = mem.user_profile(**ctx.scope).read_text("utf-8")
+        memory_md = ctx.mem.md_export(**ctx.scope).read_text("utf-8")
+        user_md = ctx.mem.user_profile(**ctx.scope).read_text("utf-8")
         return memory_md, user_md
 
     @ui.route("/files")
@@ -90,6 +92,7 @@ def register(ui: WebUI) -> None:
         """Dry run first (the operations, nothing written); `apply` with the same text's digest
         then writes exactly what was shown."""
         ctx = await ui.context(request, write=True)
+        mem = ctx.mem
         text = ctx.field("text").replace("\r\n", "\n")  # a browser sends a textarea's lines as CRLF
         if not text.strip():
             raise ValidationError("text", i18n.text(ctx.lang, "err_import_empty"))
@@ -109,6 +112,7 @@ def register(ui: WebUI) -> None:
     @ui.route("/insight")
     async def insight(request: Request) -> Response:
         ctx = await ui.context(request)
+        mem = ctx.mem
         t = i18n.translator(ctx.lang)
         q = request.query_params.get("q", "").strip()
         stats = await ui.call(mem.stats, **ctx.scope)
@@ -139,18 +143,20 @@ def register(ui: WebUI) -> None:
     @ui.route("/forget")
     async def forget_form(request: Request) -> Response:
         ctx = await ui.context(request)
+        mem = ctx.mem
         stats = await ui.call(mem.stats, **ctx.scope)
         return ui.render(ctx, "forget.html", stats=stats, report=None)
 
     @ui.route("/forget", ("POST",))
     async def forget(request: Request) -> Response:
         ctx = await ui.context(request, write=True)
+        mem = ctx.mem
         if ctx.field("confirm") != ctx.session.user_id:
             raise ValidationError("confirm", i18n.text(ctx.lang, "err_confirm_purge"))
         report = await ui.call(mem.purge, **ctx.scope, actor="web")
         stats = await ui.call(mem.stats, **ctx.scope)
         response = ui.render(ctx, "forget.html", stats=stats, report=report)
-        if ctx.session.principal.key_id == "" and ui.open_user is not None:
+        if ctx.session.principal.key_id == "":  # the open local user starts afresh
             response.delete_cookie(COOKIE, path="/")
         return response
 

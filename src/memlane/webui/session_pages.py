@@ -15,10 +15,11 @@ from starlette.responses import RedirectResponse, Response
 
 from memlane import validate
 from memlane.webui import i18n
-from memlane.webui.app import Denied, Redirect, loopback, safe_next
+from memlane.webui.app import Denied, Redirect, safe_next
 from memlane.webui.auth import COOKIE, LOGIN_COOKIE
 
 if TYPE_CHECKING:
+    from memlane.api import Memory
     from memlane.webui.app import WebUI
 
 ASSETS = {  # name → media type: the only files /assets serves
@@ -49,14 +50,14 @@ def register(ui: WebUI) -> None:
     @ui.route("/login")
     async def login_form(request: Request) -> Response:
         lang = i18n.negotiate(request)
-        if ui.open_user is not None and loopback(request):
+        if ui.backend.open_user(request) is not None:
             raise Redirect("/")
         return login_page(request, lang, "", 200)
 
     def login_page(request: Request, lang: str, message: str, status: int) -> Response:
         nonce = secrets.token_hex(16)
         response = ui.render(None, "login.html", lang=lang, request=request, status=status, message=message,
-                             login_csrf=ui.signer.csrf("login|" + nonce),
+                             login_csrf=ui.signer_for(request).csrf("login|" + nonce),
                              next=safe_next(request.query_params.get("next"), "/"))
         response.set_cookie(LOGIN_COOKIE, nonce, max_age=3600, httponly=True, samesite="strict",
                             secure=ui.secure_cookies, path="/login")
@@ -69,14 +70,16 @@ def register(ui: WebUI) -> None:
             raise Denied(403, i18n.text(lang, "err_cross_site"))
         form = await ui.read_form(request)
         nonce = request.cookies.get(LOGIN_COOKIE, "")
-        if not nonce or not ui.signer.check_csrf("login|" + nonce, (form.get("csrf") or [""])[0]):
+        signer = ui.signer_for(request)
+        if not nonce or not signer.check_csrf("login|" + nonce, (form.get("csrf") or [""])[0]):
             return login_page(request, lang, i18n.text(lang, "err_csrf"), 403)
         key = (form.get("key") or [""])[0].strip()
-        principal = ui.keys.authenticate(key) if ui.keys is not None and 0 < len(key) <= MAX_KEY_CHARS else None
+        keys = ui.backend.keys(request)
+        principal = keys.authenticate(key) if keys is not None and 0 < len(key) <= MAX_KEY_CHARS else None
         if principal is None:
             return login_page(request, lang, i18n.text(lang, "err_bad_key"), 401)
         user = "" if principal.admin else (principal.user_id or "")
-        cookie = ui.signer.issue(principal, user, None if principal.admin else principal.agent_id)
+        cookie = signer.issue(principal, user, None if principal.admin else principal.agent_id)
         target = "/scope" if principal.admin else safe_next((form.get("next") or [""])[0], "/")
         response = RedirectResponse(target, status_code=303)
         ui.set_session_cookie(response, cookie)
@@ -105,7 +108,7 @@ def register(ui: WebUI) -> None:
         user = validate.ident("user_id", ctx.field("user_id").strip())
         agent = validate.optional_ident("agent_id", ctx.field("agent_id").strip() or None)
         response = RedirectResponse("/memories", status_code=303)
-        ui.set_session_cookie(response, ui.signer.issue(ctx.session.principal, user, agent))
+        ui.set_session_cookie(response, ui.signer_for(request).issue(ctx.session.principal, user, agent))
         return response
 
     @ui.route("/lang/{code}")
@@ -121,19 +124,19 @@ def register(ui: WebUI) -> None:
     async def demo(request: Request) -> Response:
         """The bundled demo conversation, into the signed-in scope (only while it is empty)."""
         ctx = await ui.context(request, write=True)
-        if (await ui.call(ui.memory.stats, **ctx.scope)).turns:
+        if (await ui.call(ctx.mem.stats, **ctx.scope)).turns:
             raise Denied(409, i18n.text(ctx.lang, "err_demo_not_empty"))
-        await ui.call(load_demo, ui, ctx.scope)
+        await ui.call(load_demo, ctx.mem, ctx.scope)
         return RedirectResponse("/memories?" + urlencode({"status": "any"}), status_code=303)
 
 
-def load_demo(ui: WebUI, scope: dict[str, str | None]) -> None:
+def load_demo(mem: Memory, scope: dict[str, str | None]) -> None:
     from memlane.importers import parse
 
     data = json.loads(resources.files("memlane.data").joinpath("sample_conversation.json").read_text("utf-8"))
     # the scope is the session's, whatever the file says
     convs = [dataclasses.replace(c, user_id=None) for c in parse(data, "sample_conversation.json")]
     user_id = str(scope["user_id"])
-    ui.memory.import_conversations(convs, user_id=user_id, agent_id=scope["agent_id"])
+    mem.import_conversations(convs, user_id=user_id, agent_id=scope["agent_id"])
     for conv in convs:
-        ui.memory.end_session(conv.session_id, user_id=user_id, agent_id=scope["agent_id"], wait=True)
+        mem.end_session(conv.session_id, user_id=user_id, agent_id=scope["agent_id"], wait=True)

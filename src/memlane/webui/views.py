@@ -43,8 +43,8 @@ def forecast(mem: MemoryRecord, cfg: PolicyConfig, now: datetime) -> Forecast:
     """The first day the thresholds act on the memory at its decay rule's rate: day by day is
     monotone (scores only fall, ages only grow), so a doubling search then bisection."""
     rule = policy.decay_rule(mem.category, cfg)
-    base = {"grace_days": rule.grace_days, "daily_factor": rule.daily_factor, "expires_at": mem.expires_at,
-            "score_now": policy.decay_score(mem, now, cfg)}
+    base: dict[str, Any] = {"grace_days": rule.grace_days, "daily_factor": rule.daily_factor,
+                            "expires_at": mem.expires_at, "score_now": policy.decay_score(mem, now, cfg)}
     if mem.status == "archived":
         return Forecast("archived", **base)
     if policy.protected(mem, cfg):
