@@ -1,0 +1,275 @@
+"""The web UI over plain HTTP: sign-in, CSRF, isolation between users on every route, the
+engine's validation, the forecast and the import dry run. A real uvicorn on 127.0.0.1."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator
+from datetime import timedelta
+from typing import Any
+
+import httpx
+import pytest
+from fastapi import FastAPI
+
+from memlane import Memory
+from memlane.testing import ManualClock
+from memlane.webui import Fixed, Principal, WebUI
+from memlane.webui.i18n import MESSAGES
+from tests.conftest import T0
+from tests.webui_support import TableKeys, csrf_of, login, serve, token
+
+LIN_SECRET = "林晓的猫叫橘子"
+
+
+@pytest.fixture
+def world(make_memory: Callable[..., Memory]) -> Iterator[dict[str, Any]]:
+    """lin with a memory, a conversation and an episode; bob with his own; keys for both and an admin."""
+    clock = ManualClock(T0)
+    mem = make_memory(clock=clock)
+    lin = mem.add(LIN_SECRET, user_id="lin", category="fact", importance="high")
+    mem.add_messages("lin-s1", [{"role": "user", "content": "我家的猫叫橘子，三岁了"},
+                                {"role": "assistant", "content": "橘子这个名字真可爱"},
+                                {"role": "user", "content": "I am allergic to peanuts, never suggest them."}],
+                     user_id="lin")
+    mem.end_session("lin-s1", user_id="lin")
+    bob = mem.add("Bob keeps bees", user_id="bob", category="fact")
+    keys = TableKeys()
+    keys.add("key-lin", Principal("lin", key_id="k-lin"))
+    keys.add("key-bob", Principal("bob", key_id="k-bob"))
+    keys.add("key-admin", Principal(None, admin=True, key_id="k-admin"))
+    app = FastAPI()
+    WebUI(Fixed(mem, keys)).mount(app)
+    with serve(app) as base:
+        yield {"mem": mem, "base": base, "keys": keys, "lin": lin, "bob": bob, "clock": clock}
+
+
+def routes_for(memory_id: str, session_id: str) -> list[str]:
+    return ["/", "/memories", "/memories?q=猫&status=any", f"/memories/{memory_id}", f"/memories/{memory_id}/row",
+            f"/memories/{memory_id}/edit", f"/memories/{memory_id}/confirm-delete", "/conversations",
+            "/conversations?q=猫", f"/conversations/{session_id}", "/files", "/files/MEMORY.md", "/files/USER.md",
+            "/insight", "/insight?q=猫", "/forget"]
+
+
+def test_every_page_needs_a_session(world: dict[str, Any]) -> None:
+    anon = httpx.Client(base_url=world["base"], follow_redirects=False)
+    for route in routes_for(world["lin"].id, "lin-s1"):
+        r = anon.get(route)
+        assert r.status_code == 303 and r.headers["location"].startswith("/login"), route
+    assert anon.get("/memories", headers={"HX-Request": "true"}).status_code == 401
+    r = anon.post(f"/memories/{world['lin'].id}/delete", data={"csrf": "x"})
+    assert r.status_code in (303, 403)
+    assert world["mem"].get(world["lin"].id, user_id="lin").content == LIN_SECRET
+
+
+def test_login_sets_a_strict_httponly_cookie_and_a_bad_key_is_refused(world: dict[str, Any]) -> None:
+    client = httpx.Client(base_url=world["base"])
+    form = client.get("/login")
+    bad = client.post("/login", data={"key": "key-nobody", "csrf": csrf_of(form.text)})
+    assert bad.status_code == 401 and "memlane_session" not in bad.headers.get("set-cookie", "")
+    form = client.get("/login")
+    no_token = client.post("/login", data={"key": "key-lin", "csrf": "forged"})
+    assert no_token.status_code == 403
+    form = client.get("/login")
+    ok = client.post("/login", data={"key": "key-lin", "csrf": csrf_of(form.text)})
+    assert ok.status_code == 303
+    cookie = next(c for c in ok.headers.get_list("set-cookie") if c.startswith("memlane_session="))
+    assert "HttpOnly" in cookie and "SameSite=strict" in cookie.replace("Strict", "strict")
+    assert "key-lin" not in cookie  # the key itself never sits in the cookie
+    assert LIN_SECRET in client.get("/memories").text
+
+
+def test_writes_need_the_sessions_csrf_token_and_a_same_site_origin(world: dict[str, Any]) -> None:
+    mem, lin = world["mem"], world["lin"]
+    client = login(world["base"], "key-lin")
+    other = login(world["base"], "key-lin")  # the same key, another browser: another token
+    url = f"/memories/{lin.id}"
+    for data, headers in [
+        ({"content": "hijacked"}, {}),
+        ({"content": "hijacked", "csrf": "forged"}, {}),
+        ({"content": "hijacked", "csrf": token(other)}, {}),
+        ({"content": "hijacked", "csrf": token(client)}, {"Origin": "http://evil.example"}),
+    ]:
+        r = client.post(url, data=data, headers=headers, follow_redirects=False)
+        assert r.status_code == 403, (data, headers, r.status_code)
+    assert mem.get(lin.id, user_id="lin").content == LIN_SECRET
+    assert [e.kind for e in mem.history(lin.id, user_id="lin")] == ["ADD"]
+    r = client.post(url, data={"content": "林晓的猫叫橘子，是橘猫", "csrf": token(client)},
+                    headers={"Origin": world["base"]})
+    assert r.status_code == 200
+    assert mem.get(lin.id, user_id="lin").content == "林晓的猫叫橘子，是橘猫"
+
+
+def test_another_users_key_never_sees_or_touches_lins_data(world: dict[str, Any]) -> None:
+    mem, lin = world["mem"], world["lin"]
+    bob = login(world["base"], "key-bob")
+    for route in routes_for(lin.id, "lin-s1"):
+        r = bob.get(route)
+        assert LIN_SECRET not in r.text and "三岁" not in r.text and "peanut" not in r.text, route
+        if lin.id in route or "lin-s1" in route:
+            assert r.status_code == 404, route
+    fragment = bob.get(f"/memories/{lin.id}/row", headers={"HX-Request": "true"})
+    assert fragment.status_code == 404 and LIN_SECRET not in fragment.text
+    csrf = token(bob)
+    for path, data in [(f"/memories/{lin.id}", {"content": "bob was here"}), (f"/memories/{lin.id}/delete", {}),
+                       (f"/memories/{lin.id}/undo", {}), ("/memories/bulk", {"action": "delete", "ids": lin.id}),
+                       ("/conversations/lin-s1/delete", {"confirm": "lin-s1"})]:
+        r = bob.post(path, data={**data, "csrf": csrf})
+        assert r.status_code == 404, path
+    r = bob.post("/forget", data={"confirm": "lin", "csrf": csrf})  # bob's purge is bob's, whatever he types
+    assert r.status_code == 422
+    assert mem.get(lin.id, user_id="lin").content == LIN_SECRET
+    assert mem.get_turns("lin-s1", user_id="lin")
+    assert [e.kind for e in mem.history(lin.id, user_id="lin")] == ["ADD"]
+    assert "Bob keeps bees" in bob.get("/memories").text
+
+
+def test_a_tampered_cookie_or_a_revoked_key_ends_the_session(world: dict[str, Any]) -> None:
+    bob = login(world["base"], "key-bob")
+    cookie = bob.cookies["memlane_session"]
+    body, mac = cookie.split(".")
+    import base64
+    import json
+    payload = json.loads(base64.urlsafe_b64decode(body + "=" * (-len(body) % 4)))
+    payload["u"], payload["k"] = "lin", "k-lin"
+    forged = base64.urlsafe_b64encode(json.dumps(payload).encode()).rstrip(b"=").decode() + "." + mac
+    fake = httpx.Client(base_url=world["base"], cookies={"memlane_session": forged})
+    r = fake.get("/memories", follow_redirects=False)
+    assert r.status_code == 303 and r.headers["location"].startswith("/login")
+    world["keys"].revoked.add("k-bob")
+    r = bob.get("/memories", follow_redirects=False)
+    assert r.status_code == 303 and r.headers["location"].startswith("/login")
+
+
+def test_an_admin_key_picks_the_user_it_looks_at(world: dict[str, Any]) -> None:
+    admin = login(world["base"], "key-admin")
+    assert admin.get("/memories", follow_redirects=False).headers["location"] == "/scope"
+    r = admin.post("/scope", data={"user_id": "lin", "csrf": token(admin, "/scope")})
+    assert r.status_code == 200 and LIN_SECRET in r.text
+    lin = login(world["base"], "key-lin")
+    r = lin.post("/scope", data={"user_id": "bob", "csrf": token(lin)})
+    assert r.status_code == 403 and "bees" not in lin.get("/memories").text
+
+
+def test_the_engines_validation_answers_with_the_field(world: dict[str, Any]) -> None:
+    mem, lin = world["mem"], world["lin"]
+    client = login(world["base"], "key-lin")
+    csrf = token(client)
+    cases = [({"content": ""}, "content"), ({"category": "nonsense"}, "category"),
+             ({"content": "x" * 100_000}, "content"), ({"pinned": "maybe"}, "pinned")]
+    for data, field_name in cases:
+        r = client.post(f"/memories/{lin.id}", data={**data, "csrf": csrf}, headers={"HX-Request": "true"})
+        assert r.status_code == 422 and field_name in r.text, (data, r.text[:300])
+    r = client.post(f"/memories/{lin.id}", content="content=%ED%A0%80&csrf=" + csrf,  # a lone surrogate
+                    headers={"Content-Type": "application/x-www-form-urlencoded"})
+    assert r.status_code == 400
+    r = client.post(f"/memories/{lin.id}", content=b"content=" + b"a" * (3 * 1024 * 1024),
+                    headers={"Content-Type": "application/x-www-form-urlencoded"})
+    assert r.status_code == 413
+    assert client.get("/memories?min_score=7").status_code == 422
+    assert client.get("/memories?page=-1").status_code == 422
+    assert mem.get(lin.id, user_id="lin").content == LIN_SECRET
+
+
+def test_delete_then_undo_and_bulk_archive_with_undo(world: dict[str, Any]) -> None:
+    mem, lin = world["mem"], world["lin"]
+    other = mem.add("林晓喜欢白茶", user_id="lin", category="preference")
+    client = login(world["base"], "key-lin")
+    r = client.post(f"/memories/{lin.id}/delete", data={"csrf": token(client)}, headers={"HX-Request": "true"})
+    assert r.status_code == 200 and "/undo" in r.text
+    assert LIN_SECRET not in client.get("/memories").text
+    r = client.post(f"/memories/{lin.id}/undo", data={"csrf": token(client)}, headers={"HX-Request": "true"})
+    assert r.status_code == 200 and LIN_SECRET in r.text
+    assert [e.kind for e in mem.history(lin.id, user_id="lin")][-2:] == ["DELETE", "RESTORE"]
+    r = client.post("/memories/bulk", data={"action": "archive", "ids": [lin.id, other.id], "csrf": token(client)})
+    assert {mem.get(i, user_id="lin").status for i in (lin.id, other.id)} == {"archived"}
+    undo = re.search(r'<form method="post" action="/memories/bulk".*?</form>', r.text, re.S)
+    assert undo and 'value="activate"' in undo.group(0)
+    client.post("/memories/bulk", data={"action": "activate", "ids": [lin.id, other.id], "csrf": token(client)})
+    assert {mem.get(i, user_id="lin").status for i in (lin.id, other.id)} == {"active"}
+
+
+def test_the_forecast_is_when_consolidation_archives(world: dict[str, Any]) -> None:
+    """The table says when the memory will be archived; consolidation agrees to the day."""
+    mem, clock = world["mem"], world["clock"]
+    m = mem.add("林晓周二跑步", user_id="lin", category="fact", importance="high")
+    client = login(world["base"], "key-lin")
+    row = client.get(f"/memories/{m.id}/row").text
+    when = re.search(r"archived around (\d{4}-\d\d-\d\d)", row)
+    assert when, row
+    due = T0.date().fromisoformat(when.group(1))
+    clock.now = T0.replace(year=due.year, month=due.month, day=due.day) - timedelta(days=1)
+    mem.consolidate(user_id="lin")
+    assert mem.get(m.id, user_id="lin").status == "active"
+    clock.now = T0.replace(year=due.year, month=due.month, day=due.day) + timedelta(hours=1)
+    mem.consolidate(user_id="lin")
+    assert mem.get(m.id, user_id="lin").status == "archived"
+
+
+def test_import_shows_the_operations_then_applies_exactly_those(world: dict[str, Any]) -> None:
+    mem, lin = world["mem"], world["lin"]
+    client = login(world["base"], "key-lin")
+    original = client.get("/files/MEMORY.md").text
+    assert LIN_SECRET in original
+    edited = original.replace(LIN_SECRET, "林晓的猫叫橘子，今年四岁") + "\n### fact\n林晓住在杭州\n"
+    preview = client.post("/files/import", data={"text": edited, "csrf": token(client, "/files")})
+    assert preview.status_code == 200 and "UPDATE" in preview.text and "ADD" in preview.text
+    assert mem.get(lin.id, user_id="lin").content == LIN_SECRET  # a dry run writes nothing
+    digest = re.search(r'name="digest" value="([0-9a-f]+)"', preview.text).group(1)  # type: ignore[union-attr]
+    changed = client.post("/files/import", data={"text": edited + "\n### fact\nsneaked in\n", "apply": "1",
+                                                 "digest": digest, "csrf": token(client, "/files")})
+    assert changed.status_code == 422
+    done = client.post("/files/import", data={"text": edited, "apply": "1", "digest": digest,
+                                              "csrf": token(client, "/files")})
+    assert done.status_code == 200
+    assert mem.get(lin.id, user_id="lin").content == "林晓的猫叫橘子，今年四岁"
+    assert "林晓住在杭州" in [m.content for m in mem.list(user_id="lin")]
+    assert all("sneaked" not in m.content for m in mem.list(user_id="lin"))
+
+
+def test_purge_needs_the_typed_user_id(world: dict[str, Any]) -> None:
+    mem = world["mem"]
+    client = login(world["base"], "key-lin")
+    assert client.post("/forget", data={"confirm": "yes", "csrf": token(client)}).status_code == 422
+    assert mem.stats(user_id="lin").memories > 0 and mem.stats(user_id="lin").turns == 3
+    r = client.post("/forget", data={"confirm": "lin", "csrf": token(client)})
+    assert r.status_code == 200
+    assert mem.stats(user_id="lin").memories == 0 and mem.stats(user_id="lin").turns == 0
+    assert mem.stats(user_id="bob").memories == 1
+
+
+def test_loopback_open_mode_signs_in_the_local_user(make_memory: Callable[..., Memory]) -> None:
+    mem = make_memory()
+    mem.add("the local note", user_id="me")
+    mem.add("another user note", user_id="other")
+    app = FastAPI()
+    WebUI(Fixed(mem, local_user="me")).mount(app)
+    with serve(app) as base:
+        client = httpx.Client(base_url=base, follow_redirects=True)
+        page = client.get("/memories")
+        assert "the local note" in page.text and "another user" not in page.text
+        assert client.get("/login").url.path == "/memories"  # no key to ask for
+        first = httpx.Client(base_url=base)
+        r = first.post("/memories/bulk", data={"action": "delete", "ids": "x"})  # no page seen, no token
+        assert r.status_code == 403
+
+
+def test_language_follows_the_browser_and_the_switch(world: dict[str, Any]) -> None:
+    assert set(MESSAGES["en"]) == set(MESSAGES["zh"])
+    client = login(world["base"], "key-lin", headers={"Accept-Language": "zh-CN,zh;q=0.9,en;q=0.8"})
+    assert "记忆" in client.get("/memories").text
+    client.get("/lang/en?next=/memories")
+    assert ">Memories<" in client.get("/memories").text
+    r = client.get("/lang/zh?next=//evil.example/x", follow_redirects=False)
+    assert r.headers["location"] == "/"
+
+
+def test_pages_carry_no_third_party_resources(world: dict[str, Any]) -> None:
+    client = login(world["base"], "key-lin")
+    for route in ["/memories", f"/memories/{world['lin'].id}", "/conversations/lin-s1", "/files", "/insight?q=猫"]:
+        r = client.get(route)
+        assert r.status_code == 200, route
+        assert not re.search(r'(src|href)="(https?:)?//', r.text), route
+        assert "script-src 'self'" in r.headers["content-security-policy"]
+    assert client.get("/assets/htmx.min.js").status_code == 200
+    assert client.get("/assets/../../api.py").status_code == 404
