@@ -43,8 +43,9 @@ def register(ui: WebUI) -> None:
         if tq.category:
             filters["category"] = tq.category
         if tq.q:
+            # looking is not using: no activation from the UI; weak hits dropped as build_context does
             hits = await ui.call(mem.search, tq.q, **ctx.scope, limit=SEARCH_LIMIT, filters=filters,
-                                 activate=False)  # looking is not using: no activation from the UI
+                                 activate=False, min_score=mem.config.search.min_relevance)
             found = [h.memory for h in hits if h.memory is not None]
             relevance = {h.id: h.score for h in hits}
         else:
