@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterator
 from datetime import timedelta
+from html.parser import HTMLParser
 from typing import Any
 
 import httpx
@@ -273,3 +274,53 @@ def test_pages_carry_no_third_party_resources(world: dict[str, Any]) -> None:
         assert "script-src 'self'" in r.headers["content-security-policy"]
     assert client.get("/assets/htmx.min.js").status_code == 200
     assert client.get("/assets/../../api.py").status_code == 404
+
+
+def test_hostile_text_is_shown_as_text_everywhere(world: dict[str, Any]) -> None:
+    mem = world["mem"]
+    evil = '<script>alert(1)</script><img src=x onerror=alert(2)> **"q"** `c`'
+    m = mem.add(evil, user_id="lin", category="fact")
+    mem.add_messages("lin-s2", [{"role": "user", "content": evil}], user_id="lin")
+    client = login(world["base"], "key-lin")
+    for route in ["/memories", f"/memories/{m.id}", f"/memories/{m.id}/row", "/conversations/lin-s2",
+                  "/conversations?q=alert", "/files", "/insight?q=alert", "/memories?q=alert"]:
+        r = client.get(route)
+        assert r.status_code == 200, route
+        assert "<script>alert" not in r.text and "<img src=x" not in r.text, route
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in client.get(f"/memories/{m.id}").text
+
+
+class _Fields(HTMLParser):
+    """Form controls and the labels naming them, as a screen reader finds them."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.controls: list[dict[str, str | None]] = []
+        self.label_for: set[str] = set()
+        self.in_label = 0
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        a = dict(attrs)
+        if tag == "label":
+            self.in_label += 1
+            if a.get("for"):
+                self.label_for.add(str(a["for"]))
+        elif tag in ("input", "select", "textarea") and a.get("type") not in ("hidden", "submit") \
+                and "hidden" not in a:
+            self.controls.append({**a, "_wrapped": "1" if self.in_label else None})
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "label":
+            self.in_label -= 1
+
+
+def test_every_form_control_has_a_label(world: dict[str, Any]) -> None:
+    client = login(world["base"], "key-lin")
+    lin = world["lin"]
+    for route in ["/memories?status=any", f"/memories/{lin.id}", f"/memories/{lin.id}/edit", "/conversations",
+                  "/conversations/lin-s1", "/files", "/insight", "/forget", "/scope"]:
+        parser = _Fields()
+        parser.feed(client.get(route).text)
+        for c in parser.controls:
+            named = c["_wrapped"] or c.get("aria-label") or (c.get("id") in parser.label_for)
+            assert named, (route, c)
