@@ -27,6 +27,7 @@ if not os.path.exists(CHROMIUM):
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
          "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 SHOTS_DIR = os.environ.get("MEMLANE_SCREENSHOTS")  # set to docs/images to refresh the README's
+README_SHOTS = {"memories-desktop-en", "memories-phone-zh", "insight-desktop-zh", "memory-phone-en"}
 TIMEOUT_MS = 15_000  # every wait is bounded
 DESKTOP = {"width": 1280, "height": 860}
 PHONE = {"width": 390, "height": 844}
@@ -173,8 +174,9 @@ def test_screenshots_and_layout(browser: Any, site: dict[str, Any], tmp_path: Pa
     page = open_page(browser, site["base"], "key-lin", lang=lang, viewport=PHONE if width == "phone" else DESKTOP)
     page.get_by_role("button", name="Load demo data" if lang == "en" else "载入演示数据").click()
     page.wait_for_url("**/memories?status=any")
+    some = next(m for m in site["mem"].list(user_id="lin") if m.source_session)
     for name, path in [("memories", "/memories"), ("insight", "/insight?q=晚饭吃什么"), ("files", "/files"),
-                       ("conversation", "/conversations/demo-1")]:
+                       ("conversation", "/conversations/demo-1"), ("memory", f"/memories/{some.id}")]:
         page.goto(site["base"] + path)
         overflow = page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
         assert overflow <= 0, (name, overflow)
@@ -182,7 +184,7 @@ def test_screenshots_and_layout(browser: Any, site: dict[str, Any], tmp_path: Pa
         shot = tmp_path / f"{name}-{width}-{lang}.png"
         page.screenshot(path=str(shot), full_page=width == "desktop")
         assert shot.stat().st_size > 10_000
-        if SHOTS_DIR and name in ("memories", "insight"):
+        if SHOTS_DIR and shot.stem in README_SHOTS:
             Path(SHOTS_DIR).mkdir(parents=True, exist_ok=True)
             shutil.copy(shot, Path(SHOTS_DIR) / shot.name)
     nav = page.get_by_role("navigation")

@@ -9,7 +9,7 @@ from html import escape
 
 from markupsafe import Markup
 
-WIDTH = 640  # viewBox units; the SVG scales to its container (phone width too)
+WIDTH = 640  # viewBox units by default; each SVG scales to its container (phone width too)
 BAR_H = 22
 COLORS = {"active": "#2f7d4f", "archived": "#b7791f", "deleted": "#b83232"}
 
@@ -70,13 +70,14 @@ def columns(values: Sequence[int], edges: Sequence[str], title: str, *, mark: fl
     return _svg(height, title, desc, body, width)
 
 
-def lines(days: Sequence[str], series: Mapping[str, Sequence[int]], names: Mapping[str, str], title: str) -> Markup:
+def lines(days: Sequence[str], series: Mapping[str, Sequence[int]], names: Mapping[str, str], title: str,
+          *, width: int = 760) -> Markup:
     """One line per series over the days, with a legend."""
-    height, base, left = 240, 190, 36
+    height, base, left = 200, 150, 36
     top = max([max(v, default=0) for v in series.values()] + [1])
     n = len(days)
-    step = (WIDTH - left - 20) / max(1, n - 1)
-    body = [f'<line x1="{left}" y1="{base}" x2="{WIDTH - 10}" y2="{base}" class="axis"/>',
+    step = (width - left - 20) / max(1, n - 1)
+    body = [f'<line x1="{left}" y1="{base}" x2="{width - 10}" y2="{base}" class="axis"/>',
             f'<text x="{left - 6}" y="20" text-anchor="end" class="val">{top}</text>',
             f'<text x="{left - 6}" y="{base}" text-anchor="end" class="val">0</text>']
     for j, (key, values) in enumerate(series.items()):
@@ -92,6 +93,6 @@ def lines(days: Sequence[str], series: Mapping[str, Sequence[int]], names: Mappi
                     f'{values[-1] if values else 0}</text>')
     if n:
         body.append(f'<text x="{left}" y="{base + 16}" class="lbl">{escape(days[0])}</text>'
-                    f'<text x="{WIDTH - 10}" y="{base + 16}" text-anchor="end" class="lbl">{escape(days[-1])}</text>')
+                    f'<text x="{width - 10}" y="{base + 16}" text-anchor="end" class="lbl">{escape(days[-1])}</text>')
     desc = "; ".join(f"{names.get(k, k)} {v[-1] if v else 0}" for k, v in series.items())
-    return _svg(height, title, desc, body)
+    return _svg(height, title, desc, body, width)
