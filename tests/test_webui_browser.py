@@ -12,11 +12,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fastapi import FastAPI
 
 from memlane import Memory
-from memlane.webui import Fixed, Principal, WebUI
-from tests.webui_support import TableKeys, serve
+from tests.webui_support import ui_site
 
 sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed (pip install -e '.[dev]')")
 CHROMIUM = os.environ.get("MEMLANE_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
@@ -44,15 +42,11 @@ def browser() -> Iterator[Any]:
 
 @pytest.fixture
 def site(make_memory: Callable[..., Memory]) -> Iterator[dict[str, Any]]:
+    """`memlane serve`'s app (its keys, its auth) with the UI in it; bob has one memory."""
     mem = make_memory()
-    keys = TableKeys()
-    keys.add("key-lin", Principal("lin", key_id="k-lin"))
-    keys.add("key-bob", Principal("bob", key_id="k-bob"))
     mem.add("Bob keeps bees on the roof", user_id="bob", category="fact")
-    app = FastAPI()
-    WebUI(Fixed(mem, keys)).mount(app)
-    with serve(app) as base:
-        yield {"mem": mem, "base": base}
+    with ui_site(mem, "server") as s:
+        yield {"mem": mem, "base": s.base, "key": s.key}
 
 
 def open_page(browser: Any, base: str, key: str, *, lang: str = "en", viewport: dict[str, int] = DESKTOP) -> Any:
@@ -82,7 +76,7 @@ def row_of(page: Any, text: str) -> Any:
 
 def test_search_edit_history_delete_undo(browser: Any, site: dict[str, Any]) -> None:
     mem = site["mem"]
-    page = open_page(browser, site["base"], "key-lin")
+    page = open_page(browser, site["base"], site["key"]["lin"])
     load_demo(page)
     assert mem.stats(user_id="lin").memories > 5
     # search (htmx, as typed): the same hybrid search as the API
@@ -121,7 +115,7 @@ def test_search_edit_history_delete_undo(browser: Any, site: dict[str, Any]) -> 
 def test_import_edited_memory_md_after_the_dry_run(browser: Any, site: dict[str, Any]) -> None:
     mem = site["mem"]
     first = mem.add("林晓住在上海", user_id="lin", category="fact")
-    page = open_page(browser, site["base"], "key-lin")
+    page = open_page(browser, site["base"], site["key"]["lin"])
     page.goto(site["base"] + "/files")
     assert "林晓住在上海" in page.get_by_test_id("memory-md").inner_text()
     area = page.locator("#import-text")
@@ -139,7 +133,7 @@ def test_import_edited_memory_md_after_the_dry_run(browser: Any, site: dict[str,
 def test_purge_with_typed_confirmation(browser: Any, site: dict[str, Any]) -> None:
     mem = site["mem"]
     mem.add("林晓喜欢白茶", user_id="lin", category="preference")
-    page = open_page(browser, site["base"], "key-lin")
+    page = open_page(browser, site["base"], site["key"]["lin"])
     page.goto(site["base"] + "/forget")
     page.get_by_label("Type lin to confirm").fill("lin")
     page.get_by_role("button", name="Forget everything").click()
@@ -150,11 +144,11 @@ def test_purge_with_typed_confirmation(browser: Any, site: dict[str, Any]) -> No
 
 def test_a_second_users_key_sees_nothing_of_the_first(browser: Any, site: dict[str, Any]) -> None:
     mem = site["mem"]
-    lin_page = open_page(browser, site["base"], "key-lin")
+    lin_page = open_page(browser, site["base"], site["key"]["lin"])
     load_demo(lin_page)
     lin_texts = [m.content for m in mem.list(user_id="lin")]
     some = mem.list(user_id="lin")[0]
-    bob = open_page(browser, site["base"], "key-bob")
+    bob = open_page(browser, site["base"], site["key"]["bob"])
     for path in ["/memories?status=any", "/memories?q=花生", "/conversations", "/conversations?q=花生",
                  "/files", "/insight?q=花生", "/forget", f"/memories/{some.id}", "/conversations/demo-1"]:
         bob.goto(site["base"] + path)
@@ -171,7 +165,7 @@ def test_a_second_users_key_sees_nothing_of_the_first(browser: Any, site: dict[s
 def test_screenshots_and_layout(browser: Any, site: dict[str, Any], tmp_path: Path, lang: str, width: str) -> None:
     """Each page fits the width (no sideways scrolling on a phone), speaks the language, and
     is reachable by keyboard (the skip link first); screenshots go to tmp_path."""
-    page = open_page(browser, site["base"], "key-lin", lang=lang, viewport=PHONE if width == "phone" else DESKTOP)
+    page = open_page(browser, site["base"], site["key"]["lin"], lang=lang, viewport=PHONE if width == "phone" else DESKTOP)
     page.get_by_role("button", name="Load demo data" if lang == "en" else "载入演示数据").click()
     page.wait_for_url("**/memories?status=any")
     some = next(m for m in site["mem"].list(user_id="lin") if m.source_session)

@@ -4,6 +4,7 @@ engine's validation, the forecast and the import dry run. A real uvicorn on 127.
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Callable, Iterator
 from datetime import timedelta
 from html.parser import HTMLParser
@@ -15,17 +16,18 @@ from fastapi import FastAPI
 
 from memlane import Memory
 from memlane.testing import ManualClock
-from memlane.webui import Fixed, Principal, WebUI
+from memlane.webui import Fixed, WebUI
 from memlane.webui.i18n import MESSAGES
 from tests.conftest import T0
-from tests.webui_support import TableKeys, csrf_of, login, serve, token
+from tests.webui_support import csrf_of, login, serve, token, ui_site
 
 LIN_SECRET = "林晓的猫叫橘子"
 
 
-@pytest.fixture
-def world(make_memory: Callable[..., Memory]) -> Iterator[dict[str, Any]]:
-    """lin with a memory, a conversation and an episode; bob with his own; keys for both and an admin."""
+@pytest.fixture(params=["server", "fixed"])
+def world(request: pytest.FixtureRequest, make_memory: Callable[..., Memory]) -> Iterator[dict[str, Any]]:
+    """lin with a memory, a conversation and an episode; bob with his own; keys for both and an
+    admin. "server": the UI inside `memlane serve`'s app, with its key table; "fixed": bare."""
     clock = ManualClock(T0)
     mem = make_memory(clock=clock)
     lin = mem.add(LIN_SECRET, user_id="lin", category="fact", importance="high")
@@ -35,14 +37,9 @@ def world(make_memory: Callable[..., Memory]) -> Iterator[dict[str, Any]]:
                      user_id="lin")
     mem.end_session("lin-s1", user_id="lin")
     bob = mem.add("Bob keeps bees", user_id="bob", category="fact")
-    keys = TableKeys()
-    keys.add("key-lin", Principal("lin", key_id="k-lin"))
-    keys.add("key-bob", Principal("bob", key_id="k-bob"))
-    keys.add("key-admin", Principal(None, admin=True, key_id="k-admin"))
-    app = FastAPI()
-    WebUI(Fixed(mem, keys)).mount(app)
-    with serve(app) as base:
-        yield {"mem": mem, "base": base, "keys": keys, "lin": lin, "bob": bob, "clock": clock}
+    with ui_site(mem, request.param) as site:
+        yield {"mem": mem, "base": site.base, "site": site, "key": site.key, "lin": lin, "bob": bob,
+               "clock": clock}
 
 
 def routes_for(memory_id: str, session_id: str) -> list[str]:
@@ -66,24 +63,24 @@ def test_every_page_needs_a_session(world: dict[str, Any]) -> None:
 def test_login_sets_a_strict_httponly_cookie_and_a_bad_key_is_refused(world: dict[str, Any]) -> None:
     client = httpx.Client(base_url=world["base"])
     form = client.get("/login")
-    bad = client.post("/login", data={"key": "key-nobody", "csrf": csrf_of(form.text)})
+    bad = client.post("/login", data={"key": world["key"]["lin"] + "x", "csrf": csrf_of(form.text)})
     assert bad.status_code == 401 and "memlane_session" not in bad.headers.get("set-cookie", "")
     form = client.get("/login")
-    no_token = client.post("/login", data={"key": "key-lin", "csrf": "forged"})
+    no_token = client.post("/login", data={"key": world["key"]["lin"], "csrf": "forged"})
     assert no_token.status_code == 403
     form = client.get("/login")
-    ok = client.post("/login", data={"key": "key-lin", "csrf": csrf_of(form.text)})
+    ok = client.post("/login", data={"key": world["key"]["lin"], "csrf": csrf_of(form.text)})
     assert ok.status_code == 303
     cookie = next(c for c in ok.headers.get_list("set-cookie") if c.startswith("memlane_session="))
     assert "HttpOnly" in cookie and "SameSite=strict" in cookie.replace("Strict", "strict")
-    assert "key-lin" not in cookie  # the key itself never sits in the cookie
+    assert world["key"]["lin"] not in cookie  # the key itself never sits in the cookie
     assert LIN_SECRET in client.get("/memories").text
 
 
 def test_writes_need_the_sessions_csrf_token_and_a_same_site_origin(world: dict[str, Any]) -> None:
     mem, lin = world["mem"], world["lin"]
-    client = login(world["base"], "key-lin")
-    other = login(world["base"], "key-lin")  # the same key, another browser: another token
+    client = login(world["base"], world["key"]["lin"])
+    other = login(world["base"], world["key"]["lin"])  # the same key, another browser: another token
     url = f"/memories/{lin.id}"
     for data, headers in [
         ({"content": "hijacked"}, {}),
@@ -103,7 +100,7 @@ def test_writes_need_the_sessions_csrf_token_and_a_same_site_origin(world: dict[
 
 def test_another_users_key_never_sees_or_touches_lins_data(world: dict[str, Any]) -> None:
     mem, lin = world["mem"], world["lin"]
-    bob = login(world["base"], "key-bob")
+    bob = login(world["base"], world["key"]["bob"])
     for route in routes_for(lin.id, "lin-s1"):
         r = bob.get(route)
         assert LIN_SECRET not in r.text and "三岁" not in r.text and "peanut" not in r.text, route
@@ -126,35 +123,35 @@ def test_another_users_key_never_sees_or_touches_lins_data(world: dict[str, Any]
 
 
 def test_a_tampered_cookie_or_a_revoked_key_ends_the_session(world: dict[str, Any]) -> None:
-    bob = login(world["base"], "key-bob")
+    bob = login(world["base"], world["key"]["bob"])
     cookie = bob.cookies["memlane_session"]
     body, mac = cookie.split(".")
     import base64
     import json
     payload = json.loads(base64.urlsafe_b64decode(body + "=" * (-len(body) % 4)))
-    payload["u"], payload["k"] = "lin", "k-lin"
+    payload["u"], payload["k"] = "lin", world["site"].key_id["lin"]
     forged = base64.urlsafe_b64encode(json.dumps(payload).encode()).rstrip(b"=").decode() + "." + mac
     fake = httpx.Client(base_url=world["base"], cookies={"memlane_session": forged})
     r = fake.get("/memories", follow_redirects=False)
     assert r.status_code == 303 and r.headers["location"].startswith("/login")
-    world["keys"].revoked.add("k-bob")
+    world["site"].revoke("bob")
     r = bob.get("/memories", follow_redirects=False)
     assert r.status_code == 303 and r.headers["location"].startswith("/login")
 
 
 def test_an_admin_key_picks_the_user_it_looks_at(world: dict[str, Any]) -> None:
-    admin = login(world["base"], "key-admin")
+    admin = login(world["base"], world["key"]["admin"])
     assert admin.get("/memories", follow_redirects=False).headers["location"] == "/scope"
     r = admin.post("/scope", data={"user_id": "lin", "csrf": token(admin, "/scope")})
     assert r.status_code == 200 and LIN_SECRET in r.text
-    lin = login(world["base"], "key-lin")
+    lin = login(world["base"], world["key"]["lin"])
     r = lin.post("/scope", data={"user_id": "bob", "csrf": token(lin)})
     assert r.status_code == 403 and "bees" not in lin.get("/memories").text
 
 
 def test_the_engines_validation_answers_with_the_field(world: dict[str, Any]) -> None:
     mem, lin = world["mem"], world["lin"]
-    client = login(world["base"], "key-lin")
+    client = login(world["base"], world["key"]["lin"])
     csrf = token(client)
     cases = [({"content": ""}, "content"), ({"category": "nonsense"}, "category"),
              ({"content": "x" * 100_000}, "content"), ({"pinned": "maybe"}, "pinned")]
@@ -175,7 +172,7 @@ def test_the_engines_validation_answers_with_the_field(world: dict[str, Any]) ->
 def test_delete_then_undo_and_bulk_archive_with_undo(world: dict[str, Any]) -> None:
     mem, lin = world["mem"], world["lin"]
     other = mem.add("林晓喜欢白茶", user_id="lin", category="preference")
-    client = login(world["base"], "key-lin")
+    client = login(world["base"], world["key"]["lin"])
     r = client.post(f"/memories/{lin.id}/delete", data={"csrf": token(client)}, headers={"HX-Request": "true"})
     assert r.status_code == 200 and "/undo" in r.text
     assert LIN_SECRET not in client.get("/memories").text
@@ -194,7 +191,7 @@ def test_the_forecast_is_when_consolidation_archives(world: dict[str, Any]) -> N
     """The table says when the memory will be archived; consolidation agrees to the day."""
     mem, clock = world["mem"], world["clock"]
     m = mem.add("林晓周二跑步", user_id="lin", category="fact", importance="high")
-    client = login(world["base"], "key-lin")
+    client = login(world["base"], world["key"]["lin"])
     row = client.get(f"/memories/{m.id}/row").text
     when = re.search(r"archived around (\d{4}-\d\d-\d\d)", row)
     assert when, row
@@ -209,7 +206,7 @@ def test_the_forecast_is_when_consolidation_archives(world: dict[str, Any]) -> N
 
 def test_import_shows_the_operations_then_applies_exactly_those(world: dict[str, Any]) -> None:
     mem, lin = world["mem"], world["lin"]
-    client = login(world["base"], "key-lin")
+    client = login(world["base"], world["key"]["lin"])
     original = client.get("/files/MEMORY.md").text
     assert LIN_SECRET in original
     edited = original.replace(LIN_SECRET, "林晓的猫叫橘子，今年四岁") + "\n### fact\n林晓住在杭州\n"
@@ -230,7 +227,7 @@ def test_import_shows_the_operations_then_applies_exactly_those(world: dict[str,
 
 def test_purge_needs_the_typed_user_id(world: dict[str, Any]) -> None:
     mem = world["mem"]
-    client = login(world["base"], "key-lin")
+    client = login(world["base"], world["key"]["lin"])
     assert client.post("/forget", data={"confirm": "yes", "csrf": token(client)}).status_code == 422
     assert mem.stats(user_id="lin").memories > 0 and mem.stats(user_id="lin").turns == 3
     r = client.post("/forget", data={"confirm": "lin", "csrf": token(client)})
@@ -255,9 +252,32 @@ def test_loopback_open_mode_signs_in_the_local_user(make_memory: Callable[..., M
         assert r.status_code == 403
 
 
+def test_memlane_serve_without_keys_is_open_to_its_local_user_until_a_key_exists(
+        make_memory: Callable[..., Memory]) -> None:
+    from memlane.server import create_app
+    from memlane.server.keys import KeyStore
+
+    mem = make_memory(server={"local_user": "me"})
+    mem.add("the local note", user_id="me")
+    mem.add("another user note", user_id="other")
+    with serve(create_app(mem.config, memory=mem, host="127.0.0.1", mcp=False, scheduler=False)) as base:
+        client = httpx.Client(base_url=base, follow_redirects=True)
+        page = client.get("/memories")
+        assert "the local note" in page.text and "another user" not in page.text
+        store = KeyStore(mem.config.db_path)
+        try:
+            store.create(user_id="other")
+        finally:
+            store.close()
+        deadline = time.monotonic() + 5  # the server re-reads "is there a key?" within a second
+        while time.monotonic() < deadline and client.get("/memories").url.path != "/login":
+            time.sleep(0.2)
+        assert client.get("/memories").url.path == "/login"
+
+
 def test_language_follows_the_browser_and_the_switch(world: dict[str, Any]) -> None:
     assert set(MESSAGES["en"]) == set(MESSAGES["zh"])
-    client = login(world["base"], "key-lin", headers={"Accept-Language": "zh-CN,zh;q=0.9,en;q=0.8"})
+    client = login(world["base"], world["key"]["lin"], headers={"Accept-Language": "zh-CN,zh;q=0.9,en;q=0.8"})
     assert "记忆" in client.get("/memories").text
     client.get("/lang/en?next=/memories")
     assert ">Memories<" in client.get("/memories").text
@@ -266,7 +286,7 @@ def test_language_follows_the_browser_and_the_switch(world: dict[str, Any]) -> N
 
 
 def test_pages_carry_no_third_party_resources(world: dict[str, Any]) -> None:
-    client = login(world["base"], "key-lin")
+    client = login(world["base"], world["key"]["lin"])
     for route in ["/memories", f"/memories/{world['lin'].id}", "/conversations/lin-s1", "/files", "/insight?q=猫"]:
         r = client.get(route)
         assert r.status_code == 200, route
@@ -281,7 +301,7 @@ def test_hostile_text_is_shown_as_text_everywhere(world: dict[str, Any]) -> None
     evil = '<script>alert(1)</script><img src=x onerror=alert(2)> **"q"** `c`'
     m = mem.add(evil, user_id="lin", category="fact")
     mem.add_messages("lin-s2", [{"role": "user", "content": evil}], user_id="lin")
-    client = login(world["base"], "key-lin")
+    client = login(world["base"], world["key"]["lin"])
     for route in ["/memories", f"/memories/{m.id}", f"/memories/{m.id}/row", "/conversations/lin-s2",
                   "/conversations?q=alert", "/files", "/insight?q=alert", "/memories?q=alert"]:
         r = client.get(route)
@@ -315,7 +335,7 @@ class _Fields(HTMLParser):
 
 
 def test_every_form_control_has_a_label(world: dict[str, Any]) -> None:
-    client = login(world["base"], "key-lin")
+    client = login(world["base"], world["key"]["lin"])
     lin = world["lin"]
     for route in ["/memories?status=any", f"/memories/{lin.id}", f"/memories/{lin.id}/edit", "/conversations",
                   "/conversations/lin-s1", "/files", "/insight", "/forget", "/scope"]:

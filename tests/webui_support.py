@@ -8,14 +8,15 @@ import re
 import socket
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 import httpx
 import uvicorn
 from fastapi import FastAPI
 
-from memlane.webui import Principal
+from memlane import Memory
+from memlane.webui import Fixed, Principal, WebUI
 
 START_SECONDS = 20.0  # a bound on the server's start, so a broken app fails instead of hanging
 
@@ -80,3 +81,44 @@ def login(base: str, key: str, **kw: object) -> httpx.Client:
 
 def token(client: httpx.Client, page: str = "/memories") -> str:
     return csrf_of(client.get(page).text)
+
+
+@dataclass
+class Site:
+    """A running UI: its URL, a key per name (lin, bob, admin), their ids, and how to revoke one."""
+
+    base: str
+    key: dict[str, str]
+    key_id: dict[str, str]
+    revoke: Callable[[str], None]
+
+
+@contextlib.contextmanager
+def ui_site(mem: Memory, kind: str) -> Iterator[Site]:
+    """The UI over `mem` with keys for lin, bob and an admin: `kind` "server" is `memlane
+    serve`'s own app (its key table, its auth); "fixed" a bare app with a dict of keys."""
+    if kind == "fixed":
+        table = TableKeys()
+        for name, user in (("lin", "lin"), ("bob", "bob"), ("admin", None)):
+            table.add(f"key-{name}", Principal(user, admin=user is None, key_id=f"k-{name}"))
+        app = FastAPI()
+        WebUI(Fixed(mem, table)).mount(app)
+        with serve(app) as base:
+            yield Site(base, {n: f"key-{n}" for n in ("lin", "bob", "admin")},
+                       {n: f"k-{n}" for n in ("lin", "bob", "admin")}, lambda n: table.revoked.add(f"k-{n}"))
+        return
+    from memlane.server import create_app
+    from memlane.server.keys import KeyStore
+
+    store = KeyStore(mem.config.db_path)
+    made = {name: store.create(user_id=user, admin=user is None) for name, user in
+            (("lin", "lin"), ("bob", "bob"), ("admin", None))}
+
+    def revoke(name: str) -> None:
+        store.revoke(made[name][1].id)
+
+    try:
+        with serve(create_app(mem.config, memory=mem, host="127.0.0.1", mcp=False, scheduler=False)) as base:
+            yield Site(base, {n: k for n, (k, _) in made.items()}, {n: i.id for n, (_, i) in made.items()}, revoke)
+    finally:
+        store.close()

@@ -91,6 +91,8 @@ def create_app(config: Config, *, memory: Memory | None = None, host: str | None
     install_handlers(app)
     app.include_router(routes.v1)
     app.include_router(routes.admin)
+    from memlane.webui.serving import mount as mount_webui  # the web UI at / (issue 16)
+    mount_webui(app)
 
     @app.get("/healthz", tags=["admin"])
     def healthz(request: Request) -> SafeJSONResponse:
