@@ -3,17 +3,24 @@ engine's validation, the forecast and the import dry run. A real uvicorn on 127.
 
 from __future__ import annotations
 
+import os
 import re
+import signal
+import socket
+import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterator
 from datetime import timedelta
 from html.parser import HTMLParser
+from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 from fastapi import FastAPI
 
+import memlane
 from memlane import Memory
 from memlane.testing import ManualClock
 from memlane.webui import Fixed, WebUI
@@ -344,3 +351,31 @@ def test_every_form_control_has_a_label(world: dict[str, Any]) -> None:
         for c in parser.controls:
             named = c["_wrapped"] or c.get("aria-label") or (c.get("id") in parser.label_for)
             assert named, (route, c)
+
+
+def test_memlane_demo_serve_shows_the_demo_users_memories(tmp_path: Path) -> None:
+    """`memlane demo --serve`: the demo's data, then `memlane serve` on it, open on loopback."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = {**os.environ, "MEMLANE_EMBEDDING__PROVIDER": "hash", "PYTHONPATH": str(Path(memlane.__file__).parents[1])}
+    proc = subprocess.Popen([sys.executable, "-m", "memlane", "--home", str(tmp_path / "demo"), "demo", "--serve",
+                             "--port", str(port)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 120
+        page = None
+        while time.monotonic() < deadline and proc.poll() is None:
+            try:
+                page = httpx.get(f"http://127.0.0.1:{port}/memories", follow_redirects=True, timeout=5)
+                break
+            except httpx.TransportError:
+                time.sleep(0.3)
+        assert page is not None, proc.stderr.read().decode() if proc.poll() is not None else "no answer"
+        assert page.status_code == 200 and "用户对花生过敏" in page.text
+    finally:
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(10)
