@@ -21,7 +21,7 @@ import pytest
 from fastapi import FastAPI
 
 import memlane
-from memlane import Memory
+from memlane import BackendError, Memory
 from memlane.testing import ManualClock
 from memlane.webui import Fixed, WebUI
 from memlane.webui.i18n import MESSAGES
@@ -379,3 +379,22 @@ def test_memlane_demo_serve_shows_the_demo_users_memories(tmp_path: Path) -> Non
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait(10)
+
+
+def test_insight_shows_a_failing_extraction_job_with_its_error_and_next_try(mem: Memory) -> None:
+    """The scripted LLM fails: the job waits with back-off, and Insight says so, with the error."""
+    mem.add_messages("s-fail", [{"role": "user", "content": "我喜欢喝白茶"}], user_id="u1")
+    mem.llm.enqueue(BackendError("LLM down: connection refused"))  # type: ignore[union-attr]
+    [job] = [r.result for r in mem.end_session("s-fail", user_id="u1") if r.action == "extract"]
+    assert job.status == "retrying"
+    mem.add("用户喜欢白茶", user_id="u1", category="preference")
+    app = FastAPI()
+    WebUI(Fixed(mem, local_user="u1")).mount(app)
+    with serve(app) as base:
+        page = httpx.Client(base_url=base, follow_redirects=True).get("/insight?q=白茶")
+    assert page.status_code == 200
+    row = re.search(r'<tr class="job-queued">.*?</tr>', page.text, re.S)
+    assert row, page.text[:2000]
+    assert "LLM down: connection refused" in row.group(0) and ">1<" in row.group(0)  # attempts
+    assert job.next_at is not None and job.next_at.strftime("%Y-%m-%d %H:%M:%S") in row.group(0)
+    assert "<svg" in page.text and "memories" in page.text  # the context chart, block by block
