@@ -91,8 +91,14 @@ def test_search_edit_history_delete_undo(browser: Any, site: dict[str, Any]) -> 
     row.get_by_role("button", name="Edit").click()
     box = page.get_by_label("Content", exact=True)
     box.fill("用户对花生和腰果过敏")
+    box.fill("x" * 100_000)  # over store.max_content_chars: the engine's error, shown in the alert
+    page.get_by_role("button", name="Save").click()
+    page.get_by_role("alert").get_by_text("content").wait_for()
+    page.errors.clear()  # the browser logs the expected 422
+    box.fill("用户对花生和腰果过敏")
     page.get_by_role("button", name="Save").click()
     row_of(page, "用户对花生和腰果过敏").get_by_text("Saved.").wait_for()
+    assert page.get_by_role("alert").inner_text() == ""  # the next success clears it
     assert mem.get(target.id, user_id="lin").content == "用户对花生和腰果过敏"
     # the edit in its history, before → after, by the web UI
     page.goto(f"{site['base']}/memories/{target.id}")
