@@ -5,9 +5,9 @@ open mode, the bind check) are in tests/test_server_processes.py."""
 from __future__ import annotations
 
 import json
-from urllib.parse import quote
 from collections.abc import Iterator
 from dataclasses import dataclass
+from urllib.parse import quote
 
 import httpx
 import pytest
