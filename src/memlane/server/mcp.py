@@ -10,6 +10,7 @@ agents, so MCP and REST agents see one behaviour.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, MutableMapping
+from importlib.metadata import PackageNotFoundError, version
 from typing import Annotated, Any
 
 from fastapi import FastAPI
@@ -44,6 +45,13 @@ _CHANGE = ToolAnnotations(readOnlyHint=False, destructiveHint=True, idempotentHi
 _DELETE = ToolAnnotations(readOnlyHint=False, destructiveHint=True, idempotentHint=True, openWorldHint=False)
 
 
+def _version() -> str:
+    try:
+        return version("memlane")
+    except PackageNotFoundError:
+        return "0+source"
+
+
 def _run(fn: Callable[[], Any]) -> Any:
     """An engine call as a tool result; memlane's own errors become the tool's error text."""
     try:
@@ -73,7 +81,7 @@ def scope_file(mem: Memory, scope: Scope, name: str) -> str:
 
 def build_mcp(binding: Binding, *, static_scope: tuple[Memory, Scope] | None = None) -> MCPServer:
     """The MCP server; `binding(ctx)` gives each call its engine and scope."""
-    server: MCPServer = MCPServer("memlane", instructions=INSTRUCTIONS)
+    server: MCPServer = MCPServer("memlane", instructions=INSTRUCTIONS, version=_version())
 
     @server.tool(annotations=_READ)
     def search_memory(query: Query, ctx: Context, limit: Limit = 5, category: str | None = None) -> dict[str, Any]:
