@@ -9,6 +9,7 @@ agents, so MCP and REST agents see one behaviour.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Awaitable, Callable, MutableMapping
 from importlib.metadata import PackageNotFoundError, version
 from typing import Annotated, Any
@@ -81,7 +82,16 @@ def scope_file(mem: Memory, scope: Scope, name: str) -> str:
 
 def build_mcp(binding: Binding, *, static_scope: tuple[Memory, Scope] | None = None) -> MCPServer:
     """The MCP server; `binding(ctx)` gives each call its engine and scope."""
-    server: MCPServer = MCPServer("memlane", instructions=INSTRUCTIONS, version=_version())
+    # the SDK calls logging.basicConfig (a rich handler on the root logger at INFO) unless the
+    # root logger has a handler: the host application's logging is not the SDK's to set
+    guard = logging.NullHandler() if not logging.root.handlers else None
+    if guard is not None:
+        logging.root.addHandler(guard)
+    try:
+        server: MCPServer = MCPServer("memlane", instructions=INSTRUCTIONS, version=_version())
+    finally:
+        if guard is not None:
+            logging.root.removeHandler(guard)
 
     @server.tool(annotations=_READ)
     def search_memory(query: Query, ctx: Context, limit: Limit = 5, category: str | None = None) -> dict[str, Any]:
