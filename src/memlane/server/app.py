@@ -23,7 +23,7 @@ from memlane.api import Memory
 from memlane.config import Config
 from memlane.lifecycle import Scheduler
 from memlane.server import routes
-from memlane.server.auth import AdminDep, Gate, MemoryDep, get_gate, is_loopback
+from memlane.server.auth import AdminDep, Gate, MemoryDep, is_loopback
 from memlane.server.errors import Guard, SafeJSONResponse, install_handlers
 from memlane.server.keys import KeyStore
 
@@ -105,7 +105,7 @@ def create_app(config: Config, *, memory: Memory | None = None, host: str | None
     def status(request: Request, mem: MemoryDep, _: AdminDep) -> dict[str, Any]:
         """The server, its scheduler, indexer and LLM worker (admin key)."""
         sched: Scheduler | None = request.app.state.scheduler
-        gate = get_gate(request)
+        gate: Gate = request.app.state.gate
         return {"version": _version(), "pid": os.getpid(), "bind": bind,
                 "auth": "open" if gate.open_mode() else "keys", "profile": mem.config.profile,
                 "home": str(mem.config.home), "uptime_s": round(time.time() - request.app.state.started, 1),

@@ -86,7 +86,7 @@ class Gate:
         return Scope.of(user, agent or None)
 
 
-def get_memory(request: Request) -> Memory:
+async def get_memory(request: Request) -> Memory:
     """The process's one engine (503 while the server starts or stops)."""
     mem: Memory | None = getattr(request.app.state, "memory", None)
     if mem is None:
@@ -95,24 +95,24 @@ def get_memory(request: Request) -> Memory:
     return mem
 
 
-def get_gate(request: Request) -> Gate:
+async def get_gate(request: Request) -> Gate:
     gate: Gate | None = getattr(request.app.state, "gate", None)
     if gate is None:
         raise ApiError(503, "Unavailable", "the server is starting or stopping", {"Retry-After": "1"})
     return gate
 
 
-def get_principal(request: Request) -> Principal:
+async def get_principal(request: Request) -> Principal:
     """The caller of this request (401 without a valid key, outside open mode)."""
-    return get_gate(request).principal(request.headers.get("authorization"))
+    return (await get_gate(request)).principal(request.headers.get("authorization"))
 
 
-def get_scope(request: Request, principal: Annotated[Principal, Depends(get_principal)]) -> Scope:
+async def get_scope(request: Request, principal: Annotated[Principal, Depends(get_principal)]) -> Scope:
     """The scope this request reads and writes: its key's (an admin's: X-Memlane-User/-Agent)."""
     return Gate.scope_of(principal, request.headers.get("x-memlane-user"), request.headers.get("x-memlane-agent"))
 
 
-def require_admin(principal: Annotated[Principal, Depends(get_principal)]) -> Principal:
+async def require_admin(principal: Annotated[Principal, Depends(get_principal)]) -> Principal:
     """An admin key (403 for a user key)."""
     if not principal.admin:
         raise ApiError(403, "Forbidden", "this route needs an admin key (`memlane keys create --admin`)")

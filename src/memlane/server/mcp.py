@@ -9,7 +9,9 @@ agents, so MCP and REST agents see one behaviour.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Awaitable, Callable, MutableMapping
+from importlib.metadata import PackageNotFoundError, version
 from typing import Annotated, Any
 
 from fastapi import FastAPI
@@ -44,6 +46,13 @@ _CHANGE = ToolAnnotations(readOnlyHint=False, destructiveHint=True, idempotentHi
 _DELETE = ToolAnnotations(readOnlyHint=False, destructiveHint=True, idempotentHint=True, openWorldHint=False)
 
 
+def _version() -> str:
+    try:
+        return version("memlane")
+    except PackageNotFoundError:
+        return "0+source"
+
+
 def _run(fn: Callable[[], Any]) -> Any:
     """An engine call as a tool result; memlane's own errors become the tool's error text."""
     try:
@@ -73,7 +82,16 @@ def scope_file(mem: Memory, scope: Scope, name: str) -> str:
 
 def build_mcp(binding: Binding, *, static_scope: tuple[Memory, Scope] | None = None) -> MCPServer:
     """The MCP server; `binding(ctx)` gives each call its engine and scope."""
-    server: MCPServer = MCPServer("memlane", instructions=INSTRUCTIONS)
+    # the SDK calls logging.basicConfig (a rich handler on the root logger at INFO) unless the
+    # root logger has a handler: the host application's logging is not the SDK's to set
+    guard = logging.NullHandler() if not logging.root.handlers else None
+    if guard is not None:
+        logging.root.addHandler(guard)
+    try:
+        server: MCPServer = MCPServer("memlane", instructions=INSTRUCTIONS, version=_version())
+    finally:
+        if guard is not None:
+            logging.root.removeHandler(guard)
 
     @server.tool(annotations=_READ)
     def search_memory(query: Query, ctx: Context, limit: Limit = 5, category: str | None = None) -> dict[str, Any]:
