@@ -398,3 +398,47 @@ def test_insight_shows_a_failing_extraction_job_with_its_error_and_next_try(mem:
     assert "LLM down: connection refused" in row.group(0) and ">1<" in row.group(0)  # attempts
     assert job.next_at is not None and job.next_at.strftime("%Y-%m-%d %H:%M:%S") in row.group(0)
     assert "<svg" in page.text and "memories" in page.text  # the context chart, block by block
+
+
+def test_table_filters_sort_and_pages(world: dict[str, Any]) -> None:
+    mem = world["mem"]
+    for i in range(60):
+        mem.add(f"note number {i:02d} about gardening", user_id="lin", category="fact", importance=0.3 + i / 200,
+                pinned=i % 20 == 0)
+    client = login(world["base"], world["key"]["lin"])
+    rows = re.compile(r'<tr id="m-([0-9a-f]+)"')
+    first = client.get("/memories?sort=content&order=asc").text
+    second = client.get("/memories?sort=content&order=asc&page=2").text
+    total = len(mem.list(user_id="lin", status="active"))
+    assert total > 60 and len(rows.findall(first)) == 50 and len(rows.findall(second)) == total - 50
+    assert first.index("note number 00") < first.index("note number 01") and "Page 1 of 2" in first
+    pinned = client.get("/memories?pinned=yes").text
+    assert set(rows.findall(pinned)) == {m.id for m in mem.list(user_id="lin") if m.pinned} and len(rows.findall(pinned)) >= 3
+    scored = client.get("/memories?min_score=0.55&max_score=0.7").text
+    shown = {m.id for m in mem.list(user_id="lin") if 0.55 <= m.score <= 0.7}
+    assert set(rows.findall(scored)) == shown and shown
+    cat = client.get("/memories?category=preference").text
+    assert rows.findall(cat) == []
+
+
+def test_a_memorys_page_says_what_an_edit_replaced_and_where_it_came_from(world: dict[str, Any]) -> None:
+    mem, lin = world["mem"], world["lin"]
+    client = login(world["base"], world["key"]["lin"])
+    client.post(f"/memories/{lin.id}", data={"content": "林晓的猫叫橘子，四岁", "csrf": token(client)})
+    page = client.get(f"/memories/{lin.id}").text
+    assert f"<del>{LIN_SECRET}</del>" in page and "UPDATE" in page and "<code>web</code>" in page
+    extracted = next(m for m in mem.list(user_id="lin") if m.source_session == "lin-s1")
+    page = client.get(f"/memories/{extracted.id}").text
+    assert 'href="/conversations/lin-s1"' in page and "三岁了" in page  # the turns it came from
+
+
+def test_conversations_search_and_delete_with_typed_confirmation(world: dict[str, Any]) -> None:
+    mem = world["mem"]
+    client = login(world["base"], world["key"]["lin"])
+    assert "三岁了" in client.get("/conversations?q=猫").text
+    assert "三岁了" in client.get("/conversations/lin-s1").text
+    r = client.post("/conversations/lin-s1/delete", data={"confirm": "yes", "csrf": token(client)})
+    assert r.status_code == 422 and mem.get_turns("lin-s1", user_id="lin")
+    r = client.post("/conversations/lin-s1/delete", data={"confirm": "lin-s1", "csrf": token(client)})
+    assert r.status_code == 200 and "lin-s1" not in r.text.split("<main")[1].split("notice")[0]
+    assert mem.get_turns("lin-s1", user_id="lin") == [] and "三岁了" not in client.get("/conversations?q=猫").text
