@@ -106,13 +106,16 @@ def test_search_edit_history_delete_undo(browser: Any, site: dict[str, Any]) -> 
     assert target.content in update.locator("td.b").first.inner_text()
     assert "用户对花生和腰果过敏" in update.locator("td.a").first.inner_text()
     assert "web" in update.inner_text()
-    # delete with confirmation, then undo
+    # delete with confirmation, then undo — by keyboard alone: each step focuses the next button
     page.goto(site["base"] + "/memories")
-    row_of(page, "用户对花生和腰果过敏").get_by_role("button", name="Delete").click()
-    page.get_by_role("button", name="Yes, delete").click()
+    row_of(page, "用户对花生和腰果过敏").get_by_role("button", name="Delete").focus()
+    page.keyboard.press("Enter")
+    sync_api.expect(page.get_by_role("button", name="Yes, delete")).to_be_focused()
+    page.keyboard.press("Enter")
     page.get_by_text("Deleted.").wait_for()
     assert target.id not in [m.id for m in mem.list(user_id="lin")]
-    page.get_by_role("button", name="Undo").click()
+    sync_api.expect(page.get_by_role("button", name="Undo")).to_be_focused()
+    page.keyboard.press("Enter")
     row_of(page, "用户对花生和腰果过敏").get_by_text("Undone.").wait_for()
     assert mem.get(target.id, user_id="lin").content == "用户对花生和腰果过敏"
     assert page.errors == []
