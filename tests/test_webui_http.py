@@ -442,3 +442,31 @@ def test_conversations_search_and_delete_with_typed_confirmation(world: dict[str
     r = client.post("/conversations/lin-s1/delete", data={"confirm": "lin-s1", "csrf": token(client)})
     assert r.status_code == 200 and "lin-s1" not in r.text.split("<main")[1].split("notice")[0]
     assert mem.get_turns("lin-s1", user_id="lin") == [] and "三岁了" not in client.get("/conversations?q=猫").text
+
+
+def test_server_processes_on_one_home_share_one_secret(tmp_path: Path) -> None:
+    """Started together, every process ends up with the same complete secret (a cookie signed
+    by one is good at the others); a short file left by something else is replaced."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from memlane.webui.auth import SECRET_FILE, load_secret
+
+    with ThreadPoolExecutor(8) as pool:
+        secrets_seen = set(pool.map(lambda _: load_secret(tmp_path), range(32)))
+    assert len(secrets_seen) == 1 and len(next(iter(secrets_seen))) == 32
+    assert (tmp_path / SECRET_FILE).stat().st_mode & 0o777 == 0o600
+    assert [p.name for p in tmp_path.iterdir()] == [SECRET_FILE]
+    (tmp_path / SECRET_FILE).write_bytes(b"short")
+    assert len(load_secret(tmp_path)) == 32
+
+
+def test_hostile_query_strings_and_paths_are_refused_cleanly(world: dict[str, Any]) -> None:
+    client = login(world["base"], world["key"]["lin"])
+    for route, allowed in [("/memories?q=%ED%A0%80", {200, 422}), ("/memories?q=" + "a" * 5000, {422}),
+                           ("/memories?since=2026-13-45", {422}), ("/memories?sort=__class__", {422}),
+                           ("/memories/..%2F..%2Fetc", {404, 422}), ("/memories/" + "x" * 500, {404, 422}),
+                           ("/conversations/%F0%9F%98%80%00", {404, 422}), ("/files/..%2Fmemlane.db", {404, 422}),
+                           ("/insight?q=%00%01", {200, 422}), ("/lang/xx", {404})]:
+        r = client.get(route)
+        assert r.status_code in allowed, (route, r.status_code, r.text[:300])
+        assert "Traceback" not in r.text

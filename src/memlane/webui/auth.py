@@ -12,6 +12,7 @@ is refused before that.
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import hmac
 import json
@@ -65,25 +66,30 @@ class WebSession:
 
 
 def load_secret(home: Path) -> bytes:
-    """The signing secret, shared by every server process on one home (created once, 0600)."""
+    """The signing secret, shared by every server process on one home: written whole to a
+    temporary file, then linked into place (atomic, and only once: a second process reads
+    the first one's), so no crash leaves a short secret behind. 0600."""
     path = home / SECRET_FILE
     try:
         data = path.read_bytes()
         if len(data) >= 32:
             return data
+        path.unlink()  # not one this code wrote: replace it
     except FileNotFoundError:
         pass
     home.mkdir(parents=True, exist_ok=True)
-    fresh = secrets.token_bytes(32)
+    tmp = home / f".{SECRET_FILE}.{os.getpid()}.{secrets.token_hex(4)}"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    except FileExistsError:  # another process made it first: use theirs
-        return path.read_bytes()
-    with os.fdopen(fd, "wb") as f:
-        f.write(fresh)
-        f.flush()
-        os.fsync(f.fileno())
-    return fresh
+        with os.fdopen(fd, "wb") as f:
+            f.write(secrets.token_bytes(32))
+            f.flush()
+            os.fsync(f.fileno())
+        with contextlib.suppress(FileExistsError):  # another process was first: theirs stands
+            os.link(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return path.read_bytes()
 
 
 def _b64(data: bytes) -> str:
