@@ -470,3 +470,21 @@ def test_hostile_query_strings_and_paths_are_refused_cleanly(world: dict[str, An
         r = client.get(route)
         assert r.status_code in allowed, (route, r.status_code, r.text[:300])
         assert "Traceback" not in r.text
+
+
+def test_insight_replays_active_archived_deleted_from_the_audit_trail(world: dict[str, Any]) -> None:
+    mem, clock = world["mem"], world["clock"]
+    before = mem.stats(user_id="lin").memories_by_status.get("active", 0)
+    a = mem.add("林晓周三开会", user_id="lin", category="fact")
+    b = mem.add("林晓周四出差", user_id="lin", category="fact")
+    clock.advance(days=2)
+    mem.update(a.id, user_id="lin", status="archived")
+    clock.advance(days=1)
+    mem.delete(b.id, user_id="lin")
+    client = login(world["base"], world["key"]["lin"])
+    page = client.get("/insight").text
+    chart = re.search(r"<svg[^>]*aria-label=\"Active, archived and deleted over time\".*?</svg>", page, re.S)
+    assert chart, page[:1000]
+    desc = re.search(r"<desc>(.*?)</desc>", chart.group(0)).group(1)  # type: ignore[union-attr]
+    assert desc == f"active {before}; archived 1; deleted 1"
+    assert chart.group(0).count("<polyline") == 3  # four days: a line per state
