@@ -36,7 +36,7 @@ def world(request: pytest.FixtureRequest, make_memory: Callable[..., Memory]) ->
     """lin with a memory, a conversation and an episode; bob with his own; keys for both and an
     admin. "server": the UI inside `memlane serve`'s app, with its key table; "fixed": bare."""
     clock = ManualClock(T0)
-    mem = make_memory(clock=clock)
+    mem = make_memory(clock=clock, server={"max_body_bytes": 1_000_000})
     lin = mem.add(LIN_SECRET, user_id="lin", category="fact", importance="high")
     mem.add_messages("lin-s1", [{"role": "user", "content": "我家的猫叫橘子，三岁了"},
                                 {"role": "assistant", "content": "橘子这个名字真可爱"},
@@ -168,7 +168,7 @@ def test_the_engines_validation_answers_with_the_field(world: dict[str, Any]) ->
     r = client.post(f"/memories/{lin.id}", content="content=%ED%A0%80&csrf=" + csrf,  # a lone surrogate
                     headers={"Content-Type": "application/x-www-form-urlencoded"})
     assert r.status_code == 400
-    r = client.post(f"/memories/{lin.id}", content=b"content=" + b"a" * (3 * 1024 * 1024),
+    r = client.post(f"/memories/{lin.id}", content=b"content=" + b"a" * 1_100_000,  # server.max_body_bytes
                     headers={"Content-Type": "application/x-www-form-urlencoded"})
     assert r.status_code == 413
     assert client.get("/memories?min_score=7").status_code == 422

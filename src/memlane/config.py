@@ -395,6 +395,14 @@ class ServerConfig(_Section):
     shutdown_seconds: float = Field(10.0, ge=0)  # graceful shutdown waits this long for background work
 
 
+class WebConfig(_Section):
+    """The web UI of `memlane serve` (issue 16); none of these come from a seed."""
+
+    session_hours: float = Field(12.0, gt=0)  # a signed-in browser is asked for its key again after this
+    page_size: int = Field(50, ge=1, le=1000)  # memories per page of the table: one screen of rows
+    search_limit: int = Field(500, ge=1, le=10_000)  # a search in the table shows its best this many, paged
+
+
 class EventCondition(_Section):
     field: str  # a dotted path into the event: payload.message_count, subject, type
     op: Literal[">=", ">", "<=", "<", "==", "!=", "in"]
@@ -473,6 +481,7 @@ class Config(_Section):
     lifecycle: LifecycleConfig = LifecycleConfig()
     events: EventsConfig = EventsConfig()
     server: ServerConfig = ServerConfig()
+    web: WebConfig = WebConfig()
     # "section.field" → where its value came from (`memlane config`); filled by `load`
     _sources: dict[str, str] = PrivateAttr(default_factory=dict)
     _toml_path: Path | None = PrivateAttr(default=None)

@@ -24,7 +24,6 @@ from memlane.errors import BackendError, MemlaneError, NotFound, ValidationError
 from memlane.webui import i18n
 from memlane.webui.auth import (
     COOKIE,
-    SESSION_SECONDS,
     KeyStore,
     Principal,
     Signer,
@@ -35,7 +34,6 @@ from memlane.webui.auth import (
 
 HERE = Path(__file__).parent
 T = TypeVar("T")
-MAX_FORM_BYTES = 2 * 1024 * 1024  # not from a seed: a pasted MEMORY.md of a few thousand entries
 CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
        "connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
 
@@ -148,10 +146,9 @@ class WebUI:
 
     def signer_for(self, request: Request) -> Signer:
         if self._signer is None:
-            secret = self._secret
-            if secret is None:
-                secret = load_secret(self.backend.memory(request).config.home)
-            self._signer = Signer(secret)
+            config = self.backend.memory(request).config
+            secret = self._secret if self._secret is not None else load_secret(config.home)
+            self._signer = Signer(secret, max_age=round(config.web.session_hours * 3600))
         return self._signer
 
     async def call(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
@@ -179,7 +176,7 @@ class WebUI:
         if request.method == "POST":
             if self._cross_site(request):
                 raise Denied(403, i18n.text(lang, "err_cross_site"))
-            form = await self.read_form(request)
+            form = await self.read_form(request, self.backend.memory(request).config.server.max_body_bytes)
         mem = self.backend.memory(request)
         signer = self.signer_for(request)
         session = self.session_of(request)
@@ -213,18 +210,20 @@ class WebUI:
         return parts.netloc != request.headers.get("host", "")
 
     @staticmethod
-    async def read_form(request: Request) -> dict[str, list[str]]:
+    async def read_form(request: Request, limit: int) -> dict[str, list[str]]:
+        """The urlencoded form, at most `limit` bytes (`server.max_body_bytes`, as the API)."""
         kind = request.headers.get("content-type", "").split(";")[0].strip()
         if kind not in ("application/x-www-form-urlencoded", ""):
             raise Denied(415, "send the form as application/x-www-form-urlencoded")
         declared = request.headers.get("content-length")
-        if declared is not None and (not declared.isdigit() or int(declared) > MAX_FORM_BYTES):
-            raise Denied(413, f"the form is larger than {MAX_FORM_BYTES} bytes")
+        too_big = f"the form is larger than {limit} bytes (server.max_body_bytes)"
+        if declared is not None and (not declared.isdigit() or int(declared) > limit):
+            raise Denied(413, too_big)
         body = b""
         async for chunk in request.stream():
             body += chunk
-            if len(body) > MAX_FORM_BYTES:
-                raise Denied(413, f"the form is larger than {MAX_FORM_BYTES} bytes")
+            if len(body) > limit:
+                raise Denied(413, too_big)
         try:
             text = body.decode("utf-8")
         except UnicodeDecodeError:
@@ -250,7 +249,7 @@ class WebUI:
         return response
 
     def set_session_cookie(self, response: Response, value: str) -> None:
-        response.set_cookie(COOKIE, value, max_age=SESSION_SECONDS, httponly=True, samesite="strict",
+        response.set_cookie(COOKIE, value, max_age=self._signer.max_age if self._signer else None, httponly=True, samesite="strict",
                             secure=self.secure_cookies, path="/")
 
     def done(self, ctx: Ctx, fragment: Callable[[], Response], back: str) -> Response:

@@ -27,7 +27,6 @@ from memlane import validate
 
 COOKIE = "memlane_session"
 LOGIN_COOKIE = "memlane_login"  # the nonce a login form's CSRF token is bound to
-SESSION_SECONDS = 12 * 3600  # not from a seed: a working day, then the key is asked for again
 SECRET_FILE = "webui.secret"
 
 
@@ -103,7 +102,7 @@ def _unb64(text: str) -> bytes:
 class Signer:
     """Signs and checks session cookies and CSRF tokens with one secret."""
 
-    def __init__(self, secret: bytes, *, max_age: int = SESSION_SECONDS) -> None:
+    def __init__(self, secret: bytes, *, max_age: int) -> None:
         if len(secret) < 16:
             raise ValueError("the web UI's secret must be at least 16 bytes")
         self.secret = secret

@@ -14,12 +14,11 @@ from memlane.errors import NotFound, ValidationError
 from memlane.models import MemoryRecord
 from memlane.webui import i18n
 from memlane.webui.app import Ctx, Redirect, safe_next
-from memlane.webui.views import PAGE_SIZE, TableQuery, forecast
+from memlane.webui.views import TableQuery, forecast
 
 if TYPE_CHECKING:
     from memlane.webui.app import WebUI
 
-SEARCH_LIMIT = 500  # not from a seed: a search shows its best 500, paged
 BULK_MAX = 500  # not from a seed: one bulk action at most touches a page's worth ×10
 HIDDEN_DIFF = {"updated_at"}  # every change moves it: the history says when already
 
@@ -44,7 +43,7 @@ def register(ui: WebUI) -> None:
             filters["category"] = tq.category
         if tq.q:
             # looking is not using: no activation from the UI; weak hits dropped as build_context does
-            hits = await ui.call(mem.search, tq.q, **ctx.scope, limit=SEARCH_LIMIT, filters=filters,
+            hits = await ui.call(mem.search, tq.q, **ctx.scope, limit=mem.config.web.search_limit, filters=filters,
                                  activate=False, min_score=mem.config.search.min_relevance)
             found = [h.memory for h in hits if h.memory is not None]
             relevance = {h.id: h.score for h in hits}
@@ -53,8 +52,9 @@ def register(ui: WebUI) -> None:
                                   status=tq.engine_status(), since=tq.since, until=tq.until)
             relevance = {}
         rows = tq.ordered([m for m in found if tq.keep(m)])
-        pages = max(1, -(-len(rows) // PAGE_SIZE))
-        shown = rows[(tq.page - 1) * PAGE_SIZE: tq.page * PAGE_SIZE]
+        size = mem.config.web.page_size
+        pages = max(1, -(-len(rows) // size))
+        shown = rows[(tq.page - 1) * size: tq.page * size]
         now, pol = mem.clock(), mem.config.policy
         stats = await ui.call(mem.stats, **ctx.scope)
         values: dict[str, Any] = {"tq": tq, "rows": [(m, forecast(m, pol, now)) for m in shown], "total": len(rows),

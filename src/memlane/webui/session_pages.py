@@ -68,7 +68,7 @@ def register(ui: WebUI) -> None:
         lang = i18n.negotiate(request)
         if ui._cross_site(request):
             raise Denied(403, i18n.text(lang, "err_cross_site"))
-        form = await ui.read_form(request)
+        form = await ui.read_form(request, ui.backend.memory(request).config.server.max_body_bytes)
         nonce = request.cookies.get(LOGIN_COOKIE, "")
         signer = ui.signer_for(request)
         if not nonce or not signer.check_csrf("login|" + nonce, (form.get("csrf") or [""])[0]):

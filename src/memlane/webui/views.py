@@ -19,7 +19,6 @@ from memlane.config import PolicyConfig
 from memlane.errors import ValidationError
 from memlane.models import MemoryEvent, MemoryRecord
 
-PAGE_SIZE = 50  # not from a seed: one screen of rows
 FORECAST_DAYS = 3650  # not from a seed: past ten years a forecast says "not within 10 years"
 SORTS = ("score", "updated_at", "created_at", "last_activated", "activation_count", "content")
 
