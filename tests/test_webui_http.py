@@ -123,6 +123,11 @@ def test_another_users_key_never_sees_or_touches_lins_data(world: dict[str, Any]
         assert r.status_code == 404, path
     r = bob.post("/forget", data={"confirm": "lin", "csrf": csrf})  # bob's purge is bob's, whatever he types
     assert r.status_code == 422
+    lins_file = mem.export(user_id="lin", format="md").replace(LIN_SECRET, "bob rewrote it")
+    r = bob.post("/files/import", data={"text": lins_file, "csrf": csrf})  # lin's ids in bob's scope
+    digest = re.search(r'name="digest" value="([0-9a-f]+)"', r.text)
+    assert digest and "ADD" in r.text, r.text[:500]  # new memories of bob's, never edits of lin's
+    bob.post("/files/import", data={"text": lins_file, "apply": "1", "digest": digest.group(1), "csrf": csrf})
     assert mem.get(lin.id, user_id="lin").content == LIN_SECRET
     assert mem.get_turns("lin-s1", user_id="lin")
     assert [e.kind for e in mem.history(lin.id, user_id="lin")] == ["ADD"]
