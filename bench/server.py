@@ -95,14 +95,15 @@ def e5_query_ms() -> dict[str, float] | None:
 
 
 class Served:
-    def __init__(self, home: Path) -> None:
+    def __init__(self, home: Path, *, scheduler: bool) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        env = {k: v for k, v in os.environ.items() if not k.startswith("MEMLANE_")}
+        # the caller's MEMLANE_SERVER__* settings (threads, ...) pass through; nothing else of theirs
+        env = {k: v for k, v in os.environ.items() if not k.startswith("MEMLANE_") or k.startswith("MEMLANE_SERVER__")}
         env.update(PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT / "src"), env.get("PYTHONPATH")])),
-                   MEMLANE_HOME=str(home), MEMLANE_EMBEDDER="hash",
+                   MEMLANE_HOME=str(home), MEMLANE_EMBEDDER="hash", MEMLANE_SERVER__SCHEDULER=str(scheduler).lower(),
                    MEMLANE_LIFECYCLE__SCHEDULER_POLL_SECONDS="1", MEMLANE_LIFECYCLE__SCHEDULE_HOURS="0.001")
-        self.log = open(home.parent / "serve.log", "wb")  # noqa: SIM115 - closed in stop()
+        self.log = open(home.parent / f"serve-{self.port}.log", "wb")  # noqa: SIM115 - closed in stop()
         self.proc = subprocess.Popen([sys.executable, "-m", "memlane", "serve", "--port", str(self.port),
                                       "--log-level", "warning"], env=env, stdout=self.log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + 120
@@ -120,13 +121,16 @@ class Served:
                 return int(line.split()[1]) / 1024
         return 0.0
 
-    def stop(self) -> None:
+    def stop(self) -> list[str]:
+        """Stop gracefully; the server's warnings and errors, for the report."""
         self.proc.send_signal(signal.SIGTERM)
         try:
             self.proc.wait(60)
         except subprocess.TimeoutExpired:
             self.proc.kill()
         self.log.close()
+        text = Path(self.log.name).read_text(encoding="utf-8", errors="replace")
+        return [line for line in text.splitlines() if "WARNING" in line or "ERROR" in line or "Error" in line][:20]
 
 
 async def mixed(url: str, keys: list[str], clients: int, seconds: float) -> dict[str, Any]:
@@ -236,16 +240,21 @@ def main() -> None:
         t0 = time.perf_counter()
         keys, baseline = seed(home, args.users)
         console.print(f"seeded {args.users} users in {time.perf_counter() - t0:.1f} s")
-        server = Served(home)
+        server = Served(home, scheduler=False)  # the mixed run: requests only
         try:
             rss0 = server.rss_mb()
             mix = asyncio.run(mixed(server.url, keys, args.clients, args.seconds))
             rss1 = server.rss_mb()
             status = httpx.get(f"{server.url}/healthz", timeout=10).status_code
+        finally:
+            problems = server.stop()
+        server = Served(home, scheduler=True)  # the writers: consolidation every ~4 s, indexer on
+        try:
+            rss2a = server.rss_mb()
             write = asyncio.run(writers(server.url, keys, args.writers, args.writer_seconds))
             rss2 = server.rss_mb()
         finally:
-            server.stop()
+            problems += server.stop()
     embed = None if args.no_e5 else e5_query_ms()
 
     rows = [[name, r["requests"], r["rps"], r["p50_ms"], r["p95_ms"], r["p99_ms"], r["errors"]]
@@ -254,7 +263,8 @@ def main() -> None:
     console.print(table(f"mixed: {args.clients} clients × {args.seconds:.0f} s over {args.users} users "
                         f"(RSS {rss0:.0f} → {rss1:.0f} MB)", ["route", "requests", "req/s", "p50 ms", "p95 ms",
                                                                "p99 ms", "errors"], rows))
-    console.print(table(f"writers: {args.writers} clients × {args.writer_seconds:.0f} s, indexer + scheduler on",
+    console.print(table(f"writers: {args.writers} clients × {args.writer_seconds:.0f} s, indexer + scheduler on "
+                        f"(RSS {rss2a:.0f} → {rss2:.0f} MB)",
                         ["run", "requests", "req/s", "p50 ms", "p95 ms", "p99 ms", "errors", "acked turns", "lost"],
                         [["add_messages", write["requests"], write["rps"], write["p50_ms"], write["p95_ms"],
                           write["p99_ms"], write["errors"], write["acknowledged_turns"], write["lost_turns"]]]))
@@ -266,11 +276,14 @@ def main() -> None:
                      if embed else ""))
     if mix["error_samples"]:
         console.print(f"error samples: {mix['error_samples']}")
+    if problems:
+        console.print("server log:\n" + "\n".join(problems))
     data = {"clients": args.clients, "users": args.users, "seconds": args.seconds, "writers": args.writers,
             "writer_seconds": args.writer_seconds, "mixed": mix, "writers_run": write,
-            "rss_mb": {"start": rss0, "after_mixed": rss1, "after_writers": rss2, "growth": rss2 - rss0},
+            "rss_mb": {"mixed_start": rss0, "mixed_end": rss1, "mixed_growth": rss1 - rss0,
+                       "writers_start": rss2a, "writers_end": rss2, "writers_growth": rss2 - rss2a},
             "healthz_after_mixed": status, "inprocess_search": baseline, "search_p50_ratio": ratio,
-            "e5_query_embedding": embed}
+            "e5_query_embedding": embed, "server_log_problems": problems}
     path = write_result("server", data) if args.out is None else args.out
     if args.out is not None:
         import json

@@ -186,6 +186,7 @@ def test_auth_failures(live: Live) -> None:
         error_shape(a.post("/v1/admin/purge", json={"user_id": "mei"}), 403)
     with live.c(live.admin) as adm:
         error_shape(adm.get("/v1/memories"), 422)  # an admin names the scope it acts on
+        error_shape(adm.get("/v1/memories", headers={"X-Memlane-User": "u" * 300}), 422)
         lin = adm.get("/v1/memories", headers={"X-Memlane-User": "lin"}).json()["memories"]
         assert lin and all(m["user_id"] == "lin" for m in lin)
         status = adm.get("/v1/admin/status").json()
@@ -233,6 +234,12 @@ def test_hostile_input_gets_json_errors(live: Live) -> None:
         error_shape(c.post("/v1/sessions/" + "s" * 300 + "/messages", json={"messages": [{"content": "x"}]}), 422)
         error_shape(c.post("/v1/sessions/s/messages", json={"messages": []}), 422)
         error_shape(c.get("/v1/no/such/route"), 404)
+        assert c.get("/v1/memories/%ff%fe").status_code in (404, 422)  # not UTF-8 in the path
+        error_shape(c.get("/v1/memories", params={"category": "fa\x00ct"}), 422)
+        error_shape(c.get("/v1/memories", params={"since": "yesterday-ish"}), 422)
+        error_shape(c.post("/v1/search", json={"query": "x", "filters": {"nope": 1}}), 422)
+        error_shape(c.post("/v1/search", json={"query": "x", "min_score": 7}), 422)
+        error_shape(c.post("/v1/search", content=b'{"query": "x", "min_score": NaN}', headers=json_h), 422)
         # chunked upload over the limit: refused while reading, not after
         def chunks() -> Iterator[bytes]:
             for _ in range(100):

@@ -393,6 +393,12 @@ class ServerConfig(_Section):
     max_json_depth: int = Field(32, ge=2)  # deeper JSON is refused with 422 before it is parsed
     scheduler: bool = True  # run the consolidation scheduler inside the server
     shutdown_seconds: float = Field(10.0, ge=0)  # graceful shutdown waits this long for background work
+    # an idle keep-alive connection is closed after this; longer than uvicorn's 5 s, so a busy
+    # client's pooled connection is rarely closed under it (a reset its next request would see)
+    keep_alive_seconds: float = Field(30.0, gt=0)
+    # requests run the engine in up to this many threads at once (anyio's default); the store
+    # serializes on one connection, and bench/server.py measured no gain from 4 under 50 clients
+    threads: int = Field(40, ge=1, le=256)
 
 
 class WebConfig(_Section):

@@ -141,7 +141,8 @@ def serve(
     level = log_level.lower()
     logging.basicConfig(level=level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     uvicorn.run(create_app(cfg, host=bind), host=bind, port=cfg.server.port if port is None else port,
-                log_level=level, timeout_graceful_shutdown=int(cfg.server.shutdown_seconds) + 1)
+                log_level=level, timeout_graceful_shutdown=int(cfg.server.shutdown_seconds) + 1,
+                timeout_keep_alive=int(cfg.server.keep_alive_seconds))
 
 
 @app.command()

@@ -55,6 +55,7 @@ def create_app(config: Config, *, memory: Memory | None = None, host: str | None
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        anyio.to_thread.current_default_thread_limiter().total_tokens = config.server.threads
         mem = memory if memory is not None else await anyio.to_thread.run_sync(Memory, config)
         keys: KeyStore | None = None
         sched: Scheduler | None = None
