@@ -1,6 +1,7 @@
 """The web UI's plumbing: who is asking (cookie session or loopback-open), CSRF, language,
 rendering, and the error mapping every page and fragment shares. The pages live in
-`memlane.webui.pages`; this module gives them `WebUI.context` and `WebUI.render`."""
+`memory_pages`, `scope_pages` and `session_pages`; this module gives them `WebUI.context`
+(every page and action starts there) and `WebUI.render`."""
 
 from __future__ import annotations
 
@@ -39,11 +40,15 @@ CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' 
 
 
 class Redirect(Exception):
+    """Answer with a 303 to `url` (a guard's way out of a page)."""
+
     def __init__(self, url: str) -> None:
         self.url = url
 
 
 class Denied(Exception):
+    """Answer with this status and message (a page, or the alert fragment for htmx)."""
+
     def __init__(self, status: int, message: str) -> None:
         self.status = status
         self.message = message
@@ -107,8 +112,8 @@ class Backend(Protocol):
 
 @dataclass
 class Fixed:
-    """One engine and key store given up front; `open_user` serves loopback browsers without
-    a key (as `memlane serve` does on 127.0.0.1 when no key exists)."""
+    """One engine and key store given up front; `local_user` is whom loopback browsers are
+    signed in as without a key (as `memlane serve` does on 127.0.0.1 while no key exists)."""
 
     engine: Memory
     key_store: KeyStore | None = None
@@ -129,7 +134,8 @@ class WebUI:
 
     `WebUI(Fixed(memory, keys))`, or `WebUI(Fixed(memory, local_user="me"))` for one local
     user without keys; `memlane serve` passes a backend reading its own app state. `secret`
-    signs the cookies (default: `webui.secret` in the engine's home, made once, 0600)."""
+    signs the cookies (default: `webui.secret` in the engine's home, made once, 0600); they
+    are `Secure` on https, or always with `secure_cookies`."""
 
     def __init__(self, backend: Backend, *, secret: bytes | None = None, secure_cookies: bool = False) -> None:
         self.backend = backend
@@ -245,12 +251,15 @@ class WebUI:
             query=req.url.query if req else "", **values)
         response = HTMLResponse(page, status_code=status)
         if ctx is not None and ctx.new_cookie:
-            self.set_session_cookie(response, ctx.new_cookie)
+            self.set_session_cookie(response, ctx.new_cookie, ctx.request)
         return response
 
-    def set_session_cookie(self, response: Response, value: str) -> None:
-        response.set_cookie(COOKIE, value, max_age=self._signer.max_age if self._signer else None, httponly=True, samesite="strict",
-                            secure=self.secure_cookies, path="/")
+    def set_session_cookie(self, response: Response, value: str, request: Request) -> None:
+        response.set_cookie(COOKIE, value, max_age=self._signer.max_age if self._signer else None, httponly=True,
+                            samesite="strict", secure=self.secure(request), path="/")
+
+    def secure(self, request: Request) -> bool:
+        return self.secure_cookies or request.url.scheme == "https"
 
     def done(self, ctx: Ctx, fragment: Callable[[], Response], back: str) -> Response:
         """An action's answer: the fragment for htmx, a redirect back for a plain form."""

@@ -60,7 +60,7 @@ def register(ui: WebUI) -> None:
                              login_csrf=ui.signer_for(request).csrf("login|" + nonce),
                              next=safe_next(request.query_params.get("next"), "/"))
         response.set_cookie(LOGIN_COOKIE, nonce, max_age=3600, httponly=True, samesite="strict",
-                            secure=ui.secure_cookies, path="/login")
+                            secure=ui.secure(request), path="/login")
         return response
 
     @ui.route("/login", ("POST",))
@@ -82,7 +82,7 @@ def register(ui: WebUI) -> None:
         cookie = signer.issue(principal, user, None if principal.admin else principal.agent_id)
         target = "/scope" if principal.admin else safe_next((form.get("next") or [""])[0], "/")
         response = RedirectResponse(target, status_code=303)
-        ui.set_session_cookie(response, cookie)
+        ui.set_session_cookie(response, cookie, request)
         response.delete_cookie(LOGIN_COOKIE, path="/login")
         return response
 
@@ -108,7 +108,7 @@ def register(ui: WebUI) -> None:
         user = validate.ident("user_id", ctx.field("user_id").strip())
         agent = validate.optional_ident("agent_id", ctx.field("agent_id").strip() or None)
         response = RedirectResponse("/memories", status_code=303)
-        ui.set_session_cookie(response, ui.signer_for(request).issue(ctx.session.principal, user, agent))
+        ui.set_session_cookie(response, ui.signer_for(request).issue(ctx.session.principal, user, agent), request)
         return response
 
     @ui.route("/lang/{code}")
