@@ -23,10 +23,10 @@ from fastapi import FastAPI
 import memlane
 from memlane import BackendError, Memory
 from memlane.testing import ManualClock
-from memlane.webui import Fixed, WebUI
+from memlane.webui import Fixed, Principal, WebUI
 from memlane.webui.i18n import MESSAGES
 from tests.conftest import T0
-from tests.webui_support import csrf_of, login, serve, token, ui_site
+from tests.webui_support import TableKeys, csrf_of, login, serve, token, ui_site
 
 LIN_SECRET = "林晓的猫叫橘子"
 
@@ -493,3 +493,22 @@ def test_insight_replays_active_archived_deleted_from_the_audit_trail(world: dic
     desc = re.search(r"<desc>(.*?)</desc>", chart.group(0)).group(1)  # type: ignore[union-attr]
     assert desc == f"active {before}; archived 1; deleted 1"
     assert chart.group(0).count("<polyline") == 3  # four days: a line per state
+
+
+def test_an_agent_key_sees_its_users_shared_memories_read_only(make_memory: Callable[..., Memory]) -> None:
+    mem = make_memory()
+    shared = mem.add("林晓对花生过敏", user_id="lin", category="fact")
+    own = mem.add("coder: 林晓用 pytest 写测试", user_id="lin", agent_id="coder", category="fact")
+    keys = TableKeys()
+    keys.add("key-coder", Principal("lin", "coder", key_id="k-coder"))
+    app = FastAPI()
+    WebUI(Fixed(mem, keys)).mount(app)
+    with serve(app) as base:
+        client = login(base, "key-coder")
+        page = client.get("/memories?q=林晓").text
+        assert shared.content in page and own.content in page
+        row = re.search(rf'<tr id="m-{shared.id}".*?</tr>', page, re.S).group(0)  # type: ignore[union-attr]
+        assert "shared by the user" in row and "<button" not in row and 'name="ids"' not in row
+        r = client.post(f"/memories/{shared.id}/delete", data={"csrf": token(client)})
+        assert r.status_code == 404 and mem.get(shared.id, user_id="lin").content == shared.content
+        assert client.get(f"/memories/{own.id}").status_code == 200
