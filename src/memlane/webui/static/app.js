@@ -25,8 +25,9 @@
       }
     });
   });
-  // a swapped-in element with autofocus gets the focus (keyboard users stay in place)
-  document.addEventListener("htmx:afterSwap", function (ev) {
+  // a swapped-in element with autofocus gets the focus (keyboard users stay in place); after
+  // the settle, when htmx has wired the new content, so a quick Enter goes through htmx too
+  document.addEventListener("htmx:afterSettle", function (ev) {
     var el = ev.detail && ev.detail.elt;
     var focus = el && el.querySelector ? el.querySelector("[autofocus]") : null;
     if (!focus && el && el.parentNode) {
