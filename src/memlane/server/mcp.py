@@ -74,9 +74,8 @@ def scope_file(mem: Memory, scope: Scope, name: str) -> str:
     """The text of the scope's MEMORY.md (rendered from the store) or USER.md."""
     if name == "MEMORY.md":
         return mem.export(**who(scope), format="md")
-    if name == "USER.md":
-        records = mem.list(**who(scope), status="active", limit=10_000)
-        return userprofile.render_template(userprofile.profile_memories(records))
+    if name == "USER.md":  # the template (no LLM call to read a resource)
+        return userprofile.render_user_md(mem.list(**who(scope), limit=100_000), now=mem.clock(), llm=None)
     raise NotFound(f"no file {name!r}; the scope's files are {', '.join(FILES)}")
 
 
