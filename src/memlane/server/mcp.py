@@ -16,7 +16,7 @@ from typing import Annotated, Any
 
 from fastapi import FastAPI
 from mcp.server.mcpserver import Context, MCPServer
-from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.exceptions import ResourceError, ToolError
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.types import ToolAnnotations
 from pydantic import Field
@@ -176,7 +176,7 @@ def build_mcp(binding: Binding, *, static_scope: tuple[Memory, Scope] | None = N
         try:
             return scope_file(mem, scope, name)
         except MemlaneError as exc:
-            raise ToolError(str(exc)) from None
+            raise ResourceError(str(exc)) from None
 
     if static_scope is not None:  # stdio: one fixed scope, so the files are listable resources too
         for fname in FILES:
