@@ -72,6 +72,7 @@ def test_memory_routes_round_trip(live: Live) -> None:
         assert c.delete(f"/v1/memories/{mid}").json()["id"] == mid
         error_shape(c.get(f"/v1/memories/{mid}"), 404)
         assert c.post(f"/v1/memories/{mid}/restore").json()["content"] == "用户对花生和腰果过敏"
+        assert error_shape(c.post(f"/v1/memories/{mid}/restore"), 409)["error"] == "Conflict"  # it exists
         assert c.post(f"/v1/memories/{mid}/undo").json()["kind"] in ("DELETE", "UNDO")
         error_shape(c.get(f"/v1/memories/{mid}"), 404)  # the restore was undone
         stats = c.get("/v1/stats").json()
