@@ -272,3 +272,5 @@ def test_admin_purge(live: Live) -> None:
 def test_openapi_lists_the_routes(live: Live) -> None:
     paths = httpx.get(f"{live.server.url}/openapi.json", timeout=30).json()["paths"]
     assert {"/v1/memories", "/v1/search", "/v1/context", "/v1/sessions/{session_id}/messages"} <= set(paths)
+    page = httpx.get(f"{live.server.url}/docs", timeout=30).text
+    assert "/v1/sessions/{session_id}/messages" in page and "<script" not in page and "://" not in page
