@@ -3,7 +3,7 @@
 Two runs against one real server process (uvicorn, one engine, hash embedder so the numbers
 are the server's own; the e5 query embedding is measured apart, in process):
 
-- mixed: `--clients` (50) concurrent clients for `--seconds` (30) of add_messages (40 %),
+- mixed: first one client for 5 s (a request's cost when nothing queues), then `--clients` (50) concurrent clients for `--seconds` (30) of add_messages (40 %),
   search (40 %) and build_context (20 %) over `--users` (100) users, each with its own key;
   requests/s, p50/p95/p99 per route, errors, and the server's RSS growth. Baseline in the same
   run: `Memory.search` in process on the same home (the HTTP + auth + JSON cost is the ratio).
@@ -242,6 +242,8 @@ def main() -> None:
         console.print(f"seeded {args.users} users in {time.perf_counter() - t0:.1f} s")
         server = Served(home, scheduler=False)  # the mixed run: requests only
         try:
+            # one client first: what a request costs when nothing queues (the baseline of the run)
+            single = asyncio.run(mixed(server.url, keys, 1, min(5.0, args.seconds)))
             rss0 = server.rss_mb()
             mix = asyncio.run(mixed(server.url, keys, args.clients, args.seconds))
             rss1 = server.rss_mb()
@@ -260,6 +262,8 @@ def main() -> None:
     rows = [[name, r["requests"], r["rps"], r["p50_ms"], r["p95_ms"], r["p99_ms"], r["errors"]]
             for name, r in mix["routes"].items()]
     rows.append(["all", mix["requests"], mix["rps"], "", "", "", mix["errors"]])
+    rows += [[f"{name} (1 client)", r["requests"], r["rps"], r["p50_ms"], r["p95_ms"], r["p99_ms"], r["errors"]]
+             for name, r in single["routes"].items()]
     console.print(table(f"mixed: {args.clients} clients × {args.seconds:.0f} s over {args.users} users "
                         f"(RSS {rss0:.0f} → {rss1:.0f} MB)", ["route", "requests", "req/s", "p50 ms", "p95 ms",
                                                                "p99 ms", "errors"], rows))
@@ -279,7 +283,7 @@ def main() -> None:
     if problems:
         console.print("server log:\n" + "\n".join(problems))
     data = {"clients": args.clients, "users": args.users, "seconds": args.seconds, "writers": args.writers,
-            "writer_seconds": args.writer_seconds, "mixed": mix, "writers_run": write,
+            "writer_seconds": args.writer_seconds, "single_client": single, "mixed": mix, "writers_run": write,
             "rss_mb": {"mixed_start": rss0, "mixed_end": rss1, "mixed_growth": rss1 - rss0,
                        "writers_start": rss2a, "writers_end": rss2, "writers_growth": rss2 - rss2a},
             "healthz_after_mixed": status, "inprocess_search": baseline, "search_p50_ratio": ratio,
