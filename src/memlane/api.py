@@ -9,6 +9,7 @@ from __future__ import annotations
 import builtins
 import logging
 import threading
+import time
 from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from pathlib import Path
@@ -45,6 +46,7 @@ from memlane.models import (
     Corpus,
     Episode,
     EventKind,
+    ExtractionJob,
     Hit,
     MemoryEvent,
     MemoryRecord,
@@ -161,6 +163,24 @@ class Memory:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+    def background_status(self) -> dict[str, Any]:
+        """The background indexer and LLM worker, for a server's status page."""
+        idx = self._indexer
+        worker = self._worker.status() if self._worker is not None else None
+        return {"indexer": None if idx is None else {"error": repr(idx.error) if idx.error else None},
+                "worker": None if worker is None else vars(worker)}
+
+    def settle(self, timeout: float) -> bool:
+        """Wait up to `timeout` s for the background indexer and worker to finish what they
+        hold (a server's graceful shutdown); False when time ran out (the rest stays queued)."""
+        deadline = time.monotonic() + timeout
+        ok = True
+        if self._indexer is not None:
+            ok = self._indexer.wait_idle(timeout) and ok
+        if self._worker is not None:
+            ok = self._worker.wait_idle(max(0.0, deadline - time.monotonic())) and ok
+        return ok
 
     def flush(self, progress: Callable[[int], None] | None = None) -> int:
         """Embed every row still waiting for a vector, now, in this thread; returns how many."""
@@ -699,6 +719,7 @@ class Memory:
         actor: str = "api",
         reason: str = "",
         kind: str = "UPDATE",
+        verified: bool | None = None,
     ) -> MemoryRecord:
         """Change a memory; new content is re-indexed and re-embedded. Audited.
 
@@ -718,6 +739,8 @@ class Memory:
             changes["metadata"] = validate.metadata("metadata", metadata, self.config.store, validate.MEMORY_KEYS)
         if pinned is not None:
             changes["pinned"] = validate.boolean("pinned", pinned)
+        if verified is not None:  # a person confirmed it (seed 003 `verified`)
+            changes["verified"] = validate.boolean("verified", verified)
         if status is not None:
             changes["status"] = validate.choice("status", status, ("active", "archived"))
         if expires_at is not None:
@@ -786,6 +809,18 @@ class Memory:
         if not events:
             raise NotFound(f"memory {memory_id!r} has no history for user {user_id!r}")
         return events
+
+    def audit(self, *, user_id: str, agent_id: str | None = None, limit: int = 10_000) -> _list[MemoryEvent]:
+        """Every audit event of a scope, oldest first (ADD / UPDATE / DECAY / ARCHIVE / DELETE ...)."""
+        scope = Scope.of(user_id, agent_id)
+        return self.store.events(scope, None, limit=validate.integer("limit", limit, 0, 1_000_000))
+
+    def extraction_jobs(self, *, user_id: str, agent_id: str | None = None,
+                        status: Sequence[str] = ("queued", "running", "failed"), limit: int = 100) -> _list[ExtractionJob]:
+        """The scope's extraction jobs in those states, next due first (attempts, back-off, last error)."""
+        scope = Scope.of(user_id, agent_id)
+        states = [validate.choice("status", s, ("queued", "running", "done", "failed")) for s in status]
+        return self.store.jobs(scope=scope, status=states, limit=validate.integer("limit", limit, 0, 10_000))
 
     def restore(self, memory_id: str, *, user_id: str, agent_id: str | None = None,
                 actor: str = "api") -> MemoryRecord:
