@@ -92,7 +92,7 @@ def create_app(config: Config, *, memory: Memory | None = None, host: str | None
                          else "API keys required")
                 yield
         finally:
-            app.state.memory = None  # requests still arriving get 503, not a closed store
+            app.state.memory = app.state.gate = None  # requests still arriving get 503, not a closed store
             if sched is not None:
                 await anyio.to_thread.run_sync(sched.stop)
             await anyio.to_thread.run_sync(mem.settle, config.server.shutdown_seconds)
