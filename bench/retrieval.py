@@ -4,6 +4,7 @@ Sets (LoCoMo layout, see ../shared/bench/README.md):
   locomo       LoCoMo, 10 two-friend conversations (English)
   longmemeval  LongMemEval_S dev: 40 questions, each over its own ~500-turn user–assistant history
   memorybank   MemoryBank companion chats in Chinese, labelled here (bench/data/README.md)
+  memorybank_en  the same chats in English
 
 For each set the same turns are ranked by memlane (`Memory.search(corpus="turns")`), by BM25
 alone (bm25s), by dense alone (the same embedder, the same vector key), and by RRF(60) of
@@ -57,6 +58,7 @@ SETS: dict[str, Path] = {
     "locomo": SHARED / "locomo10",
     "longmemeval": SHARED / "longmemeval" / "longmemeval_s_dev40.json",
     "memorybank": Path(__file__).parent / "data" / "memorybank_cn_dev.json",
+    "memorybank_en": Path(__file__).parent / "data" / "memorybank_en_dev.json",
 }
 BM25, DENSE, MULTI, RRF = ("bm25 (bm25s)", "dense (same embedder)", "dense, key + passages (max)",
                            "RRF(60) FTS5 + dense")
@@ -201,7 +203,7 @@ def rrf_fts_dense(mem: Memory, user: str, ids: list[str], sims: np.ndarray, quer
 
 
 def run_set(name: str, path: Path, embedder: str, limit: int | None, cached: dict[str, np.ndarray],
-            ablations: bool, embedding: dict[str, Any] | None = None) -> dict[str, Any]:
+            ablations: bool, embedding: dict[str, Any] | None = None, cold: bool = True) -> dict[str, Any]:
     convs = load(path)[:limit]
     home = Path(tempfile.mkdtemp(prefix=f"memlane-{name}-"))
     mem = Memory(Config.load(store={"home": str(home)},
@@ -270,8 +272,8 @@ def run_set(name: str, path: Path, embedder: str, limit: int | None, cached: dic
     # keep every vector this run made for the next one
     cached.update(mem.store.cache_get(model, [content_hash(t) for t in vector_texts(convs, mem)]))
     mem.close()
-    cold: dict[str, Any] = {}
-    if convs:  # a home holding one conversation, as one user's agent has it
+    cold_start_: dict[str, Any] = {}
+    if convs and cold:  # a home holding one conversation, as one user's agent has it
         cold_home = Path(tempfile.mkdtemp(prefix=f"memlane-{name}-cold-"))
         one = Memory(Config.load(store={"home": str(cold_home)},
                                  embedding={"provider": embedder, "background": False, **(embedding or {})}))
@@ -279,14 +281,55 @@ def run_set(name: str, path: Path, embedder: str, limit: int | None, cached: dic
         turns = one.import_conversations(locomo_sessions(convs[0][1]), user_id="cold", embed=False).turns
         one.flush()
         one.close()
-        cold = cold_start(cold_home, "cold", embedder, embedding or {},
-                          [(q["question"], vectors(q["question"])) for q in questions(convs[0][1])][:1])
-        cold["turns"] = turns
-    return {"systems": {s: summarise(rs) for s, rs in rows.items()}, "turns": n_turns, "cold_start": cold,
+        cold_start_ = cold_start(cold_home, "cold", embedder, embedding or {},
+                                 [(q["question"], vectors(q["question"])) for q in questions(convs[0][1])][:1])
+        cold_start_["turns"] = turns
+    return {"systems": {s: summarise(rs) for s, rs in rows.items()}, "turns": n_turns, "cold_start": cold_start_,
             "conversations": len(convs), "embed_seconds": embed_s,
             "latency_ms": {"p50": percentile(latencies, 50), "p95": percentile(latencies, 95),
                            "first_in_scope_p50": percentile(scope_first, 50),
                            "first_in_scope_p95": percentile(scope_first, 95)}}
+
+
+def passage_study(embedder: str, cached: dict[str, np.ndarray], limit: int, probes: int = 120) -> dict[str, Any]:
+    """What passage vectors buy on LongMemEval's long turns: the set's metrics with and without
+    them (first `limit` conversations), and a probe of "findable by meaning": a sentence from
+    the middle of a long turn (past its 200-character key) as the query, ranked by the dense
+    side alone over the conversation's turns — key only against key + passages."""
+    import random
+
+    path = SETS["longmemeval"]
+    out: dict[str, Any] = {"conversations": limit}
+    for n in (0, Config().embedding.passages):
+        res = run_set("longmemeval", path, embedder, limit, cached, False, {"passages": n}, cold=False)
+        out[f"passages={n}"] = res["systems"]["memlane"]["all"] | {"embed_seconds": res["embed_seconds"]}
+    convs = load(path)[:limit]
+    mem = Memory(Config.load(store={"home": tempfile.mkdtemp(prefix="memlane-probe-")},
+                             embedding={"provider": embedder, "background": False}))
+    seed_cache(mem, convs, cached)
+    rng = random.Random(14)
+    hits = {"key": 0, "key+passages": 0}
+    asked = 0
+    for _, conv in convs:
+        texts = turn_texts(conv)
+        ids, matrix = dense_matrix(mem, texts)
+        multi = passage_matrix(mem, texts)
+        assert multi is not None
+        long_ones = [i for i, t in enumerate(texts.values()) if len(t) > 1200]
+        for i in rng.sample(long_ones, min(len(long_ones), probes // limit)):
+            text = list(texts.values())[i]
+            middle = text[len(text) // 3 : 2 * len(text) // 3]
+            sentences = [x.strip() for x in re.split(r"(?<=[.!?])\s+", middle) if 40 <= len(x.strip()) <= 300]
+            if not sentences:
+                continue
+            qvec = mem.embedder.embed([rng.choice(sentences)], query=True)[0]
+            asked += 1
+            hits["key"] += int(i in np.argsort(-(matrix @ qvec))[:10])
+            hits["key+passages"] += int(i in np.argsort(-best_of(multi[0], multi[1], qvec, len(ids)))[:10])
+    cached.update(mem.store.cache_get(mem.embedder.model_id, [content_hash(t) for t in vector_texts(convs, mem)]))
+    mem.close()
+    out["probe"] = {k: v / asked for k, v in hits.items()} | {"probes": asked}
+    return out
 
 
 def throughput(embedder: str, sample: int = 192) -> dict[str, Any]:
@@ -404,6 +447,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap.add_argument("--embedder", default="e5", help="e5 (default), hash, minilm, use, openai")
     ap.add_argument("--no-ablations", action="store_true", help="skip the per-signal ablation runs")
     ap.add_argument("--no-throughput", action="store_true", help="skip the embedding throughput study")
+    ap.add_argument("--passage-study", type=int, default=0, metavar="N",
+                    help="LongMemEval's first N conversations with and without passage vectors (0: skip)")
     ap.add_argument("--passages", type=int, default=None, help="vectors per long turn past its key (config default)")
     ap.add_argument("--out", default="retrieval", help="result name in bench/results/")
     args = ap.parse_args(argv)
@@ -425,6 +470,17 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         save_cache(model, cached)
         results["sets"][name] = res
         report(name, res)
+    if args.passage_study and SETS["longmemeval"].exists():
+        results["passage_study"] = ps = passage_study(args.embedder, cached, args.passage_study)
+        save_cache(model, cached)
+        n = Config().embedding.passages
+        console.print(table(f"Long turns: LongMemEval, first {args.passage_study} conversations",
+                            ["vectors", "R@5", "R@10", "NDCG@10", "S_all@5"],
+                            [[label, ps[key]["R@5"], ps[key]["R@10"], ps[key]["NDCG@10"], ps[key]["S_all@5"]]
+                             for label, key in (("key only", "passages=0"), (f"key + up to {n} passages", f"passages={n}"))]))
+        console.print(f"a sentence from the middle of a long turn, dense side alone, turn in the top 10: "
+                      f"key only {ps['probe']['key']:.2f}, key + passages {ps['probe']['key+passages']:.2f} "
+                      f"({ps['probe']['probes']} probes)")
     if not args.no_throughput:
         results["throughput"] = tp = throughput(args.embedder)
         cols = ["key arrival", "key sorted", "key+passages arrival", "key+passages sorted", "key+passages vectors per turn"]

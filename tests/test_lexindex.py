@@ -409,3 +409,16 @@ def test_folding_the_delta_keeps_the_ranking(ncols: int, per_scope: bool) -> Non
     assert [a[: len(postings.scope_names)].tolist() for a in totals] == [
         postings.scope_docs.tolist(), postings.scope_tokens.tolist()]
     assert all(before.values())
+
+
+def test_few_long_rows_are_saved_too(open_store: Callable[..., SQLiteStore], tmp_path: Path) -> None:
+    """200 rows of ~150 words: few documents, but a build each new process would pay (issue 14)."""
+    store = open_store()
+    rng = random.Random(3)
+    store.insert_memories([memory(i, U1, " ".join(sentence(rng) for _ in range(15))) for i in range(200)])
+    before = store.fts("memories", U1, analyse("coffee running")[1], 10)
+    store.close()
+    assert len(list((tmp_path / "lexindex").glob("*.npz"))) == 1
+    again = open_store()
+    assert again.fts("memories", U1, analyse("coffee running")[1], 10) == before
+    assert again.lexical.builds == 0  # loaded, not rebuilt

@@ -275,8 +275,7 @@ class Memory:
         for seq in range(first - w, last + 1):
             if seq not in by_seq:
                 continue
-            context = neighbour_context({s: t for s, (_, t) in by_seq.items()}, seq, w,
-                                        self.config.search.neighbour_chars)
+            context = neighbour_context({s: t for s, (_, t) in by_seq.items()}, seq, w)
             self.store.set_turn_context(by_seq[seq][0], by_seq[seq][1], context)
 
     def _message(self, index: int, raw: Any, field: str = "messages") -> Message:

@@ -130,9 +130,6 @@ class SearchConfig(_Section):
     w_dense: float = Field(0.2, ge=0)  # issue 3: best of 0.05–0.4 on LoCoMo
     neighbour_window: int = Field(2, ge=0)  # turns each side indexed as context (issue 3)
     neighbour_weight: float = Field(0.3, ge=0)  # bm25 column weight of that context
-    # each neighbour gives the context column its opening only: a 3,000-character reply would
-    # otherwise lend its every word to the turns around it (issue 14, LongMemEval)
-    neighbour_chars: int = Field(300, ge=1)
     # a turn's dense score is the weighted mean of its own and its neighbours' similarities
     dense_neighbour_weights: list[float] = [0.5, 0.25]  # issue 3: +2 pts R@10 on LoCoMo
     session_prior: float = Field(0.4, ge=0)  # + this × the best score in the turn's session

@@ -117,8 +117,7 @@ def _forget_derived(memory: Memory, scope: Scope, session_id: str, gone: Sequenc
         by_seq = {seq: (rowid, text) for rowid, seq, text in rows}
         for seq in sorted(by_seq):
             if any(abs(seq - s) <= w for s in seqs):
-                context = neighbour_context({s: t for s, (_, t) in by_seq.items()}, seq, w,
-                                            memory.config.search.neighbour_chars)
+                context = neighbour_context({s: t for s, (_, t) in by_seq.items()}, seq, w)
                 memory.store.set_turn_context(by_seq[seq][0], by_seq[seq][1], context)
     episodes = memory.store.list_episodes(scope, session_id=session_id, limit=10_000)
     for e in episodes:

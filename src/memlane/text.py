@@ -175,7 +175,8 @@ def language_of(text: str) -> str:
     return "zh" if cjk and cjk * 3 >= latin else "en"
 
 
-def neighbour_context(texts: dict[int, str], seq: int, width: int, chars: int) -> str:
-    """A turn's context column: the openings (`chars` each) of the turns within `width` of it
-    in its session (`texts` by seq), itself left out."""
-    return " ".join(texts[s][:chars] for s in range(seq - width, seq + width + 1) if s != seq and s in texts)
+def neighbour_context(texts: dict[int, str], seq: int, width: int) -> str:
+    """A turn's context column: the text of the turns within `width` of it in its session
+    (`texts` by seq), itself left out. Whole: cutting each neighbour to its first 300
+    characters cost LongMemEval 1.7 pts R@10 and changed nothing elsewhere (issue 14)."""
+    return " ".join(texts[s] for s in range(seq - width, seq + width + 1) if s != seq and s in texts)
