@@ -5,7 +5,8 @@ The tables mirror SQLite's. Times are epoch seconds (float8) and JSON is text, a
 store/rows.py parses both stores' rows. Full text lives in each corpus's own row: `fts`, a
 tsvector of the tokens SQLite's FTS5 stores for the same text (store/pgtext.py), a body's
 at weight A and a turn's neighbour context at weight B, and `fts_len`, the row's token count
-as FTS5 counts it. Every index leads with the scope (btree_gin puts the scope in the GIN
+as FTS5 counts it. A turn's neighbour context is kept as text too (`fts_context`, as
+SQLite's turns_fts.context holds it), so `memlane copy` moves it either way. Every index leads with the scope (btree_gin puts the scope in the GIN
 index); vectors get their tables from `PostgresStore.ensure_vectors`, once the width is known.
 """
 
@@ -39,7 +40,7 @@ def m001_core(db: Any) -> None:
             tool_calls TEXT, created_at FLOAT8 NOT NULL, token_count INTEGER NOT NULL,
             archived TEXT NOT NULL DEFAULT 'false', compacted INTEGER NOT NULL DEFAULT 0,
             embedded INTEGER NOT NULL DEFAULT 0, metadata TEXT NOT NULL DEFAULT '{}',
-            import_key TEXT,
+            import_key TEXT, fts_context TEXT NOT NULL DEFAULT '',
             fts TSVECTOR NOT NULL DEFAULT ''::tsvector, fts_len INTEGER NOT NULL DEFAULT 1,
             UNIQUE(user_id, agent_id, session_id, seq));
         CREATE INDEX turns_scope_time ON turns(user_id, agent_id, created_at);

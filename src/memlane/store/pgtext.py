@@ -36,9 +36,9 @@ def tokenizer() -> Tokenizer:
     return Tokenizer(apsw.Connection(":memory:"))
 
 
-def tokens(text: str) -> list[str]:
-    """The tokens FTS5 stores for a column holding `text` (index_text applied here)."""
-    return tokenizer().document(index_text(text)) if text else []
+def tokens(indexed: str) -> list[str]:
+    """The tokens FTS5 stores for a column holding `indexed` (text.index_text's output)."""
+    return tokenizer().document(indexed) if indexed else []
 
 
 def query_tokens(term: str) -> list[str]:
@@ -54,9 +54,14 @@ def quote(lexeme: str) -> str:
     return "'" + lexeme.replace("\\", "\\\\").replace("'", "''") + "'"
 
 
+def body(text: str) -> str:
+    """What FTS5's column holds for a row's text: text.index_text (CJK as 1- and 2-grams)."""
+    return index_text(text)
+
+
 def document(*columns: str) -> tuple[str, int]:
-    """(tsvector literal, token count + 1) of a row's text columns: the first at weight A,
-    the second (a turn's neighbour context) at weight B."""
+    """(tsvector literal, token count + 1) of a row's text columns as FTS5 holds them
+    (`body(text)`): the first at weight A, the second (a turn's neighbour context) at B."""
     counts: dict[str, list[int]] = {}
     total = 1  # the scope column's token (SQLite's m003)
     for col, text in enumerate(columns[:2]):

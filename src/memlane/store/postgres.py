@@ -417,9 +417,13 @@ class PostgresStore:
                                  "AND fts @@ %s::tsquery", (u, a, pgtext.tsquery([t], weight)))[0][0])
         return out, total
 
-    def _index(self, corpus: Corpus, rowid: int, *columns: str) -> None:
-        vec, n = pgtext.document(*columns)
-        self._x(f"UPDATE {corpus} SET fts = %s::tsvector, fts_len = %s WHERE rowid = %s", (vec, n, rowid))
+    def _index(self, corpus: Corpus, rowid: int, text: str, context: str | None = None) -> None:
+        """Index a row's text (and a turn's neighbour context, kept as FTS5's column holds it)."""
+        indexed = None if context is None else pgtext.body(context)
+        vec, n = pgtext.document(pgtext.body(text), *([] if indexed is None else [indexed]))
+        extra = "" if indexed is None else ", fts_context = %s"
+        self._x(f"UPDATE {corpus} SET fts = %s::tsvector, fts_len = %s{extra} WHERE rowid = %s",
+                (vec, n, *([] if indexed is None else [indexed]), rowid))
 
     # ---- sessions ---------------------------------------------------------------------
 
@@ -458,7 +462,7 @@ class PostgresStore:
         return int(rows[0][0]) + 1
 
     def insert_turn(self, turn: Turn, import_key: str | None = None) -> int:
-        vec, n = pgtext.document(turn_search_text(turn.content, turn.tool_calls, turn.role, turn.name), "")
+        vec, n = pgtext.document(pgtext.body(turn_search_text(turn.content, turn.tool_calls, turn.role, turn.name)))
         with self.transaction():
             self._scope((turn.user_id, turn.agent_id))
             rows = self._q(
@@ -561,7 +565,7 @@ class PostgresStore:
             if self._vector_dims is None or vecs.shape != (len(memories), self._vector_dims):
                 raise ValidationError(
                     "vectors", f"expected shape ({len(memories)}, {self._vector_dims}), got {vecs.shape}")
-        docs = [pgtext.document(m.content) for m in memories]
+        docs = [pgtext.document(pgtext.body(m.content)) for m in memories]
         with self.transaction():
             for m in memories:
                 self._scope((m.user_id, m.agent_id))
@@ -676,7 +680,7 @@ class PostgresStore:
 
     def insert_episode(self, episode: Episode) -> int:
         text = " ".join([episode.summary, episode.goal, episode.outcome, " ".join(episode.entities)])
-        vec, n = pgtext.document(text)
+        vec, n = pgtext.document(pgtext.body(text))
         rows = self._q(
             f"INSERT INTO episodes({EPISODE_COLS}, fts, fts_len) VALUES ({', '.join(['%s'] * 13)}, %s::tsvector, %s) "
             "RETURNING rowid",
