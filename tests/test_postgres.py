@@ -251,3 +251,20 @@ def test_purge_leaves_no_row_of_the_user(make_memory: Callable[..., Memory], pg_
                                       "OR t::text LIKE '%秘密%'").fetchone()
             assert found == (0,), table
     assert [h.content for h in m.search("tea", user_id="bob")] == ["bob likes tea"]
+
+
+def test_a_dead_holder_on_another_host_does_not_hold_the_scope(make_memory: Callable[..., Memory],
+                                                                pg_url: str) -> None:
+    """On SQLite a lease row of a process on another host is trusted until it runs out; on
+    PostgreSQL the scope is held by a session lock, which goes with its holder's connection."""
+    from memlane.lease import Lease, ScopeLock
+
+    m = make_memory(store={"database_url": pg_url})
+    lock, scope = ScopeLock(m.store, 60), Scope.of("u1")
+    m.store.set_meta(lock.key(scope), Lease("elsewhere", time.time() + 3600, pid=1, host="other-host").dump())
+    assert lock.holder(scope) is not None  # by its row alone, it looks live
+    assert lock.acquire(scope, "me")  # no session holds the scope: its holder is gone
+    rival = ScopeLock(m.store, 60)
+    assert not rival.acquire(scope, "rival")  # now a live session does
+    lock.release(scope, "me")
+    assert rival.acquire(scope, "rival")

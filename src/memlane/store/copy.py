@@ -216,9 +216,9 @@ def _copy_vectors(src: Store, dst: Store) -> int:
             by_scope.setdefault(Scope(user_id=user, agent_id=agent), []).append(int(rowid))
         for scope, rowids in by_scope.items():
             for i in range(0, len(rowids), _BATCH):
-                vecs = src.vectors(corpus, scope, rowids[i:i + _BATCH])  # type: ignore[arg-type]
+                vecs = src.vectors(corpus, scope, rowids[i:i + _BATCH])
                 if vecs:
                     ids = sorted(vecs)
-                    dst.put_vectors(corpus, scope, ids, np.stack([vecs[r] for r in ids]))  # type: ignore[arg-type]
+                    dst.put_vectors(corpus, scope, ids, np.stack([vecs[r] for r in ids]))
                     n += len(ids)
     return n

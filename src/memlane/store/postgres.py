@@ -123,6 +123,8 @@ class PostgresStore:
         self._ann_threshold = ann_threshold
         self._ef_search = ef_search
         self._local = threading.local()
+        self._locks: dict[tuple[str, str], psycopg.Connection[Any]] = {}  # session locks held (try_session_lock)
+        self._locks_guard = threading.Lock()
         self._vector_dims: int | None = None
         self._df_cache: dict[tuple[str, str], tuple[int, int]] = {}
         kwargs = {"autocommit": True, "connect_timeout": max(1, round(connect_timeout)),
@@ -177,6 +179,10 @@ class PostgresStore:
         return [(r[0], float(r[1])) for r in self._q("SELECT name, applied_at FROM migrations ORDER BY name")]
 
     def close(self) -> None:
+        with self._locks_guard:
+            for conn in self._locks.values():
+                conn.close()
+            self._locks.clear()
         self._pool.close()
 
     def _failure(self, exc: psycopg.Error, write: bool) -> BackendError:
@@ -226,6 +232,31 @@ class PostgresStore:
             finally:
                 loc.conn, loc.held = None, set()
 
+    def try_session_lock(self, key: str, owner: str) -> bool:
+        """Take the session-level advisory lock of `key` on a connection of its own, kept until
+        `session_unlock` (memlane.lease's scope leases); False when another session holds it.
+        A holder that dies, on any host, loses its connection and with it the lock."""
+        with self._locks_guard:
+            if (key, owner) in self._locks:
+                return True
+            try:
+                conn = psycopg.connect(self.url, autocommit=True, connect_timeout=max(1, round(self._timeout)))
+                got = bool(conn.execute("SELECT pg_try_advisory_lock(hashtextextended(%s, 1))",
+                                        (_esc(key),)).fetchall()[0][0])
+            except psycopg.Error as exc:
+                raise self._failure(exc, False) from exc
+            if got:
+                self._locks[(key, owner)] = conn
+            else:
+                conn.close()
+            return got
+
+    def session_unlock(self, key: str, owner: str) -> None:
+        with self._locks_guard:
+            conn = self._locks.pop((key, owner), None)
+        if conn is not None:
+            conn.close()  # the session ends, its advisory locks with it
+
     def _in_tx(self) -> bool:
         return getattr(self._local, "conn", None) is not None
 
@@ -244,7 +275,7 @@ class PostgresStore:
     def _q(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> list[tuple[Any, ...]]:
         try:
             with self._conn() as conn:
-                cur = conn.execute(sql, _params(params))  # type: ignore[arg-type]
+                cur = conn.execute(sql, _params(params))
                 return [_row(r) for r in cur.fetchall()] if cur.description else []
         except psycopg.Error as exc:
             raise self._failure(exc, self._in_tx()) from exc
@@ -253,7 +284,7 @@ class PostgresStore:
         """Execute a write; returns the rows changed."""
         try:
             with self._conn() as conn:
-                return conn.execute(sql, _params(params)).rowcount  # type: ignore[arg-type]
+                return conn.execute(sql, _params(params)).rowcount
         except psycopg.Error as exc:
             raise self._failure(exc, True) from exc
 
@@ -569,7 +600,7 @@ class PostgresStore:
         with self.transaction():
             for m in memories:
                 self._scope((m.user_id, m.agent_id))
-            ids = self._q(f"SELECT nextval(pg_get_serial_sequence('memories', 'rowid')) FROM generate_series(1, %s)",
+            ids = self._q("SELECT nextval(pg_get_serial_sequence('memories', 'rowid')) FROM generate_series(1, %s)",
                           (len(memories),))
             rowids = [int(r[0]) for r in ids]
             self._many(
