@@ -18,6 +18,7 @@ to 1 MB (the rarest case: ~100k distinct terms in one turn).
 from __future__ import annotations
 
 import functools
+import math
 from collections import Counter
 from collections.abc import Sequence
 
@@ -102,27 +103,52 @@ def tsquery(lexemes_: Sequence[str], weight: str = "") -> str:
 K1, B = 1.2, 0.75  # fts5_aux.c's bm25 constants (store/postings.py)
 
 
+def stats_sql(corpus: str, n_terms: int) -> str:
+    """The scope's documents and tokens, and how many of its documents hold each query lexeme,
+    in one pass over the scope's rows (parameters: u, a, then one tsquery t0, t1… per lexeme)."""
+    counts = ", ".join(f"count(*) FILTER (WHERE fts @@ %(t{i})s::tsquery)" for i in range(n_terms))
+    return (f"SELECT count(*), COALESCE(sum(fts_len), 0), {counts} FROM {corpus} "
+            "WHERE user_id = %(u)s AND agent_id = %(a)s")
+
+
+def idf(n_docs: int, holding: int) -> float:
+    """fts5_aux.c's idf: log((N - n + 0.5) / (n + 0.5)), floored at 1e-6."""
+    value = math.log((n_docs - holding + 0.5) / (holding + 0.5))
+    return value if value > 0.0 else 1e-6
+
+
+def skippable(idfs: Sequence[float], holding: Sequence[int]) -> set[int]:
+    """Lexemes whose rows need not all be candidates (store/postings.py's `_skippable`): the
+    commonest, while together they weigh under half the next one and hold most of the hits."""
+    if len(idfs) < 2 or sum(holding) < 4_096:
+        return set()
+    by_idf = sorted(range(len(idfs)), key=lambda i: idfs[i])
+    out: set[int] = set()
+    weight = 0.0
+    for i, nxt in zip(by_idf, by_idf[1:], strict=False):
+        if weight + idfs[i] > 0.5 * idfs[nxt]:
+            break
+        weight += idfs[i]
+        out.add(i)
+    return out if 2 * sum(holding[i] for i in out) >= sum(holding) else set()
+
+
 def bm25_sql(corpus: str) -> str:
-    """BM25 of one scope's rows matching the query, with the scope's own statistics (N, average
-    length, each term's document count), as store/postings.py ranks with "scope" statistics.
-    Parameters: u, a (the scope), q (tsquery), terms (lexemes), wa / wb (column weights), k."""
+    """BM25 of the scope's rows matching `q`, each scored over every query lexeme with the
+    scope's statistics computed before (store/postings.py's "scope" statistics). Parameters:
+    u, a (the scope), q (tsquery of the rows to score), terms / idfs (lexemes and their idf),
+    avgdl, wa / wb (column weights), k."""
     return f"""
-        WITH st AS (
-            SELECT count(*)::float8 AS n, COALESCE(sum(fts_len), 0)::float8 AS tok
-            FROM {corpus} WHERE user_id = %(u)s AND agent_id = %(a)s),
-        d AS (
+        WITH d AS (
             SELECT rowid, fts, fts_len FROM {corpus}
             WHERE user_id = %(u)s AND agent_id = %(a)s AND fts @@ %(q)s::tsquery),
         h AS (
             SELECT d.rowid, d.fts_len, x.lexeme,
-                   (SELECT COALESCE(sum(CASE w WHEN 'A' THEN %(wa)s::float8 ELSE %(wb)s::float8 END), 0)
-                    FROM unnest(x.weights) w) AS f
-            FROM d, unnest(d.fts) x WHERE x.lexeme = ANY(%(terms)s::text[])),
-        df AS (
-            SELECT lexeme, GREATEST(ln((st.n - count(*) + 0.5) / (count(*) + 0.5)), 1e-6) AS idf
-            FROM h, st GROUP BY lexeme, st.n)
+                   %(wa)s::float8 * (cardinality(x.positions) - cardinality(array_positions(x.weights, 'B')))
+                   + %(wb)s::float8 * cardinality(array_positions(x.weights, 'B')) AS f
+            FROM d, unnest(d.fts) x WHERE x.lexeme = ANY(%(terms)s::text[]))
         SELECT h.rowid,
-               -sum(df.idf * ((h.f * {K1 + 1.0}) / (h.f + {K1} * ((1 - {B}) + {B} * h.fts_len / (st.tok / st.n))))) AS s
-        FROM h JOIN df USING (lexeme), st
+               -sum(i.idf * ((h.f * {K1 + 1.0}) / (h.f + {K1} * ((1 - {B}) + {B} * h.fts_len / %(avgdl)s::float8)))) AS s
+        FROM h JOIN unnest(%(terms)s::text[], %(idfs)s::float8[]) AS i(lexeme, idf) USING (lexeme)
         GROUP BY h.rowid ORDER BY s, h.rowid LIMIT %(k)s
     """

@@ -346,8 +346,8 @@ class PostgresStore:
             return []
         q = np.asarray(vector, dtype=np.float32)
         u, a = scope.user_id, scope.agent_id
-        small = len(self._q(f"SELECT 1 FROM vec_{corpus} WHERE user_id = %s AND agent_id = %s LIMIT %s",
-                            (u, a, self._ann_threshold))) < self._ann_threshold
+        small = int(self._q(f"SELECT count(*) FROM (SELECT 1 FROM vec_{corpus} WHERE user_id = %s AND agent_id = %s "
+                            "LIMIT %s) s", (u, a, self._ann_threshold))[0][0]) < self._ann_threshold
         if small:
             rows = self._q(f"WITH s AS MATERIALIZED (SELECT rowid, embedding FROM vec_{corpus} "
                            "WHERE user_id = %s AND agent_id = %s) "
@@ -407,12 +407,33 @@ class PostgresStore:
 
     def fts_terms(self, corpus: Corpus, scope: Scope, terms: Sequence[str], limit: int,
                   weights: Sequence[float] = (1.0,)) -> list[tuple[int, float]]:
+        """`fts` of the OR of `terms`: BM25 with the scope's own statistics, as the SQLite
+        store ranks (store/postings.py). Rows holding only the query's commonest words are
+        scored only when they could reach the top `limit` (MaxScore, exact, as there)."""
         lex = pgtext.lexemes(terms)
         if not lex or limit <= 0:
             return []
+        u, a = scope.user_id, scope.agent_id
+        params: dict[str, Any] = {"u": u, "a": a}
+        params.update({f"t{i}": pgtext.tsquery([x]) for i, x in enumerate(lex)})
+        n_docs, n_tokens, *holding = self._q(pgtext.stats_sql(corpus, len(lex)), params)[0]
+        kept = [i for i, n in enumerate(holding) if n]
+        if not n_docs or not kept:
+            return []
+        lex, holding = [lex[i] for i in kept], [int(holding[i]) for i in kept]
+        idfs = [pgtext.idf(int(n_docs), n) for n in holding]
         w = [float(x) for x in weights] + [1.0, 1.0]
-        rows = self._q(pgtext.bm25_sql(corpus), {"u": scope.user_id, "a": scope.agent_id, "q": pgtext.tsquery(lex),
-                                                  "terms": lex, "wa": w[0], "wb": w[1], "k": int(limit)})
+        skipped = pgtext.skippable(idfs, holding) if min(w[:2]) >= 0 else set()
+        run = {"u": u, "a": a, "terms": lex, "idfs": idfs, "avgdl": float(n_tokens) / float(n_docs),
+               "wa": w[0], "wb": w[1], "k": int(limit)}
+        if skipped:
+            rows = self._q(pgtext.bm25_sql(corpus), {**run, "q": pgtext.tsquery(
+                [x for i, x in enumerate(lex) if i not in skipped])})
+            # each skipped lexeme adds under idf·(k1+1): rows holding only those stay below `bound`
+            bound = sum(idfs[i] * (pgtext.K1 + 1.0) for i in skipped) * (1 + 1e-9)
+            if len(rows) >= limit and -float(rows[limit - 1][1]) > bound:
+                return [(int(r[0]), float(r[1])) for r in rows]
+        rows = self._q(pgtext.bm25_sql(corpus), {**run, "q": pgtext.tsquery(lex)})
         return [(int(r[0]), float(r[1])) for r in rows]
 
     def term_documents(self, corpus: Corpus, terms: Sequence[str]) -> tuple[dict[str, int], int]:
