@@ -24,6 +24,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/lifecycle.py
 	$(BIN)/python bench/llm_cost.py
 	$(BIN)/python bench/reliability.py
+	$(BIN)/python bench/server.py
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests bench

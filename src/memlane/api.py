@@ -9,6 +9,7 @@ from __future__ import annotations
 import builtins
 import logging
 import threading
+import time
 from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from pathlib import Path
@@ -160,6 +161,24 @@ class Memory:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+    def background_status(self) -> dict[str, Any]:
+        """The background indexer and LLM worker, for a server's status page."""
+        idx = self._indexer
+        worker = self._worker.status() if self._worker is not None else None
+        return {"indexer": None if idx is None else {"error": repr(idx.error) if idx.error else None},
+                "worker": None if worker is None else vars(worker)}
+
+    def settle(self, timeout: float) -> bool:
+        """Wait up to `timeout` s for the background indexer and worker to finish what they
+        hold (a server's graceful shutdown); False when time ran out (the rest stays queued)."""
+        deadline = time.monotonic() + timeout
+        ok = True
+        if self._indexer is not None:
+            ok = self._indexer.wait_idle(timeout) and ok
+        if self._worker is not None:
+            ok = self._worker.wait_idle(max(0.0, deadline - time.monotonic())) and ok
+        return ok
 
     def flush(self, progress: Callable[[int], None] | None = None) -> int:
         """Embed every row still waiting for a vector, now, in this thread; returns how many."""

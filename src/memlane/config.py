@@ -389,6 +389,27 @@ class LifecycleConfig(_Section):
     scheduler_poll_seconds: float = Field(60.0, gt=0)  # how often the scheduler thread checks whether a run is due
 
 
+class ServerConfig(_Section):
+    """`memlane serve` (issue 15); none of these come from a seed."""
+
+    host: str = "127.0.0.1"  # loopback by default: another address needs API keys
+    port: int = Field(8765, ge=0, le=65535)
+    # with no key configured and a loopback bind, requests run open as this one local user
+    local_user: str = "local"
+    # a request body larger than this is refused with 413 before it is parsed; room for an
+    # import of a few thousand memories, far below what would strain the process
+    max_body_bytes: int = Field(8_000_000, ge=1_024)
+    max_json_depth: int = Field(32, ge=2)  # deeper JSON is refused with 422 before it is parsed
+    scheduler: bool = True  # run the consolidation scheduler inside the server
+    shutdown_seconds: float = Field(10.0, ge=0)  # graceful shutdown waits this long for background work
+    # an idle keep-alive connection is closed after this; longer than uvicorn's 5 s, so a busy
+    # client's pooled connection is rarely closed under it (a reset its next request would see)
+    keep_alive_seconds: float = Field(30.0, gt=0)
+    # requests run the engine in up to this many threads at once (anyio's default); the store
+    # serializes on one connection, and bench/server.py measured no gain from 4 under 50 clients
+    threads: int = Field(40, ge=1, le=256)
+
+
 class EventCondition(_Section):
     field: str  # a dotted path into the event: payload.message_count, subject, type
     op: Literal[">=", ">", "<=", "<", "==", "!=", "in"]
@@ -466,6 +487,7 @@ class Config(_Section):
     archive: ArchiveConfig = ArchiveConfig()
     lifecycle: LifecycleConfig = LifecycleConfig()
     events: EventsConfig = EventsConfig()
+    server: ServerConfig = ServerConfig()
     # "section.field" → where its value came from (`memlane config`); filled by `load`
     _sources: dict[str, str] = PrivateAttr(default_factory=dict)
     _toml_path: Path | None = PrivateAttr(default=None)

@@ -321,3 +321,18 @@ def m011_attachments_events_tool_text(db: Any) -> None:
         db.execute("INSERT INTO turns_fts(rowid, body, context, scope) VALUES (?, ?, ?, ?)",
                    (rowid, body, context, scope))
     lexindex.record(db, "turns", [r[0] for r in rows], "put")
+
+
+@migration
+def m012_api_keys(db: Any) -> None:
+    """Issue 15: the server's API keys. Only a key's SHA-256 is kept (the key itself is shown
+    once, by `memlane keys create`); each key is bound to one scope, or is an admin key."""
+    db.execute(
+        """
+        CREATE TABLE api_keys(
+            id TEXT PRIMARY KEY, hash TEXT NOT NULL UNIQUE,
+            user_id TEXT, agent_id TEXT NOT NULL DEFAULT '', admin INTEGER NOT NULL DEFAULT 0,
+            name TEXT NOT NULL DEFAULT '', created_at REAL NOT NULL, revoked_at REAL);
+        CREATE INDEX api_keys_active ON api_keys(revoked_at);
+        """
+    )

@@ -1,0 +1,118 @@
+"""`create_app`: the FastAPI application of `memlane serve` — one engine per process.
+
+The lifespan opens the engine (its background embedding indexer starts with it), checks the
+bind against the keys, starts the consolidation scheduler and the MCP session manager; on
+shutdown it stops taking work, stops the scheduler, lets the indexer and the LLM worker
+finish what they hold (at most `server.shutdown_seconds`) and closes the store.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import time
+from collections.abc import AsyncIterator
+from importlib.metadata import PackageNotFoundError, version
+from typing import Any
+
+import anyio
+from fastapi import FastAPI, Request
+
+from memlane.api import Memory
+from memlane.config import Config
+from memlane.lifecycle import Scheduler
+from memlane.server import routes
+from memlane.server.auth import AdminDep, Gate, MemoryDep, is_loopback
+from memlane.server.errors import Guard, SafeJSONResponse, install_handlers
+from memlane.server.keys import KeyStore
+
+log = logging.getLogger("memlane.server")
+
+
+def _version() -> str:
+    try:
+        return version("memlane")
+    except PackageNotFoundError:
+        return "0+source"
+
+
+def create_app(config: Config, *, memory: Memory | None = None, host: str | None = None,
+               mcp: bool = True, scheduler: bool | None = None) -> FastAPI:
+    """The REST API (and MCP at /mcp) over one engine.
+
+    `memory`: an engine the caller made (and closes); by default the lifespan opens one on
+    `config` and closes it. `host`: the address the server binds (default `server.host`):
+    loopback without keys runs open for `server.local_user`, any other address needs keys.
+    `scheduler`: run consolidation on its schedule (default `server.scheduler`)."""
+    bind = host or config.server.host
+    run_scheduler = config.server.scheduler if scheduler is None else scheduler
+    mcp_server: Any = None
+    if mcp:
+        from memlane.server.mcp import http_mcp
+
+        mcp_server = http_mcp(bind)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        anyio.to_thread.current_default_thread_limiter().total_tokens = config.server.threads
+        mem = memory if memory is not None else await anyio.to_thread.run_sync(Memory, config)
+        keys: KeyStore | None = None
+        sched: Scheduler | None = None
+        try:
+            keys = KeyStore(config.db_path, busy_timeout_ms=config.store.busy_timeout_ms)
+            gate = Gate(keys, is_loopback(bind), config.server.local_user)
+            gate.check_startup(bind)
+            if run_scheduler:
+                sched = Scheduler(mem)
+                sched.start()
+            app.state.memory, app.state.gate, app.state.scheduler = mem, gate, sched
+            app.state.started = time.time()
+            async with contextlib.AsyncExitStack() as stack:
+                if mcp_server is not None:
+                    await stack.enter_async_context(mcp_server.session_manager.run())
+                log.info("memlane serving on %s (%s)", bind, "open for one local user" if gate.open_mode()
+                         else "API keys required")
+                yield
+        finally:
+            app.state.memory = None  # requests still arriving get 503, not a closed store
+            if sched is not None:
+                await anyio.to_thread.run_sync(sched.stop)
+            await anyio.to_thread.run_sync(mem.settle, config.server.shutdown_seconds)
+            if memory is None:
+                await anyio.to_thread.run_sync(mem.close)
+            if keys is not None:
+                keys.close()
+
+    app = FastAPI(title="memlane", version=_version(), lifespan=lifespan, default_response_class=SafeJSONResponse,
+                  description="Long-term memory for LLM agents. Authenticate with `Authorization: Bearer <key>`.")
+    app.state.memory = None
+    app.state.config = config
+    app.state.bind = bind
+    install_handlers(app)
+    app.include_router(routes.v1)
+    app.include_router(routes.admin)
+
+    @app.get("/healthz", tags=["admin"])
+    def healthz(request: Request) -> SafeJSONResponse:
+        """Liveness: 200 while the engine runs (no key needed, nothing about any user)."""
+        if getattr(request.app.state, "memory", None) is None:
+            return SafeJSONResponse({"status": "unavailable"}, status_code=503)
+        return SafeJSONResponse({"status": "ok", "version": _version()})
+
+    @app.get("/v1/admin/status", tags=["admin"])
+    def status(request: Request, mem: MemoryDep, _: AdminDep) -> dict[str, Any]:
+        """The server, its scheduler, indexer and LLM worker (admin key)."""
+        sched: Scheduler | None = request.app.state.scheduler
+        gate: Gate = request.app.state.gate
+        return {"version": _version(), "pid": os.getpid(), "bind": bind,
+                "auth": "open" if gate.open_mode() else "keys", "profile": mem.config.profile,
+                "home": str(mem.config.home), "uptime_s": round(time.time() - request.app.state.started, 1),
+                "scheduler": sched.status() if sched is not None else None, **mem.background_status()}
+
+    if mcp_server is not None:
+        from memlane.server.mcp import mount_http
+
+        mount_http(app, mcp_server)
+    app.add_middleware(Guard, max_body=config.server.max_body_bytes, max_depth=config.server.max_json_depth)
+    return app

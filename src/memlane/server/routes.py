@@ -1,0 +1,249 @@
+"""The `/v1` REST routes: thin calls of the public `Memory` API in the request's scope.
+
+Every route takes its scope from `auth.get_scope` (the key's), never from the path or body,
+so another user's id is simply not found in this scope: 404, never their data.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import tempfile
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Depends, Query, Request
+from fastapi.responses import PlainTextResponse, Response
+
+from memlane import validate
+from memlane.server import schemas as s
+from memlane.server.auth import AdminDep, MemoryDep, ScopeDep, get_scope
+from memlane.server.errors import SafeJSONResponse
+from memlane.server.schemas import jsonable, who
+
+v1 = APIRouter(prefix="/v1", dependencies=[Depends(get_scope)])
+admin = APIRouter(prefix="/v1")  # scope-free admin routes (their own dependency)
+Json = dict[str, Any]
+
+
+def ok(data: Any, status: int = 200) -> Response:
+    """The JSON response, rendered once (no second pass through FastAPI's encoder)."""
+    return SafeJSONResponse(data, status_code=status)
+
+
+# ---- memories ------------------------------------------------------------------------------
+
+
+@v1.post("/memories", status_code=201, tags=["memories"])
+def add_memory(body: s.NewMemory, mem: MemoryDep, scope: ScopeDep) -> Response:
+    """Store one memory directly (audited as ADD)."""
+    rec = mem.add(body.content, **who(scope), category=body.category, importance=body.importance,
+                  metadata=body.metadata, pinned=body.pinned, expires_at=body.expires_at,
+                  session_id=body.session_id, subject=body.subject, predicate=body.predicate,
+                  confidence=body.confidence, actor="api")
+    return ok(jsonable(rec), 201)
+
+
+@v1.get("/memories", tags=["memories"])
+def list_memories(mem: MemoryDep, scope: ScopeDep, category: str | None = None,
+                  status: Literal["active", "archived"] | None = None, session_id: str | None = None,
+                  since: str | None = None, until: str | None = None,
+                  limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+                  offset: Annotated[int, Query(ge=0)] = 0) -> Response:
+    """Memories of the scope, best score first, filtered and paged (`next_offset` is null on the last page)."""
+    rows = mem.list(**who(scope), category=category, status=status, session_id=session_id,
+                    since=validate.optional_when("since", since), until=validate.optional_when("until", until),
+                    limit=limit + 1, offset=offset)
+    more = len(rows) > limit
+    return ok({"memories": jsonable(rows[:limit]), "limit": limit, "offset": offset,
+               "next_offset": offset + limit if more else None})
+
+
+@v1.get("/memories/{memory_id}", tags=["memories"])
+def get_memory(memory_id: str, mem: MemoryDep, scope: ScopeDep) -> Response:
+    return ok(jsonable(mem.get(memory_id, **who(scope))))
+
+
+@v1.patch("/memories/{memory_id}", tags=["memories"])
+def update_memory(memory_id: str, body: s.MemoryChange, mem: MemoryDep, scope: ScopeDep) -> Response:
+    """Change a memory (new content is re-embedded); audited as UPDATE."""
+    rec = mem.update(memory_id, **who(scope), content=body.content, category=body.category,
+                     importance=body.importance, score=body.score, metadata=body.metadata, pinned=body.pinned,
+                     status=body.status, expires_at=body.expires_at, reason=body.reason, actor="api")
+    return ok(jsonable(rec))
+
+
+@v1.delete("/memories/{memory_id}", tags=["memories"])
+def delete_memory(memory_id: str, mem: MemoryDep, scope: ScopeDep, hard: bool = False, reason: str = "") -> Response:
+    """Forget a memory (kept on the audit trail for `restore`, unless `hard`)."""
+    return ok(jsonable(mem.delete(memory_id, **who(scope), hard=hard, reason=reason, actor="api")))
+
+
+@v1.post("/memories/{memory_id}/pin", tags=["memories"])
+def pin_memory(memory_id: str, mem: MemoryDep, scope: ScopeDep) -> Response:
+    """Pin a memory: core, never decays."""
+    return ok(jsonable(mem.update(memory_id, **who(scope), pinned=True, actor="api")))
+
+
+@v1.delete("/memories/{memory_id}/pin", tags=["memories"])
+def unpin_memory(memory_id: str, mem: MemoryDep, scope: ScopeDep) -> Response:
+    return ok(jsonable(mem.update(memory_id, **who(scope), pinned=False, actor="api")))
+
+
+@v1.get("/memories/{memory_id}/history", tags=["memories"])
+def memory_history(memory_id: str, mem: MemoryDep, scope: ScopeDep) -> Response:
+    """The audit trail of one memory, oldest first."""
+    return ok({"events": jsonable(mem.history(memory_id, **who(scope)))})
+
+
+@v1.post("/memories/{memory_id}/undo", tags=["memories"])
+def undo_memory(memory_id: str, mem: MemoryDep, scope: ScopeDep) -> Response:
+    """Revert the memory's last audited change; returns the reverting event."""
+    return ok(jsonable(mem.undo(memory_id, **who(scope), actor="api")))
+
+
+@v1.post("/memories/{memory_id}/restore", tags=["memories"])
+def restore_memory(memory_id: str, mem: MemoryDep, scope: ScopeDep) -> Response:
+    """Bring a deleted memory back under its id."""
+    return ok(jsonable(mem.restore(memory_id, **who(scope), actor="api")))
+
+
+# ---- search --------------------------------------------------------------------------------
+
+
+@v1.post("/search", tags=["search"])
+def search(body: s.SearchQuery, mem: MemoryDep, scope: ScopeDep) -> Response:
+    """Hybrid search of memories (default), turns or episodes."""
+    hits = mem.search(body.query, **who(scope), corpus=body.corpus, limit=body.limit, filters=body.filters,
+                      min_score=body.min_score)
+    return ok({"hits": jsonable(hits)})
+
+
+# ---- sessions ------------------------------------------------------------------------------
+
+
+@v1.post("/sessions", status_code=201, tags=["sessions"])
+def start_session(body: s.NewSession, mem: MemoryDep, scope: ScopeDep) -> Response:
+    """Open a session (a new id when none is given); an existing one is resumed."""
+    return ok(jsonable(mem.start_session(body.session_id, **who(scope), metadata=body.metadata)), 201)
+
+
+@v1.get("/sessions", tags=["sessions"])
+def list_sessions(mem: MemoryDep, scope: ScopeDep) -> Response:
+    return ok({"sessions": jsonable(mem.sessions(**who(scope)))})
+
+
+@v1.get("/sessions/{session_id}", tags=["sessions"])
+def get_session(session_id: str, mem: MemoryDep, scope: ScopeDep) -> Response:
+    return ok(jsonable(mem.get_session(session_id, **who(scope))))
+
+
+@v1.post("/sessions/{session_id}/messages", status_code=201, tags=["sessions"])
+def add_messages(session_id: str, body: s.Messages, mem: MemoryDep, scope: ScopeDep) -> Response:
+    """Store turns durably; returns once they are committed (extraction follows in the background)."""
+    return ok({"turns": jsonable(mem.add_messages(session_id, body.messages, **who(scope)))}, 201)
+
+
+@v1.get("/sessions/{session_id}/turns", tags=["sessions"])
+def session_turns(session_id: str, mem: MemoryDep, scope: ScopeDep,
+                  limit: Annotated[int | None, Query(ge=1, le=10_000)] = None) -> Response:
+    mem.get_session(session_id, **who(scope))  # 404 for a session this scope does not have
+    return ok({"turns": jsonable(mem.get_turns(session_id, **who(scope), limit=limit))})
+
+
+@v1.post("/sessions/{session_id}/end", tags=["sessions"])
+def end_session(session_id: str, mem: MemoryDep, scope: ScopeDep, body: s.EndSession | None = None) -> Response:
+    """Close a session: its extraction is queued (or run, with `wait`) and an episode written."""
+    results = mem.end_session(session_id, **who(scope), wait=body.wait if body else None)
+    return ok({"session_id": session_id, "results": jsonable(results)})
+
+
+@v1.delete("/sessions/{session_id}", tags=["sessions"])
+def delete_session(session_id: str, mem: MemoryDep, scope: ScopeDep) -> Response:
+    """Forget a conversation: the session, its turns, episodes and jobs."""
+    mem.get_session(session_id, **who(scope))
+    return ok(jsonable(mem.delete_session(session_id, **who(scope))))
+
+
+@v1.get("/episodes", tags=["sessions"])
+def list_episodes(mem: MemoryDep, scope: ScopeDep, session_id: str | None = None,
+                  limit: Annotated[int, Query(ge=1, le=1000)] = 100) -> Response:
+    return ok({"episodes": jsonable(mem.episodes(**who(scope), session_id=session_id, limit=limit))})
+
+
+# ---- context, scratchpad, tools ------------------------------------------------------------
+
+
+@v1.post("/context", tags=["context"])
+def build_context(body: s.ContextQuery, mem: MemoryDep, scope: ScopeDep) -> Response:
+    """Blocks within budgets, the rendered system prompt and chat messages for the next LLM call."""
+    ctx = mem.build_context(body.session_id, body.query, **who(scope), model=body.model)
+    return ok({**jsonable(ctx), "messages": jsonable(ctx.messages())})
+
+
+@v1.get("/scratchpad", tags=["context"])
+def get_scratchpad(mem: MemoryDep, scope: ScopeDep) -> Response:
+    return ok(jsonable(mem.scratchpad(**who(scope))))
+
+
+@v1.put("/scratchpad", tags=["context"])
+def update_scratchpad(body: s.ScratchpadChange, mem: MemoryDep, scope: ScopeDep) -> Response:
+    """Set the current focus (the old one moves to the recent tasks) and/or record a finished task."""
+    return ok(jsonable(mem.update_scratchpad(**who(scope), focus=body.focus, done=body.done)))
+
+
+@v1.get("/tools", tags=["tools"])
+def tool_schemas(mem: MemoryDep, scope: ScopeDep, format: Literal["openai", "anthropic"] = "openai") -> Response:
+    """The agent tools' function-calling schemas."""
+    return ok({"tools": mem.tools(**who(scope)).schemas(format)})
+
+
+@v1.post("/tools/call", tags=["tools"])
+def call_tool(body: s.ToolCall, mem: MemoryDep, scope: ScopeDep) -> Response:
+    """Run one agent tool in this scope; a failure the model can fix comes back as `{"error": ...}`."""
+    tools = mem.tools(**who(scope), session_id=body.session_id)
+    return ok({"name": body.name, "result": jsonable(tools.call(body.name, body.arguments))})
+
+
+# ---- lifecycle, export / import, stats -----------------------------------------------------
+
+
+@v1.post("/consolidate", tags=["lifecycle"])
+def consolidate(mem: MemoryDep, scope: ScopeDep, body: s.Consolidate | None = None) -> Response:
+    """Run consolidation for this scope now (dedup, decay, archive, review, files)."""
+    return ok(jsonable(mem.consolidate(**who(scope), dry_run=body.dry_run if body else False)))
+
+
+@v1.get("/export", tags=["portable"], response_class=PlainTextResponse)
+def export(mem: MemoryDep, scope: ScopeDep, format: Literal["jsonl", "md"] = "jsonl") -> PlainTextResponse:
+    """The whole scope as JSONL (lossless, for /v1/import) or MEMORY.md text."""
+    media = "application/x-ndjson" if format == "jsonl" else "text/markdown"
+    return PlainTextResponse(mem.export(**who(scope), format=format), media_type=f"{media}; charset=utf-8")
+
+
+@v1.post("/import", tags=["portable"])
+async def import_(request: Request, mem: MemoryDep, scope: ScopeDep) -> Response:
+    """Import a JSONL export (the raw body) into this scope, all or nothing."""
+    data = await request.body()
+    return ok(await asyncio.to_thread(_import_bytes, mem, scope, data))
+
+
+def _import_bytes(mem: Any, scope: Any, data: bytes) -> Response:
+    with tempfile.TemporaryDirectory(prefix="memlane-import-") as tmp:
+        path = Path(tmp) / "import.jsonl"
+        path.write_bytes(data)
+        report = mem.import_(path, user_id=scope.user_id, agent_id=scope.agent_id)
+    out = jsonable(report)
+    if isinstance(out, dict):
+        out.pop("path", None)  # a temporary file of this server: nothing the client can use
+    return out
+
+
+@v1.get("/stats", tags=["admin"])
+def stats(mem: MemoryDep, scope: ScopeDep) -> Response:
+    return ok(jsonable(mem.stats(**who(scope))))
+
+
+@admin.post("/admin/purge", tags=["admin"])
+def purge(body: s.Purge, mem: MemoryDep, _: AdminDep) -> Response:
+    """Forget a user (every agent scope of it without agent_id): every row, vector, cache and file."""
+    return ok(jsonable(mem.purge(user_id=body.user_id, agent_id=body.agent_id, actor="admin")))

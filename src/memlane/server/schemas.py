@@ -1,0 +1,120 @@
+"""Request bodies of the REST API, and the one conversion of engine results to JSON.
+
+Bodies carry only what the engine's own validators then check (types, lengths, categories);
+they never carry a scope: that is the key's.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from memlane.models import Scope
+
+
+class Body(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class NewMemory(Body):
+    content: str
+    category: str | None = None
+    importance: float | str | None = None
+    metadata: dict[str, Any] | None = None
+    pinned: bool = False
+    expires_at: datetime | None = None
+    session_id: str | None = None
+    subject: str | None = None
+    predicate: str | None = None
+    confidence: float = 1.0
+
+
+class MemoryChange(Body):
+    content: str | None = None
+    category: str | None = None
+    importance: float | str | None = None
+    score: float | None = None
+    metadata: dict[str, Any] | None = None
+    pinned: bool | None = None
+    status: Literal["active", "archived"] | None = None
+    expires_at: datetime | None = None
+    reason: str = ""
+
+
+class SearchQuery(Body):
+    query: str
+    corpus: Literal["memories", "turns", "episodes"] = "memories"
+    limit: int | None = None
+    filters: dict[str, Any] | None = None
+    min_score: float = 0.0
+
+
+class NewSession(Body):
+    session_id: str | None = None
+    metadata: dict[str, Any] | None = None
+
+
+class Messages(Body):
+    messages: list[Any]
+
+
+class EndSession(Body):
+    wait: bool | None = None
+
+
+class ContextQuery(Body):
+    session_id: str | None = None
+    query: str | None = None
+    model: str | None = None
+
+
+class ScratchpadChange(Body):
+    focus: str | None = None
+    done: str | None = None
+
+
+class ToolCall(Body):
+    name: str
+    arguments: dict[str, Any] | str | None = None
+    session_id: str | None = None
+
+
+class Consolidate(Body):
+    dry_run: bool = False
+
+
+class Purge(Body):
+    user_id: str
+    agent_id: str | None = None
+
+
+def who(scope: Scope) -> dict[str, Any]:
+    """The keyword arguments that put an engine call in this scope."""
+    return {"user_id": scope.user_id, "agent_id": scope.agent_id or None}
+
+
+def jsonable(value: Any) -> Any:
+    """Engine results as JSON values: models, dataclasses (their `to_dict` when they have one),
+    times as ISO text."""
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json", exclude_none=True)
+    to_dict = getattr(value, "to_dict", None)
+    if callable(to_dict) and not isinstance(value, type):
+        return jsonable(to_dict())
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, dict):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple | set | frozenset):
+        return [jsonable(v) for v in value]
+    if isinstance(value, datetime):
+        return value.isoformat()
+    if isinstance(value, Path):
+        return str(value)
+    if hasattr(value, "item") and callable(value.item):  # numpy scalars
+        return value.item()
+    return value

@@ -1,0 +1,136 @@
+"""MCP with the SDK's own client: over stdio (`memlane mcp`) and over streamable HTTP at
+`/mcp` inside a real `memlane serve` (bearer key → scope, as on the REST routes)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx
+import pytest
+
+from .server_support import ROOT, Server, create_key, env, error_shape
+
+pytest.importorskip("mcp")
+
+from mcp import Client, StdioServerParameters  # noqa: E402
+from mcp.client.streamable_http import streamable_http_client  # noqa: E402
+
+TOOLS = {"add_memory", "search_memory", "search_conversation_traces", "recall_memory", "get_memory",
+         "update_memory", "delete_memory", "add_messages", "build_context", "update_scratchpad"}
+READ_ONLY = {"search_memory", "search_conversation_traces", "recall_memory", "get_memory", "build_context"}
+DESTRUCTIVE = {"update_memory", "delete_memory"}
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Server, str, str]]:
+    home = tmp_path_factory.mktemp("mcp") / "home"
+    a, b = create_key(home, "--user", "lin"), create_key(home, "--user", "mei")
+    server = Server(home)
+    try:
+        yield server, a, b
+    finally:
+        server.stop()
+
+
+def http_client(server: Server, key: str) -> Any:
+    import httpx2
+
+    return httpx2.AsyncClient(headers={"Authorization": f"Bearer {key}"}, timeout=30)
+
+
+def text(result: Any) -> str:
+    return " ".join(getattr(c, "text", "") for c in result.content)
+
+
+def test_tools_and_annotations(served: tuple[Server, str, str]) -> None:
+    server, a, _ = served
+
+    async def run() -> None:
+        async with http_client(server, a) as hc, Client(streamable_http_client(f"{server.url}/mcp", http_client=hc)) as c:
+            tools = {t.name: t for t in (await c.list_tools()).tools}
+            assert set(tools) == TOOLS
+            for name, tool in tools.items():
+                assert tool.description and len(tool.description) > 30, name
+                assert tool.annotations is not None
+                assert tool.annotations.read_only_hint is (name in READ_ONLY), name
+                assert tool.annotations.destructive_hint is (name in DESTRUCTIVE), name
+
+    anyio.run(run)
+
+
+def test_http_round_trip_in_the_keys_scope(served: tuple[Server, str, str]) -> None:
+    server, a, b = served
+    out: dict[str, Any] = {}
+
+    async def run() -> None:
+        async with http_client(server, a) as hc, Client(streamable_http_client(f"{server.url}/mcp", http_client=hc)) as c:
+            added = await c.call_tool("add_memory", {"content": "lin drinks jasmine tea every morning",
+                                                     "importance": "high"})
+            assert not added.is_error, text(added)
+            out["id"] = added.structured_content["id"]
+            hits = await c.call_tool("search_memory", {"query": "jasmine tea"})
+            assert out["id"] in text(hits)
+            stored = await c.call_tool("add_messages", {"session_id": "m1", "messages": [
+                {"role": "user", "content": "remind me to water the orchids"}]})
+            assert stored.structured_content["stored"] == 1
+            traces = await c.call_tool("search_conversation_traces", {"query": "orchids"})
+            assert "orchids" in text(traces)
+            changed = await c.call_tool("update_memory", {"memory_id": out["id"], "content": "lin drinks oolong tea"})
+            assert "oolong" in text(changed)
+            ctx = await c.call_tool("build_context", {"session_id": "m1", "query": "tea"})
+            assert "oolong" in text(ctx)
+            pad = await c.call_tool("update_scratchpad", {"current_focus": "garden"})
+            assert not pad.is_error
+            md = await c.read_resource("memlane://scope/MEMORY.md")
+            assert "oolong" in md.contents[0].text
+            missing = await c.call_tool("get_memory", {"memory_id": "0000000000"})
+            assert missing.is_error and "not found" in text(missing)
+        async with http_client(server, b) as hc, Client(streamable_http_client(f"{server.url}/mcp", http_client=hc)) as c:
+            other = await c.call_tool("get_memory", {"memory_id": out["id"]})
+            assert other.is_error and "oolong" not in text(other)
+            assert "oolong" not in text(await c.call_tool("search_memory", {"query": "oolong tea"}))
+            gone = await c.call_tool("delete_memory", {"memory_id": out["id"]})
+            assert gone.is_error
+            assert "oolong" not in (await c.read_resource("memlane://scope/MEMORY.md")).contents[0].text
+
+    anyio.run(run)
+    with server.client(a) as rest:  # the same engine and scope as REST
+        assert rest.get(f"/v1/memories/{out['id']}").json()["content"] == "lin drinks oolong tea"
+        assert rest.get("/v1/sessions/m1/turns").json()["turns"][0]["content"] == "remind me to water the orchids"
+
+
+def test_http_mcp_needs_a_key(served: tuple[Server, str, str]) -> None:
+    server, _, _ = served
+    init = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
+    accept = {"Accept": "application/json, text/event-stream"}
+    error_shape(httpx.post(f"{server.url}/mcp", json=init, headers=accept, timeout=30), 401)
+    error_shape(httpx.post(f"{server.url}/mcp", json=init, timeout=30,
+                           headers={**accept, "Authorization": "Bearer ml_x_revoked"}), 401)
+
+
+def test_stdio_round_trip(tmp_path: Path) -> None:
+    params = StdioServerParameters(command=sys.executable, args=["-m", "memlane", "mcp", "--user", "lin"],
+                                   env=env(tmp_path / "home"), cwd=str(ROOT))
+
+    async def run() -> None:
+        with anyio.fail_after(120):
+            async with Client(params) as c:
+                assert {t.name for t in (await c.list_tools()).tools} == TOOLS
+                added = await c.call_tool("add_memory", {"content": "lin prefers window seats on trains",
+                                                         "category": "preference"})
+                assert not added.is_error, text(added)
+                assert "window seats" in text(await c.call_tool("search_memory", {"query": "window seats"}))
+                uris = {str(r.uri) for r in (await c.list_resources()).resources}
+                assert uris == {"memlane://scope/MEMORY.md", "memlane://scope/USER.md"}
+                user_md = (await c.read_resource("memlane://scope/USER.md")).contents[0].text
+                assert "window seats" in user_md
+
+    anyio.run(run)
+    done = subprocess.run([sys.executable, "-m", "memlane", "list", "--user", "lin", "--json"],
+                                        env=env(tmp_path / "home"), capture_output=True, text=True, timeout=120)
+    assert "window seats" in done.stdout  # stored in the home, for the CLI and the server alike
