@@ -268,3 +268,50 @@ def test_a_dead_holder_on_another_host_does_not_hold_the_scope(make_memory: Call
     assert not rival.acquire(scope, "rival")  # now a live session does
     lock.release(scope, "me")
     assert rival.acquire(scope, "rival")
+
+
+def test_two_servers_on_one_database_one_killed_mid_write(tmp_path: Path, pg_url: str) -> None:
+    """Two `memlane serve` processes on one PostgreSQL database: each reads what the other
+    wrote; one killed (SIGKILL) mid-write loses no acknowledged turn."""
+    pytest.importorskip("fastapi")
+    import threading
+
+    from .server_support import Server, create_key
+    from .test_server_processes import _writer
+
+    home = tmp_path / "home"
+    key = create_key(home, "--user", "lin")  # keys stay in the home's SQLite file
+    one, two = Server(home, MEMLANE_DATABASE_URL=pg_url), Server(home, MEMLANE_DATABASE_URL=pg_url)
+    try:
+        acked: dict[str, list[str]] = {"a1": [], "a2": [], "b1": [], "b2": []}
+        stop = threading.Event()
+        threads = [threading.Thread(target=_writer, args=(one.url if n[0] == "a" else two.url, key, n, acked[n], stop))
+                   for n in acked]
+        for t in threads:
+            t.start()
+        deadline = time.monotonic() + 60
+        while min(map(len, acked.values())) < 10 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        one.kill()  # mid-write: its writers get no answer for the turn in flight
+        time.sleep(1)
+        stop.set()
+        for t in threads:
+            t.join(30)
+        with two.client(key) as c:
+            for name, texts in acked.items():
+                assert texts
+                stored = [t["content"] for t in c.get(f"/v1/sessions/{name}/turns").json()["turns"]]
+                assert stored[: len(texts)] == texts and len(stored) <= len(texts) + 1
+            r = c.post("/v1/memories", json={"content": "written after the other server died"})
+            assert r.status_code == 201
+        with psycopg_connect(pg_url) as conn:  # it is all in PostgreSQL, none in the home's file
+            assert conn.execute("SELECT count(*) FROM turns WHERE user_id = 'lin'").fetchone()[0] >= 40  # type: ignore[index]
+    finally:
+        one.kill()
+        two.stop()
+
+
+def psycopg_connect(url: str) -> Any:
+    import psycopg
+
+    return psycopg.connect(url)
