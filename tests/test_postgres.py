@@ -315,3 +315,29 @@ def psycopg_connect(url: str) -> Any:
     import psycopg
 
     return psycopg.connect(url)
+
+
+def test_a_large_scope_goes_through_hnsw_a_small_one_is_exact(make_memory: Callable[..., Memory],
+                                                              pg_url: str) -> None:
+    """Scopes at ann_threshold vectors join the (partial) HNSW index; its answers match an
+    exact scan here, and a small scope beside it is scanned exactly, its rows not indexed."""
+    import numpy as np
+    import psycopg
+
+    m = make_memory(store={"database_url": pg_url}, search={"ann_threshold": 40})
+    for i in range(60):
+        m.add(f"note {i} about {_EN[i % len(_EN)]}", user_id="big")
+    for i in range(5):
+        m.add(f"small note {i}", user_id="small")
+    with psycopg.connect(pg_url) as conn:
+        counts = dict(conn.execute("SELECT user_id, count(*) FILTER (WHERE ann) FROM vec_memories "
+                                   "GROUP BY user_id").fetchall())
+    assert counts == {"big": 60, "small": 0}
+    q = m.embedder.embed(["piano and coffee"])[0]
+    for user in ("big", "small"):
+        scope = Scope.of(user)
+        got = m.store.knn("memories", scope, q, 5)
+        rowids = [r for r, _ in m.store.knn("memories", scope, q, 100)]
+        vecs = m.store.vectors("memories", scope, rowids)
+        exact = sorted(rowids, key=lambda r: -float(np.dot(vecs[r], q) / np.linalg.norm(vecs[r]) / np.linalg.norm(q)))
+        assert [r for r, _ in got] == exact[:5], user
