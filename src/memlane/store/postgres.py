@@ -127,6 +127,7 @@ class PostgresStore:
         self._locks_guard = threading.Lock()
         self._vector_dims: int | None = None
         self._df_cache: dict[tuple[str, str], tuple[int, int]] = {}
+        self._turn_facts: dict[int, tuple[str | None, str, str | None]] = {}  # rowid → tool_calls, role, name
         kwargs = {"autocommit": True, "connect_timeout": max(1, round(connect_timeout)),
                   "options": f"-c statement_timeout={int(statement_timeout_ms)}"}
         self._migrate(kwargs)
@@ -532,15 +533,19 @@ class PostgresStore:
 
     def insert_turn(self, turn: Turn, import_key: str | None = None) -> int:
         vec, n = pgtext.document(pgtext.body(turn_search_text(turn.content, turn.tool_calls, turn.role, turn.name)))
-        with self.transaction():
-            self._scope((turn.user_id, turn.agent_id))
-            rows = self._q(
-                f"INSERT INTO turns({TURN_COLS}, import_key, fts, fts_len) VALUES ({', '.join(['%s'] * 14)}, "
-                "%s::tsvector, %s) RETURNING rowid",
-                (turn.id, turn.user_id, turn.agent_id, turn.session_id, turn.seq, turn.role, turn.content,
-                 turn.name, to_json(turn.tool_calls) if turn.tool_calls else None, ts(turn.created_at),
-                 turn.token_count, turn.archived, to_json(turn.metadata), import_key, vec, n))
-        return int(rows[0][0])
+        self._scope((turn.user_id, turn.agent_id))  # one statement: no savepoint of its own
+        rows = self._q(
+            f"INSERT INTO turns({TURN_COLS}, import_key, fts, fts_len) VALUES ({', '.join(['%s'] * 14)}, "
+            "%s::tsvector, %s) RETURNING rowid",
+            (turn.id, turn.user_id, turn.agent_id, turn.session_id, turn.seq, turn.role, turn.content,
+             turn.name, to_json(turn.tool_calls) if turn.tool_calls else None, ts(turn.created_at),
+             turn.token_count, turn.archived, to_json(turn.metadata), import_key, vec, n))
+        rowid = int(rows[0][0])
+        # what set_turn_context needs of it, which never changes: saves a read per ingested turn
+        if len(self._turn_facts) > 10_000:
+            self._turn_facts.clear()
+        self._turn_facts[rowid] = (to_json(turn.tool_calls) if turn.tool_calls else None, turn.role, turn.name)
+        return rowid
 
     def turn_import_keys(self, scope: Scope, keys: Sequence[str]) -> set[str]:
         if not keys:
@@ -551,7 +556,9 @@ class PostgresStore:
 
     def set_turn_context(self, rowid: int, body: str, context: str) -> None:
         """Index a turn: `body` (its content) with its tool calls' words, and `context`."""
-        row = self._q("SELECT tool_calls, role, name FROM turns WHERE rowid = %s", (rowid,))
+        known = self._turn_facts.get(rowid)
+        row = [known] if known is not None else self._q("SELECT tool_calls, role, name FROM turns WHERE rowid = %s",
+                                                         (rowid,))
         if row and (row[0][0] or row[0][1] == "tool"):
             body = turn_search_text(body, json.loads(row[0][0]) if row[0][0] else None, row[0][1], row[0][2])
         self._index("turns", rowid, body, context)
