@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test bench lint clean
+.PHONY: run test bench lint clean browser
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -15,11 +15,19 @@ $(STAMP): pyproject.toml
 run: $(STAMP)
 	$(BIN)/memlane demo
 
-test: $(STAMP)
+# Debian's chromium (and a CJK font for its screenshots) for the web UI's browser tests,
+# driven by the playwright package: never `playwright install`. Without apt the tests skip.
+browser:
+	@command -v chromium >/dev/null 2>&1 || { command -v apt-get >/dev/null 2>&1 \
+		&& (apt-get update -qq && apt-get install -y -qq chromium fonts-wqy-zenhei >/dev/null) \
+		|| echo "chromium could not be installed with apt-get: the web UI's browser tests will skip"; }
+
+test: $(STAMP) browser
 	$(BIN)/python -m pytest
 
 bench: $(STAMP)
-	$(BIN)/python bench/locomo.py
+	$(BIN)/python bench/retrieval.py
+	$(BIN)/python bench/locomo.py --no-key-study
 	$(BIN)/python bench/scale.py
 	$(BIN)/python bench/lifecycle.py
 	$(BIN)/python bench/llm_cost.py

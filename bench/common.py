@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import platform
+import re
 import statistics
 import time
 from collections.abc import Iterable, Sequence
@@ -12,12 +13,38 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from rich.console import Console
 from rich.table import Table
 
 RESULTS = Path(__file__).parent / "results"
 CACHE = Path(__file__).parent / ".cache"
 console = Console(width=150)
+
+
+def cache_file(model_id: str) -> Path:
+    return CACHE / f"embeddings-{re.sub(r'[^A-Za-z0-9_.-]', '_', model_id)}.npz"
+
+
+def load_cache(model_id: str) -> dict[str, np.ndarray]:
+    """The bench's embedding cache between runs: {content hash (or "q:" + hash): vector}."""
+    path = cache_file(model_id)
+    if not path.exists():
+        return {}
+    with np.load(path) as data:
+        if "hashes" in data.files and "vectors" in data.files:
+            return dict(zip(data["hashes"].tolist(), data["vectors"], strict=True))
+        return {k: data[k] for k in data.files}  # the older one-array-per-key layout
+
+
+def save_cache(model_id: str, items: dict[str, np.ndarray]) -> None:
+    """One matrix and its keys: loads in a second where 40k separate arrays took a minute."""
+    CACHE.mkdir(parents=True, exist_ok=True)
+    keys = list(items)
+    matrix = np.stack([np.asarray(items[k], dtype=np.float32) for k in keys]) if keys else np.zeros((0, 0), np.float32)
+    tmp = cache_file(model_id).with_suffix(".tmp.npz")
+    np.savez(tmp, hashes=np.array(keys), vectors=matrix)
+    tmp.replace(cache_file(model_id))
 
 
 def recall_at(ranked: Sequence[str], relevant: set[str], k: int) -> float:

@@ -26,7 +26,17 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parent))
-from common import CACHE, Timer, console, mean_metrics, metrics, percentile, table, write_result  # noqa: E402
+from common import (  # noqa: E402
+    Timer,
+    console,
+    load_cache,
+    mean_metrics,
+    metrics,
+    percentile,
+    save_cache,
+    table,
+    write_result,
+)
 from peers import MEM0_LABEL, PeerConversation, require_mem0, run_mem0  # noqa: E402
 
 from memlane import Config, Memory  # noqa: E402
@@ -42,6 +52,9 @@ ABLATIONS: dict[str, dict[str, Any]] = {
     "  − turn length / question priors": {"turn_length_prior": 0.0, "question_penalty": 0.0},
     "  − reply prior (a question's next turn)": {"reply_prior": 0.0},
     "  − speaker prior (the speaker the query names)": {"speaker_prior": 0.0},
+    "  − role prior (the role the query asks about)": {"role_prior": 0.0},
+    "  − length prior's cap (300 chars)": {"turn_length_cap": 10**9},
+    "  − long turns ending in ? count as statements": {"question_max_chars": 10**9},
     "  − date prior": {"date_prior": 0.0},
     "  − common words left out of the dense query": {"dense_common_share": 1.0},
     "  RRF(60) instead of score fusion": {"fusion": "rrf"},
@@ -79,7 +92,8 @@ def questions(conv: dict[str, Any]) -> list[dict[str, Any]]:
     for qa in conv.get("qa", []):
         ev = evidence_ids(qa.get("evidence") or [])
         if ev:
-            qs.append({"question": str(qa["question"]), "evidence": ev, "category": int(qa.get("category", 0))})
+            cat = qa.get("category", 0)  # LoCoMo numbers its categories; other sets name theirs
+            qs.append({"question": str(qa["question"]), "evidence": ev, "category": cat if isinstance(cat, str) else int(cat)})
     return qs
 
 
@@ -95,23 +109,6 @@ def turn_texts(conv: dict[str, Any]) -> dict[str, str]:
 
 
 # ---- embedding cache between runs ---------------------------------------------------------
-
-
-def cache_file(model_id: str) -> Path:
-    return CACHE / f"embeddings-{re.sub(r'[^A-Za-z0-9_.-]', '_', model_id)}.npz"
-
-
-def load_cache(model_id: str) -> dict[str, np.ndarray]:
-    path = cache_file(model_id)
-    if not path.exists():
-        return {}
-    with np.load(path) as data:
-        return {k: data[k] for k in data.files}
-
-
-def save_cache(model_id: str, items: dict[str, np.ndarray]) -> None:
-    CACHE.mkdir(parents=True, exist_ok=True)
-    np.savez(cache_file(model_id), **items)
 
 
 class QueryVectors:
@@ -250,7 +247,7 @@ def key_study(convs: list[tuple[str, dict[str, Any]]], embedder_name: str, cuts:
 
 
 def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
-    by_cat: dict[int, list[dict[str, Any]]] = defaultdict(list)
+    by_cat: dict[int | str, list[dict[str, Any]]] = defaultdict(list)
     for r in rows:
         by_cat[r["category"]].append(r)
     strip = lambda rs: [{k: v for k, v in r.items() if k != "category"} for r in rs]  # noqa: E731

@@ -3,7 +3,8 @@
 Two runs against one real server process (uvicorn, one engine, hash embedder so the numbers
 are the server's own; the e5 query embedding is measured apart, in process):
 
-- mixed: `--clients` (50) concurrent clients for `--seconds` (30) of add_messages (40 %),
+- mixed: first one client for 5 s (a request's cost when nothing queues), then `--clients` (50)
+  concurrent clients spread over `--procs` (5) load processes for `--seconds` (30) of add_messages (40 %),
   search (40 %) and build_context (20 %) over `--users` (100) users, each with its own key;
   requests/s, p50/p95/p99 per route, errors, and the server's RSS growth. Baseline in the same
   run: `Memory.search` in process on the same home (the HTTP + auth + JSON cost is the ratio).
@@ -95,6 +96,8 @@ def e5_query_ms() -> dict[str, float] | None:
 
 
 class Served:
+    extra_env: dict[str, str] = {}  # --env KEY=VALUE settings for the server process
+
     def __init__(self, home: Path, *, scheduler: bool) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
@@ -103,6 +106,7 @@ class Served:
         env.update(PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT / "src"), env.get("PYTHONPATH")])),
                    MEMLANE_HOME=str(home), MEMLANE_EMBEDDER="hash", MEMLANE_SERVER__SCHEDULER=str(scheduler).lower(),
                    MEMLANE_LIFECYCLE__SCHEDULER_POLL_SECONDS="1", MEMLANE_LIFECYCLE__SCHEDULE_HOURS="0.001")
+        env.update(self.extra_env)
         self.log = open(home.parent / f"serve-{self.port}.log", "wb")  # noqa: SIM115 - closed in stop()
         self.proc = subprocess.Popen([sys.executable, "-m", "memlane", "serve", "--port", str(self.port),
                                       "--log-level", "warning"], env=env, stdout=self.log, stderr=subprocess.STDOUT)
@@ -133,7 +137,7 @@ class Served:
         return [line for line in text.splitlines() if "WARNING" in line or "ERROR" in line or "Error" in line][:20]
 
 
-async def mixed(url: str, keys: list[str], clients: int, seconds: float) -> dict[str, Any]:
+async def _mixed_raw(url: str, keys: list[str], clients: int, seconds: float, seed: int = 0) -> dict[str, Any]:
     lat: dict[str, list[float]] = defaultdict(list)
     errors: dict[str, int] = defaultdict(int)
     samples: list[str] = []
@@ -141,14 +145,14 @@ async def mixed(url: str, keys: list[str], clients: int, seconds: float) -> dict
     limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
 
     async def client(n: int, http: httpx.AsyncClient) -> None:
-        rng = random.Random(n)
+        rng = random.Random(seed * 1000 + n)
         i = 0
         while time.monotonic() < stop_at:
             u = rng.randrange(len(keys))
             h = {"Authorization": f"Bearer {keys[u]}"}
             roll = rng.random()
             if roll < 0.4:
-                route, req = "add_messages", http.post(f"/v1/sessions/c{n}/messages", headers=h, json={"messages": [
+                route, req = "add_messages", http.post(f"/v1/sessions/c{seed}-{n}/messages", headers=h, json={"messages": [
                     {"role": "user", "content": f"client {n} message {i}: I tried {rng.choice(TOPICS)} today"}]})
             elif roll < 0.8:
                 route, req = "search", http.post("/v1/search", headers=h, json={"query": rng.choice(TOPICS), "limit": 5})
@@ -174,12 +178,41 @@ async def mixed(url: str, keys: list[str], clients: int, seconds: float) -> dict
     async with httpx.AsyncClient(base_url=url, timeout=60, limits=limits) as http:
         await asyncio.gather(*(client(n, http) for n in range(clients)))
     wall = time.perf_counter() - t0
+    return {"lat": dict(lat), "errors": dict(errors), "samples": samples, "wall": wall}
+
+
+def _mixed_proc(args: tuple[str, list[str], int, float, int]) -> dict[str, Any]:
+    return asyncio.run(_mixed_raw(*args))
+
+
+def mixed(url: str, keys: list[str], clients: int, seconds: float, procs: int = 1) -> dict[str, Any]:
+    """`clients` clients spread over `procs` load processes (one Python process cannot drive
+    50 connections without becoming the bottleneck itself)."""
+    procs = max(1, min(procs, clients))
+    shares = [clients // procs + (1 if i < clients % procs else 0) for i in range(procs)]
+    if procs == 1:
+        parts = [asyncio.run(_mixed_raw(url, keys, clients, seconds))]
+    else:
+        from concurrent.futures import ProcessPoolExecutor
+
+        with ProcessPoolExecutor(procs) as pool:
+            parts = list(pool.map(_mixed_proc, [(url, keys, n, seconds, i) for i, n in enumerate(shares)]))
+    lat: dict[str, list[float]] = defaultdict(list)
+    errors: dict[str, int] = defaultdict(int)
+    samples: list[str] = []
+    for part in parts:
+        for k, v in part["lat"].items():
+            lat[k] += v
+        for k, e in part["errors"].items():
+            errors[k] += e
+        samples += part["samples"]
+    wall = max(p["wall"] for p in parts)
     routes = {name: {"requests": len(v), "rps": len(v) / wall, "p50_ms": percentile(v, 50),
                      "p95_ms": percentile(v, 95), "p99_ms": percentile(v, 99), "errors": errors[name]}
               for name, v in sorted(lat.items())}
     total = sum(len(v) for v in lat.values())
     return {"seconds": wall, "requests": total, "rps": total / wall, "errors": sum(errors.values()),
-            "error_samples": samples, "routes": routes}
+            "error_samples": samples[:5], "load_processes": procs, "routes": routes}
 
 
 async def writers(url: str, keys: list[str], clients: int, seconds: float) -> dict[str, Any]:
@@ -228,12 +261,16 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--clients", type=int, default=50)
     ap.add_argument("--users", type=int, default=100)
+    ap.add_argument("--procs", type=int, default=5, help="load-generating processes the clients are spread over")
     ap.add_argument("--seconds", type=float, default=30.0)
     ap.add_argument("--writers", type=int, default=20)
     ap.add_argument("--writer-seconds", type=float, default=30.0)
     ap.add_argument("--no-e5", action="store_true", help="skip the in-process e5 query embedding timing")
     ap.add_argument("--out", type=Path, default=None)
+    ap.add_argument("--env", action="append", default=[], metavar="KEY=VALUE",
+                    help="a setting for the server process, e.g. MEMLANE_EMBEDDING__BACKGROUND=false")
     args = ap.parse_args()
+    Served.extra_env = dict(kv.split("=", 1) for kv in args.env)
 
     with tempfile.TemporaryDirectory(prefix="memlane-serverbench-") as tmp:
         home = Path(tmp) / "home"
@@ -242,8 +279,10 @@ def main() -> None:
         console.print(f"seeded {args.users} users in {time.perf_counter() - t0:.1f} s")
         server = Served(home, scheduler=False)  # the mixed run: requests only
         try:
+            # one client first: what a request costs when nothing queues (the baseline of the run)
+            single = mixed(server.url, keys, 1, min(5.0, args.seconds))
             rss0 = server.rss_mb()
-            mix = asyncio.run(mixed(server.url, keys, args.clients, args.seconds))
+            mix = mixed(server.url, keys, args.clients, args.seconds, args.procs)
             rss1 = server.rss_mb()
             status = httpx.get(f"{server.url}/healthz", timeout=10).status_code
         finally:
@@ -260,6 +299,8 @@ def main() -> None:
     rows = [[name, r["requests"], r["rps"], r["p50_ms"], r["p95_ms"], r["p99_ms"], r["errors"]]
             for name, r in mix["routes"].items()]
     rows.append(["all", mix["requests"], mix["rps"], "", "", "", mix["errors"]])
+    rows += [[f"{name} (1 client)", r["requests"], r["rps"], r["p50_ms"], r["p95_ms"], r["p99_ms"], r["errors"]]
+             for name, r in single["routes"].items()]
     console.print(table(f"mixed: {args.clients} clients × {args.seconds:.0f} s over {args.users} users "
                         f"(RSS {rss0:.0f} → {rss1:.0f} MB)", ["route", "requests", "req/s", "p50 ms", "p95 ms",
                                                                "p99 ms", "errors"], rows))
@@ -279,7 +320,7 @@ def main() -> None:
     if problems:
         console.print("server log:\n" + "\n".join(problems))
     data = {"clients": args.clients, "users": args.users, "seconds": args.seconds, "writers": args.writers,
-            "writer_seconds": args.writer_seconds, "mixed": mix, "writers_run": write,
+            "writer_seconds": args.writer_seconds, "single_client": single, "mixed": mix, "writers_run": write,
             "rss_mb": {"mixed_start": rss0, "mixed_end": rss1, "mixed_growth": rss1 - rss0,
                        "writers_start": rss2a, "writers_end": rss2, "writers_growth": rss2 - rss2a},
             "healthz_after_mixed": status, "inprocess_search": baseline, "search_p50_ratio": ratio,

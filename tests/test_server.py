@@ -72,6 +72,7 @@ def test_memory_routes_round_trip(live: Live) -> None:
         assert c.delete(f"/v1/memories/{mid}").json()["id"] == mid
         error_shape(c.get(f"/v1/memories/{mid}"), 404)
         assert c.post(f"/v1/memories/{mid}/restore").json()["content"] == "用户对花生和腰果过敏"
+        assert error_shape(c.post(f"/v1/memories/{mid}/restore"), 409)["error"] == "Conflict"  # it exists
         assert c.post(f"/v1/memories/{mid}/undo").json()["kind"] in ("DELETE", "UNDO")
         error_shape(c.get(f"/v1/memories/{mid}"), 404)  # the restore was undone
         stats = c.get("/v1/stats").json()
@@ -271,3 +272,5 @@ def test_admin_purge(live: Live) -> None:
 def test_openapi_lists_the_routes(live: Live) -> None:
     paths = httpx.get(f"{live.server.url}/openapi.json", timeout=30).json()["paths"]
     assert {"/v1/memories", "/v1/search", "/v1/context", "/v1/sessions/{session_id}/messages"} <= set(paths)
+    page = httpx.get(f"{live.server.url}/docs", timeout=30).text
+    assert "/v1/sessions/{session_id}/messages" in page and "<script" not in page and "://" not in page

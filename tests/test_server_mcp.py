@@ -88,6 +88,8 @@ def test_http_round_trip_in_the_keys_scope(served: tuple[Server, str, str]) -> N
             assert not pad.is_error
             md = await c.read_resource("memlane://scope/MEMORY.md")
             assert "oolong" in md.contents[0].text
+            with pytest.raises(Exception, match="no file"):
+                await c.read_resource("memlane://scope/secrets.txt")
             missing = await c.call_tool("get_memory", {"memory_id": "0000000000"})
             assert missing.is_error and "not found" in text(missing)
         async with http_client(server, b) as hc, Client(streamable_http_client(f"{server.url}/mcp", http_client=hc)) as c:

@@ -46,6 +46,7 @@ from memlane.models import (
     Corpus,
     Episode,
     EventKind,
+    ExtractionJob,
     Hit,
     MemoryEvent,
     MemoryRecord,
@@ -64,7 +65,7 @@ from memlane.policy import initial_score
 from memlane.search import NULL_TEXTS, Filters
 from memlane.search import search as run_search
 from memlane.store import Store, open_store
-from memlane.text import estimate_tokens
+from memlane.text import estimate_tokens, neighbour_context
 from memlane.tools import MemoryTools, message_fields
 from memlane.worker import JobWorker
 
@@ -128,6 +129,7 @@ class Memory:
             self._indexer = BackgroundIndexer(
                 self._open_side_store, self.embedder,
                 max_chars=self.config.embedding.max_chars, batch_size=self.config.embedding.batch_size,
+                passage_chars=self.config.embedding.passage_chars, max_passages=self.config.embedding.passages,
             )
             self._indexer.notify()  # pick up rows left unembedded by an earlier process
         self.events.check()
@@ -182,8 +184,9 @@ class Memory:
 
     def flush(self, progress: Callable[[int], None] | None = None) -> int:
         """Embed every row still waiting for a vector, now, in this thread; returns how many."""
-        return index_pending(self.store, self.embedder, max_chars=self.config.embedding.max_chars,
-                             batch_size=self.config.embedding.batch_size, progress=progress)
+        e = self.config.embedding
+        return index_pending(self.store, self.embedder, max_chars=e.max_chars, batch_size=e.batch_size,
+                             progress=progress, passage_chars=e.passage_chars, max_passages=e.passages)
 
     # ---- turns ------------------------------------------------------------------------
 
@@ -272,7 +275,8 @@ class Memory:
         for seq in range(first - w, last + 1):
             if seq not in by_seq:
                 continue
-            context = " ".join(by_seq[s][1] for s in range(seq - w, seq + w + 1) if s != seq and s in by_seq)
+            context = neighbour_context({s: t for s, (_, t) in by_seq.items()}, seq, w,
+                                        self.config.search.neighbour_chars)
             self.store.set_turn_context(by_seq[seq][0], by_seq[seq][1], context)
 
     def _message(self, index: int, raw: Any, field: str = "messages") -> Message:
@@ -715,6 +719,7 @@ class Memory:
         actor: str = "api",
         reason: str = "",
         kind: str = "UPDATE",
+        verified: bool | None = None,
     ) -> MemoryRecord:
         """Change a memory; new content is re-indexed and re-embedded. Audited.
 
@@ -734,6 +739,8 @@ class Memory:
             changes["metadata"] = validate.metadata("metadata", metadata, self.config.store, validate.MEMORY_KEYS)
         if pinned is not None:
             changes["pinned"] = validate.boolean("pinned", pinned)
+        if verified is not None:  # a person confirmed it (seed 003 `verified`)
+            changes["verified"] = validate.boolean("verified", verified)
         if status is not None:
             changes["status"] = validate.choice("status", status, ("active", "archived"))
         if expires_at is not None:
@@ -803,6 +810,18 @@ class Memory:
             raise NotFound(f"memory {memory_id!r} has no history for user {user_id!r}")
         return events
 
+    def audit(self, *, user_id: str, agent_id: str | None = None, limit: int = 10_000) -> _list[MemoryEvent]:
+        """Every audit event of a scope, oldest first (ADD / UPDATE / DECAY / ARCHIVE / DELETE ...)."""
+        scope = Scope.of(user_id, agent_id)
+        return self.store.events(scope, None, limit=validate.integer("limit", limit, 0, 1_000_000))
+
+    def extraction_jobs(self, *, user_id: str, agent_id: str | None = None,
+                        status: Sequence[str] = ("queued", "running", "failed"), limit: int = 100) -> _list[ExtractionJob]:
+        """The scope's extraction jobs in those states, next due first (attempts, back-off, last error)."""
+        scope = Scope.of(user_id, agent_id)
+        states = [validate.choice("status", s, ("queued", "running", "done", "failed")) for s in status]
+        return self.store.jobs(scope=scope, status=states, limit=validate.integer("limit", limit, 0, 10_000))
+
     def restore(self, memory_id: str, *, user_id: str, agent_id: str | None = None,
                 actor: str = "api") -> MemoryRecord:
         """Bring a deleted memory back from its last DELETE event, under the same id (audited
@@ -855,6 +874,7 @@ class Memory:
             self.store, self.config.search, corpus, s, query, limit=limit, now=self.clock(),
             query_vector=self._query_vector if query_vector is None else query_vector, filters=f,
             min_score=validate.number("min_score", min_score, 0.0, 1.0), null_vectors=self._null_vectors(),
+            passages=self.config.embedding.passages,
         )]
         if len(scopes) > 1:  # Hit.score is an absolute relevance: the lists merge by it
             hits = sorted(hits, key=lambda h: -h.score)[:limit]

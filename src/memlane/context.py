@@ -20,6 +20,7 @@ from memlane.archive import context_block
 from memlane.config import ContextConfig
 from memlane.errors import NotFound
 from memlane.models import Hit, MemoryRecord, Scope, Turn
+from memlane.parts import Parts
 from memlane.review import record_injected
 from memlane.sessions import WindowMessage, render_scratchpad, select_window, window_turns
 from memlane.text import cut, estimate_tokens, keywords, language_of
@@ -248,7 +249,7 @@ def self_description(language: str, auto_inject: bool) -> str:
     return f"{_HEAD[lang]['tools']}\n{_SELF[lang]}\n{note}"
 
 
-def core_memories(memory: Memory, scope: Scope, cfg: ContextConfig) -> list[MemoryRecord]:
+def core_memories(memory: Parts, scope: Scope, cfg: ContextConfig) -> list[MemoryRecord]:
     """Seed 001 §4.1: pinned, then score ≥ 0.5, best first, top 20; expired ones never."""
     now = memory.clock()
     out: list[MemoryRecord] = []

@@ -23,6 +23,9 @@ _PATTERNS: list[tuple[re.Pattern[str], str]] = [
     (re.compile(rf"\b{_MONTH}\s+{_DAY},?\s+{_YEAR}\b"), "mdy"),
     (re.compile(rf"\b{_DAY}\s+(?:of\s+)?{_MONTH},?\s+{_YEAR}\b"), "dmy"),
     (re.compile(rf"\b{_MONTH},?\s+{_YEAR}\b"), "my"),
+    # a day without its year ("on May 2nd", "2 May"): MemoryBank's English questions (issue 14)
+    (re.compile(rf"\b{_MONTH}\s+{_DAY}\b"), "md"),
+    (re.compile(rf"\b{_DAY}\s+(?:of\s+)?{_MONTH}\b"), "dm"),
     (re.compile(rf"\b(?:in|during|of|since|early|late|mid)\s+{_MONTH}\b(?!\s+\d)"), "m"),
     (re.compile(rf"\b(?:in|during|of|since)\s+{_YEAR}\b"), "y"),
     (re.compile(r"((?:19|20)\d\d)\s*年\s*(\d{1,2})\s*月\s*(\d{1,2})\s*[日号]"), "zh-ymd"),
@@ -44,12 +47,21 @@ class Period:
     def contains(self, at: datetime, grace_days: int = 0) -> bool:
         """Whether `at` falls in the period or within `grace_days` after it: what happened
         in June is often told in the first days of July."""
+        return self.nearness(at, grace_days) > 0
+
+    def nearness(self, at: datetime, grace_days: int = 0) -> float:
+        """1 when `at` falls in the period, falling linearly to 0 over the `grace_days` after
+        it: told on the day is likelier than told a week later (a daily chat's days would
+        otherwise all look alike; issue 14, MemoryBank)."""
         when = at.date()
+        best = 0.0
         for year in ([self.year] if self.year else [when.year, when.year - 1]):
             span = self._span(year)
-            if span and span[0] <= when < span[1] + timedelta(days=grace_days):
-                return True
-        return False
+            if span is None or when < span[0]:
+                continue
+            after = (when - span[1]).days + 1  # 0 or less: inside the period
+            best = max(best, 1.0 if after <= 0 else max(0.0, 1.0 - after / (grace_days + 1)))
+        return best
 
     def _span(self, year: int) -> tuple[date, date] | None:
         try:
@@ -76,6 +88,10 @@ def mentioned_period(text: str) -> Period | None:
             return Period(int(g[2]), _month(g[0]), int(g[1]))
         if kind == "dmy":
             return Period(int(g[2]), _month(g[1]), int(g[0]))
+        if kind == "md":
+            return _valid(Period(None, _month(g[0]), int(g[1])))
+        if kind == "dm":
+            return _valid(Period(None, _month(g[1]), int(g[0])))
         if kind == "my":
             return Period(int(g[1]), _month(g[0]))
         if kind == "m":

@@ -3,6 +3,7 @@
     MemlaneError
     ├── ConfigError (ValueError)        a setting is unknown or out of range
     ├── ValidationError (ValueError)    bad input; names the field and the limit
+    │   └── Conflict                    well-formed, but the record's state forbids it (it exists already)
     ├── NotFound (KeyError)             no such record in this scope
     └── BackendError                    an LLM, embedder or database failed; see __cause__
         └── ExtractionError             the LLM replied, but not in the promised shape (.raw)
@@ -25,6 +26,11 @@ class ValidationError(MemlaneError, ValueError):
     def __init__(self, field: str, message: str) -> None:
         super().__init__(f"{field}: {message}")
         self.field = field
+
+
+class Conflict(ValidationError):
+    """The input is well-formed but conflicts with the record's current state (restoring a
+    memory that exists, a change another caller made first); a server answers 409."""
 
 
 class NotFound(MemlaneError, KeyError):

@@ -28,6 +28,7 @@ from memlane.errors import NotFound, ValidationError
 from memlane.indexing import content_hash, vector_key
 from memlane.models import Episode, MemoryRecord, Scope, Turn
 from memlane.store import Store
+from memlane.text import neighbour_context
 
 if TYPE_CHECKING:
     from memlane.api import Memory
@@ -116,7 +117,8 @@ def _forget_derived(memory: Memory, scope: Scope, session_id: str, gone: Sequenc
         by_seq = {seq: (rowid, text) for rowid, seq, text in rows}
         for seq in sorted(by_seq):
             if any(abs(seq - s) <= w for s in seqs):
-                context = " ".join(by_seq[s][1] for s in range(seq - w, seq + w + 1) if s != seq and s in by_seq)
+                context = neighbour_context({s: t for s, (_, t) in by_seq.items()}, seq, w,
+                                            memory.config.search.neighbour_chars)
                 memory.store.set_turn_context(by_seq[seq][0], by_seq[seq][1], context)
     episodes = memory.store.list_episodes(scope, session_id=session_id, limit=10_000)
     for e in episodes:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import re
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
@@ -16,7 +17,7 @@ import numpy as np
 
 from memlane.embeddings import Embedder
 from memlane.models import Corpus, Scope
-from memlane.store import Store
+from memlane.store import Store, passage_rowids
 
 log = logging.getLogger(__name__)
 CORPORA: tuple[Corpus, ...] = ("memories", "episodes", "turns")
@@ -32,6 +33,38 @@ def vector_key(text: str, max_chars: int) -> str:
     return text if len(text) <= max_chars else text[:max_chars]
 
 
+_SENTENCE_END = re.compile(r"[.!?。！？；;]\s|[。！？；]|\n")
+_SPACE = re.compile(r"\s")
+
+
+def passages(text: str, key_chars: int, size: int, limit: int) -> list[str]:
+    """A long turn's text past its vector key, cut into at most `limit` passages of about
+    `size` characters, at sentence ends where there are some: each gets its own vector, so a
+    fact in the middle of a long reply is found by meaning (issue 14). Short text: none."""
+    if len(text) <= key_chars or limit <= 0:
+        return []
+    out: list[str] = []
+    # start at the word the key cut through, so no passage opens mid-word
+    pos = key_chars
+    back = text.rfind(" ", max(0, key_chars - 40), key_chars)
+    if back > 0:
+        pos = back + 1
+    while pos < len(text) and len(out) < limit:
+        end = pos + size
+        if end + size // 4 >= len(text):  # a short tail joins this passage
+            end = len(text)
+        else:
+            window = text[pos + size // 2 : end]
+            cuts = [m.end() for m in _SENTENCE_END.finditer(window)] or [m.end() for m in _SPACE.finditer(window)]
+            if cuts:
+                end = pos + size // 2 + cuts[-1]
+        piece = text[pos:end].strip()
+        if piece:
+            out.append(piece)
+        pos = end
+    return out
+
+
 def embed_cached(store: Store, embedder: Embedder, texts: Sequence[str], batch_size: int = 32) -> np.ndarray:
     """Passage vectors for `texts`, from the cache where possible; new ones are cached."""
     hashes = [content_hash(t) for t in texts]
@@ -39,6 +72,8 @@ def embed_cached(store: Store, embedder: Embedder, texts: Sequence[str], batch_s
     missing = list(dict.fromkeys(h for h in hashes if h not in found))
     if missing:
         by_hash = dict(zip(hashes, texts, strict=True))
+        # texts of like length together: the embedder's threads finish a batch at once
+        missing.sort(key=lambda h: len(by_hash[h]))
         fresh: dict[str, np.ndarray] = {}
         for i in range(0, len(missing), batch_size):
             chunk = missing[i : i + batch_size]
@@ -74,21 +109,32 @@ class QueryCache:
 
 
 def index_pending(store: Store, embedder: Embedder, *, max_chars: int, batch_size: int = 32,
-                  limit: int | None = None, progress: Callable[[int], None] | None = None) -> int:
-    """Embed rows that have no vector yet, in batches; returns how many were embedded."""
+                  limit: int | None = None, progress: Callable[[int], None] | None = None,
+                  passage_chars: int = 0, max_passages: int = 0) -> int:
+    """Embed rows that have no vector yet, in batches; returns how many were embedded. A long
+    turn gets its passages' vectors too (`passages`), in the same transaction as its own."""
     done = 0
     for corpus in CORPORA:
         while limit is None or done < limit:
             rows = store.unembedded(corpus, batch_size)
             if not rows:
                 break
-            vecs = embed_cached(store, embedder, [vector_key(t, max_chars) for _, _, t in rows], batch_size)
+            keys: list[str] = []
+            owners: list[tuple[Scope, int]] = []  # (scope, vector row) of each key
+            for rowid, scope, text in rows:
+                keys.append(vector_key(text, max_chars))
+                owners.append((scope, rowid))
+                if corpus == "turns" and max_passages > 0 and passage_chars > 0:
+                    extra = passages(text, max_chars, passage_chars, max_passages)
+                    keys += extra
+                    owners += [(scope, r) for r in passage_rowids(rowid, len(extra))]
+            vecs = embed_cached(store, embedder, keys, batch_size)
             by_scope: dict[Scope, list[int]] = {}
-            for i, (_, scope, _) in enumerate(rows):
+            for i, (scope, _) in enumerate(owners):
                 by_scope.setdefault(scope, []).append(i)
             with store.transaction():
                 for scope, idx in by_scope.items():
-                    store.put_vectors(corpus, scope, [rows[i][0] for i in idx], vecs[idx])
+                    store.put_vectors(corpus, scope, [owners[i][1] for i in idx], vecs[idx])
             done += len(rows)
             if progress:
                 progress(len(rows))
@@ -98,10 +144,12 @@ def index_pending(store: Store, embedder: Embedder, *, max_chars: int, batch_siz
 class BackgroundIndexer:
     """A daemon thread that embeds pending rows on its own database connection."""
 
-    def __init__(self, open_store: Callable[[], Store], embedder: Embedder, *, max_chars: int, batch_size: int) -> None:
+    def __init__(self, open_store: Callable[[], Store], embedder: Embedder, *, max_chars: int, batch_size: int,
+                 passage_chars: int = 0, max_passages: int = 0) -> None:
         self._open_store = open_store
         self._embedder = embedder
         self._max_chars = max_chars
+        self._passages = (passage_chars, max_passages)
         self._batch_size = batch_size
         self._wake = threading.Event()
         self._idle = threading.Event()
@@ -132,7 +180,7 @@ class BackgroundIndexer:
                 try:
                     while not self._stop and index_pending(
                         store, self._embedder, max_chars=self._max_chars, batch_size=self._batch_size,
-                        limit=self._batch_size * 4,
+                        limit=self._batch_size * 4, passage_chars=self._passages[0], max_passages=self._passages[1],
                     ):
                         pass
                     self.error = None

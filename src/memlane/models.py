@@ -169,6 +169,7 @@ class TurnPlace(NamedTuple):
     question: bool  # ends with a question mark
     at: float | None  # created_at as a POSIX timestamp
     speaker: str | None = None  # the turn's name (who said it), when it has one
+    role: str | None = None  # user / assistant / system / tool
 
 
 class Episode(_Record):

@@ -21,7 +21,7 @@ from memlane.config import SearchConfig
 from memlane.dates import mentioned_period
 from memlane.errors import ValidationError
 from memlane.models import Corpus, Episode, Hit, MemoryFacts, MemoryRecord, Scope, Turn, TurnPlace
-from memlane.store import Store
+from memlane.store import Store, passage_rowids, vector_owner
 from memlane.text import CJK_RUN, fts_query, fts_terms, highlights, index_term, keywords, segment
 
 
@@ -165,8 +165,10 @@ def candidates(
     query_vector: np.ndarray | Callable[[str], np.ndarray] | None,
     pool: int,
     words: list[str] | None = None,
+    passages: int = 0,
 ) -> dict[int, Candidate]:
-    """Lexical ∪ dense candidates, each scored on both sides where the data allows."""
+    """Lexical ∪ dense candidates, each scored on both sides where the data allows. A turn
+    with passage vectors (`passages`: the most a turn has) is as similar as its best one."""
     words = keywords(query) if words is None else words
     match = fts_query(drop_common(store, corpus, fts_terms(words), cfg))
     weights = (1.0, cfg.neighbour_weight) if corpus == "turns" else (1.0,)
@@ -179,9 +181,15 @@ def candidates(
     if qv is not None and float(np.linalg.norm(qv)) == 0:  # punctuation-only queries have no vector
         qv = None
     dense: dict[int, float] = {}
+    per_turn = corpus == "turns" and passages > 0
     if qv is not None:
-        for rowid, dist in store.knn(corpus, scope, qv, max(pool, cfg.vector_candidates)):
-            cands.setdefault(rowid, Candidate(rowid)).similarity = 1.0 - dist
+        k = max(pool, cfg.vector_candidates)
+        near = store.knn(corpus, scope, qv, 2 * k if per_turn else k)
+        best: dict[int, float] = {}
+        for rowid, dist in near:  # nearest first: the first vector of a turn is its best
+            best.setdefault(vector_owner(rowid), 1.0 - dist)
+        for rowid, sim in list(best.items())[:k]:
+            cands.setdefault(rowid, Candidate(rowid)).similarity = sim
     smooth = corpus == "turns" and qv is not None and bool(cfg.dense_neighbour_weights) and bool(cands)
     window: list[TurnPlace] = []
     if corpus == "turns" and cands and (smooth or cfg.session_prior > 0 or cfg.turn_length_prior > 0
@@ -197,7 +205,7 @@ def candidates(
         # top-k loses answers that only the words found (issue 3, measured). For turns the
         # neighbours' vectors come in the same fetch.
         wanted = [w.rowid for w in window] if smooth else [r for r, c in cands.items() if c.similarity == 0.0]
-        sims = store.similarities(corpus, scope, wanted, qv)
+        sims = _best_similarities(store, corpus, scope, wanted, qv, passages if per_turn else 0)
         for rowid, c in cands.items():
             if rowid in sims:
                 c.similarity = sims[rowid]
@@ -211,12 +219,29 @@ def candidates(
     else:
         fuse_scores(cands, cfg.w_dense, dense)
         if corpus == "turns" and window:
-            _turn_priors(window, cands, cfg.turn_length_prior, cfg.question_penalty)
-            _reply_prior(window, cands, cfg.reply_prior)
+            window = [w._replace(question=w.question and w.length <= cfg.question_max_chars) for w in window]
+            _turn_priors(window, cands, cfg.turn_length_prior, cfg.question_penalty, cfg.turn_length_cap)
+            role = chat_role(query, window, cands)
+            _reply_prior(window, cands, cfg.reply_prior, role)
             _speaker_prior(query, window, cands, cfg.speaker_prior)
+            _role_prior(window, cands, cfg.role_prior, role)
         if corpus == "turns" and cfg.session_prior > 0:
             _session_prior({w.rowid: w.session_id for w in window}, cands, cfg.session_prior)
     return cands
+
+
+def _best_similarities(store: Store, corpus: Corpus, scope: Scope, rowids: Sequence[int], qv: np.ndarray,
+                       passages: int) -> dict[int, float]:
+    """{rowid: similarity} of rows with a vector: of a turn, its own or its best passage's."""
+    if passages <= 0:
+        return store.similarities(corpus, scope, rowids, qv)
+    ids = list(rowids) + [p for r in rowids for p in passage_rowids(r, passages)]
+    out: dict[int, float] = {}
+    for rowid, sim in store.similarities(corpus, scope, ids, qv).items():
+        owner = vector_owner(rowid)
+        if sim > out.get(owner, -math.inf):
+            out[owner] = sim
+    return out
 
 
 def _neighbour_smoothed(window: list[TurnPlace], wanted: set[int], sims: dict[int, float],
@@ -239,28 +264,39 @@ def _neighbour_smoothed(window: list[TurnPlace], wanted: set[int], sims: dict[in
 
 
 def _turn_priors(window: list[TurnPlace], cands: dict[int, Candidate], length_weight: float,
-                 question_penalty: float) -> None:
-    """Favour turns that state something: longer ones (log length, centred over the
-    candidates) and not questions, which ask rather than hold the answer."""
+                 question_penalty: float, length_cap: int = 10**9) -> None:
+    """Favour turns that state something: longer ones and not questions, which ask rather
+    than hold the answer. The log length is centred over each speaker's candidates (an
+    assistant's long replies are long for an assistant, not informative) and stops growing at
+    `length_cap` (a pasted document is no likelier to hold the answer): issue 14."""
     places = {w.rowid: w for w in window if w.rowid in cands}
     if not places:
         return
-    logs = {r: math.log1p(w.length) for r, w in places.items()}
-    mean = sum(logs.values()) / len(logs)
+    logs = {r: math.log1p(min(w.length, length_cap)) for r, w in places.items()}
+    by_speaker: dict[str | None, list[float]] = {}
+    for r, w in places.items():
+        by_speaker.setdefault(w.speaker, []).append(logs[r])
+    mean = {s: sum(v) / len(v) for s, v in by_speaker.items()}
     for rowid, w in places.items():
-        cands[rowid].relevance += length_weight * (logs[rowid] - mean) - (question_penalty if w.question else 0.0)
+        cands[rowid].relevance += (length_weight * (logs[rowid] - mean[w.speaker])
+                                   - (question_penalty if w.question else 0.0))
 
 
-def _reply_prior(window: list[TurnPlace], cands: dict[int, Candidate], weight: float) -> None:
+def _reply_prior(window: list[TurnPlace], cands: dict[int, Candidate], weight: float,
+                 role: str | None = None) -> None:
     """A turn that asks passes weight × its relevance to the next turn of its session: a
-    question found by the query's words is often answered right after, in other words."""
+    question found by the query's words is often answered right after, in other words. Not
+    to a turn of the other role than the query asks about (`role`): an assistant's answer to
+    the user's question does not hold what the user did (issue 14, LongMemEval)."""
     if weight <= 0:
         return
     at = {(w.session_id, w.seq): w.rowid for w in window}
+    role_of = {w.rowid: w.role for w in window if w.rowid in cands}
     passed: dict[int, float] = {}
     for w in window:
         reply = at.get((w.session_id, w.seq + 1))
-        if w.question and w.rowid in cands and reply in cands and reply is not None:
+        if w.question and w.rowid in cands and reply in cands and reply is not None \
+                and (role is None or role_of.get(reply) == role):
             passed[reply] = max(passed.get(reply, 0.0), weight * max(cands[w.rowid].relevance, 0.0))
     for rowid, bonus in passed.items():
         cands[rowid].relevance += bonus
@@ -291,6 +327,45 @@ def _speaker_prior(query: str, window: list[TurnPlace], cands: dict[int, Candida
     for rowid, speaker in said.items():
         if speaker == named[0]:
             cands[rowid].relevance += weight
+
+
+# Who a query asks about, in a user's chat with an assistant: "what did I / my" is in the
+# user's own turns; "what did you recommend", "our previous conversation", "你给我推荐过" is in
+# the assistant's. Third-person questions (LoCoMo's "What did Melanie paint?") name neither.
+_ASKS_ASSISTANT = re.compile(
+    r"\byou(?:'ve)?\s+(?:\w+\s+)?(?:told|said|recommended|suggested|mentioned|gave|listed|provided|shared|"
+    r"explained|described|named|wrote|advised)\b|\b(?:did|have|had) you\s+(?:\w+\s+)?(?:tell|say|"
+    r"recommend|suggest|mention|give|list|provide|share|explain|describe|name|write|advise)\b|"
+    r"\bremind me\b|\bour (?:previous |last |earlier )?"
+    r"(?:conversation|chat|discussion)\b|你.{0,3}(?:推荐|告诉|建议|提到|介绍|说|讲|列|给).{0,4}过|你.{0,2}曾经",
+    re.IGNORECASE)
+_ASKS_USER = re.compile(r"\b(?:i|my|me|mine|myself|i'm|i've|i'd)\b|我", re.IGNORECASE)
+
+
+def asked_role(query: str) -> str | None:
+    """'assistant' when the query recalls what the assistant said, 'user' when it asks about
+    the user (first person), None otherwise."""
+    if _ASKS_ASSISTANT.search(query):
+        return "assistant"
+    return "user" if _ASKS_USER.search(query) else None
+
+
+def chat_role(query: str, window: list[TurnPlace], cands: dict[int, Candidate]) -> str | None:
+    """The role the query asks about (`asked_role`), where the candidates hold both a user's
+    and an assistant's turns; None elsewhere."""
+    roles = {w.role for w in window if w.rowid in cands and w.role}
+    return asked_role(query) if {"user", "assistant"} <= roles else None
+
+
+def _role_prior(window: list[TurnPlace], cands: dict[int, Candidate], weight: float, role: str | None) -> None:
+    """Favour the turns of the role the query asks about (issue 14: LongMemEval and
+    MemoryBank ask "what did I …" of chats whose assistant replies are long and echo the
+    user's words)."""
+    if weight <= 0 or role is None:
+        return
+    for w in window:
+        if w.rowid in cands and w.role == role:
+            cands[w.rowid].relevance += weight
 
 
 def _session_prior(sessions: dict[int, str], cands: dict[int, Candidate], weight: float) -> None:
@@ -337,6 +412,7 @@ def search(
     filters: Filters | None = None,
     min_score: float = 0.0,
     null_vectors: np.ndarray | None = None,
+    passages: int = 0,
 ) -> list[Hit]:
     """Hits of one corpus for one scope, in rank order (relevance, importance, recency);
     each hit's `score` is its absolute `relevance`, and none is below `min_score`.
@@ -358,7 +434,7 @@ def search(
     if isinstance(query_vector, np.ndarray):
         used.append(query_vector)
     cands = candidates(store, cfg, corpus, scope, query, remembered if callable(query_vector) else query_vector,
-                       pool=limit, words=words)
+                       pool=limit, words=words, passages=passages)
     if not cands:
         return []
     null: float | None = None
@@ -371,7 +447,7 @@ def search(
     period = mentioned_period(query)
 
     def dated(at: datetime | None) -> float:
-        return cfg.date_prior if period and at and period.contains(at, cfg.date_grace_days) else 0.0
+        return cfg.date_prior * period.nearness(at, cfg.date_grace_days) if period and at else 0.0
 
     if corpus == "turns" and period:
         for c in cands.values():

@@ -123,8 +123,13 @@ def highlights(keywords_: Iterable[str], text: str) -> list[str]:
     (so "runs" highlights "running", as FTS5's porter tokenizer matched it)."""
     stemmer = _stemmer()
     lowered = text.lower()
-    stems = set(stemmer.stemWords(_WORD.findall(lowered)))
-    return [k for k in keywords_ if (k in lowered if CJK_RUN.fullmatch(k) else stemmer.stemWord(k) in stems)]
+    keys = list(keywords_)
+    wanted = {k: stemmer.stemWord(k) for k in keys if not CJK_RUN.fullmatch(k)}
+    # the stemmer rewrites endings only: a word can stem to a keyword's stem only if it
+    # starts as that stem does, so the rest of a long text is never stemmed (issue 14)
+    starts = {s[:2] for s in wanted.values()}
+    stems = set(stemmer.stemWords([w for w in set(_WORD.findall(lowered)) if w[:2] in starts])) if starts else set()
+    return [k for k in keys if (wanted[k] in stems if k in wanted else k in lowered)]
 
 
 def fts_terms(words: Iterable[str]) -> list[str]:
@@ -168,3 +173,9 @@ def language_of(text: str) -> str:
     cjk = len(_CJK_CHAR.findall(text))
     latin = len(re.findall(r"[A-Za-z]", text))
     return "zh" if cjk and cjk * 3 >= latin else "en"
+
+
+def neighbour_context(texts: dict[int, str], seq: int, width: int, chars: int) -> str:
+    """A turn's context column: the openings (`chars` each) of the turns within `width` of it
+    in its session (`texts` by seq), itself left out."""
+    return " ".join(texts[s][:chars] for s in range(seq - width, seq + width + 1) if s != seq and s in texts)

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import ValidationError as PydanticValidationError
 
 from memlane import validate
-from memlane.errors import NotFound, ValidationError
+from memlane.errors import Conflict, NotFound, ValidationError
 from memlane.models import MemoryEvent, MemoryRecord, Scope
 from memlane.policy import restored
 
@@ -29,7 +29,7 @@ def restore(mem: Memory, scope: Scope, memory_id: str, *, actor: str = "api", re
     """Re-create a deleted memory from its last DELETE event, under the same id."""
     validate.memory_id(memory_id)
     if mem.store.get_memory(scope, memory_id) is not None:
-        raise ValidationError("memory_id", f"memory {memory_id!r} exists; only a deleted memory can be restored "
+        raise Conflict("memory_id", f"memory {memory_id!r} exists; only a deleted memory can be restored "
                                            "(`memlane undo` reverts its last change)")
     events = _events(mem, scope, memory_id)
     deleted = next((e for e in reversed(events) if e.kind == "DELETE"), None)
@@ -42,7 +42,7 @@ def restore(mem: Memory, scope: Scope, memory_id: str, *, actor: str = "api", re
     vec = mem._embed_one(rec.content)
     with mem.store.transaction():
         if mem.store.get_memory(scope, memory_id) is not None:  # restored meanwhile by another caller
-            raise ValidationError("memory_id", f"memory {memory_id!r} was restored meanwhile")
+            raise Conflict("memory_id", f"memory {memory_id!r} was restored meanwhile")
         rowid = mem.store.insert_memory(rec)
         mem.store.put_vectors("memories", scope, [rowid], vec[None, :])
         mem.store.add_event(scope, memory_id, "RESTORE", None, rec.snapshot(), actor,
@@ -62,7 +62,7 @@ def undo(mem: Memory, scope: Scope, memory_id: str, *, actor: str = "api") -> Me
         if current is None:
             restore(mem, scope, memory_id, actor=actor, reason=why)
             return _events(mem, scope, memory_id)[-1]
-        raise ValidationError("memory_id", f"memory {memory_id!r} exists though its last event is a DELETE; "
+        raise Conflict("memory_id", f"memory {memory_id!r} exists though its last event is a DELETE; "
                                            "nothing to undo")
     if current is None:
         raise NotFound(f"memory {memory_id!r} of user {scope.user_id!r} is gone without an audited deletion; "

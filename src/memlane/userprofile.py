@@ -10,16 +10,13 @@ from __future__ import annotations
 import logging
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from memlane.errors import BackendError
 from memlane.llm import LLM, ChatMessage
 from memlane.markdown import atomic_write, scope_dir
 from memlane.models import MemoryRecord, Scope
+from memlane.parts import Parts
 from memlane.text import language_of
-
-if TYPE_CHECKING:
-    from memlane.api import Memory
 
 log = logging.getLogger(__name__)
 
@@ -84,7 +81,7 @@ def render_user_md(memories: list[MemoryRecord], *, now: datetime, llm: LLM | No
     ])
 
 
-def write_user_md(mem: Memory, scope: Scope, path: Path | None = None, *, summarize: bool = True) -> Path:
+def write_user_md(mem: Parts, scope: Scope, path: Path | None = None, *, summarize: bool = True) -> Path:
     """`summarize=False` writes the template without asking the LLM (a delete must not wait on one)."""
     target = path or scope_dir(mem.config.home, scope) / USER_FILE
     text = render_user_md(mem.store.list_memories(scope), now=mem.clock(), llm=mem.llm if summarize else None)

@@ -22,6 +22,7 @@ from memlane.cli.common import (
     _memory_table,
     _state,
     app,
+    err,
     out,
 )
 
@@ -31,10 +32,13 @@ def demo(
     home: Annotated[Path | None, typer.Option(
         "--home", help="Keep the demo data here (default: the global --home / MEMLANE_HOME, else a temp dir).")] = None,
     as_json: JsonOpt = False,
+    serve_ui: Annotated[bool, typer.Option(
+        "--serve", help="Then serve it: the web UI at http://127.0.0.1:8765 shows the demo user's memories.")] = False,
+    port: Annotated[int | None, typer.Option("--port", help="With --serve: the port (default server.port).")] = None,
 ) -> None:
     """Import a bundled Chinese + English conversation into a fresh data dir and search it.
 
-    Example: memlane demo
+    Example: memlane demo --serve   (then open http://127.0.0.1:8765)
     """
     from memlane.importers import parse
 
@@ -72,9 +76,17 @@ def demo(
         report["files"] = {"memory_md": str(mem.md_export(user_id=user)), "user_md": str(mem.user_profile(user_id=user))}
     if as_json:
         _emit_json(report)
-        return
-    _print_demo(report)
-    out.print(f"human-readable memory: {report['files']['memory_md']}\nuser profile:          {report['files']['user_md']}")
+    else:
+        _print_demo(report)
+        out.print(f"human-readable memory: {report['files']['memory_md']}\nuser profile:          "
+                  f"{report['files']['user_md']}")
+    if serve_ui:  # the same `memlane serve`, on the demo's data, open for the demo user on loopback
+        from memlane.cli.server import serve
+
+        _state["home"] = target
+        cfg = _config()
+        err.print(f"web UI: http://{cfg.server.host}:{port or cfg.server.port}/ (Ctrl-C stops)", highlight=False)
+        serve(host=None, port=port, user=user, log_level="warning")
 
 
 def _print_demo(report: dict[str, Any]) -> None:

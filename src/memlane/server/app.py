@@ -9,6 +9,7 @@ finish what they hold (at most `server.shutdown_seconds`) and closes the store.
 from __future__ import annotations
 
 import contextlib
+import html
 import logging
 import os
 import time
@@ -18,6 +19,7 @@ from typing import Any
 
 import anyio
 from fastapi import FastAPI, Request
+from fastapi.responses import HTMLResponse
 
 from memlane.api import Memory
 from memlane.config import Config
@@ -35,6 +37,21 @@ def _version() -> str:
         return version("memlane")
     except PackageNotFoundError:
         return "0+source"
+
+
+def docs_page(schema: dict[str, Any]) -> str:
+    rows = []
+    for path, methods in schema.get("paths", {}).items():
+        for method, op in methods.items():
+            doc = (op.get("description") or op.get("summary") or "").strip().split("\n")[0]
+            rows.append(f"<tr><td><code>{method.upper()}</code></td><td><code>{html.escape(path)}</code></td>"
+                        f"<td>{html.escape(doc)}</td></tr>")
+    info = schema.get("info", {})
+    return ("<!doctype html><meta charset=utf-8><title>memlane API</title>"
+            "<style>body{font:14px system-ui;margin:2em}td{padding:.2em .8em;vertical-align:top}</style>"
+            f"<h1>memlane API {html.escape(str(info.get('version', '')))}</h1>"
+            f"<p>{html.escape(str(info.get('description', '')))} The machine-readable schema: "
+            "<a href=/openapi.json>/openapi.json</a>.</p><table>" + "".join(rows) + "</table>")
 
 
 def create_app(config: Config, *, memory: Memory | None = None, host: str | None = None,
@@ -75,7 +92,7 @@ def create_app(config: Config, *, memory: Memory | None = None, host: str | None
                          else "API keys required")
                 yield
         finally:
-            app.state.memory = None  # requests still arriving get 503, not a closed store
+            app.state.memory = app.state.gate = None  # requests still arriving get 503, not a closed store
             if sched is not None:
                 await anyio.to_thread.run_sync(sched.stop)
             await anyio.to_thread.run_sync(mem.settle, config.server.shutdown_seconds)
@@ -84,7 +101,10 @@ def create_app(config: Config, *, memory: Memory | None = None, host: str | None
             if keys is not None:
                 keys.close()
 
+    # no Swagger UI: it loads its scripts from a CDN, and memlane serves nothing from one;
+    # /docs is a plain page rendered from the OpenAPI schema (/openapi.json)
     app = FastAPI(title="memlane", version=_version(), lifespan=lifespan, default_response_class=SafeJSONResponse,
+                  docs_url=None, redoc_url=None,
                   description="Long-term memory for LLM agents. Authenticate with `Authorization: Bearer <key>`.")
     app.state.memory = None
     app.state.config = config
@@ -92,6 +112,8 @@ def create_app(config: Config, *, memory: Memory | None = None, host: str | None
     install_handlers(app)
     app.include_router(routes.v1)
     app.include_router(routes.admin)
+    from memlane.webui.serving import mount as mount_webui  # the web UI at / (issue 16)
+    mount_webui(app)
 
     @app.get("/healthz", tags=["admin"])
     def healthz(request: Request) -> SafeJSONResponse:
@@ -99,6 +121,11 @@ def create_app(config: Config, *, memory: Memory | None = None, host: str | None
         if getattr(request.app.state, "memory", None) is None:
             return SafeJSONResponse({"status": "unavailable"}, status_code=503)
         return SafeJSONResponse({"status": "ok", "version": _version()})
+
+    @app.get("/docs", include_in_schema=False)
+    def docs() -> HTMLResponse:
+        """The API's routes, from its OpenAPI schema: one page, no script."""
+        return HTMLResponse(docs_page(app.openapi()))
 
     @app.get("/v1/admin/status", tags=["admin"])
     def status(request: Request, mem: MemoryDep, _: AdminDep) -> dict[str, Any]:

@@ -6,6 +6,7 @@ run before FastAPI parses anything: request ids, the body size limit and the JSO
 | no key, an unknown or revoked key    | 401    |
 | a user key on an admin route         | 403    |
 | `NotFound` (also: another user's id) | 404    |
+| `Conflict` (restoring a memory that exists) | 409 |
 | a body over `server.max_body_bytes`  | 413    |
 | `ValidationError`, `ConfigError`, malformed or too deeply nested JSON | 422 |
 | `BackendError` (an LLM, an embedder) | 502    |
@@ -27,7 +28,14 @@ from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import JSONResponse, Response
 
-from memlane.errors import BackendError, ConfigError, MemlaneError, NotFound, ValidationError
+from memlane.errors import (
+    BackendError,
+    ConfigError,
+    Conflict,
+    MemlaneError,
+    NotFound,
+    ValidationError,
+)
 
 log = logging.getLogger("memlane.server")
 
@@ -69,6 +77,8 @@ def error_body(request: Request | None, status: int, error: str, detail: str, fi
 def status_of(exc: MemlaneError) -> int:
     if isinstance(exc, NotFound):
         return 404
+    if isinstance(exc, Conflict):
+        return 409
     if isinstance(exc, ValidationError | ConfigError):
         return 422
     if isinstance(exc, BackendError):

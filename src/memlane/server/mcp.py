@@ -16,7 +16,7 @@ from typing import Annotated, Any
 
 from fastapi import FastAPI
 from mcp.server.mcpserver import Context, MCPServer
-from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.exceptions import ResourceError, ToolError
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.types import ToolAnnotations
 from pydantic import Field
@@ -74,9 +74,8 @@ def scope_file(mem: Memory, scope: Scope, name: str) -> str:
     """The text of the scope's MEMORY.md (rendered from the store) or USER.md."""
     if name == "MEMORY.md":
         return mem.export(**who(scope), format="md")
-    if name == "USER.md":
-        records = mem.list(**who(scope), status="active", limit=10_000)
-        return userprofile.render_template(userprofile.profile_memories(records))
+    if name == "USER.md":  # the template (no LLM call to read a resource)
+        return userprofile.render_user_md(mem.list(**who(scope), limit=100_000), now=mem.clock(), llm=None)
     raise NotFound(f"no file {name!r}; the scope's files are {', '.join(FILES)}")
 
 
@@ -177,7 +176,7 @@ def build_mcp(binding: Binding, *, static_scope: tuple[Memory, Scope] | None = N
         try:
             return scope_file(mem, scope, name)
         except MemlaneError as exc:
-            raise ToolError(str(exc)) from None
+            raise ResourceError(str(exc)) from None
 
     if static_scope is not None:  # stdio: one fixed scope, so the files are listable resources too
         for fname in FILES:

@@ -31,6 +31,23 @@ from memlane.models import (
     TurnPlace,
 )
 
+# A long turn's passages (issue 14) have vectors of their own beside the turn's, in the same
+# vector table and scope: row PASSAGE_BASE + turn rowid × PASSAGE_STRIDE + j for passage j ≥ 1.
+# Rowids of rows stay far below PASSAGE_BASE (2**40), so the two never meet.
+PASSAGE_BASE = 1 << 40
+PASSAGE_STRIDE = 64  # more than the most passages a turn may have (embedding.passages ≤ 32)
+
+
+def passage_rowids(rowid: int, count: int = PASSAGE_STRIDE - 1) -> list[int]:
+    """The vector rows of a turn's first `count` passages."""
+    start = PASSAGE_BASE + rowid * PASSAGE_STRIDE
+    return list(range(start + 1, start + 1 + count))
+
+
+def vector_owner(rowid: int) -> int:
+    """The row a vector row belongs to: itself, or the turn a passage vector was cut from."""
+    return rowid if rowid < PASSAGE_BASE else (rowid - PASSAGE_BASE) // PASSAGE_STRIDE
+
 
 class Store(Protocol):
     name: str
@@ -166,4 +183,4 @@ def open_store(config: Config) -> Store:
     raise ConfigError(f"store.backend: {config.store.backend!r} is unknown; use 'sqlite' or 'postgres'")
 
 
-__all__ = ["Store", "open_store"]
+__all__ = ["PASSAGE_BASE", "PASSAGE_STRIDE", "Store", "open_store", "passage_rowids", "vector_owner"]

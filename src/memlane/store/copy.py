@@ -20,7 +20,7 @@ import numpy as np
 
 from memlane.errors import ValidationError
 from memlane.models import Scope
-from memlane.store import Store
+from memlane.store import PASSAGE_BASE, Store, vector_owner
 from memlane.store.rows import turn_search_text
 from memlane.text import index_text
 
@@ -208,12 +208,26 @@ def copy_store(src: Store, dst: Store, src_name: str, dst_name: str) -> CopyRepo
     return report
 
 
+def _passage_rows(store: Store) -> list[int]:
+    """Rows of the turns' vector table that are passages (rowid ≥ PASSAGE_BASE)."""
+    if store.name == "postgres":
+        return [int(r[0]) for r in store._q(f"SELECT rowid FROM vec_turns WHERE rowid >= {PASSAGE_BASE}")]  # type: ignore[attr-defined]
+    # sqlite-vec keeps each vector's rowid in its `<table>_rowids` shadow table
+    return [int(r[0]) for r in store._q(f"SELECT rowid FROM vec_turns_rowids WHERE rowid >= {PASSAGE_BASE}")]  # type: ignore[attr-defined]
+
+
 def _copy_vectors(src: Store, dst: Store) -> int:
     n = 0
     for corpus in ("memories", "turns", "episodes"):
         by_scope: dict[Scope, list[int]] = {}
         for rowid, user, agent in _rows(src, corpus, "rowid, user_id, agent_id", "rowid"):
             by_scope.setdefault(Scope(user_id=user, agent_id=agent), []).append(int(rowid))
+        if corpus == "turns":  # long turns' passage vectors, each in its turn's scope
+            scope_of = {r: s for s, rs in by_scope.items() for r in rs}
+            for row in _passage_rows(src):
+                owner = scope_of.get(vector_owner(row))
+                if owner is not None:
+                    by_scope[owner].append(row)
         for scope, rowids in by_scope.items():
             for i in range(0, len(rowids), _BATCH):
                 vecs = src.vectors(corpus, scope, rowids[i:i + _BATCH])

@@ -55,10 +55,11 @@ _QUOTED = '"(?:[^"]|"")*"'
 _MATCH = re.compile(f"{_QUOTED}(?: OR {_QUOTED})*")
 _TERM = re.compile('"((?:[^"]|"")*)"')
 _Readers = (OSError, ValueError, KeyError, IndexError, EOFError, zipfile.BadZipFile)
-# postings of fewer documents are not saved but rebuilt by each process: 1k memories build
-# in ~7 ms, against ~2 ms to read a file and ~2 ms to write it at each save; and a store
-# holding a few rows leaves no file behind
-_FILE_MIN_DOCS = 1_000
+# postings of fewer tokens are not saved but rebuilt by each process: 1k short memories
+# (~20k tokens) build in ~7 ms, against ~2 ms to read a file and ~2 ms to write it at each
+# save, and a store holding a few rows leaves no file behind. Counted in tokens, not rows:
+# 500 long chat turns (LongMemEval) took 230 ms to build, in every new process (issue 14)
+_FILE_MIN_TOKENS = 20_000
 
 
 def parse_match(match: str) -> list[str] | None:
@@ -306,7 +307,7 @@ class LexCache:
                       self.tokenizer.document)
         p.epoch, p.seq = epoch, seq
         self.builds += 1
-        if p.n_docs >= _FILE_MIN_DOCS:
+        if p.n_tokens >= _FILE_MIN_TOKENS:
             try:
                 self._save(corpus, p)
             except OSError as exc:  # postings that cannot be saved still serve this process
@@ -320,7 +321,7 @@ class LexCache:
         """Write the postings unless the file holds newer ones already, then prune the log
         entries they include (other processes reload the file when they need them, or
         rebuild small postings, which have no file)."""
-        if p.n_docs >= _FILE_MIN_DOCS:
+        if p.n_tokens >= _FILE_MIN_TOKENS:
             self._dir.mkdir(parents=True, exist_ok=True)
             path = self._path(corpus)
             on_disk: dict[str, Any] = {}

@@ -47,7 +47,7 @@ from memlane.models import (
     Turn,
     TurnPlace,
 )
-from memlane.store import pgtext
+from memlane.store import PASSAGE_BASE, PASSAGE_STRIDE, pgtext, vector_owner
 from memlane.store.pgschema import CORPORA, PG_MIGRATIONS, SCOPE_TABLES
 from memlane.store.rows import (
     EPISODE_COLS,
@@ -336,16 +336,25 @@ class PostgresStore:
             self._scope(scope)
             big = self._vector_count(corpus, scope) >= self._ann_threshold
             for rowid, vec in zip(rowids, vectors, strict=True):
+                owner = vector_owner(int(rowid))  # a long turn's passage vector belongs to the turn
+                if owner == rowid and corpus == "turns":  # a turn embedded anew: its old passages go
+                    self._drop_passages([owner])
                 # a row deleted (forgotten) while it was embedded gets no vector
-                if not self._q(f"SELECT 1 FROM {corpus} WHERE rowid = %s", (int(rowid),)):
+                if not self._q(f"SELECT 1 FROM {corpus} WHERE rowid = %s", (owner,)):
                     self._x(f"DELETE FROM vec_{corpus} WHERE rowid = %s", (int(rowid),))
                     continue
                 self._x(f"INSERT INTO vec_{corpus}(rowid, user_id, agent_id, embedding, ann) VALUES (%s, %s, %s, %s, %s) "
                         "ON CONFLICT(rowid) DO UPDATE SET embedding = excluded.embedding",
                         (int(rowid), scope.user_id, scope.agent_id, np.asarray(vec, dtype=np.float32), big))
-                self._x(f"UPDATE {corpus} SET embedded = 1 WHERE rowid = %s", (int(rowid),))
+                self._x(f"UPDATE {corpus} SET embedded = 1 WHERE rowid = %s", (owner,))
             if not big:
                 self._grow_ann(corpus, scope)
+
+    def _drop_passages(self, rowids: Sequence[int]) -> None:
+        """Delete the passage vectors of these turns, in the caller's transaction."""
+        self._x("DELETE FROM vec_turns v USING unnest(%s::bigint[]) t(id) WHERE v.rowid BETWEEN "
+                f"{PASSAGE_BASE} + t.id * {PASSAGE_STRIDE} + 1 AND {PASSAGE_BASE} + t.id * {PASSAGE_STRIDE} + "
+                f"{PASSAGE_STRIDE - 1}", ([int(r) for r in rowids],))
 
     def _vector_count(self, corpus: str, scope: Scope) -> int:
         """The scope's vectors, counted up to ann_threshold (enough to decide exact or HNSW)."""
@@ -861,6 +870,8 @@ class PostgresStore:
             return 0
         if self._vector_dims is not None:
             self._x(f"DELETE FROM vec_{corpus} WHERE rowid = ANY(%s)", (ids,))
+            if corpus == "turns":
+                self._drop_passages(ids)
         self._x(f"DELETE FROM {corpus} WHERE rowid = ANY(%s)", (ids,))
         return len(ids)
 

@@ -37,7 +37,7 @@ from memlane.models import (
     Turn,
     TurnPlace,
 )
-from memlane.store import erase, lexindex, memcache, vindex
+from memlane.store import erase, lexindex, memcache, passage_rowids, vector_owner, vindex
 from memlane.store.migrations import MIGRATIONS, index_vector_chunks, scope_token
 from memlane.store.rows import (
     EPISODE_COLS,
@@ -242,10 +242,14 @@ class SQLiteStore:
     def put_vectors(self, corpus: Corpus, scope: Scope, rowids: Sequence[int], vectors: np.ndarray) -> None:
         with self.transaction():
             added = 0
+            stale: list[int] = []
             for rowid, vec in zip(rowids, vectors, strict=True):
+                owner = vector_owner(rowid)
+                if owner == rowid and corpus == "turns":  # a turn embedded anew: its old passages go
+                    stale += self._drop_passages(rowid)
                 self._conn.execute(f"DELETE FROM vec_{corpus} WHERE rowid = ?", (rowid,))
                 replaced = self._conn.changes()
-                if not self._conn.execute(f"SELECT 1 FROM {corpus} WHERE rowid = ?", (rowid,)).fetchall():
+                if not self._conn.execute(f"SELECT 1 FROM {corpus} WHERE rowid = ?", (owner,)).fetchall():
                     added -= replaced  # the row was deleted (forgotten) while it was embedded
                     continue
                 added += 1 - replaced
@@ -253,8 +257,20 @@ class SQLiteStore:
                     f"INSERT INTO vec_{corpus}(rowid, user_id, agent_id, embedding) VALUES (?, ?, ?, ?)",
                     (rowid, scope.user_id, scope.agent_id, np.asarray(vec, dtype=np.float32).tobytes()),
                 )
-                self._conn.execute(f"UPDATE {corpus} SET embedded = 1 WHERE rowid = ?", (rowid,))
+                self._conn.execute(f"UPDATE {corpus} SET embedded = 1 WHERE rowid = ?", (owner,))
+            if stale:
+                vindex.record(self._conn, corpus, scope, stale, "del", -len(stale))
             vindex.record(self._conn, corpus, scope, rowids, "put", added)
+
+    def _drop_passages(self, rowid: int) -> list[int]:
+        """Delete a turn's passage vectors, in the caller's transaction; returns their rows."""
+        ids = passage_rowids(rowid)
+        rows: list[Any] = self._conn.execute(
+            f"SELECT rowid FROM vec_turns WHERE rowid IN ({','.join('?' * len(ids))})", ids).fetchall()
+        found = [int(r[0]) for r in rows]
+        for r in found:
+            self._conn.execute("DELETE FROM vec_turns WHERE rowid = ?", (r,))
+        return found
 
     def knn(self, corpus: Corpus, scope: Scope, vector: np.ndarray, k: int) -> list[tuple[int, float]]:
         """Nearest rows of this scope by cosine distance: [(rowid, distance)].
@@ -488,8 +504,11 @@ class SQLiteStore:
         if self._vector_dims is not None:
             owner = self._conn.execute(f"SELECT user_id, agent_id FROM {corpus} WHERE rowid = ?", (rowid,)).fetchall()
             self._conn.execute(f"DELETE FROM vec_{corpus} WHERE rowid = ?", (rowid,))
-            if owner and self._conn.changes():
-                vindex.record(self._conn, corpus, Scope(user_id=owner[0][0], agent_id=owner[0][1]), [rowid], "del", -1)
+            gone = [rowid] if self._conn.changes() else []
+            if corpus == "turns":
+                gone += self._drop_passages(rowid)
+            if owner and gone:
+                vindex.record(self._conn, corpus, Scope(user_id=owner[0][0], agent_id=owner[0][1]), gone, "del", -len(gone))
 
     # ---- forgetting (forget.py decides, store/erase.py removes) -----------------------
 
@@ -507,6 +526,8 @@ class SQLiteStore:
                 self._conn.execute(f"DELETE FROM vec_{corpus} WHERE rowid = ?", (r,))
                 if self._conn.changes():
                     gone.setdefault(agent, []).append(r)
+                if corpus == "turns":
+                    gone.setdefault(agent, []).extend(self._drop_passages(r))
             for agent, rs in gone.items():
                 vindex.record(self._conn, corpus, Scope(user_id=user_id, agent_id=agent), rs, "del", -len(rs))
         self._conn.executemany(f"DELETE FROM {corpus} WHERE rowid = ?", [(r,) for r in ids])
@@ -711,8 +732,8 @@ class SQLiteStore:
 
     def turn_windows(self, scope: Scope, rowids: Sequence[int], width: int) -> list[TurnPlace]:
         """Where the given turns and their neighbours within `width` (same session) sit; the
-        given turns also with their length, whether they end in a question, their time and
-        speaker.
+        given turns also with their length, whether they end in a question, their time,
+        speaker and role.
         One query: neighbours come from the (scope, session, seq) index alone."""
         out: dict[int, TurnPlace] = {}
         for chunk in _chunks(list(rowids), 500):
@@ -721,7 +742,8 @@ class SQLiteStore:
                 "SELECT n.rowid, n.session_id, n.seq, CASE WHEN n.rowid = c.rowid THEN length(n.content) END, "
                 "CASE WHEN n.rowid = c.rowid THEN substr(rtrim(n.content), -1) IN ('?', '？') END, "
                 "CASE WHEN n.rowid = c.rowid THEN n.created_at END, "
-                "CASE WHEN n.rowid = c.rowid THEN n.name END FROM turns c JOIN turns n ON n.user_id = c.user_id "
+                "CASE WHEN n.rowid = c.rowid THEN n.name END, CASE WHEN n.rowid = c.rowid THEN n.role END "
+                "FROM turns c JOIN turns n ON n.user_id = c.user_id "
                 "AND n.agent_id = c.agent_id AND n.session_id = c.session_id "
                 "AND n.seq BETWEEN c.seq - ? AND c.seq + ? "
                 f"WHERE +c.user_id = ? AND +c.agent_id = ? AND c.rowid IN ({marks})",
@@ -729,7 +751,7 @@ class SQLiteStore:
             ):
                 if r[3] is not None or int(r[0]) not in out:  # a given turn's own row has its facts
                     out[int(r[0])] = TurnPlace(int(r[0]), r[1], int(r[2]), r[3] or 0, bool(r[4]),
-                                               None if r[5] is None else float(r[5]), r[6])
+                                               None if r[5] is None else float(r[5]), r[6], r[7])
         return list(out.values())
 
     def get_turns(

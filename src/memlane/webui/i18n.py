@@ -1,0 +1,196 @@
+"""The UI's words in English and Chinese: the browser's Accept-Language picks, a cookie set
+by the language switch overrides. A key missing from one language is a test failure
+(tests/webui/test_webui_http.py), never an English word in a Chinese page."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from starlette.requests import Request
+
+COOKIE = "memlane_lang"
+LANGUAGES = ("en", "zh")
+
+MESSAGES: dict[str, dict[str, str]] = {
+    "en": {
+        "app": "memlane", "skip": "Skip to content", "nav": "Sections",
+        "memories": "Memories", "conversations": "Conversations", "files": "Files", "insight": "Insight",
+        "forget_me": "Forget me", "logout": "Log out", "signed_in_as": "Signed in as", "admin": "admin",
+        "switch_user": "Switch user", "language": "Language",
+        "login": "Log in", "api_key": "API key", "login_help": "Paste an API key (`memlane keys create --user U` prints one). You see only that key's memories.",
+        "pick_user": "Pick a user", "pick_user_help": "An admin key may look at any user's memories.",
+        "user_id": "User id", "agent_id": "Agent id (optional)", "open": "Open",
+        "search": "Search", "search_placeholder": "Search memories (words or meaning)",
+        "filters": "Filters", "category": "Category", "status": "Status", "any": "any", "active": "active",
+        "archived": "archived", "deleted": "deleted", "source": "Source", "verified": "Verified",
+        "pinned": "Pinned", "yes": "yes", "no": "no", "min_score": "Score from", "max_score": "Score to",
+        "since": "Created from", "until": "Created until", "sort": "Sort", "order": "Order",
+        "relevance": "relevance", "score": "Score", "updated_at": "updated", "created_at": "created",
+        "last_activated": "last used", "activation_count": "times used", "content": "Content",
+        "desc": "descending", "asc": "ascending", "apply": "Apply", "reset": "Reset",
+        "n_memories": "{n} memories", "page_of": "Page {page} of {pages}", "prev": "Previous", "next": "Next",
+        "select": "Select", "select_all": "Select all on this page", "selected_action": "With the selected:",
+        "delete": "Delete", "archive": "Archive", "activate": "Make active", "restore": "Restore",
+        "edit": "Edit", "save": "Save", "cancel": "Cancel", "pin": "Pin", "unpin": "Unpin",
+        "verify": "Mark verified", "unverify": "Unmark verified", "undo": "Undo", "undo_last": "Undo the last change",
+        "actions": "Actions", "confirm_delete": "Delete this memory? It leaves search, files and caches; Undo brings it back.",
+        "yes_delete": "Yes, delete", "deleted_notice": "Deleted.", "saved": "Saved.", "undone": "Undone.",
+        "empty": "No memories here yet.", "load_demo": "Load demo data",
+        "load_demo_help": "Imports memlane's bundled demo conversation (Chinese and English) into this user and extracts memories from it.",
+        "no_match": "No memory matches.",
+        "fc_protected": "never fades (pinned, verified or core)", "fc_archived": "archived",
+        "fc_none": "stays above the thresholds for 10 years", "fc_due_now": "{action} at the next consolidation",
+        "fc_due": "{action} around {when}", "fc_rule": "×{factor}/day after {grace} days unused",
+        "fc_now": "now {score}", "expires": "expires {when}",
+        "ARCHIVE": "archived", "DELETE": "deleted", "DEMOTE": "demoted",
+        "memory": "Memory", "history": "History", "kind": "Change", "actor": "By", "reason": "Why", "when": "When",
+        "field": "Field", "before": "Before", "after": "After", "came_from": "Where it came from",
+        "session": "Session", "turns": "Turns", "no_source": "Added directly, not extracted from a conversation.",
+        "related": "Related memories", "related_help": "Nearest by vector similarity.", "similarity": "similarity",
+        "replaced": "What it replaced", "contradicted": "Memories it contradicted",
+        "gone": "This memory is deleted. Its history remains; Undo restores it.",
+        "times_used": "used {n}×", "created": "Created", "updated": "Updated",
+        "sessions": "Sessions", "started": "Started", "ended": "Ended", "messages": "Messages", "open_session": "open",
+        "search_turns": "Search in conversations", "turns_found": "{n} turns found", "episode": "Episode summary",
+        "goal": "Goal", "outcome": "Outcome", "no_episode": "No episode summary (the session is open or short).",
+        "extracted": "Memories extracted from this session", "delete_session": "Delete this conversation",
+        "delete_session_help": "Forgets the session, its turns, episode and jobs everywhere they are kept. Type the session id to confirm.",
+        "confirm": "Confirm", "no_sessions": "No conversations yet.", "role": "Role",
+        "memory_md": "MEMORY.md", "user_md": "USER.md", "download": "Download",
+        "import_edits": "Import my edits", "import_help": "Paste (or choose) your edited MEMORY.md. You will see what would change before anything is written.",
+        "choose_file": "Choose a file", "preview": "Show the changes", "preview_title": "Changes in your file",
+        "apply_changes": "Apply these changes", "no_changes": "The file says nothing new: nothing to apply.",
+        "op": "Operation", "new": "new", "shared": "shared by the user (read-only for this agent)", "line": "Line", "imported": "Imported", "rendered": "Rendered", "source_text": "Text",
+        "chart_scores": "Score distribution", "chart_categories": "Memories by category",
+        "chart_timeline": "Active, archived and deleted over time", "chart_context": "build_context: tokens per block against its budget",
+        "archive_below": "archive below", "jobs": "Extraction jobs", "job_status": "Status", "attempts": "Attempts",
+        "next_at": "Next try", "last_error": "Last error", "no_jobs": "No extraction job is queued, running or failed.",
+        "jobs_pending": "{n} waiting in the queue.",
+        "context_query": "What would the agent get for", "context_tokens": "{tokens} tokens in all", "block": "Block",
+        "tokens": "Tokens", "budget": "Budget", "window": "window", "numbers": "Numbers",
+        "stats_line": "{memories} memories · {sessions} sessions · {turns} turns · {episodes} episodes · {events} audit events",
+        "forget_title": "Forget me", "forget_help": "Deletes everything memlane keeps for this user: memories, conversations, episodes, files, caches and vectors. It cannot be undone. Type the user id to confirm.",
+        "forget_type": "Type {user} to confirm", "forget_button": "Forget everything",
+        "forget_done": "Forgotten.", "removed": "Removed",
+        "notice_delete": "Deleted {n}.", "notice_archive": "Archived {n}.", "notice_activate": "Made {n} active.",
+        "notice_restore": "Restored {n}.", "notice_deleted": "Conversation deleted ({n} turns).",
+        "notice_import": "Applied: {ops}", "error": "Error",
+        "err_csrf": "This form expired or came from elsewhere. Reload the page and try again.",
+        "err_cross_site": "Refused: the request came from another site.",
+        "err_signed_out": "You are signed out. Reload the page to log in.",
+        "err_bad_key": "That key is not valid (unknown or revoked).", "err_not_found": "Not found.",
+        "err_admin_only": "Only an admin key can pick a user.",
+        "err_demo_not_empty": "Demo data loads only into an empty user.",
+        "err_confirm_session": "type the session id exactly to delete it",
+        "err_confirm_purge": "type the user id exactly to forget everything",
+        "err_import_empty": "paste the edited MEMORY.md first",
+        "err_import_changed": "the text changed after the preview; show the changes again",
+        "back": "Back",
+    },
+    "zh": {
+        "app": "memlane", "skip": "跳到正文", "nav": "栏目",
+        "memories": "记忆", "conversations": "对话", "files": "文件", "insight": "洞察",
+        "forget_me": "忘记我", "logout": "退出", "signed_in_as": "当前用户", "admin": "管理员",
+        "switch_user": "切换用户", "language": "语言",
+        "login": "登录", "api_key": "API 密钥", "login_help": "粘贴一个 API 密钥（`memlane keys create --user U` 会打印一个）。你只会看到这个密钥对应的记忆。",
+        "pick_user": "选择用户", "pick_user_help": "管理员密钥可以查看任意用户的记忆。",
+        "user_id": "用户 id", "agent_id": "智能体 id（可选）", "open": "打开",
+        "search": "搜索", "search_placeholder": "搜索记忆（关键词或语义）",
+        "filters": "筛选", "category": "类别", "status": "状态", "any": "全部", "active": "活跃",
+        "archived": "已归档", "deleted": "已删除", "source": "来源", "verified": "已确认",
+        "pinned": "已置顶", "yes": "是", "no": "否", "min_score": "分数从", "max_score": "分数到",
+        "since": "创建起始日", "until": "创建截止日", "sort": "排序", "order": "顺序",
+        "relevance": "相关度", "score": "分数", "updated_at": "更新时间", "created_at": "创建时间",
+        "last_activated": "最近使用", "activation_count": "使用次数", "content": "内容",
+        "desc": "降序", "asc": "升序", "apply": "应用", "reset": "重置",
+        "n_memories": "{n} 条记忆", "page_of": "第 {page} / {pages} 页", "prev": "上一页", "next": "下一页",
+        "select": "选择", "select_all": "全选本页", "selected_action": "对选中的记忆：",
+        "delete": "删除", "archive": "归档", "activate": "设为活跃", "restore": "恢复",
+        "edit": "编辑", "save": "保存", "cancel": "取消", "pin": "置顶", "unpin": "取消置顶",
+        "verify": "标记为已确认", "unverify": "取消确认", "undo": "撤销", "undo_last": "撤销上一次修改",
+        "actions": "操作", "confirm_delete": "删除这条记忆？它会从搜索、文件和缓存中移除；可以撤销。",
+        "yes_delete": "确认删除", "deleted_notice": "已删除。", "saved": "已保存。", "undone": "已撤销。",
+        "empty": "这里还没有记忆。", "load_demo": "载入演示数据",
+        "load_demo_help": "把 memlane 自带的演示对话（中英文）导入当前用户，并从中提取记忆。",
+        "no_match": "没有匹配的记忆。",
+        "fc_protected": "不会衰减（置顶、已确认或核心）", "fc_archived": "已归档",
+        "fc_none": "十年内不会低于阈值", "fc_due_now": "下次整理时{action}",
+        "fc_due": "约 {when} {action}", "fc_rule": "闲置 {grace} 天后每天 ×{factor}",
+        "fc_now": "当前 {score}", "expires": "{when} 过期",
+        "ARCHIVE": "归档", "DELETE": "删除", "DEMOTE": "降级",
+        "memory": "记忆", "history": "历史", "kind": "变更", "actor": "操作者", "reason": "原因", "when": "时间",
+        "field": "字段", "before": "之前", "after": "之后", "came_from": "来源",
+        "session": "会话", "turns": "对话轮次", "no_source": "直接添加，并非从对话中提取。",
+        "related": "相关记忆", "related_help": "按向量相似度最接近的记忆。", "similarity": "相似度",
+        "replaced": "它替换了什么", "contradicted": "与它矛盾的旧记忆",
+        "gone": "这条记忆已删除。历史仍在；撤销可恢复它。",
+        "times_used": "使用 {n} 次", "created": "创建", "updated": "更新",
+        "sessions": "会话", "started": "开始", "ended": "结束", "messages": "消息数", "open_session": "查看",
+        "search_turns": "在对话中搜索", "turns_found": "找到 {n} 条对话", "episode": "情节摘要",
+        "goal": "目标", "outcome": "结果", "no_episode": "没有情节摘要（会话未结束或太短）。",
+        "extracted": "从这个会话提取的记忆", "delete_session": "删除这个对话",
+        "delete_session_help": "在所有存放的地方忘掉这个会话、它的对话轮次、摘要和任务。输入会话 id 确认。",
+        "confirm": "确认", "no_sessions": "还没有对话。", "role": "角色",
+        "memory_md": "MEMORY.md", "user_md": "USER.md", "download": "下载",
+        "import_edits": "导入我的修改", "import_help": "粘贴（或选择）你修改过的 MEMORY.md。写入之前会先列出将要发生的变更。",
+        "choose_file": "选择文件", "preview": "查看变更", "preview_title": "文件中的变更",
+        "apply_changes": "应用这些变更", "no_changes": "文件没有新内容：无需应用。",
+        "op": "操作", "new": "新", "shared": "用户共享（此智能体只读）", "line": "行", "imported": "已导入", "rendered": "渲染", "source_text": "原文",
+        "chart_scores": "分数分布", "chart_categories": "各类别的记忆数",
+        "chart_timeline": "活跃、归档、删除随时间变化", "chart_context": "build_context：各区块的 token 与预算",
+        "archive_below": "归档阈值", "jobs": "提取任务", "job_status": "状态", "attempts": "尝试次数",
+        "next_at": "下次尝试", "last_error": "最近错误", "no_jobs": "没有排队、运行中或失败的提取任务。",
+        "jobs_pending": "队列中等待的任务：{n}。",
+        "context_query": "智能体针对这个问题会得到什么", "context_tokens": "共 {tokens} 个 token", "block": "区块",
+        "tokens": "Token", "budget": "预算", "window": "窗口", "numbers": "数据",
+        "stats_line": "{memories} 条记忆 · {sessions} 个会话 · {turns} 轮对话 · {episodes} 个情节 · {events} 条审计",
+        "forget_title": "忘记我", "forget_help": "删除 memlane 为这个用户保存的一切：记忆、对话、情节、文件、缓存和向量。无法撤销。输入用户 id 确认。",
+        "forget_type": "输入 {user} 以确认", "forget_button": "全部忘记",
+        "forget_done": "已全部忘记。", "removed": "已移除",
+        "notice_delete": "已删除 {n} 条。", "notice_archive": "已归档 {n} 条。", "notice_activate": "已将 {n} 条设为活跃。",
+        "notice_restore": "已恢复 {n} 条。", "notice_deleted": "对话已删除（{n} 轮）。",
+        "notice_import": "已应用：{ops}", "error": "错误",
+        "err_csrf": "表单已过期或来自别处。请刷新页面后重试。",
+        "err_cross_site": "已拒绝：请求来自其他网站。",
+        "err_signed_out": "你已退出登录。请刷新页面重新登录。",
+        "err_bad_key": "密钥无效（不存在或已吊销）。", "err_not_found": "未找到。",
+        "err_admin_only": "只有管理员密钥可以选择用户。",
+        "err_demo_not_empty": "演示数据只能载入空用户。",
+        "err_confirm_session": "请准确输入会话 id 以删除",
+        "err_confirm_purge": "请准确输入用户 id 以全部忘记",
+        "err_import_empty": "请先粘贴修改后的 MEMORY.md",
+        "err_import_changed": "预览之后文本被改动了，请重新查看变更",
+        "back": "返回",
+    },
+}
+
+
+def negotiate(request: Request) -> str:
+    """The language switch's cookie, else the first of ours in Accept-Language by weight."""
+    chosen = request.cookies.get(COOKIE)
+    if chosen in LANGUAGES:
+        return chosen
+    best, best_q = "en", -1.0
+    for part in request.headers.get("accept-language", "")[:512].split(","):
+        tag, _, params = part.strip().partition(";")
+        q = 1.0
+        if params.strip().startswith("q="):
+            try:
+                q = float(params.strip()[2:])
+            except ValueError:
+                continue
+        lang = tag.strip().lower().split("-")[0]
+        if lang in LANGUAGES and q > best_q:
+            best, best_q = lang, q
+    return best
+
+
+def text(lang: str, key: str, **values: object) -> str:
+    template = MESSAGES.get(lang, MESSAGES["en"]).get(key) or MESSAGES["en"].get(key, key)
+    return template.format(**values) if values else template
+
+
+def translator(lang: str) -> Callable[..., str]:
+    def t(key: str, **values: object) -> str:
+        return text(lang, key, **values)
+    return t

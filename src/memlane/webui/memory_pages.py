@@ -1,0 +1,205 @@
+"""The Memories table and a memory's own page: search, filters, inline edit, pin, verify,
+delete with undo, bulk actions, audit history, source turns and related memories. Every
+action is a `memlane.Memory` call in the session's scope, with the engine's validation."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlencode
+
+from starlette.requests import Request
+from starlette.responses import Response
+
+from memlane.errors import NotFound, ValidationError
+from memlane.models import MemoryRecord
+from memlane.webui import i18n
+from memlane.webui.app import Ctx, Redirect, safe_next
+from memlane.webui.views import TableQuery, forecast
+
+if TYPE_CHECKING:
+    from memlane.webui.app import WebUI
+
+BULK_MAX = 500  # not from a seed: one bulk action at most touches a page's worth ×10
+HIDDEN_DIFF = {"updated_at"}  # every change moves it: the history says when already
+
+
+def register(ui: WebUI) -> None:
+
+    def row(ctx: Ctx, m: MemoryRecord, **extra: Any) -> Response:
+        pol = ctx.mem.config.policy
+        return ui.render(ctx, "_memory_row.html", m=m, fc=forecast(m, pol, ctx.mem.clock()),
+                         categories=pol.categories, **extra)
+
+    async def get(ctx: Ctx) -> MemoryRecord:
+        return await ui.call(ctx.mem.get, ctx.request.path_params["id"], **ctx.scope)
+
+    @ui.route("/memories")
+    async def table(request: Request) -> Response:
+        ctx = await ui.context(request)
+        mem = ctx.mem
+        tq = TableQuery.parse(request.query_params)
+        filters: dict[str, Any] = {"status": tq.engine_status(), "since": tq.since, "until": tq.until}
+        if tq.category:
+            filters["category"] = tq.category
+        if tq.q:
+            # looking is not using: no activation from the UI; weak hits dropped as build_context does
+            hits = await ui.call(mem.search, tq.q, **ctx.scope, limit=mem.config.web.search_limit, filters=filters,
+                                 activate=False, min_score=mem.config.search.min_relevance)
+            found = [h.memory for h in hits if h.memory is not None]
+            relevance = {h.id: h.score for h in hits}
+        else:
+            found = await ui.call(mem.list, **ctx.scope, category=tq.category or None,
+                                  status=tq.engine_status(), since=tq.since, until=tq.until)
+            relevance = {}
+        rows = tq.ordered([m for m in found if tq.keep(m)])
+        size = mem.config.web.page_size
+        pages = max(1, -(-len(rows) // size))
+        shown = rows[(tq.page - 1) * size: tq.page * size]
+        now, pol = mem.clock(), mem.config.policy
+        stats = await ui.call(mem.stats, **ctx.scope)
+        values: dict[str, Any] = {"tq": tq, "rows": [(m, forecast(m, pol, now)) for m in shown], "total": len(rows),
+                  "pages": pages, "relevance": relevance, "categories": pol.categories, "stats": stats,
+                  "archive_below": pol.archive_below, "notice": request.query_params.get("notice", ""),
+                  "undo_ids": request.query_params.getlist("undo")[:BULK_MAX]}
+        if ctx.htmx and request.headers.get("hx-target") == "results":
+            return ui.render(ctx, "_memory_results.html", **values)
+        return ui.render(ctx, "memories.html", **values)
+
+    @ui.route("/memories/bulk", ("POST",))
+    async def bulk(request: Request) -> Response:
+        ctx = await ui.context(request, write=True)
+        mem = ctx.mem
+        action = ctx.field("action")
+        ids = list(dict.fromkeys(ctx.fields("ids")))
+        if action not in ("delete", "archive", "activate", "restore"):
+            raise ValidationError("action", "must be delete, archive, activate or restore")
+        if not ids or len(ids) > BULK_MAX:
+            raise ValidationError("ids", f"select from 1 to {BULK_MAX} memories")
+
+        def apply() -> int:
+            done = 0
+            for memory_id in ids:  # each audited on its own, so each can be undone on its own
+                if action == "delete":
+                    mem.delete(memory_id, **ctx.scope, actor="web", reason="bulk delete in the web UI")
+                elif action == "restore":
+                    mem.restore(memory_id, **ctx.scope, actor="web")
+                else:
+                    mem.update(memory_id, **ctx.scope, status="archived" if action == "archive" else "active",
+                               actor="web", reason=f"bulk {action} in the web UI")
+                done += 1
+            return done
+
+        done = await ui.call(apply)
+        back = ctx.field("back") or "/memories"
+        query = [("notice", f"{action}:{done}")]
+        if action in ("delete", "archive"):
+            query += [("undo", i) for i in ids]
+        back = safe_next(back, "/memories")
+        raise Redirect(back + ("&" if "?" in back else "?") + urlencode(query))
+
+    @ui.route("/memories/{id}")
+    async def detail(request: Request) -> Response:
+        ctx = await ui.context(request)
+        mem = ctx.mem
+        memory_id = request.path_params["id"]
+        history = await ui.call(mem.history, memory_id, **ctx.scope)  # NotFound for another scope's id
+        try:
+            m: MemoryRecord | None = await ui.call(mem.get, memory_id, **ctx.scope)
+        except NotFound:
+            m = None  # deleted: its history (and the undo) remain
+        changes = [(e, diff(e.before, e.after)) for e in reversed(history)]
+        replaced = [e for e in history if e.kind == "UPDATE" and e.before and e.after
+                    and e.before.get("content") != e.after.get("content")]
+        turns, related, contradicted = [], [], []
+        if m is not None:
+            if m.source_session:
+                span = m.metadata.get("turns")
+                try:
+                    session_turns = await ui.call(mem.get_turns, m.source_session, **ctx.scope)
+                except NotFound:
+                    session_turns = []
+                turns = [t for t in session_turns
+                         if not (isinstance(span, list) and len(span) == 2) or span[0] <= t.seq <= span[1]]
+            hits = await ui.call(mem.search, m.content, **ctx.scope, limit=20, activate=False,
+                                 filters={"status": None})
+            related = sorted((h for h in hits if h.id != m.id), key=lambda h: -h.similarity)[:5]
+            audit = await ui.call(mem.audit, **ctx.scope)
+            contradicted = [e for e in audit if e.reason.startswith(f"contradicted by {m.id}")]
+        fc = forecast(m, mem.config.policy, mem.clock()) if m is not None else None
+        return ui.render(ctx, "memory.html", m=m, memory_id=memory_id, changes=changes, replaced=replaced,
+                         turns=turns, related=related, contradicted=contradicted, fc=fc,
+                         categories=mem.config.policy.categories)
+
+    @ui.route("/memories/{id}/row")
+    async def show_row(request: Request) -> Response:
+        ctx = await ui.context(request)
+        return row(ctx, await get(ctx))
+
+    @ui.route("/memories/{id}/edit")
+    async def edit_row(request: Request) -> Response:
+        ctx = await ui.context(request)
+        return row(ctx, await get(ctx), editing=True)
+
+    @ui.route("/memories/{id}/confirm-delete")
+    async def confirm_row(request: Request) -> Response:
+        ctx = await ui.context(request)
+        return row(ctx, await get(ctx), confirming=True)
+
+    @ui.route("/memories/{id}", ("POST",))
+    async def update(request: Request) -> Response:
+        ctx = await ui.context(request, write=True)
+        mem = ctx.mem
+        memory_id = request.path_params["id"]
+        changes: dict[str, Any] = {}
+        if "content" in ctx.form:
+            changes["content"] = ctx.field("content")
+        if "category" in ctx.form:
+            changes["category"] = ctx.field("category")
+        if "pinned" in ctx.form:
+            changes["pinned"] = flag(ctx.field("pinned"), "pinned")
+        if "verified" in ctx.form:
+            changes["verified"] = flag(ctx.field("verified"), "verified")
+        if "status" in ctx.form:
+            changes["status"] = ctx.field("status")
+        reason = ctx.field("reason") or "edited in the web UI"
+        m = await ui.call(mem.update, memory_id, **ctx.scope, **changes, actor="web", reason=reason)
+        return ui.done(ctx, lambda: row(ctx, m, flash=i18n.text(ctx.lang, "saved")), f"/memories/{m.id}")
+
+    @ui.route("/memories/{id}/delete", ("POST",))
+    async def delete(request: Request) -> Response:
+        ctx = await ui.context(request, write=True)
+        mem = ctx.mem
+        gone = await ui.call(mem.delete, request.path_params["id"], **ctx.scope, actor="web",
+                             reason="deleted in the web UI")
+        return ui.done(ctx, lambda: ui.render(ctx, "_memory_deleted.html", m=gone), f"/memories/{gone.id}")
+
+    @ui.route("/memories/{id}/undo", ("POST",))
+    async def undo(request: Request) -> Response:
+        ctx = await ui.context(request, write=True)
+        mem = ctx.mem
+        memory_id = request.path_params["id"]
+        await ui.call(mem.undo, memory_id, **ctx.scope, actor="web")
+        try:
+            m = await ui.call(mem.get, memory_id, **ctx.scope)
+        except NotFound:  # the undone change was its ADD: it is gone now
+            return ui.done(ctx, lambda: ui.render(ctx, "_memory_deleted.html", m=None, memory_id=memory_id),
+                           f"/memories/{memory_id}")
+        return ui.done(ctx, lambda: row(ctx, m, flash=i18n.text(ctx.lang, "undone")), f"/memories/{memory_id}")
+
+
+def flag(value: str, name: str) -> bool:
+    if value in ("1", "true", "on", "yes"):
+        return True
+    if value in ("0", "false", "off", "no"):
+        return False
+    raise ValidationError(name, f"must be 1 or 0, got {value[:20]!r}")
+
+
+def diff(before: dict[str, Any] | None, after: dict[str, Any] | None) -> list[tuple[str, Any, Any]]:
+    """(field, before, after) for each field an audit event changed."""
+    if before is None or after is None:
+        shown = after if after is not None else before or {}
+        return [(k, None, v) if after is not None else (k, v, None) for k, v in shown.items()
+                if k in ("content", "category", "score", "status", "pinned", "verified")]
+    keys = [k for k in {**before, **after} if k not in HIDDEN_DIFF]
+    return [(k, before.get(k), after.get(k)) for k in keys if before.get(k) != after.get(k)]

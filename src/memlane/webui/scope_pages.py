@@ -1,0 +1,173 @@
+"""Conversations, Files (MEMORY.md / USER.md, import with a dry run), Insight (charts from
+the engine's numbers, `build_context` against its budgets) and Forget me (purge)."""
+
+from __future__ import annotations
+
+import hashlib
+import tempfile
+from collections import Counter
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from starlette.requests import Request
+from starlette.responses import Response
+
+from memlane.errors import ValidationError
+from memlane.markdown import MdOperation
+from memlane.webui import charts, i18n
+from memlane.webui.app import Ctx, Redirect
+from memlane.webui.auth import COOKIE
+from memlane.webui.views import histogram, render_markdown, timeline
+
+if TYPE_CHECKING:
+    from memlane.api import Memory
+    from memlane.webui.app import WebUI
+
+TURN_HITS = 50  # not from a seed: one page of turns found
+
+
+def register(ui: WebUI) -> None:
+
+    # ---- conversations ---------------------------------------------------------------
+
+    @ui.route("/conversations")
+    async def conversations(request: Request) -> Response:
+        ctx = await ui.context(request)
+        mem = ctx.mem
+        q = request.query_params.get("q", "").strip()
+        sessions = await ui.call(mem.sessions, **ctx.scope)
+        hits = await ui.call(mem.search, q, **ctx.scope, corpus="turns", limit=TURN_HITS,
+                             min_score=mem.config.search.min_relevance) if q else []
+        return ui.render(ctx, "conversations.html", sessions=sessions, q=q, hits=hits,
+                         notice=request.query_params.get("notice", ""))
+
+    @ui.route("/conversations/{sid}")
+    async def conversation(request: Request) -> Response:
+        ctx = await ui.context(request)
+        mem = ctx.mem
+        sid = request.path_params["sid"]
+        session = await ui.call(mem.get_session, sid, **ctx.scope)  # NotFound for another scope's id
+        turns = await ui.call(mem.get_turns, sid, **ctx.scope)
+        episodes = await ui.call(mem.episodes, **ctx.scope, session_id=sid)
+        extracted = [m for m in await ui.call(mem.list, **ctx.scope, session_id=sid)]
+        return ui.render(ctx, "conversation.html", s=session, turns=turns, episodes=episodes, extracted=extracted)
+
+    @ui.route("/conversations/{sid}/delete", ("POST",))
+    async def delete_conversation(request: Request) -> Response:
+        ctx = await ui.context(request, write=True)
+        mem = ctx.mem
+        sid = request.path_params["sid"]
+        if ctx.field("confirm") != sid:
+            raise ValidationError("confirm", i18n.text(ctx.lang, "err_confirm_session"))
+        await ui.call(mem.get_session, sid, **ctx.scope)
+        report = await ui.call(mem.delete_session, sid, **ctx.scope)
+        raise Redirect(f"/conversations?notice=deleted:{report['turns']}")
+
+    # ---- files -----------------------------------------------------------------------
+
+    def texts(ctx: Ctx) -> tuple[str, str]:
+        memory_md = ctx.mem.md_export(**ctx.scope).read_text("utf-8")
+        user_md = ctx.mem.user_profile(**ctx.scope).read_text("utf-8")
+        return memory_md, user_md
+
+    @ui.route("/files")
+    async def files(request: Request) -> Response:
+        ctx = await ui.context(request)
+        memory_md, user_md = await ui.call(texts, ctx)
+        return ui.render(ctx, "files.html", memory_md=memory_md, user_md=user_md,
+                         memory_html=render_markdown(memory_md), user_html=render_markdown(user_md),
+                         notice=request.query_params.get("notice", ""))
+
+    @ui.route("/files/{name}")
+    async def download(request: Request) -> Response:
+        ctx = await ui.context(request)
+        name = request.path_params["name"]
+        if name not in ("MEMORY.md", "USER.md"):
+            raise ValidationError("name", "must be MEMORY.md or USER.md")
+        memory_md, user_md = await ui.call(texts, ctx)
+        return Response(memory_md if name == "MEMORY.md" else user_md, media_type="text/markdown; charset=utf-8",
+                        headers={"Content-Disposition": f'attachment; filename="{name}"'})
+
+    @ui.route("/files/import", ("POST",))
+    async def import_edits(request: Request) -> Response:
+        """Dry run first (the operations, nothing written); `apply` with the same text's digest
+        then writes exactly what was shown."""
+        ctx = await ui.context(request, write=True)
+        mem = ctx.mem
+        text = ctx.field("text").replace("\r\n", "\n")  # a browser sends a textarea's lines as CRLF
+        if not text.strip():
+            raise ValidationError("text", i18n.text(ctx.lang, "err_import_empty"))
+        digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+        apply = ctx.field("apply") == "1"
+        if apply and ctx.field("digest") != digest:
+            raise ValidationError("digest", i18n.text(ctx.lang, "err_import_changed"))
+        ops = await ui.call(md_import, mem, ctx.scope, text, dry_run=not apply)
+        if apply:
+            counts = Counter(op.op for op in ops)
+            raise Redirect("/files?notice=" + ",".join(f"{k}:{v}" for k, v in sorted(counts.items())))
+        return ui.render(ctx, "import_preview.html", ops=ops, text=text, digest=digest,
+                         counts=Counter(op.op for op in ops))
+
+    # ---- insight ---------------------------------------------------------------------
+
+    @ui.route("/insight")
+    async def insight(request: Request) -> Response:
+        ctx = await ui.context(request)
+        mem = ctx.mem
+        t = i18n.translator(ctx.lang)
+        q = request.query_params.get("q", "").strip()
+        stats = await ui.call(mem.stats, **ctx.scope)
+        memories = await ui.call(mem.list, **ctx.scope)
+        audit = await ui.call(mem.audit, **ctx.scope)
+        jobs = await ui.call(mem.extraction_jobs, **ctx.scope, status=("queued", "running", "failed"))
+        pol = mem.config.policy
+        hist = histogram([m.score for m in memories])
+        labels = [f"{i / 10:.1f}" for i in range(11)]
+        days, series = timeline(audit, mem.clock().date())
+        by_category = sorted(stats.memories_by_category.items(), key=lambda kv: -kv[1])
+        context = await ui.call(mem.build_context, None, q, **ctx.scope) if q else None
+        deleted = series["deleted"][-1] if series["deleted"] else 0
+        return ui.render(
+            ctx, "insight.html", stats=stats, q=q, jobs=jobs, context=context, hist=hist, labels=labels,
+            by_category=by_category, deleted=deleted, days=days, series=series,
+            score_chart=charts.columns(hist, labels, t("chart_scores"), mark=pol.archive_below,
+                                       mark_label=f"{t('archive_below')} {pol.archive_below:g}"),
+            category_chart=charts.bars(by_category, t("chart_categories")) if by_category else None,
+            timeline_chart=charts.lines([d.isoformat() for d in days], series,
+                                        {k: t(k) for k in series}, t("chart_timeline")) if days else None,
+            context_chart=charts.bars([(b.name, b.tokens) for b in context.blocks], t("chart_context"),
+                                      limits=[b.budget for b in context.blocks], width=760) if context else None,
+        )
+
+    # ---- forget me -------------------------------------------------------------------
+
+    @ui.route("/forget")
+    async def forget_form(request: Request) -> Response:
+        ctx = await ui.context(request)
+        mem = ctx.mem
+        stats = await ui.call(mem.stats, **ctx.scope)
+        return ui.render(ctx, "forget.html", stats=stats, report=None)
+
+    @ui.route("/forget", ("POST",))
+    async def forget(request: Request) -> Response:
+        ctx = await ui.context(request, write=True)
+        mem = ctx.mem
+        if ctx.field("confirm") != ctx.session.user_id:
+            raise ValidationError("confirm", i18n.text(ctx.lang, "err_confirm_purge"))
+        report = await ui.call(mem.purge, **ctx.scope, actor="web")
+        stats = await ui.call(mem.stats, **ctx.scope)
+        response = ui.render(ctx, "forget.html", stats=stats, report=report)
+        if ctx.session.principal.key_id == "":  # the open local user starts afresh
+            response.delete_cookie(COOKIE, path="/")
+        return response
+
+
+def md_import(mem: Memory, scope: dict[str, Any], text: str, *, dry_run: bool) -> list[MdOperation]:
+    """`Memory.md_import` on the pasted text, written to a private temporary MEMORY.md."""
+    with tempfile.TemporaryDirectory(prefix="memlane-webui-") as tmp:
+        path = Path(tmp) / "MEMORY.md"
+        try:
+            path.write_text(text, "utf-8")
+        except UnicodeEncodeError:
+            raise ValidationError("text", "holds characters that are not valid Unicode (a lone surrogate)") from None
+        return mem.md_import(path, **scope, dry_run=dry_run)

@@ -1,0 +1,250 @@
+"""What the pages show, computed from the engine's records: filters and sorting of the
+memories table, a memory's forecast under its decay rule, the audit trail as a timeline,
+and MEMORY.md / USER.md as safe HTML. No numbers are made up here: each comes from a record
+or from `memlane.policy` applied to one."""
+
+from __future__ import annotations
+
+import html
+import re
+from collections import Counter
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, timedelta
+from typing import Any
+
+from markupsafe import Markup
+
+from memlane import policy
+from memlane.config import PolicyConfig
+from memlane.errors import ValidationError
+from memlane.models import MemoryEvent, MemoryRecord
+
+FORECAST_DAYS = 3650  # not from a seed: past ten years a forecast says "not within 10 years"
+SORTS = ("score", "updated_at", "created_at", "last_activated", "activation_count", "content")
+
+
+@dataclass(frozen=True)
+class Forecast:
+    """What the policy will do to a memory if nothing touches it again."""
+
+    # "protected" | "archived" | "due" (a verdict at `when`) | "due_now" (at the next
+    # consolidation) | "none" (not within the horizon)
+    state: str
+    action: str = ""  # ARCHIVE / DELETE / DEMOTE at `when`
+    when: datetime | None = None
+    score_now: float = 0.0  # the score decayed to now (the stored one is as of the last consolidation)
+    grace_days: float = 0.0
+    daily_factor: float = 1.0
+    expires_at: datetime | None = None
+
+
+def forecast(mem: MemoryRecord, cfg: PolicyConfig, now: datetime) -> Forecast:
+    """The first day the thresholds act on the memory at its decay rule's rate: day by day is
+    monotone (scores only fall, ages only grow), so a doubling search then bisection."""
+    rule = policy.decay_rule(mem.category, cfg)
+    base: dict[str, Any] = {"grace_days": rule.grace_days, "daily_factor": rule.daily_factor,
+                            "expires_at": mem.expires_at, "score_now": policy.decay_score(mem, now, cfg)}
+    if mem.status == "archived":
+        return Forecast("archived", **base)
+    if policy.protected(mem, cfg):
+        return Forecast("protected", **base)
+
+    def verdict(days: int) -> str | None:
+        at = now + timedelta(days=days)
+        aged = policy.decayed(mem, at, cfg) or mem
+        found = policy.threshold_verdicts(aged, at, cfg)
+        return found[0][0] if found else None
+
+    if (first := verdict(0)) is not None:
+        return Forecast("due_now", first, now, **base)
+    hi = 1
+    while hi <= FORECAST_DAYS and verdict(hi) is None:
+        hi *= 2
+    if hi > FORECAST_DAYS and verdict(FORECAST_DAYS) is None:
+        return Forecast("none", **base)
+    hi = min(hi, FORECAST_DAYS)
+    lo = hi // 2  # verdict(lo) is None
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if verdict(mid) is None:
+            lo = mid
+        else:
+            hi = mid
+    return Forecast("due", verdict(hi) or "", now + timedelta(days=hi), **base)
+
+
+@dataclass
+class TableQuery:
+    """The memories table's filters, sort and page, read from the query string."""
+
+    q: str = ""
+    category: str = ""
+    status: str = "active"  # "" = any
+    source: str = ""
+    verified: str = ""  # "", "yes", "no"
+    pinned: str = ""
+    min_score: float | None = None
+    max_score: float | None = None
+    since: datetime | None = None
+    until: datetime | None = None
+    sort: str = ""  # "" = relevance with a query, score otherwise
+    order: str = "desc"
+    page: int = 1
+
+    @classmethod
+    def parse(cls, params: Any) -> TableQuery:
+        def get(name: str) -> str:
+            value = params.get(name, "")
+            if len(value) > 2000:
+                raise ValidationError(name, "is longer than 2000 characters")
+            return str(value).strip()
+
+        def number(name: str) -> float | None:
+            raw = get(name)
+            if not raw:
+                return None
+            try:
+                value = float(raw)
+            except ValueError:
+                raise ValidationError(name, f"must be a number from 0 to 1, got {raw!r}") from None
+            if not 0.0 <= value <= 1.0:
+                raise ValidationError(name, f"must be from 0 to 1, got {raw}")
+            return value
+
+        def day(name: str, end: bool) -> datetime | None:
+            raw = get(name)
+            if not raw:
+                return None
+            try:
+                d = date.fromisoformat(raw)
+            except ValueError:
+                raise ValidationError(name, f"must be a date as YYYY-MM-DD, got {raw!r}") from None
+            start = datetime(d.year, d.month, d.day, tzinfo=UTC)
+            return start + timedelta(days=1) - timedelta(microseconds=1) if end else start
+
+        def choice(name: str, allowed: tuple[str, ...], default: str) -> str:
+            raw = get(name) or default
+            if raw not in allowed:
+                raise ValidationError(name, f"must be one of {', '.join(a or '(any)' for a in allowed)}, got {raw!r}")
+            return raw
+
+        raw_page = get("page") or "1"
+        if not raw_page.isdigit() or not 1 <= int(raw_page) <= 1_000_000:
+            raise ValidationError("page", f"must be a page number from 1, got {raw_page!r}")
+        return cls(
+            q=get("q"), category=get("category"), status=choice("status", ("active", "archived", "any"), "active"),
+            source=choice("source", ("", "user", "extractor", "heuristic", "system", "import"), ""),
+            verified=choice("verified", ("", "yes", "no"), ""), pinned=choice("pinned", ("", "yes", "no"), ""),
+            min_score=number("min_score"), max_score=number("max_score"),
+            since=day("since", False), until=day("until", True),
+            sort=choice("sort", ("", *SORTS), ""), order=choice("order", ("asc", "desc"), "desc"),
+            page=int(raw_page),
+        )
+
+    def engine_status(self) -> str | None:
+        return None if self.status == "any" else self.status
+
+    def keep(self, mem: MemoryRecord) -> bool:
+        """The filters the engine's list / search do not take themselves."""
+        if self.source and mem.source != self.source:
+            return False
+        if self.verified and mem.verified != (self.verified == "yes"):
+            return False
+        if self.pinned and mem.pinned != (self.pinned == "yes"):
+            return False
+        if self.min_score is not None and mem.score < self.min_score:
+            return False
+        return not (self.max_score is not None and mem.score > self.max_score)
+
+    def ordered(self, mems: list[MemoryRecord]) -> list[MemoryRecord]:
+        if not self.sort:
+            return mems  # the engine's order: relevance for a search, best score for a list
+        return sorted(mems, key=lambda m: getattr(m, self.sort), reverse=self.order == "desc")
+
+    def params(self, **change: Any) -> dict[str, str]:
+        """The query string for a link to this view with `change` applied."""
+        values: dict[str, Any] = {
+            "q": self.q, "category": self.category, "status": self.status, "source": self.source,
+            "verified": self.verified, "pinned": self.pinned, "min_score": self.min_score,
+            "max_score": self.max_score, "since": self.since.date().isoformat() if self.since else "",
+            "until": self.until.date().isoformat() if self.until else "", "sort": self.sort,
+            "order": self.order, "page": self.page,
+        }
+        values.update(change)
+        return {k: str(v) for k, v in values.items() if v not in (None, "")}
+
+
+def timeline(events: list[MemoryEvent], today: date) -> tuple[list[date], dict[str, list[int]]]:
+    """Active / archived / deleted memories at the end of each day, replayed from the audit
+    trail (a memory's state after each event)."""
+    if not events:
+        return [], {"active": [], "archived": [], "deleted": []}
+    state: dict[str, str] = {}
+    first = min(e.created_at for e in events).date()
+    days = [first + timedelta(days=i) for i in range((max(today, first) - first).days + 1)]
+    if len(days) > 120:  # not from a seed: the chart keeps its last 120 days legible
+        days = days[-120:]
+    series: dict[str, list[int]] = {"active": [], "archived": [], "deleted": []}
+    ordered = sorted(events, key=lambda e: (e.created_at, e.id))
+    i = 0
+    for day in days:
+        while i < len(ordered) and ordered[i].created_at.date() <= day:
+            e = ordered[i]
+            if e.kind == "DELETE" or e.after is None:
+                state[e.memory_id] = "deleted"
+            else:
+                state[e.memory_id] = str(e.after.get("status", "active"))
+            i += 1
+        counts = Counter(state.values())
+        for k in series:
+            series[k].append(counts.get(k, 0))
+    return days, series
+
+
+def histogram(scores: list[float], bins: int = 10) -> list[int]:
+    counts = [0] * bins
+    for s in scores:
+        counts[min(bins - 1, max(0, int(s * bins)))] += 1
+    return counts
+
+
+_BOLD = re.compile(r"\*\*(.+?)\*\*")
+_CODE = re.compile(r"`([^`]+)`")
+
+
+def _inline(text: str) -> str:
+    out = html.escape(text)
+    out = _CODE.sub(r"<code>\1</code>", out)
+    return _BOLD.sub(r"<strong>\1</strong>", out)
+
+
+def render_markdown(text: str) -> Markup:
+    """The subset of Markdown MEMORY.md and USER.md use (headings, lists, paragraphs, HTML
+    comments dropped), every character escaped first: a memory's text never becomes markup."""
+    out: list[str] = []
+    in_list = False
+    in_comment = False
+    for line in text.splitlines():
+        stripped = line.strip()
+        if in_comment or stripped.startswith("<!--"):
+            in_comment = "-->" not in stripped
+            continue
+        bullet = re.match(r"^\s*[-*]\s+(.*)$", line)
+        if bullet:
+            if not in_list:
+                out.append("<ul>")
+                in_list = True
+            out.append(f"<li>{_inline(bullet.group(1))}</li>")
+            continue
+        if in_list:
+            out.append("</ul>")
+            in_list = False
+        heading = re.match(r"^(#{1,6})\s+(.*)$", stripped)
+        if heading:
+            level = min(6, len(heading.group(1)) + 1)  # the page's own h1 stays the only one
+            out.append(f"<h{level}>{_inline(heading.group(2))}</h{level}>")
+        elif stripped:
+            out.append(f"<p>{_inline(stripped)}</p>")
+    if in_list:
+        out.append("</ul>")
+    return Markup("\n".join(out))

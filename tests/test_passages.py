@@ -1,0 +1,77 @@
+"""Long turns: a fact in the middle of a long reply is found by meaning (its passage's
+vector), and a turn's passage vectors live and die with the turn."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+
+from memlane import Memory
+from memlane.indexing import passages
+from memlane.store import PASSAGE_BASE
+
+FILLER = ("Here is a general overview of budgeting apps and how people compare them before choosing one. "
+          * 12)
+FACT = "Your sister Imogen keeps her violin at the conservatory locker number forty two. "
+LONG_REPLY = FILLER + FACT + FILLER  # ~2,500 characters, the fact in the middle
+
+
+def _fill(mem: Memory) -> list[str]:
+    # near misses: each shares a few of the fact's words, none holds it
+    msgs = [{"role": "user", "content": t} for t in (
+        "My sister is learning the violin this year.", "The conservatory opens at nine.",
+        "Is locker number twelve still free?", "Imogen said she might visit in spring.",
+        "Forty two is a fine answer to most things.", "Where do people keep a violin?")]
+    msgs.insert(3, {"role": "assistant", "content": LONG_REPLY})
+    turns = mem.add_messages("s1", msgs, user_id="u")
+    mem.flush()
+    return [t.id for t in turns]
+
+
+@pytest.mark.parametrize("count", [0, 8])
+def test_a_fact_deep_in_a_long_reply_is_found_by_its_meaning(make_memory: Callable[..., Memory],
+                                                              count: int) -> None:
+    mem = make_memory(embedding={"passages": count})
+    _fill(mem)
+    # the words of the query match nothing: only the dense side can find the turn
+    vector = mem.embedder.embed([FACT], query=True)[0]
+    hits = mem.search("qqq", user_id="u", corpus="turns", limit=3, query_vector=vector)
+    top = hits[0].content if hits else ""
+    assert (top == LONG_REPLY) is (count > 0)
+
+
+def test_passage_vectors_go_with_their_turn(make_memory: Callable[..., Memory]) -> None:
+    mem = make_memory()
+    ids = _fill(mem)
+    expected = len(passages(f"assistant: {LONG_REPLY}", 200, 500, 8))
+    n_passages = mem.store.raw_count("vec_turns", "rowid >= ?", (PASSAGE_BASE,))
+    assert n_passages in (expected, len(passages(LONG_REPLY, 200, 500, 8))) and n_passages >= 4
+    assert mem.store.raw_count("vec_turns", "rowid < ?", (PASSAGE_BASE,)) == len(ids)
+    long_id = next(t.id for t in mem.get_turns(user_id="u") if t.content == LONG_REPLY)
+    mem.delete_turns([long_id], user_id="u")
+    assert mem.store.raw_count("vec_turns", "rowid >= ?", (PASSAGE_BASE,)) == 0
+    vector = mem.embedder.embed([FACT], query=True)[0]
+    assert all(h.content != LONG_REPLY for h in mem.search("qqq", user_id="u", corpus="turns", query_vector=vector))
+    mem.purge(user_id="u")
+    assert mem.store.raw_count("vec_turns") == 0
+
+
+def test_a_new_embedder_rebuilds_passages_once(make_memory: Callable[..., Memory], tmp_path) -> None:
+    mem = make_memory(home=tmp_path / "h")
+    _fill(mem)
+    before = mem.store.raw_count("vec_turns")
+    mem.close()
+    again = make_memory(home=tmp_path / "h", embedding={"dimensions": 128})  # another model id: re-embed
+    again.flush()
+    assert again.store.raw_count("vec_turns") == before
+    again.flush()  # nothing pending, nothing doubled
+    assert again.store.raw_count("vec_turns") == before
+
+
+@pytest.mark.parametrize("text", ["短" * 3000, "word " * 900, "x" * 5000, "a. " * 2000, "\n" * 4000 + "tail"])
+def test_passages_cover_the_text_in_bounded_pieces(text: str) -> None:
+    out = passages(text, 200, 500, 8)
+    assert 1 <= len(out) <= 8
+    assert all(0 < len(p) <= 500 + 125 for p in out)
+    assert "".join(p.replace(" ", "").replace("\n", "") for p in out) in text.replace(" ", "").replace("\n", "")
