@@ -26,6 +26,13 @@ not run are kept from the last results file.
     python bench/scale.py --skip-1m
     python bench/scale.py --sizes 1m --keep --workdir /tmp/scale1m   # keep the database …
     python bench/scale.py --sizes 1m --reuse /tmp/scale1m/memlane-scale-1m-XXXX   # … query it again
+    python bench/scale.py --backend sqlite,postgres --sizes 10k,100k,100k-multi   # both, one table
+
+`--backend postgres` runs the same corpora and queries on PostgreSQL + pgvector (issue 17):
+an embedded server on 127.0.0.1 (store/pglocal.py), or `--database-url` (an empty
+database). There, full text is PostgreSQL's (GIN over the scope and the tsvector, BM25 in
+SQL), vectors pgvector's (exact within a scope under ann_threshold, HNSW above), and no
+in-process cache is kept.
 """
 
 from __future__ import annotations
@@ -55,7 +62,8 @@ from memlane.store.sqlite import SQLiteStore  # noqa: E402
 
 DIMS = 384
 BATCH = 10_000
-SCENARIOS = {"10k": (1, 10_000), "100k": (1, 100_000), "1m": (1_000, 1_000)}  # users, per user
+SCENARIOS = {"10k": (1, 10_000), "100k": (1, 100_000), "100k-multi": (1_000, 100),
+             "1m": (1_000, 1_000)}  # users, per user
 NO_CACHE = 10**12  # a memory_cache_threshold no table reaches: SQLite answers
 
 TOPICS: dict[str, list[str]] = {
@@ -156,11 +164,12 @@ def _unit(v: np.ndarray) -> np.ndarray:
     return (v / np.linalg.norm(v, axis=1, keepdims=True)).astype(np.float32)
 
 
-def make_memory(home: Path, ann_threshold: int | None, memory_cache_threshold: int | None = None) -> Memory:
+def make_memory(home: Path, ann_threshold: int | None, memory_cache_threshold: int | None = None,
+                database_url: str = "") -> Memory:
     search: dict[str, Any] = {} if ann_threshold is None else {"ann_threshold": ann_threshold}
     if memory_cache_threshold is not None:
         search["memory_cache_threshold"] = memory_cache_threshold
-    config = Config.load(store={"home": str(home)}, search=search,
+    config = Config.load(store={"home": str(home), "database_url": database_url}, search=search,
                          embedding={"provider": "hash", "dimensions": DIMS, "background": False})
     return Memory(config)
 
@@ -300,6 +309,66 @@ def run_scenario(name: str, world: World, args: argparse.Namespace) -> dict[str,
             shutil.rmtree(home, ignore_errors=True)
 
 
+def run_postgres(name: str, world: World, args: argparse.Namespace, server_url: str) -> dict[str, Any]:
+    """The scenario on PostgreSQL: insert rate, hybrid search latency, full-text and vector
+    latency, and recall@10 of the vector side against exact search, in a fresh database."""
+    import psycopg
+
+    n_users, per_user = SCENARIOS[name]
+    n = n_users * per_user
+    console.print(f"[bold]{name} on postgres[/]: {n_users:,} user(s) × {per_user:,} memories")
+    corpus = world.sample(n, n_users)
+    db = f"scale_{name.replace('-', '_')}_{int(time.time())}"
+    with psycopg.connect(server_url, autocommit=True) as conn:
+        conn.execute(f"CREATE DATABASE {db}")
+    url = server_url.rsplit("/", 1)[0] + "/" + db
+    home = Path(tempfile.mkdtemp(prefix=f"memlane-scale-pg-{name}-", dir=args.workdir))
+    try:
+        memory = make_memory(home, args.ann_threshold, database_url=url)
+        insert_s = insert(memory, corpus)
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute("VACUUM ANALYZE")
+            size = int(conn.execute("SELECT pg_database_size(current_database())").fetchone()[0])  # type: ignore[index]
+        order = np.argsort(corpus.users, kind="stable")
+        rows_of = np.split(order, np.cumsum(np.bincount(corpus.users, minlength=n_users))[:-1])
+        queries = world.queries(args.queries, [np.unique(corpus.topics[r]) for r in rows_of])
+        scopes = [Scope(user_id=f"u{u:04d}") for u in range(n_users)]
+        from memlane.search import analyse
+
+        for u, text, vec in queries[:5]:  # warm-up
+            memory.search(text, user_id=scopes[u].user_id, query_vector=vec, activate=False)
+        lat, fts_lat, knn_lat, recalls, hits_n = [], [], [], [], []
+        for u, text, vec in queries:
+            with Timer() as t:
+                hits = memory.search(text, user_id=scopes[u].user_id, query_vector=vec, activate=False)
+            lat.append(t.seconds * 1000)
+            hits_n.append(len(hits))
+            with Timer() as t:
+                memory.store.fts("memories", scopes[u], analyse(text)[1], 100)
+            fts_lat.append(t.seconds * 1000)
+            with Timer() as t:
+                got = memory.store.knn("memories", scopes[u], vec, 100)
+            knn_lat.append(t.seconds * 1000)
+            mine = rows_of[u]
+            sims = corpus.vectors[mine] @ vec
+            exact = {int(mine[i]) + 1 for i in np.argpartition(-sims, 10)[:10]}
+            recalls.append(len(exact.intersection(r for r, _ in got[:10])) / 10)
+        memory.close()
+        return {
+            "backend": "postgres", "scenario": name, "users": n_users, "per_user": per_user, "rows": n,
+            "insert_s": insert_s, "insert_rows_s": n / insert_s, "db_mb": size / 1e6,
+            "search_p50_ms": percentile(lat, 50), "search_p95_ms": percentile(lat, 95),
+            "fts_p50_ms": percentile(fts_lat, 50), "fts_p95_ms": percentile(fts_lat, 95),
+            "knn_p50_ms": percentile(knn_lat, 50), "knn_p95_ms": percentile(knn_lat, 95),
+            "vector_recall@10": float(np.mean(recalls)), "ann": per_user >= memory.config.search.ann_threshold,
+            "mean_hits": float(np.mean(hits_n)), "queries": len(queries),
+        }
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
+        with psycopg.connect(server_url, autocommit=True) as conn:
+            conn.execute(f"DROP DATABASE IF EXISTS {db} WITH (FORCE)")
+
+
 def _memory_cache(r: dict[str, Any]) -> str:
     """"load 2.6 / 442": the memory cache's first use (a build or a file load) and its arrays."""
     if not r.get("memory_cache"):
@@ -319,7 +388,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--keep", action="store_true", help="keep the databases")
     p.add_argument("--reuse", default=None, help="query this kept database (one scenario, same seed) instead of filling one")
     p.add_argument("--seed", type=int, default=7)
+    p.add_argument("--backend", default="sqlite", help="comma-separated: sqlite, postgres (one table for both)")
+    p.add_argument("--database-url", default="", help="postgres: a server to create the bench databases on "
+                   "(else an embedded one, started for the run)")
     args = p.parse_args(argv)
+    backends = [b.strip() for b in args.backend.split(",") if b.strip()]
+    if set(backends) - {"sqlite", "postgres"}:
+        p.error(f"--backend: unknown {sorted(set(backends) - {'sqlite', 'postgres'})}")
     sizes = [s.strip().lower() for s in args.sizes.split(",") if s.strip()]
     unknown = [s for s in sizes if s not in SCENARIOS]
     if unknown:
@@ -328,9 +403,11 @@ def main(argv: list[str] | None = None) -> int:
         sizes = [s for s in sizes if s != "1m"]
     if args.reuse and len(sizes) != 1:
         p.error("--reuse: name the one scenario of that database with --sizes")
+    if backends != ["sqlite"]:
+        return compare(sizes, backends, args)
     world = World(args.seed)
     results = [run_scenario(s, world, args) for s in sizes]
-    targets = {"10k": 10.0, "100k": 10.0, "1m": 5.0}
+    targets = {"10k": 10.0, "100k": 10.0, "100k-multi": 5.0, "1m": 5.0}
     rows = [
         (r["scenario"], f"{r['users']:,} × {r['per_user']:,}",
          "–" if r["insert_rows_s"] is None else f"{r['insert_rows_s']:,.0f}", f"{r['db_mb']:,.0f}",
@@ -355,6 +432,39 @@ def main(argv: list[str] | None = None) -> int:
         results = [r for r in kept if r.get("scenario") not in ran] + results
     results.sort(key=lambda r: list(SCENARIOS).index(r["scenario"]))
     path = write_result("scale", {"queries": args.queries, "targets_p95_ms": targets, "results": results})
+    console.print(f"wrote {path}")
+    return 0
+
+
+def compare(sizes: list[str], backends: list[str], args: argparse.Namespace) -> int:
+    """The scenarios on each backend, the same corpora and queries (same seed), in one table."""
+    from memlane.store.pglocal import LocalPostgres
+
+    results: list[dict[str, Any]] = []
+    server = None
+    if "postgres" in backends and not args.database_url:
+        server = LocalPostgres(tempfile.mkdtemp(prefix="memlane-scale-pg-", dir=args.workdir), durable=False)
+        args.database_url = server.start()
+    try:
+        for size in sizes:
+            for backend in backends:
+                world = World(args.seed)  # each backend gets the very same corpus and queries
+                if backend == "sqlite":
+                    results.append({"backend": "sqlite", **run_scenario(size, world, args)})
+                else:
+                    results.append(run_postgres(size, world, args, args.database_url))
+    finally:
+        if server is not None:
+            server.stop()
+            shutil.rmtree(server.directory, ignore_errors=True)
+    rows = [(r["backend"], r["scenario"], f"{r['users']:,} × {r['per_user']:,}", f"{r['insert_rows_s']:,.0f}",
+             f"{r['db_mb']:,.0f}", r["search_p50_ms"], r["search_p95_ms"], r["fts_p95_ms"], r["knn_p95_ms"],
+             "hnsw" if r["ann"] else "exact", r["vector_recall@10"]) for r in results]
+    console.print(table(
+        "memlane scale: SQLite and PostgreSQL (Memory.search, query vector precomputed; ms)",
+        ["backend", "scenario", "users × memories", "insert rows/s", "DB MB", "search p50", "search p95",
+         "fts p95", "knn p95", "vectors", "vector R@10"], rows))
+    path = write_result("scale_backends", {"queries": args.queries, "results": results})
     console.print(f"wrote {path}")
     return 0
 

@@ -78,8 +78,8 @@ def test_a_profile_named_in_the_constructor_is_applied(profile):
 
 
 def test_bad_configuration_is_refused_with_what_to_do(tmp_path, clean_env):
-    with pytest.raises(ConfigError, match="postgres backend does not exist"):
-        Config.from_env({"MEMLANE_POSTGRES_DSN": "postgresql://localhost/x"}, home=tmp_path)
+    with pytest.raises(ConfigError, match="must be a postgresql:// URL"):
+        Config.from_env({"MEMLANE_DATABASE_URL": "mysql://localhost/x"}, home=tmp_path)
     with pytest.raises(ValueError, match="unknown profile 'gossip'; choose one of default"):
         Config(profile="gossip")  # pydantic's ValidationError, as for any field given the constructor
     with pytest.raises(ConfigError, match="unknown profile"):

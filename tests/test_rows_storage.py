@@ -167,7 +167,7 @@ def test_seed002_traces_find_tool_arguments(make_memory: MakeMemory, profile: st
     assert m.search("get_weather", user_id="u1", corpus="turns")[0].content == "晴 12°C"
 
 
-def test_old_databases_get_their_tool_calls_indexed(make_memory: MakeMemory, tmp_path: Path) -> None:
+def test_old_databases_get_their_tool_calls_indexed(make_memory: MakeMemory, tmp_path: Path, sqlite_only: None) -> None:
     """A database written before migration m011: its stored tool calls become searchable."""
     m = make_memory("default", home=tmp_path / "old")
     m.add_messages("s1", TRIP, user_id="u1")

@@ -34,9 +34,13 @@ class _Section(BaseModel):
 class StoreConfig(_Section):
     home: Path = Path("~/.memlane")  # MEMLANE_HOME; memlane.toml is read from here
     db_name: str = "memlane.db"
-    # only "sqlite" exists; "postgres" and postgres_dsn are refused until that backend lands
+    # "sqlite" (one file under home) or "postgres" (PostgreSQL + pgvector at database_url);
+    # a postgresql:// database_url alone selects "postgres"
     backend: Literal["sqlite", "postgres"] = "sqlite"
-    postgres_dsn: str = ""
+    database_url: str = ""  # MEMLANE_DATABASE_URL: postgresql://user:password@host:port/dbname
+    # not from a seed: a dead database fails a call after this long (BackendError), not never
+    connect_timeout_seconds: float = Field(5.0, gt=0)
+    pool_size: int = Field(8, ge=1)  # not from a seed: connections per process (server threads + worker)
     busy_timeout_ms: int = Field(30_000, ge=0)  # long enough for bursts of writers in WAL mode
     max_content_chars: int = Field(16_000, ge=1)  # one memory; larger input is rejected
     # not from a seed: one conversation turn. People paste documents; LongMemEval has turns of
@@ -57,11 +61,16 @@ class StoreConfig(_Section):
     max_attachment_bytes: int = Field(10_000_000, ge=0)
 
     @model_validator(mode="after")
-    def _no_postgres_yet(self) -> StoreConfig:
-        # accepted and then ignored, a DSN would have the user believe their data is in Postgres
-        if self.backend != "sqlite" or self.postgres_dsn:
-            raise ValueError("the postgres backend does not exist yet; memlane stores everything in "
-                             "SQLite under store.home. Unset MEMLANE_POSTGRES_DSN / store.backend")
+    def _backend_of_url(self) -> StoreConfig:
+        url = self.database_url.strip()
+        if url and not url.startswith(("postgresql://", "postgres://")):
+            raise ValueError(f"store.database_url must be a postgresql:// URL, got {url.split(':', 1)[0]!r}://…; "
+                             "leave it empty for SQLite under store.home")
+        if url and self.backend == "sqlite":
+            self.backend = "postgres"
+        if self.backend == "postgres" and not url:
+            raise ValueError("store.backend is 'postgres' but store.database_url is empty; set MEMLANE_DATABASE_URL="
+                             "postgresql://user:password@host:5432/dbname")
         return self
 
 
@@ -644,7 +653,7 @@ _ENV_ALIASES = {
     "MEMLANE_LLM_BASE_URL": ("llm", "base_url"),
     "MEMLANE_LLM_MODEL": ("llm", "model"),
     "MEMLANE_LLM_API_KEY": ("llm", "api_key"),
-    "MEMLANE_POSTGRES_DSN": ("store", "postgres_dsn"),  # refused by StoreConfig until that backend exists
+    "MEMLANE_DATABASE_URL": ("store", "database_url"),
 }
 # Read by from_env and the CLI, not settings themselves: MEMLANE_PROFILE (the profile),
 # MEMLANE_CONFIG (the TOML file, instead of <home>/memlane.toml), MEMLANE_USER (the CLI's --user).

@@ -141,14 +141,31 @@ class ScopeLock:
         return lease if lease is not None and lease.live(time.time()) else None
 
     def acquire(self, scope: Scope, owner: str) -> bool:
+        """Take the scope's lease; False while a live holder has it. A store with session
+        locks (PostgreSQL: an advisory lock held by a connection, gone with its holder on any
+        host) decides who is live: holding it, a leftover lease row is a dead holder's; a
+        holder that keeps the lock but let its lease run out is taken over, as on SQLite."""
         now = time.time()
-        with self.store.transaction():
-            held = Lease.parse(self.store.meta(self.key(scope)))
-            if held is not None and held.owner != owner and held.live(now):
-                return False
-            if held is not None and held.owner != owner and held.until > now:
-                log.warning("scope %s: taking over the lease of dead holder %s", scope.user_id, held.describe())
-            self.store.set_meta(self.key(scope), Lease.mine(owner, now + self.lease).dump())
+        key = self.key(scope)
+        lock = getattr(self.store, "try_session_lock", None)
+        taken = False
+        try:
+            with self.store.transaction():
+                held = Lease.parse(self.store.meta(key))
+                if lock is not None:
+                    taken = bool(lock(key, owner))
+                    # not ours: another session holds it; live unless it let its lease run out
+                    if not taken and (held is None or held.until > now):
+                        return False
+                elif held is not None and held.owner != owner and held.live(now):
+                    return False
+                if held is not None and held.owner != owner and held.until > now:
+                    log.warning("scope %s: taking over the lease of dead holder %s", scope.user_id, held.describe())
+                self.store.set_meta(key, Lease.mine(owner, now + self.lease).dump())
+        except BaseException:
+            if taken:
+                self.store.session_unlock(key, owner)  # type: ignore[attr-defined]
+            raise
         return True
 
     def renew(self, scope: Scope, owner: str) -> bool:
@@ -165,6 +182,9 @@ class ScopeLock:
             held = Lease.parse(self.store.meta(self.key(scope)))
             if held is not None and held.owner == owner:
                 self.store.set_meta(self.key(scope), "")
+        unlock = getattr(self.store, "session_unlock", None)
+        if unlock is not None:
+            unlock(self.key(scope), owner)
 
     @contextlib.contextmanager
     def hold(self, scope: Scope, owner: str) -> Iterator[bool]:

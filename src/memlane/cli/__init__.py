@@ -19,7 +19,7 @@ from memlane.cli.common import app, err
 from memlane.errors import MemlaneError
 
 # importing a command module registers its commands; `--help` lists them in this order
-for _module in ("memories", "demo", "agent", "files", "forgetting", "settings", "server"):
+for _module in ("memories", "demo", "agent", "files", "forgetting", "settings", "server", "database"):
     importlib.import_module(f"memlane.cli.{_module}")
 
 __all__ = ["app", "main"]

@@ -16,7 +16,7 @@ from memlane import config as config_module
 from memlane.cli.common import JsonOpt, _config, _emit_json, _fit, app, out
 from memlane.config import ENV_OTHER, Config, env_name
 
-_SECRET = re.compile(r"api_key|dsn|password|token", re.I)
+_SECRET = re.compile(r"api_key|dsn|password|token|database_url", re.I)  # a URL may hold a password
 
 
 def _settings(cfg: Config) -> list[tuple[str, Any]]:

@@ -10,7 +10,7 @@ run before FastAPI parses anything: request ids, the body size limit and the JSO
 | a body over `server.max_body_bytes`  | 413    |
 | `ValidationError`, `ConfigError`, malformed or too deeply nested JSON | 422 |
 | `BackendError` (an LLM, an embedder) | 502    |
-| the database busy past its timeout, the engine not running | 503 |
+| the database busy past its timeout or unreachable, the engine not running | 503 |
 """
 
 from __future__ import annotations
@@ -83,7 +83,10 @@ def status_of(exc: MemlaneError) -> int:
         return 422
     if isinstance(exc, BackendError):
         cause = exc.__cause__
-        busy = cause is not None and type(cause).__name__ in ("BusyError", "LockedError")
+        # the database busy (SQLite) or unreachable (PostgreSQL: a broken connection, no
+        # connection within store.connect_timeout_seconds): 503, retry later
+        down = {"BusyError", "LockedError", "OperationalError", "PoolTimeout"}
+        busy = cause is not None and any(c.__name__ in down for c in type(cause).__mro__)
         return 503 if busy else 502
     return 500
 

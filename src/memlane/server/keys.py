@@ -71,6 +71,13 @@ class KeyStore:
             tables = {r[0] for r in self._conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
         except apsw.Error as exc:
             raise BackendError(f"cannot open the key table in {db_path}: {exc}") from exc
+        if "api_keys" not in tables and not tables:
+            # a PostgreSQL home (store.database_url) keeps its keys in the home's SQLite file:
+            # created here, with the schema that holds them
+            from memlane.store.sqlite import SQLiteStore
+
+            SQLiteStore(db_path).close()
+            tables = {r[0] for r in self._conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
         if "api_keys" not in tables:
             raise BackendError(f"{db_path} has no api_keys table: open the home once with this memlane "
                                "version (any `memlane` command migrates it), then retry")

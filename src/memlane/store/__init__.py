@@ -53,6 +53,7 @@ class Store(Protocol):
     name: str
 
     def close(self) -> None: ...
+    def migrations(self) -> list[tuple[str, float]]: ...
     def transaction(self) -> AbstractContextManager[None]: ...
     def meta(self, key: str) -> str | None: ...
     def set_meta(self, key: str, value: str) -> None: ...
@@ -170,9 +171,16 @@ def open_store(config: Config) -> Store:
                            memory=MemSettings(threshold=s.memory_cache_threshold, vector_limit=s.ann_threshold,
                                               records=s.memory_cache_records),
                            secure_delete=config.store.secure_delete)
-    raise ConfigError(
-        f"store.backend: {config.store.backend!r} is not available yet; use 'sqlite'"
-    )
+    if config.store.backend == "postgres":
+        try:
+            from memlane.store.postgres import PostgresStore
+        except ImportError as exc:
+            raise ConfigError(f"store.backend 'postgres' needs the postgres extra ({exc.name} is missing): "
+                              "pip install 'memlane[postgres]'") from exc
+        return PostgresStore(config.store.database_url, connect_timeout=config.store.connect_timeout_seconds,
+                             pool_size=config.store.pool_size, ann_threshold=config.search.ann_threshold,
+                             ef_search=config.search.ann_expansion_search)
+    raise ConfigError(f"store.backend: {config.store.backend!r} is unknown; use 'sqlite' or 'postgres'")
 
 
 __all__ = ["PASSAGE_BASE", "PASSAGE_STRIDE", "Store", "open_store", "passage_rowids", "vector_owner"]

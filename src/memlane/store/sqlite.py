@@ -207,6 +207,10 @@ class SQLiteStore:
                     )
             erase.fts_secure_delete(self._conn, secure_delete)
 
+    def migrations(self) -> list[tuple[str, float]]:
+        """[(name, applied_at)] of the migrations this database has run, in order."""
+        return [(str(r[0]), float(r[1])) for r in self._q("SELECT name, applied_at FROM migrations ORDER BY rowid")]
+
     def meta(self, key: str) -> str | None:
         rows = self._q("SELECT value FROM meta WHERE key = ?", (key,))
         return rows[0][0] if rows else None

@@ -1,0 +1,125 @@
+"""Named, ordered schema migrations for the PostgreSQL store, each in a transaction with the
+record that it ran (table `migrations`), as store/migrations.py does for SQLite.
+
+The tables mirror SQLite's. Times are epoch seconds (float8) and JSON is text, as there, so
+store/rows.py parses both stores' rows. Full text lives in each corpus's own row: `fts`, a
+tsvector of the tokens SQLite's FTS5 stores for the same text (store/pgtext.py), a body's
+at weight A and a turn's neighbour context at weight B, and `fts_len`, the row's token count
+as FTS5 counts it. A turn's neighbour context is kept as text too (`fts_context`, as
+SQLite's turns_fts.context holds it), so `memlane copy` moves it either way. Every index leads with the scope (btree_gin puts the scope in the GIN
+index); vectors get their tables from `PostgresStore.ensure_vectors`, once the width is known.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+PgMigration = Callable[[Any], None]
+PG_MIGRATIONS: list[PgMigration] = []
+migration = PG_MIGRATIONS.append
+
+
+@migration
+def m001_core(db: Any) -> None:
+    db.execute(
+        """
+        CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+
+        CREATE TABLE sessions(
+            user_id TEXT NOT NULL, agent_id TEXT NOT NULL DEFAULT '', id TEXT NOT NULL,
+            started_at FLOAT8 NOT NULL, ended_at FLOAT8, summary TEXT NOT NULL DEFAULT '',
+            message_count INTEGER NOT NULL DEFAULT 0, extraction_count INTEGER NOT NULL DEFAULT 0,
+            metadata TEXT NOT NULL DEFAULT '{}',
+            PRIMARY KEY(user_id, agent_id, id));
+
+        CREATE TABLE turns(
+            rowid BIGSERIAL PRIMARY KEY, id TEXT NOT NULL UNIQUE,
+            user_id TEXT NOT NULL, agent_id TEXT NOT NULL DEFAULT '', session_id TEXT NOT NULL,
+            seq INTEGER NOT NULL, role TEXT NOT NULL, content TEXT NOT NULL, name TEXT,
+            tool_calls TEXT, created_at FLOAT8 NOT NULL, token_count INTEGER NOT NULL,
+            archived TEXT NOT NULL DEFAULT 'false', compacted INTEGER NOT NULL DEFAULT 0,
+            embedded INTEGER NOT NULL DEFAULT 0, metadata TEXT NOT NULL DEFAULT '{}',
+            import_key TEXT, fts_context TEXT NOT NULL DEFAULT '',
+            fts TSVECTOR NOT NULL DEFAULT ''::tsvector, fts_len INTEGER NOT NULL DEFAULT 1,
+            UNIQUE(user_id, agent_id, session_id, seq));
+        CREATE INDEX turns_scope_time ON turns(user_id, agent_id, created_at);
+        CREATE INDEX turns_scope_len ON turns(user_id, agent_id) INCLUDE (fts_len);
+        CREATE INDEX turns_unembedded ON turns(rowid) WHERE embedded = 0;
+        CREATE UNIQUE INDEX turns_import_key ON turns(user_id, agent_id, import_key) WHERE import_key IS NOT NULL;
+        CREATE INDEX turns_fts ON turns USING gin(user_id, agent_id, fts);
+
+        CREATE TABLE memories(
+            rowid BIGSERIAL PRIMARY KEY, id TEXT NOT NULL UNIQUE,
+            user_id TEXT NOT NULL, agent_id TEXT NOT NULL DEFAULT '',
+            content TEXT NOT NULL, category TEXT NOT NULL, kind TEXT NOT NULL DEFAULT 'semantic',
+            score FLOAT8 NOT NULL, confidence FLOAT8 NOT NULL DEFAULT 1.0, subject TEXT, predicate TEXT,
+            created_at FLOAT8 NOT NULL, updated_at FLOAT8 NOT NULL, last_activated FLOAT8 NOT NULL,
+            activation_count INTEGER NOT NULL DEFAULT 0, expires_at FLOAT8,
+            source TEXT NOT NULL, verified INTEGER NOT NULL DEFAULT 0, source_session TEXT,
+            status TEXT NOT NULL DEFAULT 'active', pinned INTEGER NOT NULL DEFAULT 0,
+            metadata TEXT NOT NULL DEFAULT '{}', embedded INTEGER NOT NULL DEFAULT 0,
+            fts TSVECTOR NOT NULL DEFAULT ''::tsvector, fts_len INTEGER NOT NULL DEFAULT 1);
+        CREATE INDEX memories_scope ON memories(user_id, agent_id, status, score DESC)
+            INCLUDE (last_activated, expires_at, category, source_session, created_at, fts_len);
+        CREATE INDEX memories_unembedded ON memories(rowid) WHERE embedded = 0;
+        CREATE INDEX memories_fts ON memories USING gin(user_id, agent_id, fts);
+
+        CREATE TABLE episodes(
+            rowid BIGSERIAL PRIMARY KEY, id TEXT NOT NULL UNIQUE,
+            user_id TEXT NOT NULL, agent_id TEXT NOT NULL DEFAULT '', session_id TEXT NOT NULL,
+            summary TEXT NOT NULL, goal TEXT NOT NULL DEFAULT '', outcome TEXT NOT NULL DEFAULT '',
+            entities TEXT NOT NULL DEFAULT '[]', tools_used TEXT NOT NULL DEFAULT '[]',
+            started_at FLOAT8 NOT NULL, ended_at FLOAT8 NOT NULL, score FLOAT8 NOT NULL DEFAULT 1.0,
+            created_at FLOAT8 NOT NULL, embedded INTEGER NOT NULL DEFAULT 0,
+            fts TSVECTOR NOT NULL DEFAULT ''::tsvector, fts_len INTEGER NOT NULL DEFAULT 1);
+        CREATE INDEX episodes_scope ON episodes(user_id, agent_id, ended_at) INCLUDE (fts_len);
+        CREATE INDEX episodes_unembedded ON episodes(rowid) WHERE embedded = 0;
+        CREATE INDEX episodes_fts ON episodes USING gin(user_id, agent_id, fts);
+
+        CREATE TABLE scratchpad(
+            user_id TEXT NOT NULL, agent_id TEXT NOT NULL DEFAULT '',
+            current_focus TEXT NOT NULL DEFAULT '', recent_tasks TEXT NOT NULL DEFAULT '[]',
+            updated_at FLOAT8 NOT NULL, PRIMARY KEY(user_id, agent_id));
+
+        CREATE TABLE extraction_jobs(
+            id BIGSERIAL PRIMARY KEY, user_id TEXT NOT NULL, agent_id TEXT NOT NULL DEFAULT '',
+            session_id TEXT NOT NULL, first_seq INTEGER NOT NULL, last_seq INTEGER NOT NULL,
+            status TEXT NOT NULL DEFAULT 'queued', attempts INTEGER NOT NULL DEFAULT 0,
+            next_at FLOAT8 NOT NULL, last_error TEXT, created_at FLOAT8 NOT NULL,
+            UNIQUE(user_id, agent_id, session_id, first_seq, last_seq));
+        CREATE INDEX extraction_jobs_due ON extraction_jobs(status, next_at);
+
+        CREATE TABLE memory_events(
+            id BIGSERIAL PRIMARY KEY, memory_id TEXT NOT NULL,
+            user_id TEXT NOT NULL, agent_id TEXT NOT NULL DEFAULT '', kind TEXT NOT NULL,
+            before TEXT, after TEXT, actor TEXT NOT NULL, reason TEXT NOT NULL DEFAULT '',
+            created_at FLOAT8 NOT NULL);
+        CREATE INDEX memory_events_memory ON memory_events(user_id, agent_id, memory_id, id);
+
+        CREATE TABLE embedding_cache(
+            model TEXT NOT NULL, hash TEXT NOT NULL, vector BYTEA NOT NULL,
+            PRIMARY KEY(model, hash));
+
+        CREATE TABLE attachments(
+            rowid BIGSERIAL PRIMARY KEY, id TEXT NOT NULL UNIQUE,
+            user_id TEXT NOT NULL, agent_id TEXT NOT NULL DEFAULT '', session_id TEXT,
+            name TEXT NOT NULL, media_type TEXT NOT NULL, description TEXT NOT NULL DEFAULT '',
+            uri TEXT, data BYTEA, size INTEGER NOT NULL, sha256 TEXT NOT NULL,
+            created_at FLOAT8 NOT NULL, expires_at FLOAT8, metadata TEXT NOT NULL DEFAULT '{}');
+        CREATE INDEX attachments_scope ON attachments(user_id, agent_id, session_id, created_at);
+
+        CREATE TABLE events(
+            id BIGSERIAL PRIMARY KEY, user_id TEXT NOT NULL, agent_id TEXT NOT NULL DEFAULT '',
+            type TEXT NOT NULL, subject TEXT NOT NULL, source TEXT NOT NULL,
+            payload TEXT NOT NULL DEFAULT '{}', at FLOAT8 NOT NULL,
+            status TEXT NOT NULL, actions TEXT NOT NULL DEFAULT '[]');
+        CREATE INDEX events_scope ON events(user_id, agent_id, at);
+        CREATE INDEX events_pending ON events(user_id, agent_id, status) WHERE status = 'pending';
+        """
+    )
+
+
+# tables holding a user_id column, besides the corpora (forgetting a scope must miss none)
+SCOPE_TABLES = ("attachments", "events", "extraction_jobs", "memory_events", "scratchpad", "sessions")
+CORPORA = ("memories", "turns", "episodes")

@@ -1,0 +1,154 @@
+"""Full text on PostgreSQL with the tokens and the BM25 of the SQLite store.
+
+SQLite indexes `text.index_text(x)` (CJK runs as unigrams + bigrams) with FTS5's `porter
+unicode61` tokenizer: lowercased alphanumeric runs, Porter-stemmed. The same tokenizer
+(FTS5's own, through an in-memory apsw connection) makes each row's tsvector here, so both
+stores hold the same terms; PostgreSQL's parsers and dictionaries (`simple`, `english`)
+never see the text. A tsvector keeps positions, not counts: a term's hits in a row are
+written as positions 1..n (weight A in the body, B in a turn's neighbour context), and `n`
+is read back as its frequency. `fts_len` is the row's token count with the scope's one
+token that FTS5's scope column adds, so BM25's document lengths are FTS5's.
+
+Limits of tsvector, where the two stores differ: a term counts at most 256 hits in one row
+(MAXNUMPOS; BM25 saturates long before: at 256 hits k1 = 1.2 leaves < 0.5 % to gain), a
+term longer than 2,046 bytes is left out (FTS5 keeps 32 KiB), and a row's tsvector is cut
+to 1 MB (the rarest case: ~100k distinct terms in one turn).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections import Counter
+from collections.abc import Sequence
+
+import apsw
+
+from memlane.store.lexindex import Tokenizer
+from memlane.text import index_text
+
+MAX_LEXEME_BYTES = 2046  # PostgreSQL's MAXSTRLEN
+MAX_POSITIONS = 256  # PostgreSQL's MAXNUMPOS: positions kept per lexeme
+_MAX_TSVECTOR = 1_000_000  # bytes of literal text; PostgreSQL refuses a tsvector over 1 MB
+
+
+@functools.lru_cache(maxsize=1)
+def tokenizer() -> Tokenizer:
+    return Tokenizer(apsw.Connection(":memory:"))
+
+
+def tokens(indexed: str) -> list[str]:
+    """The tokens FTS5 stores for a column holding `indexed` (text.index_text's output)."""
+    return tokenizer().document(indexed) if indexed else []
+
+
+def query_tokens(term: str) -> list[str]:
+    """The tokens of one quoted query term (several when FTS5 would read a phrase)."""
+    return [t for t in tokenizer().query(term) if _fits(t)]
+
+
+def _fits(token: str) -> bool:
+    return len(token) * 4 <= MAX_LEXEME_BYTES or len(token.encode("utf-8")) <= MAX_LEXEME_BYTES
+
+
+def quote(lexeme: str) -> str:
+    return "'" + lexeme.replace("\\", "\\\\").replace("'", "''") + "'"
+
+
+def body(text: str) -> str:
+    """What FTS5's column holds for a row's text: text.index_text (CJK as 1- and 2-grams)."""
+    return index_text(text)
+
+
+def document(*columns: str) -> tuple[str, int]:
+    """(tsvector literal, token count + 1) of a row's text columns as FTS5 holds them
+    (`body(text)`): the first at weight A, the second (a turn's neighbour context) at B."""
+    counts: dict[str, list[int]] = {}
+    total = 1  # the scope column's token (SQLite's m003)
+    for col, text in enumerate(columns[:2]):
+        toks = tokens(text)
+        total += len(toks)
+        for tok, n in Counter(toks).items():
+            counts.setdefault(tok, [0, 0])[col] = n
+    parts: list[str] = []
+    size = 0
+    for tok, (a, b) in counts.items():
+        if not _fits(tok):
+            continue
+        a, b = min(a, MAX_POSITIONS), min(b, MAX_POSITIONS - min(a, MAX_POSITIONS))
+        pos = ",".join([f"{i}A" for i in range(1, a + 1)] + [f"{i}B" for i in range(a + 1, a + b + 1)])
+        item = f"{quote(tok)}:{pos}" if pos else quote(tok)
+        size += len(item) + 1
+        if size > _MAX_TSVECTOR:
+            break
+        parts.append(item)
+    return " ".join(parts), total
+
+
+def lexemes(terms: Sequence[str]) -> list[str]:
+    """The distinct index lexemes of query terms (a phrase term gives each of its tokens)."""
+    out: list[str] = []
+    for term in terms:
+        for tok in query_tokens(term):
+            if tok not in out:
+                out.append(tok)
+    return out
+
+
+def tsquery(lexemes_: Sequence[str], weight: str = "") -> str:
+    """A tsquery OR-ing the lexemes, none normalised again (`::tsquery` applies no dictionary)."""
+    return " | ".join(f"{quote(x)}{':' + weight if weight else ''}" for x in lexemes_)
+
+
+K1, B = 1.2, 0.75  # fts5_aux.c's bm25 constants (store/postings.py)
+
+
+def stats_sql(corpus: str, n_terms: int) -> str:
+    """The scope's documents and tokens, and how many of its documents hold each query lexeme,
+    in one pass over the scope's rows (parameters: u, a, then one tsquery t0, t1… per lexeme)."""
+    counts = ", ".join(f"count(*) FILTER (WHERE fts @@ %(t{i})s::tsquery)" for i in range(n_terms))
+    return (f"SELECT count(*), COALESCE(sum(fts_len), 0), {counts} FROM {corpus} "
+            "WHERE user_id = %(u)s AND agent_id = %(a)s")
+
+
+def idf(n_docs: int, holding: int) -> float:
+    """fts5_aux.c's idf: log((N - n + 0.5) / (n + 0.5)), floored at 1e-6."""
+    value = math.log((n_docs - holding + 0.5) / (holding + 0.5))
+    return value if value > 0.0 else 1e-6
+
+
+def skippable(idfs: Sequence[float], holding: Sequence[int]) -> set[int]:
+    """Lexemes whose rows need not all be candidates (store/postings.py's `_skippable`): the
+    commonest, while together they weigh under half the next one and hold most of the hits."""
+    if len(idfs) < 2 or sum(holding) < 4_096:
+        return set()
+    by_idf = sorted(range(len(idfs)), key=lambda i: idfs[i])
+    out: set[int] = set()
+    weight = 0.0
+    for i, nxt in zip(by_idf, by_idf[1:], strict=False):
+        if weight + idfs[i] > 0.5 * idfs[nxt]:
+            break
+        weight += idfs[i]
+        out.add(i)
+    return out if 2 * sum(holding[i] for i in out) >= sum(holding) else set()
+
+
+def bm25_sql(corpus: str) -> str:
+    """BM25 of the scope's rows matching `q`, each scored over every query lexeme with the
+    scope's statistics computed before (store/postings.py's "scope" statistics). Parameters:
+    u, a (the scope), q (tsquery of the rows to score), terms / idfs (lexemes and their idf),
+    avgdl, wa / wb (column weights), k."""
+    return f"""
+        WITH d AS (
+            SELECT rowid, fts, fts_len FROM {corpus}
+            WHERE user_id = %(u)s AND agent_id = %(a)s AND fts @@ %(q)s::tsquery),
+        h AS (
+            SELECT d.rowid, d.fts_len, x.lexeme,
+                   %(wa)s::float8 * (cardinality(x.positions) - cardinality(array_positions(x.weights, 'B')))
+                   + %(wb)s::float8 * cardinality(array_positions(x.weights, 'B')) AS f
+            FROM d, unnest(d.fts) x WHERE x.lexeme = ANY(%(terms)s::text[]))
+        SELECT h.rowid,
+               -sum(i.idf * ((h.f * {K1 + 1.0}) / (h.f + {K1} * ((1 - {B}) + {B} * h.fts_len / %(avgdl)s::float8)))) AS s
+        FROM h JOIN unnest(%(terms)s::text[], %(idfs)s::float8[]) AS i(lexeme, idf) USING (lexeme)
+        GROUP BY h.rowid ORDER BY s, h.rowid LIMIT %(k)s
+    """
