@@ -580,7 +580,7 @@ class PostgresStore:
 
     def turn_windows(self, scope: Scope, rowids: Sequence[int], width: int) -> list[TurnPlace]:
         """Where the given turns and their neighbours within `width` (same session) sit; the
-        given turns also with their length, whether they end in a question, time and speaker."""
+        given turns also with their length, whether they end in a question, time, speaker and role."""
         if not rowids:
             return []
         out: dict[int, TurnPlace] = {}
@@ -588,14 +588,15 @@ class PostgresStore:
             "SELECT n.rowid, n.session_id, n.seq, CASE WHEN n.rowid = c.rowid THEN char_length(n.content) END, "
             "CASE WHEN n.rowid = c.rowid THEN right(rtrim(n.content), 1) IN ('?', '？') END, "
             "CASE WHEN n.rowid = c.rowid THEN n.created_at END, "
-            "CASE WHEN n.rowid = c.rowid THEN n.name END FROM turns c JOIN turns n ON n.user_id = c.user_id "
+            "CASE WHEN n.rowid = c.rowid THEN n.name END, CASE WHEN n.rowid = c.rowid THEN n.role END "
+            "FROM turns c JOIN turns n ON n.user_id = c.user_id "
             "AND n.agent_id = c.agent_id AND n.session_id = c.session_id AND n.seq BETWEEN c.seq - %s AND c.seq + %s "
             "WHERE c.user_id = %s AND c.agent_id = %s AND c.rowid = ANY(%s)",
             (width, width, scope.user_id, scope.agent_id, [int(x) for x in rowids]),
         ):
             if r[3] is not None or int(r[0]) not in out:
                 out[int(r[0])] = TurnPlace(int(r[0]), r[1], int(r[2]), r[3] or 0, bool(r[4]),
-                                           None if r[5] is None else float(r[5]), r[6])
+                                           None if r[5] is None else float(r[5]), r[6], r[7])
         return list(out.values())
 
     def get_turns(self, scope: Scope, *, session_id: str | None = None, since: datetime | None = None,
