@@ -26,7 +26,8 @@ test: $(STAMP) browser
 	$(BIN)/python -m pytest
 
 bench: $(STAMP)
-	$(BIN)/python bench/retrieval.py
+	$(BIN)/python bench/retrieval.py --passage-study 4
+	$(BIN)/python bench/coldstart.py
 	$(BIN)/python bench/locomo.py --no-key-study
 	$(BIN)/python bench/scale.py
 	$(BIN)/python bench/lifecycle.py
