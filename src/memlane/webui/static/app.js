@@ -25,14 +25,16 @@
       }
     });
   });
-  // a swapped-in element with autofocus gets the focus (keyboard users stay in place); after
-  // the settle, when htmx has wired the new content, so a quick Enter goes through htmx too
+  // a swapped-in element marked data-autofocus gets the focus (keyboard users stay in place);
+  // after the settle, when htmx has wired the new content, so a quick Enter goes through htmx
+  // too. Not the autofocus attribute: the browser honours it on insertion, before htmx's settle,
+  // and an Enter in that window posted the form natively (a full page load)
   document.addEventListener("htmx:afterSettle", function (ev) {
     var el = ev.detail && ev.detail.elt;
-    var focus = el && el.querySelector ? el.querySelector("[autofocus]") : null;
+    var focus = el && el.querySelector ? el.querySelector("[data-autofocus]") : null;
     if (!focus && el && el.parentNode) {
       var row = document.getElementById(el.id);
-      focus = row ? row.querySelector("[autofocus]") : null;
+      focus = row ? row.querySelector("[data-autofocus]") : null;
     }
     if (focus) { focus.focus(); }
   });
