@@ -48,7 +48,7 @@ from locomo import ABLATIONS, CATEGORIES, QueryVectors, evidence_ids, load, turn
 
 from memlane import Config, Memory  # noqa: E402
 from memlane.importers import locomo_sessions  # noqa: E402
-from memlane.indexing import content_hash, embed_cached, passages, vector_key  # noqa: E402
+from memlane.indexing import content_hash, embed_cached, vector_key, vector_keys  # noqa: E402
 from memlane.models import Scope  # noqa: E402
 from memlane.search import analyse  # noqa: E402
 from memlane.text import has_cjk, segment  # noqa: E402
@@ -155,7 +155,7 @@ def vector_texts(convs: list[tuple[str, dict[str, Any]]], mem: Memory) -> list[s
     """What memlane embeds for these conversations' turns: each key and passage."""
     cfg = mem.config.embedding
     return [k for _, c in convs for t in turn_texts(c).values()
-            for k in [vector_key(t, cfg.max_chars), *passages(t, cfg.max_chars, cfg.passage_chars, cfg.passages)]]
+            for k in vector_keys(t, cfg.max_chars, cfg.passage_chars, cfg.passages)]
 
 
 def seed_cache(mem: Memory, convs: list[tuple[str, dict[str, Any]]], cached: dict[str, np.ndarray]) -> None:
@@ -171,7 +171,7 @@ def passage_matrix(mem: Memory, texts: dict[str, str]) -> tuple[np.ndarray, np.n
         return None
     keys, owners = [], []
     for i, text in enumerate(texts.values()):
-        extra = [vector_key(text, cfg.max_chars), *passages(text, cfg.max_chars, cfg.passage_chars, cfg.passages)]
+        extra = vector_keys(text, cfg.max_chars, cfg.passage_chars, cfg.passages)
         keys += extra
         owners += [i] * len(extra)
     return np.asarray(owners), embed_cached(mem.store, mem.embedder, keys, cfg.batch_size)
@@ -354,8 +354,7 @@ def throughput(embedder: str, sample: int = 192) -> dict[str, Any]:
         for label, keys in (
             ("key", [vector_key(t, cfg.max_chars) for t in picked]),
             ("key+passages", [k for t in picked
-                              for k in [vector_key(t, cfg.max_chars), *passages(t, cfg.max_chars, cfg.passage_chars,
-                                                                                  cfg.passages)]]),
+                              for k in vector_keys(t, cfg.max_chars, cfg.passage_chars, cfg.passages)]),
         ):
             for order, ks in (("arrival", keys), ("sorted", sorted(keys, key=len))):
                 with Timer() as t:

@@ -7,6 +7,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -98,3 +99,41 @@ def error_shape(r: httpx.Response, status: int) -> dict[str, Any]:
     assert isinstance(body.get("error"), str) and isinstance(body.get("detail"), str), body
     assert body.get("request_id") == r.headers.get("x-request-id"), body
     return body
+
+
+class Writers:
+    """Threads adding turns through servers until stopped (or their server dies), each
+    recording the turns acknowledged: `acked[name]`, in order. `urls` maps a writer's name
+    (its session id) to the server it writes to."""
+
+    def __init__(self, key: str, urls: dict[str, str]) -> None:
+        self.acked: dict[str, list[str]] = {name: [] for name in urls}
+        self._stop = threading.Event()
+        self._threads = [threading.Thread(target=self._write, args=(url, key, name), daemon=True)
+                         for name, url in urls.items()]
+        for t in self._threads:
+            t.start()
+
+    def wait_each(self, turns: int, timeout: float) -> None:
+        """Until every writer has `turns` acknowledged, or `timeout` seconds."""
+        deadline = time.monotonic() + timeout
+        while min(map(len, self.acked.values())) < turns and time.monotonic() < deadline:
+            time.sleep(0.05)
+
+    def stop(self, timeout: float = 30) -> None:
+        self._stop.set()
+        for t in self._threads:
+            t.join(timeout)
+
+    def _write(self, url: str, key: str, name: str) -> None:
+        with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {key}"}, timeout=10) as c:
+            i = 0
+            while not self._stop.is_set():
+                text = f"{name} turn {i} marker-{name}-{i}"
+                try:
+                    r = c.post(f"/v1/sessions/{name}/messages", json={"messages": [{"content": text}]})
+                except httpx.TransportError:
+                    return  # the server died mid-request: this turn was never acknowledged
+                if r.status_code == 201:
+                    self.acked[name].append(text)
+                i += 1

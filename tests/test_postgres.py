@@ -274,29 +274,18 @@ def test_two_servers_on_one_database_one_killed_mid_write(tmp_path: Path, pg_url
     """Two `memlane serve` processes on one PostgreSQL database: each reads what the other
     wrote; one killed (SIGKILL) mid-write loses no acknowledged turn."""
     pytest.importorskip("fastapi")
-    import threading
-
-    from .server_support import Server, create_key
-    from .test_server_processes import _writer
+    from .server_support import Server, Writers, create_key
 
     home = tmp_path / "home"
     key = create_key(home, "--user", "lin")  # keys stay in the home's SQLite file
     one, two = Server(home, MEMLANE_DATABASE_URL=pg_url), Server(home, MEMLANE_DATABASE_URL=pg_url)
     try:
-        acked: dict[str, list[str]] = {"a1": [], "a2": [], "b1": [], "b2": []}
-        stop = threading.Event()
-        threads = [threading.Thread(target=_writer, args=(one.url if n[0] == "a" else two.url, key, n, acked[n], stop))
-                   for n in acked]
-        for t in threads:
-            t.start()
-        deadline = time.monotonic() + 60
-        while min(map(len, acked.values())) < 10 and time.monotonic() < deadline:
-            time.sleep(0.05)
+        writers = Writers(key, {"a1": one.url, "a2": one.url, "b1": two.url, "b2": two.url})
+        writers.wait_each(10, timeout=60)
         one.kill()  # mid-write: its writers get no answer for the turn in flight
         time.sleep(1)
-        stop.set()
-        for t in threads:
-            t.join(30)
+        writers.stop()
+        acked = writers.acked
         with two.client(key) as c:
             for name, texts in acked.items():
                 assert texts

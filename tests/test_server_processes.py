@@ -4,14 +4,12 @@ keys, a non-loopback bind without keys is refused, a failing embedder is a 502."
 
 from __future__ import annotations
 
-import threading
 import time
 from pathlib import Path
 
-import httpx
 import pytest
 
-from .server_support import Server, cli, create_key, error_shape
+from .server_support import Server, Writers, cli, create_key, error_shape
 from .stubs import openai_stub
 
 pytest.importorskip("fastapi")
@@ -39,37 +37,15 @@ def test_restart_keeps_everything(tmp_path: Path) -> None:
         second.stop()
 
 
-def _writer(url: str, key: str, name: str, acked: list[str], stop: threading.Event) -> None:
-    """Add turns until stopped (or the server dies); record each acknowledged turn's content."""
-    with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {key}"}, timeout=10) as c:
-        i = 0
-        while not stop.is_set():
-            text = f"{name} turn {i} marker-{name}-{i}"
-            try:
-                r = c.post(f"/v1/sessions/{name}/messages", json={"messages": [{"content": text}]})
-            except httpx.TransportError:
-                return  # the server died mid-request: this turn was never acknowledged
-            if r.status_code == 201:
-                acked.append(text)
-            i += 1
-
-
 def test_sigkill_mid_write_loses_no_acknowledged_turn(tmp_path: Path) -> None:
     home = tmp_path / "home"
     key = create_key(home, "--user", "lin")
     server = Server(home)
-    acked: dict[str, list[str]] = {f"w{i}": [] for i in range(4)}
-    stop = threading.Event()
-    threads = [threading.Thread(target=_writer, args=(server.url, key, n, acked[n], stop)) for n in acked]
-    for t in threads:
-        t.start()
-    deadline = time.monotonic() + 30
-    while sum(map(len, acked.values())) < 40 and time.monotonic() < deadline:
-        time.sleep(0.05)
+    writers = Writers(key, {f"w{i}": server.url for i in range(4)})
+    writers.wait_each(10, timeout=30)
     server.kill()  # SIGKILL while the writers are mid-request
-    stop.set()
-    for t in threads:
-        t.join(15)
+    writers.stop(15)
+    acked = writers.acked
     assert sum(map(len, acked.values())) >= 40
     again = Server(home)
     try:
@@ -87,16 +63,10 @@ def test_two_servers_on_one_home(tmp_path: Path) -> None:
     key = create_key(home, "--user", "lin")
     one, two = Server(home), Server(home)
     try:
-        acked: dict[str, list[str]] = {"a1": [], "a2": [], "b1": [], "b2": []}
-        stop = threading.Event()
-        threads = [threading.Thread(target=_writer, args=(one.url if n[0] == "a" else two.url, key, n, acked[n], stop))
-                   for n in acked]
-        for t in threads:
-            t.start()
+        writers = Writers(key, {"a1": one.url, "a2": one.url, "b1": two.url, "b2": two.url})
         time.sleep(3)
-        stop.set()
-        for t in threads:
-            t.join(30)
+        writers.stop()
+        acked = writers.acked
         with one.client(key) as c1, two.client(key) as c2:
             for name, texts in acked.items():
                 assert texts

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 
 from memlane import archive, markdown, validate
 from memlane.errors import NotFound, ValidationError
-from memlane.indexing import content_hash, vector_key
+from memlane.indexing import content_hash, vector_key, vector_keys
 from memlane.models import Episode, MemoryRecord, Scope, Turn
 from memlane.store import Store
 from memlane.text import neighbour_context
@@ -49,9 +49,10 @@ class ForgetReport:
 
 
 def _vector_hashes(memory: Memory, texts: Sequence[str]) -> list[str]:
-    """The embedding-cache keys of texts: what indexing.embed_cached hashed for them."""
-    cut = memory.config.embedding.max_chars
-    return [content_hash(vector_key(t, cut)) for t in texts if t]
+    """The embedding-cache keys of texts: what indexing.embed_cached hashed for them, a long
+    turn's passages included."""
+    e = memory.config.embedding
+    return [content_hash(k) for t in texts if t for k in vector_keys(t, e.max_chars, e.passage_chars, e.passages)]
 
 
 def _episode_texts(episodes: Sequence[Episode]) -> list[str]:

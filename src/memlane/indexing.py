@@ -65,6 +65,12 @@ def passages(text: str, key_chars: int, size: int, limit: int) -> list[str]:
     return out
 
 
+def vector_keys(text: str, max_chars: int, passage_chars: int = 0, max_passages: int = 0) -> list[str]:
+    """Every text a row is embedded as: its key, then its passages (`passages`)."""
+    extra = passages(text, max_chars, passage_chars, max_passages) if passage_chars > 0 else []
+    return [vector_key(text, max_chars), *extra]
+
+
 def embed_cached(store: Store, embedder: Embedder, texts: Sequence[str], batch_size: int = 32) -> np.ndarray:
     """Passage vectors for `texts`, from the cache where possible; new ones are cached."""
     hashes = [content_hash(t) for t in texts]
@@ -122,12 +128,9 @@ def index_pending(store: Store, embedder: Embedder, *, max_chars: int, batch_siz
             keys: list[str] = []
             owners: list[tuple[Scope, int]] = []  # (scope, vector row) of each key
             for rowid, scope, text in rows:
-                keys.append(vector_key(text, max_chars))
-                owners.append((scope, rowid))
-                if corpus == "turns" and max_passages > 0 and passage_chars > 0:
-                    extra = passages(text, max_chars, passage_chars, max_passages)
-                    keys += extra
-                    owners += [(scope, r) for r in passage_rowids(rowid, len(extra))]
+                texts = vector_keys(text, max_chars, *((passage_chars, max_passages) if corpus == "turns" else ()))
+                keys += texts
+                owners += [(scope, rowid)] + [(scope, r) for r in passage_rowids(rowid, len(texts) - 1)]
             vecs = embed_cached(store, embedder, keys, batch_size)
             by_scope: dict[Scope, list[int]] = {}
             for i, (scope, _) in enumerate(owners):
