@@ -3,6 +3,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import json
+import os
 import shutil
 import sys
 import tempfile
@@ -13,7 +14,11 @@ from typing import Any
 
 import pytest
 
-from memlane import Config, Memory
+# The Chinese word table (memlane.cjkwords) is cached per machine: tests build their own
+# once, in a temporary directory, never in the user's ~/.cache.
+os.environ.setdefault("MEMLANE_CACHE_DIR", tempfile.mkdtemp(prefix="memlane-test-cache-"))
+
+from memlane import Config, Memory  # noqa: E402
 from memlane.testing import HashEmbedder, ManualClock, ScriptedLLM
 
 PROFILE_NAMES = ["default", "file-archive", "scored-markdown", "progressive", "companion", "consolidator"]

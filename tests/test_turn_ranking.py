@@ -70,3 +70,33 @@ def test_without_the_role_prior_and_length_cap_the_echo_wins(make_memory: Callab
 ])
 def test_who_a_query_asks_about(query: str, role: str | None) -> None:
     assert asked_role(query) == role
+
+
+FILLER = ("We talked through watering schedules, mulch, companion planting with basil and marigolds, "
+          "staking, pruning suckers and when to feed with compost tea. ")
+BALCONY = [f"My tomato plants in the balcony garden, week {i}: the tomato plants are fine. " + FILLER * 3
+           for i in range(1, 6)]
+ALLOTMENT = "At the allotment garden I planted eight tomato plants in a raised bed. " + FILLER * 3
+
+
+def _two_gardens(mem: Memory) -> None:
+    for i, text in enumerate(BALCONY):
+        mem.add_messages("balcony", [{"role": "user", "content": text},
+                                     {"role": "assistant", "content": f"Noted, week {i + 1}."}], user_id="u")
+    mem.add_messages("allotment", [{"role": "user", "content": ALLOTMENT},
+                                   {"role": "assistant", "content": "Eight seedlings, got it."}], user_id="u")
+    mem.flush()
+
+
+@pytest.mark.parametrize(("spread_chars", "found"), [(250, True), (10**9, False)])
+def test_long_turns_spread_the_session_prior(make_memory: Callable[..., Memory], spread_chars: int,
+                                             found: bool) -> None:
+    """A question whose answer spans two sessions of long turns: the session holding most
+    of the matching turns must not fill the top with itself (issue 14, LongMemEval's
+    multi-session questions); with the prior whole (the chars past any turn) it does."""
+    mem = make_memory(search={"session_spread_chars": spread_chars})
+    _two_gardens(mem)
+    top = [h.content for h in mem.search("How many tomato plants do I have in my gardens?", user_id="u",
+                                          corpus="turns", limit=3)]
+    assert len(top) == 3 and (ALLOTMENT in top) is found
+    assert top[0] in BALCONY

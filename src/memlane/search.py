@@ -226,7 +226,7 @@ def candidates(
             _speaker_prior(query, window, cands, cfg.speaker_prior)
             _role_prior(window, cands, cfg.role_prior, role)
         if corpus == "turns" and cfg.session_prior > 0:
-            _session_prior({w.rowid: w.session_id for w in window}, cands, cfg.session_prior)
+            _session_prior(window, cands, cfg.session_prior, cfg.session_spread_chars)
     return cands
 
 
@@ -368,17 +368,32 @@ def _role_prior(window: list[TurnPlace], cands: dict[int, Candidate], weight: fl
             cands[w.rowid].relevance += weight
 
 
-def _session_prior(sessions: dict[int, str], cands: dict[int, Candidate], weight: float) -> None:
-    """Add weight × the best relevance in the turn's session: answers cluster by session."""
+def _session_prior(window: list[TurnPlace], cands: dict[int, Candidate], weight: float,
+                   spread_chars: int) -> None:
+    """Add weight × the best relevance in the turn's session: answers cluster by session.
+
+    Where the candidates' median turn is longer than `spread_chars`, a session's k-th best
+    turn gets only spread^k of it (spread = spread_chars ÷ that median): a long turn says what
+    it says without its neighbours, and an assistant chat's session is one task whose every
+    turn echoes the question's words, so the full prior filled the top with one session and
+    pushed out the second session a question needs (issue 14, LongMemEval). Short
+    conversational turns (LoCoMo, MemoryBank) keep it whole.
+    """
+    sessions = {w.rowid: w.session_id for w in window if w.rowid in cands}
+    lengths = sorted(w.length for w in window if w.rowid in cands)
+    spread = min(1.0, spread_chars / max(1, lengths[len(lengths) // 2])) if lengths else 1.0
     best: dict[str, float] = {}
     for rowid, c in cands.items():
         sess = sessions.get(rowid)
         if sess is not None:
             best[sess] = max(best.get(sess, -math.inf), c.relevance)
-    for rowid, c in cands.items():
+    seen: dict[str, int] = {}
+    for rowid, c in sorted(cands.items(), key=lambda kv: -kv[1].relevance):
         sess = sessions.get(rowid)
         if sess is not None:
-            c.relevance += weight * best[sess]
+            k = seen.get(sess, 0)
+            seen[sess] = k + 1
+            c.relevance += weight * best[sess] * spread**k
 
 
 # Ordinary talk about nothing in particular. How near a query is to these is where its

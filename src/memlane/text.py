@@ -9,11 +9,12 @@ stays readable by any SQLite client: no tokenizer is registered from Python.
 from __future__ import annotations
 
 import functools
-import logging
 import math
 import re
 from collections.abc import Iterable
 from typing import Any
+
+from memlane import cjkwords
 
 # Han, kana, hangul: scripts written without spaces between words.
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
@@ -46,20 +47,12 @@ def index_text(text: str) -> str:
     return CJK_RUN.sub(lambda m: " " + " ".join(cjk_grams(m.group())) + " ", text)
 
 
-@functools.lru_cache(maxsize=1)
-def _jieba() -> Any:
-    import jieba
-
-    jieba.setLogLevel(logging.WARNING)
-    jieba.initialize()
-    return jieba
-
-
 def segment(run: str) -> list[str]:
-    """Words of one CJK run (jieba); used for query keywords and highlighting."""
+    """Words of one CJK run, by jieba's dictionary (memlane.cjkwords: without jieba's
+    start-up); used for query keywords and highlighting."""
     if len(run) <= 2:
         return [run]
-    return [w for w in _jieba().lcut(run, HMM=True) if w.strip()]
+    return cjkwords.segment(run, cjkwords.dictionary(), CHINESE_STOP.__contains__)
 
 
 def keywords(text: str, limit: int | None = None) -> list[str]:
