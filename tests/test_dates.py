@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 
 import pytest
 
-from memlane.dates import Period, mentioned_period
+from memlane.dates import Period, Span, mentioned_period
 
 
 @pytest.mark.parametrize(("text", "period"), [
@@ -48,3 +48,37 @@ def test_nearness_is_whole_inside_the_period_and_fades_over_the_grace():
     near = [day.nearness(datetime(2023, 5, d, 12, tzinfo=UTC), grace_days=7) for d in range(3, 13)]
     assert near[0] == 0.0 and near[1] == 1.0  # the day before, the day itself
     assert all(a > b for a, b in zip(near[1:-1], near[2:-1], strict=False)) and near[-1] == 0.0
+
+
+WED = date(2023, 5, 24)  # the asking day of the relative dates below, a Wednesday
+
+
+@pytest.mark.parametrize(("text", "span"), [
+    ("What did I say yesterday?", Span(date(2023, 5, 23), date(2023, 5, 24))),
+    ("I bought it four weeks ago", Span(date(2023, 4, 19), date(2023, 5, 4))),  # that week, give or take
+    ("A few days ago, I mentioned a park", Span(date(2023, 5, 20), date(2023, 5, 23))),
+    ("the trips in the past three months", Span(date(2023, 2, 23), date(2023, 5, 25))),
+    ("in the last 2 weeks", Span(date(2023, 5, 10), date(2023, 5, 25))),
+    ("what did we do last weekend", Span(date(2023, 5, 20), date(2023, 5, 22))),
+    ("last week", Span(date(2023, 5, 15), date(2023, 5, 22))),  # the calendar week before
+    ("last month", Span(date(2023, 4, 1), date(2023, 5, 1))),
+    ("last year", Span(date(2022, 1, 1), date(2023, 1, 1))),
+    ("上周我说了什么", Span(date(2023, 5, 15), date(2023, 5, 22))),
+    ("三天前", Span(date(2023, 5, 20), date(2023, 5, 23))),
+    ("十二个月前", Span(date(2022, 2, 28), date(2022, 8, 28))),  # about a year ago: ± a quarter
+    ("最近两个月看了什么书", Span(date(2023, 3, 25), date(2023, 5, 25))),
+    ("前天", Span(date(2023, 5, 22), date(2023, 5, 23))),
+    ("这个月", Span(date(2023, 5, 1), date(2023, 5, 25))),
+    ("How many days ago did I watch the game?", None),  # asks for a count, names no day
+    ("我最近去厦门旅游了", None),  # "lately" has no span
+    ("on May 2nd, two weeks ago", Period(None, 5, 2)),  # an absolute date wins
+])
+def test_relative_dates(text, span):
+    assert mentioned_period(text, WED) == span
+    assert mentioned_period(text) == (span if isinstance(span, Period) else None)  # no clock, no span
+
+
+def test_a_span_fades_over_the_grace_after_it():
+    s = Span(date(2023, 5, 1), date(2023, 5, 8))
+    assert s.nearness(datetime(2023, 4, 30, tzinfo=UTC)) == 0.0 and s.nearness(datetime(2023, 5, 7, tzinfo=UTC)) == 1.0
+    assert 0 < s.nearness(datetime(2023, 5, 9, tzinfo=UTC), grace_days=3) < s.nearness(datetime(2023, 5, 8, tzinfo=UTC), grace_days=3)

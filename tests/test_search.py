@@ -132,6 +132,22 @@ def test_a_date_in_the_query_favours_what_was_said_then(memory):
     assert first("2025年10月13日去哪里露营了 camping") == "s-oct"
 
 
+def test_a_relative_date_counts_back_from_the_asking_day(memory):
+    """"four weeks ago", "last month", "上周" name days counted back from the memory's clock."""
+    june, october = datetime(2025, 6, 20, 10, tzinfo=UTC), datetime(2025, 10, 13, 10, tzinfo=UTC)
+    for sid, at, text in (("s-june", june, "We went camping by the lake, lovely trip."),
+                          ("s-oct", october, "We went camping in the hills, lovely trip.")):
+        memory.add_messages(sid, [{"role": "user", "content": text, "created_at": at}], user_id="u1")
+    first = lambda q: memory.search(q, user_id="u1", corpus="turns", limit=2)[0].turn.session_id  # noqa: E731
+    memory.clock = lambda: datetime(2025, 11, 10, 9, tzinfo=UTC)
+    assert first("Where did we go camping four weeks ago?") == "s-oct"
+    assert first("Where did we go camping last month?") == "s-oct"
+    assert first("Where did we go camping about 5 months ago?") == "s-june"
+    memory.clock = lambda: datetime(2025, 10, 20, 9, tzinfo=UTC)  # a Monday
+    assert first("上周去哪里露营了 camping") == "s-oct"
+    assert first("Where did we go camping in the past three months?") == "s-oct"
+
+
 def test_turns_that_state_rank_above_turns_that_ask(memory):
     memory.add_messages("s1", [
         say("user", "Do you know which pottery class in the city I should take this spring?", 0),

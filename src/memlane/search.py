@@ -459,7 +459,7 @@ def search(
     def absolute(content: str, c: Candidate) -> float:
         return absolute_relevance(words, content, c.similarity, null)
     _normalise_relevance(cands)
-    period = mentioned_period(query)
+    period = mentioned_period(query, now.date())
 
     def dated(at: datetime | None) -> float:
         return cfg.date_prior * period.nearness(at, cfg.date_grace_days) if period and at else 0.0
