@@ -76,16 +76,12 @@ class Searches(Protocol):
 
 
 class Hooks(Protocol):
-    """Memory's own follow-ups, for a module that writes rows itself rather than through
-    `Writes` (an import keeping the entry's id and date, an undo, a reinforcement)."""
+    """Memory's own steps around a memory row that a module writes itself rather than through
+    `Writes` (an undo, a reinforcement): the row's vector, then MEMORY.md following the store."""
 
-    _md_paused: bool  # set while a batch of writes runs: MEMORY.md is rewritten once, after it
+    def _embed_one(self, text: str) -> np.ndarray: ...
 
-    def _embed_one(self, text: str) -> np.ndarray: ...  # the vector a memory's content is stored with
-
-    def _after_write(self) -> None: ...  # new rows: the indexer embeds them
-
-    def _after_memory_change(self, scope: Scope) -> None: ...  # MEMORY.md follows the store
+    def _after_memory_change(self, scope: Scope) -> None: ...
 
 
 # ---- what each module takes (where `Parts` alone is not enough) ------------------------------
@@ -122,14 +118,20 @@ class Reviewing(Parts, Searches, Protocol):
     def _after_memory_change(self, scope: Scope) -> None: ...
 
 
-class Syncing(Parts, Writes, Hooks, Protocol):
-    """Parts, the write verbs, Memory's hooks and the event bus: `mdsync` (MEMORY.md ↔ store)."""
+class Syncing(Parts, Writes, Protocol):
+    """Parts, the write verbs, the event bus and Memory's own steps for an imported entry
+    (kept with its id and date): `mdsync` (MEMORY.md ↔ store)."""
 
     events: EventBus
+    _md_paused: bool  # set while a batch of writes runs: MEMORY.md is rewritten once, after it
+
+    def _embed_one(self, text: str) -> np.ndarray: ...
+
+    def _after_write(self) -> None: ...  # new rows: the indexer embeds them
 
 
 class Restoring(Parts, Writes, Hooks, Protocol):
-    """Parts, the write verbs and hooks, and Memory's audited rewrite: `undo`."""
+    """Parts, the write verbs, Memory's own steps (`Hooks`) and its audited rewrite: `undo`."""
 
     def _rewrite(self, scope: Scope, before: MemoryRecord, after: MemoryRecord, kind: str, actor: str,
                  reason: str) -> MemoryRecord: ...
