@@ -15,7 +15,17 @@ from typing import Any
 import pytest
 
 import memlane
-from memlane import context, lifecycle, markdown, mdsync, parts, portable, sessions, undo, userprofile
+from memlane import (
+    context,
+    lifecycle,
+    markdown,
+    mdsync,
+    parts,
+    portable,
+    sessions,
+    undo,
+    userprofile,
+)
 from memlane.api import Memory
 from memlane.config import Config
 from memlane.llm import LLM
