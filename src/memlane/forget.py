@@ -26,7 +26,7 @@ from memlane import archive, markdown, validate
 from memlane.errors import NotFound, ValidationError
 from memlane.indexing import content_hash, vector_key, vector_keys
 from memlane.models import Episode, MemoryRecord, Scope, Turn
-from memlane.parts import Announcing, Parts
+from memlane.parts import Archiving, Parts
 from memlane.store import Store
 from memlane.text import neighbour_context
 
@@ -79,7 +79,7 @@ def after_delete(memory: Parts, scope: Scope, record: MemoryRecord, *, hard: boo
     return report
 
 
-def delete_turns(memory: Announcing, scope: Scope, turn_ids: Sequence[str]) -> ForgetReport:
+def delete_turns(memory: Archiving, scope: Scope, turn_ids: Sequence[str]) -> ForgetReport:
     """Forget some turns: rows, full text, vectors, the neighbour context that quotes them,
     the session's episodes and rolling summary (both may hold their words)."""
     ids = _ids("turn_ids", turn_ids)
@@ -103,7 +103,7 @@ def delete_turns(memory: Announcing, scope: Scope, turn_ids: Sequence[str]) -> F
     return report
 
 
-def _forget_derived(memory: Announcing, scope: Scope, session_id: str, gone: Sequence[Turn],
+def _forget_derived(memory: Archiving, scope: Scope, session_id: str, gone: Sequence[Turn],
                     report: ForgetReport) -> list[str]:
     """After turns of a session were deleted (in the caller's transaction): recompute the
     neighbours' context, drop the episodes and a summary that covered them; returns the
@@ -133,7 +133,7 @@ def _forget_derived(memory: Announcing, scope: Scope, session_id: str, gone: Seq
     return texts
 
 
-def delete_session(memory: Announcing, scope: Scope, session_id: str) -> ForgetReport:
+def delete_session(memory: Archiving, scope: Scope, session_id: str) -> ForgetReport:
     """Forget a conversation: the session, its turns, episodes and extraction jobs."""
     _session_id(session_id)
     if memory.store.get_session(scope, session_id) is None and not memory.store.raw_count(
@@ -150,7 +150,7 @@ def delete_session(memory: Announcing, scope: Scope, session_id: str) -> ForgetR
     return report
 
 
-def purge(memory: Announcing, user_id: str, agent_id: str | None, *, actor: str = "api") -> ForgetReport:
+def purge(memory: Archiving, user_id: str, agent_id: str | None, *, actor: str = "api") -> ForgetReport:
     """Forget a whole scope (every agent scope of the user when `agent_id` is None): every
     row in every table, cached vectors of its texts, its files and its caches. The audit
     keeps one content-free PURGE event with the counts."""
@@ -172,7 +172,7 @@ def purge(memory: Announcing, user_id: str, agent_id: str | None, *, actor: str 
     return report
 
 
-def _forget_history_file(memory: Announcing, scope: Scope, turn_ids: set[str]) -> None:
+def _forget_history_file(memory: Archiving, scope: Scope, turn_ids: set[str]) -> None:
     """Drop the forgotten turns from the scope's history.json (seed 000's view of the turns);
     a summary already written under memory/ is a person's file and stays."""
     if not turn_ids:

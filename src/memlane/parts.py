@@ -87,7 +87,7 @@ class Hooks(Protocol):
 # ---- what each module takes (where `Parts` alone is not enough) ------------------------------
 
 
-class Announcing(Parts, Protocol):
+class Archiving(Parts, Protocol):
     """Parts plus the event bus (`events`) and the background worker: the seed-000 archive
     (`archive`, and `forget`, which rewrites its history.json)."""
 
@@ -160,7 +160,7 @@ class Working(Sweeping, Protocol):
     def drain(self, now: datetime | None = None, *, limit: int = 100) -> list[JobReport]: ...
 
 
-class Consolidating(Announcing, Sweeping, Syncing, Reviewing, Protocol):
+class Consolidating(Archiving, Sweeping, Syncing, Reviewing, Protocol):
     """Everything a consolidation pass touches (`lifecycle`): the queue, the archive, MEMORY.md
     and USER.md, the reviewer, and the embedder's model (its dedup threshold)."""
 

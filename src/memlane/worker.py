@@ -39,7 +39,7 @@ class WorkerStatus:
 
 
 class JobWorker:
-    """A daemon thread on the `Memory` (its store is shared between threads under a lock)."""
+    """A daemon thread on one engine (a `Memory`; its store is shared between threads under a lock)."""
 
     def __init__(self, memory: Working) -> None:
         self._memory = memory
