@@ -26,7 +26,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from memlane.config import ArchiveConfig, ContextConfig, ExtractionConfig
 from memlane.errors import BackendError, MemlaneError, ValidationError
@@ -34,10 +34,8 @@ from memlane.events import Event
 from memlane.llm import LLM, ChatMessage
 from memlane.markdown import MEMORY_FILE, atomic_write, read_memory_md, scope_dir
 from memlane.models import Scope, Turn
+from memlane.parts import Archiving, Parts
 from memlane.text import cut, estimate_tokens, fts_terms, language_of, seed000_keywords
-
-if TYPE_CHECKING:
-    from memlane.api import Memory
 
 log = logging.getLogger(__name__)
 
@@ -634,7 +632,7 @@ def query_keywords(pending: str, recent: Sequence[str], limit: int = 6) -> list[
 # ---- glue to a Memory -------------------------------------------------------------------
 
 
-def file_archive(mem: Memory, scope: Scope) -> FileArchive:
+def file_archive(mem: Archiving, scope: Scope) -> FileArchive:
     def emit(kind: str, subject: str, payload: dict[str, Any]) -> None:
         mem.events.emit(Event(kind, scope, subject, payload, mem.clock()))
 
@@ -647,12 +645,12 @@ def file_archive(mem: Memory, scope: Scope) -> FileArchive:
     )
 
 
-def run_archive(mem: Memory, scope: Scope, *, force: bool = False) -> ArchiveReport:
+def run_archive(mem: Archiving, scope: Scope, *, force: bool = False) -> ArchiveReport:
     turns = mem.store.get_turns(scope)
     return file_archive(mem, scope).run(turns, mem.clock(), force=force)
 
 
-def archive_context(mem: Memory, scope: Scope, pending: str) -> tuple[str, list[FileHit]]:
+def archive_context(mem: Archiving, scope: Scope, pending: str) -> tuple[str, list[FileHit]]:
     """The `## Memory` block seed 000 injects before the agent answers ('' when nothing hits)."""
     fa = file_archive(mem, scope)
     msgs = fa.load()
@@ -663,7 +661,7 @@ def archive_context(mem: Memory, scope: Scope, pending: str) -> tuple[str, list[
     return ("## Memory\n" + "\n".join(lines) if lines else ""), hits[: len(lines)]
 
 
-def context_block(mem: Memory, scope: Scope, pending: str, recent: Sequence[str], max_tokens: int,
+def context_block(mem: Parts, scope: Scope, pending: str, recent: Sequence[str], max_tokens: int,
                   skip: set[str] | frozenset[str] = frozenset(), heading: str = "## Memory") -> tuple[str, list[FileHit]]:
     """`build_context`'s relevant memories under `context.memory_source = "files"`: seed 000's
     keywords (the pending input, then the last 5 messages) and BM25 over MEMORY.md's entries
@@ -679,7 +677,7 @@ def context_block(mem: Memory, scope: Scope, pending: str, recent: Sequence[str]
     return (heading + "\n" + "\n".join(lines) if lines else ""), hits[: len(lines)]
 
 
-def after_turns(mem: Memory, scope: Scope, turns: Sequence[Turn]) -> ArchiveReport | None:
+def after_turns(mem: Archiving, scope: Scope, turns: Sequence[Turn]) -> ArchiveReport | None:
     """Seed 000 per turn (`lifecycle.history_per_turn`): history.json gets the new turns and
     its caps; when a trigger holds, archiving runs — in the background worker when an LLM
     writes the summaries (the caller never waits on it), else here (extractive, quick)."""

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import hashlib
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import BaseModel
 
@@ -25,10 +25,8 @@ from memlane import validate
 from memlane.config import MAX_ID_CHARS
 from memlane.errors import NotFound, ValidationError
 from memlane.models import Attachment, Scope, new_id
+from memlane.parts import Parts
 from memlane.policy import duration_name, expires_at
-
-if TYPE_CHECKING:
-    from memlane.api import Memory
 
 VARIABLES = "variables"  # session metadata: the session's variables (seed 002 会话变量)
 CURRENT_TASK = "current_task"  # session metadata: its current task (seed 002 当前任务)
@@ -37,7 +35,7 @@ CURRENT_TASK = "current_task"  # session metadata: its current task (seed 002 �
 class Attachments:
     """A scope's attachments, through `Memory.attachments`."""
 
-    def __init__(self, memory: Memory) -> None:
+    def __init__(self, memory: Parts) -> None:
         self.memory = memory
 
     def add(self, name: str, *, user_id: str, agent_id: str | None = None, data: bytes | None = None,
@@ -97,7 +95,7 @@ class Attachments:
         return att.model_copy(update={"data": None})
 
 
-def expire(memory: Memory, scope: Scope, now: datetime, *, dry_run: bool = False) -> list[Attachment]:
+def expire(memory: Parts, scope: Scope, now: datetime, *, dry_run: bool = False) -> list[Attachment]:
     """Seed 002 §7 清理过期附件: delete the scope's attachments past their expires_at."""
     gone = memory.store.list_attachments(scope, expired_at=now)
     if gone and not dry_run:
@@ -105,7 +103,7 @@ def expire(memory: Memory, scope: Scope, now: datetime, *, dry_run: bool = False
     return gone
 
 
-def _expiry(duration: str, now: datetime, memory: Memory) -> datetime | None:
+def _expiry(duration: str, now: datetime, memory: Parts) -> datetime | None:
     if not isinstance(duration, str):
         raise ValidationError("duration", f"must be a string like 7d / 24h / short_term, got {type(duration).__name__}")
     return expires_at(duration_name(duration), now, memory.config.policy)
@@ -126,7 +124,7 @@ class SessionStates:
     """Per-session state, through `Memory.session_state`; kept in the session's row, so it
     lives and is forgotten with the session."""
 
-    def __init__(self, memory: Memory) -> None:
+    def __init__(self, memory: Parts) -> None:
         self.memory = memory
 
     def get(self, session_id: str, *, user_id: str, agent_id: str | None = None) -> SessionState:

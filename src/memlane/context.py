@@ -14,20 +14,17 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from memlane.archive import context_block
 from memlane.config import ContextConfig
 from memlane.errors import NotFound
 from memlane.models import Hit, MemoryRecord, Scope, Turn
-from memlane.parts import Parts
+from memlane.parts import Finding, Parts
 from memlane.review import record_injected
 from memlane.sessions import WindowMessage, render_scratchpad, select_window, window_turns
 from memlane.text import cut, estimate_tokens, keywords, language_of
 from memlane.tools import chat_messages
-
-if TYPE_CHECKING:
-    from memlane.api import Memory
 
 BLOCK_ORDER = ("tools", "scratchpad", "core", "memories", "summary", "history")
 
@@ -283,7 +280,7 @@ def _history_block(msgs: Sequence[WindowMessage], heading: str, budget: int) -> 
     return Block("history", "\n".join([heading, *(m.line() for m in msgs)]), budget, len(msgs))
 
 
-def _file_hits(memory: Memory, scope: Scope, query: str, turns: Sequence[Turn], budget: int,
+def _file_hits(memory: Finding, scope: Scope, query: str, turns: Sequence[Turn], budget: int,
                shown: set[str], heading: str) -> tuple[list[Hit], str]:
     """Seed 000's retrieval (`context.memory_source = "files"`): keywords + BM25 over MEMORY.md's
     entries, memory/ and memory/summary/, under `## Memory`; see `memlane.archive.context_block`."""
@@ -295,7 +292,7 @@ def _file_hits(memory: Memory, scope: Scope, query: str, turns: Sequence[Turn], 
 
 
 def build_context(
-    memory: Memory,
+    memory: Finding,
     session_id: str | None,
     *,
     user_id: str,

@@ -21,17 +21,14 @@ from __future__ import annotations
 import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from memlane import archive, markdown, validate
 from memlane.errors import NotFound, ValidationError
 from memlane.indexing import content_hash, vector_key, vector_keys
 from memlane.models import Episode, MemoryRecord, Scope, Turn
+from memlane.parts import Archiving, Parts
 from memlane.store import Store
 from memlane.text import neighbour_context
-
-if TYPE_CHECKING:
-    from memlane.api import Memory
 
 HARD_REASON = "forgotten: hard delete"
 
@@ -48,7 +45,7 @@ class ForgetReport:
         return self.counts.get(key, 0)
 
 
-def _vector_hashes(memory: Memory, texts: Sequence[str]) -> list[str]:
+def _vector_hashes(memory: Parts, texts: Sequence[str]) -> list[str]:
     """The embedding-cache keys of texts: what indexing.embed_cached hashed for them, a long
     turn's passages included."""
     e = memory.config.embedding
@@ -69,7 +66,7 @@ def after_rule_deletes(store: Store, max_chars: int, records: Sequence[MemoryRec
     return n
 
 
-def after_delete(memory: Memory, scope: Scope, record: MemoryRecord, *, hard: bool) -> ForgetReport:
+def after_delete(memory: Parts, scope: Scope, record: MemoryRecord, *, hard: bool) -> ForgetReport:
     """Called by `Memory.delete` once the row is gone: the embedding-cache entry of its
     content (and of every earlier version when `hard`), the audit copies when `hard`, the
     cache files, the WAL."""
@@ -82,7 +79,7 @@ def after_delete(memory: Memory, scope: Scope, record: MemoryRecord, *, hard: bo
     return report
 
 
-def delete_turns(memory: Memory, scope: Scope, turn_ids: Sequence[str]) -> ForgetReport:
+def delete_turns(memory: Archiving, scope: Scope, turn_ids: Sequence[str]) -> ForgetReport:
     """Forget some turns: rows, full text, vectors, the neighbour context that quotes them,
     the session's episodes and rolling summary (both may hold their words)."""
     ids = _ids("turn_ids", turn_ids)
@@ -106,7 +103,7 @@ def delete_turns(memory: Memory, scope: Scope, turn_ids: Sequence[str]) -> Forge
     return report
 
 
-def _forget_derived(memory: Memory, scope: Scope, session_id: str, gone: Sequence[Turn],
+def _forget_derived(memory: Archiving, scope: Scope, session_id: str, gone: Sequence[Turn],
                     report: ForgetReport) -> list[str]:
     """After turns of a session were deleted (in the caller's transaction): recompute the
     neighbours' context, drop the episodes and a summary that covered them; returns the
@@ -136,7 +133,7 @@ def _forget_derived(memory: Memory, scope: Scope, session_id: str, gone: Sequenc
     return texts
 
 
-def delete_session(memory: Memory, scope: Scope, session_id: str) -> ForgetReport:
+def delete_session(memory: Archiving, scope: Scope, session_id: str) -> ForgetReport:
     """Forget a conversation: the session, its turns, episodes and extraction jobs."""
     _session_id(session_id)
     if memory.store.get_session(scope, session_id) is None and not memory.store.raw_count(
@@ -153,7 +150,7 @@ def delete_session(memory: Memory, scope: Scope, session_id: str) -> ForgetRepor
     return report
 
 
-def purge(memory: Memory, user_id: str, agent_id: str | None, *, actor: str = "api") -> ForgetReport:
+def purge(memory: Archiving, user_id: str, agent_id: str | None, *, actor: str = "api") -> ForgetReport:
     """Forget a whole scope (every agent scope of the user when `agent_id` is None): every
     row in every table, cached vectors of its texts, its files and its caches. The audit
     keeps one content-free PURGE event with the counts."""
@@ -175,7 +172,7 @@ def purge(memory: Memory, user_id: str, agent_id: str | None, *, actor: str = "a
     return report
 
 
-def _forget_history_file(memory: Memory, scope: Scope, turn_ids: set[str]) -> None:
+def _forget_history_file(memory: Archiving, scope: Scope, turn_ids: set[str]) -> None:
     """Drop the forgotten turns from the scope's history.json (seed 000's view of the turns);
     a summary already written under memory/ is a person's file and stays."""
     if not turn_ids:

@@ -24,7 +24,7 @@ import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, time, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
@@ -34,6 +34,7 @@ from memlane.events import Event
 from memlane.jobs import JobReport
 from memlane.llm.prompts.review import ReviewAnswer, ReviewMode
 from memlane.models import MemoryRecord, Scope
+from memlane.parts import Consolidating, Parts, Sweeping
 from memlane.policy import (
     decay_rule,
     decayed,
@@ -46,9 +47,6 @@ from memlane.policy import (
     whole_days,
 )
 from memlane.review import REVIEW, review_memory, review_mode
-
-if TYPE_CHECKING:
-    from memlane.api import Memory
 
 log = logging.getLogger(__name__)
 
@@ -140,7 +138,7 @@ class SweepReport:
         return asdict(self)
 
 
-def sweep_unextracted(memory: Memory, now: datetime, scope: Scope | None = None, *, idle_only: bool = True,
+def sweep_unextracted(memory: Sweeping, now: datetime, scope: Scope | None = None, *, idle_only: bool = True,
                       dry_run: bool = False) -> SweepReport:
     """Queue the unextracted turns of every session that is ended or idle — its last turn at
     least `extraction.idle_minutes` old (seed 001 §3.2 "会话空闲超时"; imported conversations
@@ -209,7 +207,7 @@ class PollReport:
     jobs: list[JobReport]
 
 
-def poll(memory: Memory, now: datetime, *, limit: int = 100) -> PollReport:
+def poll(memory: Sweeping, now: datetime, *, limit: int = 100) -> PollReport:
     """Queue idle sessions' unextracted turns, then run the extraction jobs that are due —
     so a job backed off for 10 minutes runs 10 minutes later without a worker (offline, or a
     CLI-driven deployment), not at the next 6-hourly or nightly consolidation."""
@@ -220,7 +218,7 @@ def poll(memory: Memory, now: datetime, *, limit: int = 100) -> PollReport:
 # ---- consolidate ---------------------------------------------------------------------------
 
 
-def consolidate(memory: Memory, scope: Scope | None = None, *, now: datetime | None = None, dry_run: bool = False,
+def consolidate(memory: Consolidating, scope: Scope | None = None, *, now: datetime | None = None, dry_run: bool = False,
                 on_step: StepHook | None = None) -> ConsolidationReport:
     """The whole pass for one scope, or every scope of the store. `on_step(step, scope,
     report)` is called after each step (progress output; tests raise from it to crash a run).
@@ -243,7 +241,7 @@ def consolidate(memory: Memory, scope: Scope | None = None, *, now: datetime | N
     return report
 
 
-def _consolidate_scope(memory: Memory, scope: Scope, now: datetime, dry_run: bool, report: ConsolidationReport,
+def _consolidate_scope(memory: Consolidating, scope: Scope, now: datetime, dry_run: bool, report: ConsolidationReport,
                        on_step: StepHook | None) -> None:
     owner = f"{ACTOR}:{os.getpid()}:{threading.get_ident()}:{uuid.uuid4().hex[:8]}"
     lease = contextlib.nullcontext(True) if dry_run else memory.jobs.lock.hold(scope, owner)
@@ -268,7 +266,7 @@ def _label(scope: Scope) -> str:
     return f"user {scope.user_id!r}" + (f" agent {scope.agent_id!r}" if scope.agent_id else "")
 
 
-def _drain(memory: Memory, scope: Scope | None, now: datetime, dry_run: bool, report: ConsolidationReport) -> None:
+def _drain(memory: Consolidating, scope: Scope | None, now: datetime, dry_run: bool, report: ConsolidationReport) -> None:
     """Seed 002 §7 step 1: queue the unextracted turns (`sweep_unextracted`), then run the
     extraction jobs that are due (a failed one stays queued)."""
     runner = memory.jobs
@@ -301,7 +299,7 @@ class _Pass:
     """The steps after the drain, on one scope. `work` is the scope's memories as the steps
     leave them, so a dry run's later steps see what the earlier ones would have done."""
 
-    def __init__(self, memory: Memory, scope: Scope, now: datetime, dry_run: bool, report: ConsolidationReport,
+    def __init__(self, memory: Consolidating, scope: Scope, now: datetime, dry_run: bool, report: ConsolidationReport,
                  on_step: StepHook | None) -> None:
         self.memory, self.scope, self.now, self.dry_run = memory, scope, now, dry_run
         self.report, self.on_step = report, on_step
@@ -578,12 +576,12 @@ class _Pass:
         self.report.archived_turns += result.archived
 
 
-def reviewer_enabled(memory: Memory) -> bool:
+def reviewer_enabled(memory: Parts) -> bool:
     flag = memory.config.lifecycle.reviewer
     return memory.config.profile == "companion" if flag is None else flag
 
 
-def archive_enabled(memory: Memory) -> bool:
+def archive_enabled(memory: Parts) -> bool:
     flag = memory.config.lifecycle.archive_turns
     return memory.config.profile == "file-archive" if flag is None else flag
 
@@ -592,7 +590,7 @@ def archive_enabled(memory: Memory) -> bool:
 # ---- a person's edits of MEMORY.md ---------------------------------------------------------
 
 
-def person_edits(memory: Memory, scope: Scope) -> list[markdown.MdOperation]:
+def person_edits(memory: Parts, scope: Scope) -> list[markdown.MdOperation]:
     """What consolidation's import step would do with the scope's MEMORY.md (`mdsync` rules:
     only what differs from what memlane wrote into the file is a person's edit)."""
     path = markdown.memory_path(memory, scope)
@@ -612,7 +610,7 @@ class Scheduler:
 
     META = "lifecycle:last_run"
 
-    def __init__(self, memory: Memory, *, clock: Callable[[], datetime] | None = None,
+    def __init__(self, memory: Consolidating, *, clock: Callable[[], datetime] | None = None,
                  on_run: Callable[[ConsolidationReport], None] | None = None) -> None:
         self.memory = memory
         self.clock = clock or memory.clock

@@ -38,13 +38,11 @@ import tempfile
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 from memlane.errors import BackendError, ValidationError
 from memlane.models import MemoryRecord, Scope
-
-if TYPE_CHECKING:
-    from memlane.api import Memory
+from memlane.parts import Parts
 
 log = logging.getLogger(__name__)
 
@@ -411,7 +409,7 @@ def file_hash(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()[:32]
 
 
-def save_manifest(mem: Memory, scope: Scope, token: str, records: list[MemoryRecord], sha: str = "") -> None:
+def save_manifest(mem: Parts, scope: Scope, token: str, records: list[MemoryRecord], sha: str = "") -> None:
     """Keep the manifest in one of the scope's `md_manifests_kept` slots (a ring: the oldest
     write's manifest goes). Its first line is the token and the hash of the bytes written."""
     key, kept = _manifest_key(scope), mem.config.lifecycle.md_manifests_kept
@@ -422,7 +420,7 @@ def save_manifest(mem: Memory, scope: Scope, token: str, records: list[MemoryRec
         mem.store.set_meta(f"{key}:next", str(n + 1))
 
 
-def _slot(mem: Memory, scope: Scope, token: str) -> tuple[str, str] | None:
+def _slot(mem: Parts, scope: Scope, token: str) -> tuple[str, str] | None:
     """(hash, manifest json) of the write `token` names, if its slot is still kept."""
     key = _manifest_key(scope)
     for slot in range(mem.config.lifecycle.md_manifests_kept):
@@ -436,7 +434,7 @@ def _slot(mem: Memory, scope: Scope, token: str) -> tuple[str, str] | None:
     return None
 
 
-def written_by_memlane(mem: Memory, scope: Scope, data: bytes) -> bool:
+def written_by_memlane(mem: Parts, scope: Scope, data: bytes) -> bool:
     """True when `data` is byte for byte a file memlane wrote (its hash is in the manifest its
     stamp names): such a file holds no edit of a person's and need not be parsed."""
     found = _TOKEN.search(data[:2048].decode("utf-8", "replace"))
@@ -444,7 +442,7 @@ def written_by_memlane(mem: Memory, scope: Scope, data: bytes) -> bool:
     return slot is not None and slot[0] == file_hash(data)
 
 
-def load_manifest(mem: Memory, scope: Scope, token: str | None) -> Manifest | None:
+def load_manifest(mem: Parts, scope: Scope, token: str | None) -> Manifest | None:
     """The manifest a file's stamp names; None for a file memlane did not write (or wrote
     so many writes ago that its manifest is gone)."""
     found = _slot(mem, scope, token) if token else None
@@ -459,7 +457,7 @@ def load_manifest(mem: Memory, scope: Scope, token: str | None) -> Manifest | No
         return None
 
 
-def drop_manifests(mem: Memory, scope: Scope) -> None:
+def drop_manifests(mem: Parts, scope: Scope) -> None:
     """Forget what memlane wrote for the scope (a purge): its files then delete nothing."""
     key = _manifest_key(scope)
     with mem.store.transaction():
@@ -471,7 +469,7 @@ def drop_manifests(mem: Memory, scope: Scope) -> None:
 # ---- writing the file ---------------------------------------------------------------------
 
 
-def memory_path(mem: Memory, scope: Scope) -> Path:
+def memory_path(mem: Parts, scope: Scope) -> Path:
     return scope_dir(mem.config.home, scope) / MEMORY_FILE
 
 
@@ -482,7 +480,7 @@ class _Unread:
 UNREAD = _Unread()
 
 
-def write_memory_md(mem: Memory, scope: Scope, path: Path | None = None) -> Path:
+def write_memory_md(mem: Parts, scope: Scope, path: Path | None = None) -> Path:
     """Render the scope's memories to MEMORY.md: the manifest first, then the backup (without
     memories deleted since), then the atomic replace."""
     target = path or memory_path(mem, scope)
@@ -490,7 +488,7 @@ def write_memory_md(mem: Memory, scope: Scope, path: Path | None = None) -> Path
     return target
 
 
-def put_memory_md(mem: Memory, scope: Scope, target: Path, expect: bytes | None | _Unread = UNREAD) -> bool:
+def put_memory_md(mem: Parts, scope: Scope, target: Path, expect: bytes | None | _Unread = UNREAD) -> bool:
     """`write_memory_md`; with `expect` (the bytes read before, None: there was no file) the
     file is only replaced while it still holds them, and False says it did not (a person
     saved it meanwhile: read it again)."""
@@ -584,7 +582,7 @@ def can_exchange(directory: Path) -> bool:
         return _exchange(str(a), str(b))
 
 
-def _backup_text(mem: Memory, scope: Scope, target: Path, live: set[str]) -> str | bytes | None:
+def _backup_text(mem: Parts, scope: Scope, target: Path, live: set[str]) -> str | bytes | None:
     """The current file for `.bak`, minus entries of memories that were deleted: a backup
     must not bring forgotten text back. A file that is not UTF-8 is kept byte for byte."""
     try:
@@ -596,7 +594,7 @@ def _backup_text(mem: Memory, scope: Scope, target: Path, live: set[str]) -> str
     return _backup_of(mem, scope, raw, live)
 
 
-def _backup_of(mem: Memory, scope: Scope, raw: bytes, live: set[str]) -> str | bytes:
+def _backup_of(mem: Parts, scope: Scope, raw: bytes, live: set[str]) -> str | bytes:
     try:
         old = raw.decode("utf-8")
     except UnicodeDecodeError:

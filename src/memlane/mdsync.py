@@ -27,7 +27,6 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from memlane import userprofile, validate
 from memlane.errors import BackendError, MemlaneError, ValidationError
@@ -51,15 +50,13 @@ from memlane.markdown import (
     written_by_memlane,
 )
 from memlane.models import MemoryRecord, Scope, new_id
+from memlane.parts import Parts, Syncing
 from memlane.policy import initial_score
-
-if TYPE_CHECKING:
-    from memlane.api import Memory
 
 log = logging.getLogger(__name__)
 
 
-def plan_import(mem: Memory, scope: Scope, file: MemoryFile, name: str = "MEMORY.md") -> list[MdOperation]:
+def plan_import(mem: Parts, scope: Scope, file: MemoryFile, name: str = "MEMORY.md") -> list[MdOperation]:
     """The operations a person's edits of `file` ask for (rules in the module docstring)."""
     records = mem.store.list_memories(scope)
     by_id = {m.id: m for m in records}
@@ -106,7 +103,7 @@ def plan_import(mem: Memory, scope: Scope, file: MemoryFile, name: str = "MEMORY
     return ops
 
 
-def _own_ids(mem: Memory, adds: list[MdOperation]) -> None:
+def _own_ids(mem: Parts, adds: list[MdOperation]) -> None:
     """Keep each ADD's id from the file when it is a valid id no memory and no audit event of
     this store uses (ids are unique across scopes; an audited id may be restored in its own
     scope); else a new id, and `reason` says why."""
@@ -129,7 +126,7 @@ def _own_ids(mem: Memory, adds: list[MdOperation]) -> None:
             op.memory_id = ""
 
 
-def _edit(mem: Memory, scope: Scope, e: MdEntry, old: MemoryRecord, w: Written | None,
+def _edit(mem: Parts, scope: Scope, e: MdEntry, old: MemoryRecord, w: Written | None,
           name: str) -> MdOperation | None:
     """UPDATE for the fields a person changed: different from what memlane wrote and from
     the store. Without a record of what was written (a file older than the kept manifests,
@@ -164,7 +161,7 @@ def _edit(mem: Memory, scope: Scope, e: MdEntry, old: MemoryRecord, w: Written |
     return MdOperation("UPDATE", old.id, fields, e.content, old.content, e.line, category=e.category, score=e.score)
 
 
-def _versions(mem: Memory, scope: Scope, memory_id: str) -> tuple[set[str], set[str], set[str]]:
+def _versions(mem: Parts, scope: Scope, memory_id: str) -> tuple[set[str], set[str], set[str]]:
     """Every content (digest), category and score (as the file shows it) the memory had."""
     digests, cats, scores = set(), set(), set()
     for ev in mem.store.events(scope, memory_id, limit=100_000):
@@ -177,7 +174,7 @@ def _versions(mem: Memory, scope: Scope, memory_id: str) -> tuple[set[str], set[
     return digests, cats, scores
 
 
-def _check(mem: Memory, e: MdEntry, name: str, *, content: bool, category: bool = True) -> None:
+def _check(mem: Parts, e: MdEntry, name: str, *, content: bool, category: bool = True) -> None:
     """The checks the API applies (memlane.validate), before anything is written."""
     if category:
         validate.category(f"{name} line {e.line}: category", e.category, mem.config.policy.categories,
@@ -186,7 +183,7 @@ def _check(mem: Memory, e: MdEntry, name: str, *, content: bool, category: bool 
         validate.memory_text(f"{name} line {e.line}: content", e.content, mem.config.store.max_content_chars)
 
 
-def apply_operations(mem: Memory, scope: Scope, ops: list[MdOperation], name: str = "MEMORY.md") -> list[MemoryRecord]:
+def apply_operations(mem: Syncing, scope: Scope, ops: list[MdOperation], name: str = "MEMORY.md") -> list[MemoryRecord]:
     """Planned operations → audited changes (actor "import"); the caller holds the
     transaction. Returns the memories deleted."""
     uid, aid = scope.user_id, scope.agent_id or None
@@ -205,7 +202,7 @@ def apply_operations(mem: Memory, scope: Scope, ops: list[MdOperation], name: st
     return deleted
 
 
-def _insert(mem: Memory, scope: Scope, op: MdOperation, name: str) -> MemoryRecord:
+def _insert(mem: Syncing, scope: Scope, op: MdOperation, name: str) -> MemoryRecord:
     """`Memory.add` of an imported entry, with what the entry says: its id, score, date,
     hits and section (audited ADD, actor "import")."""
     now = mem.clock()
@@ -228,7 +225,7 @@ def _insert(mem: Memory, scope: Scope, op: MdOperation, name: str) -> MemoryReco
     return rec
 
 
-def sync_memory_md(mem: Memory, scope: Scope, file: MemoryFile, name: str = "MEMORY.md", *,
+def sync_memory_md(mem: Syncing, scope: Scope, file: MemoryFile, name: str = "MEMORY.md", *,
                    dry_run: bool = False) -> tuple[list[MdOperation], list[MemoryRecord]]:
     """Plan and apply in one write transaction, so two processes importing the same file
     take turns and the second finds the first one's work done. Returns (operations, deleted)."""
@@ -244,7 +241,7 @@ def sync_memory_md(mem: Memory, scope: Scope, file: MemoryFile, name: str = "MEM
     return ops, deleted
 
 
-def import_memory_md(mem: Memory, scope: Scope, path: Path | None = None, *,
+def import_memory_md(mem: Syncing, scope: Scope, path: Path | None = None, *,
                      dry_run: bool = False) -> list[MdOperation]:
     """`memlane md import`: apply a person's edits (all or nothing), then rewrite the scope's
     file so new entries show their ids and stale ones are gone (reading its own edits in
@@ -263,7 +260,7 @@ def import_memory_md(mem: Memory, scope: Scope, path: Path | None = None, *,
     return ops
 
 
-def forget_in_files(mem: Memory, scope: Scope, deleted: list[MemoryRecord], *, user_md: bool = True) -> None:
+def forget_in_files(mem: Parts, scope: Scope, deleted: list[MemoryRecord], *, user_md: bool = True) -> None:
     """Deleted memories leave MEMORY.md, its backup and (when they are profile memories)
     USER.md, in every profile: their entries are cut out of the files as they stand, so a
     person's edits not yet imported stay."""
@@ -299,7 +296,7 @@ class Refresh:
     error: str | None = None
 
 
-def refresh_memory_md(mem: Memory, scope: Scope, *, attempts: int = 5) -> Refresh:
+def refresh_memory_md(mem: Syncing, scope: Scope, *, attempts: int = 5) -> Refresh:
     """Read a person's edits of MEMORY.md in (audited, actor "import"), then rewrite it.
 
     A file byte for byte as memlane wrote it is not parsed. A file that cannot be imported
@@ -343,7 +340,7 @@ def _parse(raw: bytes, path: Path) -> MemoryFile:
     return parse_memory_md(text)
 
 
-def after_change(mem: Memory, scope: Scope) -> None:
+def after_change(mem: Syncing, scope: Scope) -> None:
     """Seed 001 (`lifecycle.markdown_primary`): MEMORY.md is rewritten after every save, the
     person's edits read in first. Called after extraction jobs too; a write that fails there
     is logged, never the job's failure (its changes are committed): the next write retries."""

@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel
 from pydantic import ValidationError as PydanticValidationError
@@ -40,9 +40,7 @@ from memlane.models import (
     Turn,
     new_id,
 )
-
-if TYPE_CHECKING:
-    from memlane.api import Memory
+from memlane.parts import Parts, Porting
 
 FORMAT_VERSION = 1
 ExportFormat = Literal["jsonl", "md"]
@@ -53,7 +51,7 @@ _MODELS: dict[str, type[BaseModel]] = {
 _ALL = 1_000_000_000  # list_* limits: an export takes everything
 
 
-def export_scope(mem: Memory, scope: Scope, fmt: str = "jsonl") -> str:
+def export_scope(mem: Parts, scope: Scope, fmt: str = "jsonl") -> str:
     """The scope as JSONL (lossless) or as MEMORY.md text (memories only, for people)."""
     if fmt == "md":
         return render_memory_md(mem.store.list_memories(scope), now=mem.clock(),
@@ -209,7 +207,7 @@ def _read(path: Path, config: Config) -> tuple[dict[str, Any], list[tuple[int, s
     return header, records
 
 
-def import_scope(mem: Memory, path: Path, *, user_id: str | None = None, agent_id: str | None = None) -> ImportReport:
+def import_scope(mem: Porting, path: Path, *, user_id: str | None = None, agent_id: str | None = None) -> ImportReport:
     """Import a memlane JSONL export into `user_id` (default: the exported scope)."""
     path = Path(path)
     header, records = _read(path, mem.config)

@@ -9,18 +9,14 @@ live out their one day (`expires_at`) and go at the next consolidation.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from memlane.models import MemoryRecord, Scope
+from memlane.parts import Editing
 from memlane.policy import ALWAYS_PROTECTED, PRIORITY
-
-if TYPE_CHECKING:
-    from memlane.api import Memory
 
 ACTOR = "end_session"
 
 
-def end_of_session(memory: Memory, scope: Scope, session_id: str) -> list[MemoryRecord]:
+def end_of_session(memory: Editing, scope: Scope, session_id: str) -> list[MemoryRecord]:
     """Delete the session's TRANSIENT memories (when the profile says so); returns them."""
     if not memory.config.policy.transient_ends_with_session:
         return []

@@ -7,7 +7,6 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING
 
 from pydantic import BaseModel
 
@@ -18,6 +17,7 @@ from memlane.llm.prompts import Prompt, numbered
 from memlane.llm.prompts.extraction import memory_line
 from memlane.llm.prompts.review import ReviewAnswer, ReviewMode, review_prompt
 from memlane.models import MemoryRecord, Scope, Session
+from memlane.parts import Finding, Parts, Reviewing
 from memlane.policy import (
     ALWAYS_PROTECTED,
     decay_rule,
@@ -26,9 +26,6 @@ from memlane.policy import (
     used_overlap,
 )
 from memlane.text import language_of
-
-if TYPE_CHECKING:
-    from memlane.api import Memory
 
 log = logging.getLogger(__name__)
 
@@ -58,13 +55,13 @@ def review_mode(mem: MemoryRecord, pol: PolicyConfig) -> ReviewMode | None:
     return None
 
 
-def _related(memory: Memory, scope: Scope, query: str, exclude: str, k: int = 5) -> list[MemoryRecord]:
+def _related(memory: Finding, scope: Scope, query: str, exclude: str, k: int = 5) -> list[MemoryRecord]:
     hits = memory.search(query, user_id=scope.user_id, agent_id=scope.agent_id or None, limit=k + 1,
                          filters={"status": None}, activate=False)
     return [h.memory for h in hits if h.memory is not None and h.memory.id != exclude][:k]
 
 
-def review_memory(memory: Memory, scope: Scope, mem: MemoryRecord, mode: ReviewMode, llm: LLM) -> ReviewAnswer:
+def review_memory(memory: Finding, scope: Scope, mem: MemoryRecord, mode: ReviewMode, llm: LLM) -> ReviewAnswer:
     """Ask the LLM; it may search memory up to `review_search_rounds` times before deciding."""
     related = _related(memory, scope, mem.content, mem.id)
     rounds = memory.config.policy.review_search_rounds
@@ -85,7 +82,7 @@ def review_memory(memory: Memory, scope: Scope, mem: MemoryRecord, mode: ReviewM
 # ---- "was it used?" (seed 003) ---------------------------------------------------------------
 
 
-def record_injected(memory: Memory, scope: Scope, session_id: str, ids: list[str]) -> None:
+def record_injected(memory: Parts, scope: Scope, session_id: str, ids: list[str]) -> None:
     """Remember which memories the session's latest context showed the agent."""
     with memory.store.transaction():
         session = memory.store.get_session(scope, session_id)
@@ -141,7 +138,7 @@ class FeedbackReport:
     unused: list[str] = field(default_factory=list)
 
 
-def feedback(memory: Memory, scope: Scope, session_id: str, reply: str) -> FeedbackReport:
+def feedback(memory: Reviewing, scope: Scope, session_id: str, reply: str) -> FeedbackReport:
     """Seed 003: boost (audited BOOST) only the injected memories the reply actually used —
     judged by the LLM when there is one, else by keyword overlap (`policy.used_overlap`)."""
     if not isinstance(reply, str) or not reply.strip():
@@ -184,6 +181,6 @@ def feedback(memory: Memory, scope: Scope, session_id: str, reply: str) -> Feedb
     return report
 
 
-def _last_user_text(memory: Memory, scope: Scope, session: Session) -> str:
+def _last_user_text(memory: Parts, scope: Scope, session: Session) -> str:
     turns = memory.store.get_turns(scope, session_id=session.id, limit=10, newest_first=True)
     return next((t.content[:2000] for t in turns if t.role == "user"), "")

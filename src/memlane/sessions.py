@@ -16,16 +16,14 @@ from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from memlane.episodes import make_episode, summarize
 from memlane.errors import ValidationError
 from memlane.events import Event
 from memlane.models import Episode, Role, Scope, Scratchpad, Session, Turn, new_id
+from memlane.parts import Parts, SessionParts
 from memlane.text import CJK_RUN, cut, estimate_tokens, fts_terms, index_term, keywords
-
-if TYPE_CHECKING:
-    from memlane.api import Memory
 
 log = logging.getLogger(__name__)
 
@@ -148,7 +146,7 @@ def select_window(
 # ---- sessions --------------------------------------------------------------------------
 
 
-def start_session(memory: Memory, scope: Scope, session_id: str | None, metadata: dict[str, Any] | None) -> Session:
+def start_session(memory: Parts, scope: Scope, session_id: str | None, metadata: dict[str, Any] | None) -> Session:
     sid = session_id if session_id is not None else new_id(12)
     if not isinstance(sid, str) or not sid.strip() or len(sid) > 256:
         raise ValidationError("session_id", "must be a non-empty string of at most 256 characters")
@@ -170,7 +168,7 @@ def compacted_through(session: Session) -> int:
     return int(session.metadata.get("compacted_through", 0))
 
 
-def window_turns(memory: Memory, scope: Scope, session: Session, max_messages: int, min_messages: int) -> list[Turn]:
+def window_turns(memory: Parts, scope: Scope, session: Session, max_messages: int, min_messages: int) -> list[Turn]:
     """The newest turns the window may show, oldest first: uncompacted ones, and compacted
     ones only as far back as needed to reach the minimum."""
     # dedup can drop some, so read a few more than the window can hold
@@ -182,7 +180,7 @@ def window_turns(memory: Memory, scope: Scope, session: Session, max_messages: i
     return fresh[::-1]
 
 
-def maybe_compact(memory: Memory, scope: Scope, session_id: str) -> bool:
+def maybe_compact(memory: SessionParts, scope: Scope, session_id: str) -> bool:
     """Compact while the uncompacted turns exceed the cap; True when anything was compacted."""
     cap = memory.config.session.compaction_cap
     compacted = False
@@ -201,7 +199,7 @@ def maybe_compact(memory: Memory, scope: Scope, session_id: str) -> bool:
     return compacted
 
 
-def compact(memory: Memory, scope: Scope, session: Session, turns: Sequence[Turn]) -> Session:
+def compact(memory: SessionParts, scope: Scope, session: Session, turns: Sequence[Turn]) -> Session:
     """Summarise `turns` into the session's rolling summary (LLM outside any transaction)."""
     if not turns:
         return session
@@ -227,7 +225,7 @@ def compact(memory: Memory, scope: Scope, session: Session, turns: Sequence[Turn
     return current
 
 
-def write_episode(memory: Memory, event: Event, *, offline: bool = False) -> Episode | None:
+def write_episode(memory: SessionParts, event: Event, *, offline: bool = False) -> Episode | None:
     """The `episode` action: one episode per ended session of ≥ episode_min_messages turns
     (seed 004 §6.1); a session that ends again gets its episode rewritten. `offline`: the
     extractive episode, without the LLM (written at once; the LLM's rewrite follows)."""
@@ -247,7 +245,7 @@ def write_episode(memory: Memory, event: Event, *, offline: bool = False) -> Epi
     return episode
 
 
-def episode_memory(memory: Memory, scope: Scope, session_id: str, started_at: datetime, summary: str,
+def episode_memory(memory: SessionParts, scope: Scope, session_id: str, started_at: datetime, summary: str,
                    why: str) -> None:
     """Seed 003's episodic layer: "[2026-01-03 18:00] 聊了面试、游戏" in the knowledge base, where
     the per-category decay (×0.8 after 7 days, gone at 14) ages it. One per session, rewritten
@@ -269,7 +267,7 @@ def episode_memory(memory: Memory, scope: Scope, session_id: str, started_at: da
 # ---- scratchpad ------------------------------------------------------------------------
 
 
-def update_scratchpad(memory: Memory, scope: Scope, *, focus: str | None, done: str | None) -> Scratchpad:
+def update_scratchpad(memory: Parts, scope: Scope, *, focus: str | None, done: str | None) -> Scratchpad:
     """Set the current focus and/or record a finished task (seed 002 §4).
 
     A new focus moves the previous one into the recent tasks (the topic switched);
@@ -332,7 +330,7 @@ def topic_terms(text: str) -> set[str]:
     return {t if CJK_RUN.fullmatch(t) else index_term(t) for t in terms if not CJK_RUN.fullmatch(t) or len(t) > 1}
 
 
-def track_topic(memory: Memory, scope: Scope, session_id: str, turns: Sequence[Turn]) -> Scratchpad | None:
+def track_topic(memory: Parts, scope: Scope, session_id: str, turns: Sequence[Turn]) -> Scratchpad | None:
     """Seed 002 §4 "话题切换时自动归档旧任务", offline and without an LLM: a user turn of at least
     `session.topic_min_keywords` keywords that shares less than `session.topic_shift_below` of
     them with the current topic — the focus and the turns since it was set — starts a new one:

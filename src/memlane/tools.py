@@ -27,17 +27,15 @@ import asyncio
 import inspect
 import json
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from memlane import validate
 from memlane.config import MAX_ID_CHARS
 from memlane.errors import MemlaneError, NotFound, ValidationError
 from memlane.jobs import near_duplicate
 from memlane.models import Hit, Scope
+from memlane.parts import Tooling
 from memlane.policy import dedup_threshold, reinforced
-
-if TYPE_CHECKING:
-    from memlane.api import Memory
 
 TRACE_CHARS = 2000  # level 2 returns the originals; one huge paste still may not flood the context
 MAX_LIMIT = 20
@@ -251,7 +249,7 @@ def chat_messages(history: Sequence[Any]) -> list[dict[str, Any]]:
 class MemoryTools:
     """The six tools for one scope (and optionally the current session)."""
 
-    def __init__(self, memory: Memory, *, user_id: str, agent_id: str | None = None,
+    def __init__(self, memory: Tooling, *, user_id: str, agent_id: str | None = None,
                  session_id: str | None = None, names: Sequence[str] | None = None) -> None:
         unknown = set(names or ()) - set(TOOL_NAMES)
         if unknown:

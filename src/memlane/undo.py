@@ -10,22 +10,20 @@ undone in turn.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import ValidationError as PydanticValidationError
 
 from memlane import validate
 from memlane.errors import Conflict, NotFound, ValidationError
 from memlane.models import MemoryEvent, MemoryRecord, Scope
+from memlane.parts import Parts, Restoring
 from memlane.policy import restored
-
-if TYPE_CHECKING:
-    from memlane.api import Memory
 
 _ALL = 1_000_000  # every event of one memory (the store reads oldest first, with a limit)
 
 
-def restore(mem: Memory, scope: Scope, memory_id: str, *, actor: str = "api", reason: str = "") -> MemoryRecord:
+def restore(mem: Restoring, scope: Scope, memory_id: str, *, actor: str = "api", reason: str = "") -> MemoryRecord:
     """Re-create a deleted memory from its last DELETE event, under the same id."""
     validate.memory_id(memory_id)
     if mem.store.get_memory(scope, memory_id) is not None:
@@ -51,7 +49,7 @@ def restore(mem: Memory, scope: Scope, memory_id: str, *, actor: str = "api", re
     return rec
 
 
-def undo(mem: Memory, scope: Scope, memory_id: str, *, actor: str = "api") -> MemoryEvent:
+def undo(mem: Restoring, scope: Scope, memory_id: str, *, actor: str = "api") -> MemoryEvent:
     """Revert the memory's last audited change; returns the event that reverted it."""
     validate.memory_id(memory_id)
     events = _events(mem, scope, memory_id)
@@ -75,7 +73,7 @@ def undo(mem: Memory, scope: Scope, memory_id: str, *, actor: str = "api") -> Me
     return _events(mem, scope, memory_id)[-1]
 
 
-def _events(mem: Memory, scope: Scope, memory_id: str) -> list[MemoryEvent]:
+def _events(mem: Parts, scope: Scope, memory_id: str) -> list[MemoryEvent]:
     events = mem.store.events(scope, memory_id, limit=_ALL)
     if not events:
         raise NotFound(f"memory {memory_id!r} has no history for user {scope.user_id!r} (it never existed, or "

@@ -18,8 +18,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, cast
 
+from memlane.parts import Working
+
 if TYPE_CHECKING:
-    from memlane.api import Memory
     from memlane.jobs import JobReport
 
 log = logging.getLogger(__name__)
@@ -38,9 +39,9 @@ class WorkerStatus:
 
 
 class JobWorker:
-    """A daemon thread on the `Memory` (its store is shared between threads under a lock)."""
+    """A daemon thread on one engine (a `Memory`; its store is shared between threads under a lock)."""
 
-    def __init__(self, memory: Memory) -> None:
+    def __init__(self, memory: Working) -> None:
         self._memory = memory
         self._poll = memory.config.extraction.worker_poll_seconds
         self._tasks: deque[tuple[object, Callable[[], object]]] = deque()

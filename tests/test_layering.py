@@ -1,0 +1,205 @@
+"""Imports point downward: the feature modules take the engine parts they use
+(`memlane.parts`), never the `Memory` façade, and they work with any object that has them."""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import typing
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import memlane
+from memlane import (
+    context,
+    lifecycle,
+    markdown,
+    mdsync,
+    parts,
+    portable,
+    sessions,
+    undo,
+    userprofile,
+)
+from memlane.api import Memory
+from memlane.config import Config
+from memlane.llm import LLM
+from memlane.models import Scope
+from memlane.store import Store
+from memlane.tools import MemoryTools
+
+PACKAGE = Path(memlane.__file__).parent
+# The faces of the one core: the façade itself, the package that re-exports it (`from memlane
+# import Memory`), the async wrapper and the front ends, with everything under them.
+FACES = ("memlane.api", "memlane.aio", "memlane.__main__", "memlane.cli", "memlane.server", "memlane.webui")
+
+
+def _module(path: Path) -> str:
+    rel = path.relative_to(PACKAGE.parent).with_suffix("")
+    names = rel.parts[:-1] if rel.name == "__init__" else rel.parts
+    return ".".join(names)
+
+
+def _is_face(module: str) -> bool:
+    return module == "memlane" or any(module == f or module.startswith(f + ".") for f in FACES)
+
+
+def _imports(path: Path, module: str) -> list[tuple[int, str]]:
+    """Every memlane module `path` imports (also under TYPE_CHECKING or inside a function);
+    `from memlane import x` names the submodule x, or the package when x is not one."""
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    found: list[tuple[int, str]] = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, a.name) for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                base = ".".join([*package.split(".")[: len(package.split(".")) - node.level + 1], *filter(None, [base])])
+            for a in node.names:
+                sub = f"{base}.{a.name}"
+                is_sub = (PACKAGE.parent / Path(*sub.split("."))).with_suffix(".py").exists() or \
+                    (PACKAGE.parent / Path(*sub.split("."))).is_dir()
+                found.append((node.lineno, sub if is_sub else base))
+    return [(line, name) for line, name in found if name == "memlane" or name.startswith("memlane.")]
+
+
+def test_only_the_faces_import_the_facade() -> None:
+    modules = {path: _module(path) for path in sorted(PACKAGE.rglob("*.py"))}
+    assert "memlane.sessions" in modules.values() and "memlane.api" in modules.values()
+    wrong = [f"{path.relative_to(PACKAGE.parent)}:{line} imports {name}"
+             for path, module in modules.items() if not _is_face(module)
+             for line, name in _imports(path, module) if _is_face(name)]
+    assert wrong == [], "a feature module reaches up to a face; give it the parts it uses (memlane.parts)"
+    # and the check sees an upward import where there is one
+    assert any(name == "memlane.api" for _, name in _imports(PACKAGE / "aio.py", "memlane.aio"))
+
+
+def _members(protocol: type) -> set[str]:
+    """The attributes and methods a Protocol of memlane.parts declares, its bases' included."""
+    names: set[str] = set()
+    for cls in protocol.__mro__:
+        if cls.__module__ == parts.__name__:
+            names |= set(cls.__dict__.get("__annotations__", {}))
+            names |= {n for n, v in vars(cls).items() if inspect.isfunction(v) or isinstance(v, property)}
+    return {n for n in names if not (n.startswith("__") and n.endswith("__"))}
+
+
+PROTOCOLS = [v for v in vars(parts).values()
+             if isinstance(v, type) and v.__module__ == parts.__name__ and getattr(v, "_is_protocol", False)]
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS, ids=lambda p: p.__name__)
+def test_memory_has_every_member_of_every_protocol(memory: Memory, protocol: type) -> None:
+    assert _members(protocol)
+    missing = sorted(n for n in _members(protocol) if not hasattr(memory, n))
+    assert missing == [], f"Memory no longer satisfies parts.{protocol.__name__}"
+
+
+@dataclass
+class Engine:
+    """Configuration, store, clock and LLM, and nothing else of the engine."""
+
+    config: Config
+    store: Store
+    clock: Callable[[], datetime]
+    llm: LLM | None = None
+
+
+def test_the_memory_files_are_written_and_read_with_plain_parts(memory: Memory) -> None:
+    kept = memory.add("用户对花生过敏", user_id="lin", category="fact", importance="high")
+    memory.add("Lin prefers dark roast coffee", user_id="lin", category="preference")
+    memory.add("Someone else's secret", user_id="other", category="fact")
+    engine = Engine(memory.config, memory.store, memory.clock)  # no search, no writes, no worker
+    scope = Scope.of("lin")
+
+    path = markdown.write_memory_md(engine, scope)
+    file = markdown.read_memory_file(path)
+    assert sorted(e.content for e in file.entries) == sorted(["用户对花生过敏", "Lin prefers dark roast coffee"])
+    # the manifest written with it tells memlane's own lines from a person's edit
+    assert [op.op for op in mdsync.plan_import(engine, scope, file) if op.op != "SKIP"] == []
+    path.write_text(path.read_text(encoding="utf-8").replace("用户对花生过敏", "用户对花生和芝麻过敏"),
+                    encoding="utf-8")
+    edits = [op for op in mdsync.plan_import(engine, scope, markdown.read_memory_file(path)) if op.op != "SKIP"]
+    assert [(op.op, op.memory_id, op.content) for op in edits] == [("UPDATE", kept.id, "用户对花生和芝麻过敏")]
+
+    profile = userprofile.write_user_md(engine, scope).read_text(encoding="utf-8")
+    assert "花生" in profile and "dark roast" in profile and "secret" not in profile
+    core = context.core_memories(engine, scope, memory.config.context)
+    assert sorted(m.content for m in core) == sorted(e.content for e in file.entries)
+
+
+class Only:
+    """Exactly the members of one Protocol, taken from a real `Memory`: a module that reaches
+    for anything else of the façade fails with AttributeError."""
+
+    def __init__(self, memory: Memory, protocol: type) -> None:
+        object.__setattr__(self, "_memory", memory)
+        object.__setattr__(self, "_names", _members(protocol))
+        object.__setattr__(self, "_protocol", protocol.__name__)
+
+    def __getattr__(self, name: str) -> Any:
+        if name not in self._names:
+            raise AttributeError(f"{name!r} is not a member of parts.{self._protocol}")
+        return getattr(self._memory, name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name not in self._names:
+            raise AttributeError(f"{name!r} is not a member of parts.{self._protocol}")
+        setattr(self._memory, name, value)
+
+
+def _protocol_of(fn: Callable[..., Any]) -> type:
+    """The Protocol a module's function declares for its first argument."""
+    hints = typing.get_type_hints(fn, vars(parts) | vars(inspect.getmodule(fn)))
+    return hints[next(iter(inspect.signature(fn).parameters))]
+
+
+def test_feature_modules_work_through_only_the_parts_they_declare(make_memory: Callable[..., Memory],
+                                                                  tmp_path: Path) -> None:
+    memory = make_memory()
+    scope = Scope.of("lin")
+    first = memory.add("Lin's cat is called Miso", user_id="lin", category="fact", importance="high")
+    memory.add_messages("s1", [{"role": "user", "content": "Tell me about my cat"}], user_id="lin")
+
+    def through(fn: Callable[..., Any]) -> Only:
+        return Only(memory, _protocol_of(fn))
+
+    # sessions: the scratchpad's focus moves to the recent tasks
+    sessions.update_scratchpad(through(sessions.update_scratchpad), scope, focus="plan the trip", done=None)
+    sessions.update_scratchpad(through(sessions.update_scratchpad), scope, focus="book the hotel", done=None)
+    pad = memory.scratchpad(user_id="lin")
+    assert (pad.current_focus, [t["task"] for t in pad.recent_tasks]) == ("book the hotel", ["plan the trip"])
+
+    # undo: an edit rolled back, audited
+    memory.update(first.id, content="Lin's cat is called Tofu", user_id="lin")
+    undo.undo(through(undo.undo), scope, first.id)
+    assert memory.get(first.id, user_id="lin").content == "Lin's cat is called Miso"
+
+    # the agent tools: remembering a known fact reinforces it instead of storing a twin
+    tools = MemoryTools(Only(memory, parts.Tooling), user_id="lin", session_id="s1")
+    again = tools.call("remember", {"content": "Lin's cat is called Miso"})
+    assert (again["id"], again.get("already_known")) == (first.id, True)
+    assert [h["id"] for h in tools.call("search_memory", {"query": "cat Miso"})["memories"]] == [first.id]
+
+    # the context: the relevant memory and the session's turn are in the prompt
+    ctx = context.build_context(through(context.build_context), "s1", user_id="lin", query="what is my cat called")
+    prompt = ctx.render()
+    assert "Miso" in prompt and "Tell me about my cat" in prompt
+
+    # consolidation: every step runs on its declared parts, MEMORY.md is written
+    report = lifecycle.consolidate(through(lifecycle.consolidate), scope)
+    assert report.errors == [] and report.scopes == [scope]
+    assert "Miso" in markdown.memory_path(memory, scope).read_text(encoding="utf-8")
+
+    # export / import between two homes
+    exported = tmp_path / "lin.jsonl"
+    exported.write_text(portable.export_scope(through(portable.export_scope), scope), encoding="utf-8")
+    other = make_memory(home=tmp_path / "other")
+    portable.import_scope(Only(other, _protocol_of(portable.import_scope)), exported, user_id="lin")
+    assert [h.memory.id for h in other.search("cat", user_id="lin") if h.memory] == [first.id]
