@@ -318,14 +318,29 @@ def run_postgres(name: str, world: World, args: argparse.Namespace, server_url: 
     n = n_users * per_user
     console.print(f"[bold]{name} on postgres[/]: {n_users:,} user(s) × {per_user:,} memories")
     corpus = world.sample(n, n_users)
-    db = f"scale_{name.replace('-', '_')}_{int(time.time())}"
-    with psycopg.connect(server_url, autocommit=True) as conn:
-        conn.execute(f"CREATE DATABASE {db}")
+    # one database per scenario and seed: a kept one (--keep) that holds the whole corpus is
+    # queried again instead of refilled, as --reuse does for SQLite
+    db = f"scale_{name.replace('-', '_')}_s{args.seed}"
     url = server_url.rsplit("/", 1)[0] + "/" + db
+    with psycopg.connect(server_url, autocommit=True) as conn:
+        exists = bool(conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (db,)).fetchall())
+    filled = False
+    if exists:
+        with contextlib.suppress(psycopg.Error), psycopg.connect(url, autocommit=True) as conn:
+            filled = conn.execute("SELECT value FROM meta WHERE key = 'bench_rows'").fetchall() == [(str(n),)]
+    if not filled:
+        with psycopg.connect(server_url, autocommit=True) as conn:
+            conn.execute(f"DROP DATABASE IF EXISTS {db} WITH (FORCE)")
+            conn.execute(f"CREATE DATABASE {db}")
     home = Path(tempfile.mkdtemp(prefix=f"memlane-scale-pg-{name}-", dir=args.workdir))
     try:
         memory = make_memory(home, args.ann_threshold, database_url=url)
-        insert_s = insert(memory, corpus)
+        insert_s = None
+        if not filled:
+            insert_s = insert(memory, corpus)
+            memory.store.set_meta("bench_rows", str(n))
+        else:
+            console.print(f"  reusing the kept database {db}")
         with psycopg.connect(url, autocommit=True) as conn:
             conn.execute("VACUUM ANALYZE")
             size = int(conn.execute("SELECT pg_database_size(current_database())").fetchone()[0])  # type: ignore[index]
@@ -356,7 +371,7 @@ def run_postgres(name: str, world: World, args: argparse.Namespace, server_url: 
         memory.close()
         return {
             "backend": "postgres", "scenario": name, "users": n_users, "per_user": per_user, "rows": n,
-            "insert_s": insert_s, "insert_rows_s": n / insert_s, "db_mb": size / 1e6,
+            "insert_s": insert_s, "insert_rows_s": None if insert_s is None else n / insert_s, "db_mb": size / 1e6,
             "search_p50_ms": percentile(lat, 50), "search_p95_ms": percentile(lat, 95),
             "fts_p50_ms": percentile(fts_lat, 50), "fts_p95_ms": percentile(fts_lat, 95),
             "knn_p50_ms": percentile(knn_lat, 50), "knn_p95_ms": percentile(knn_lat, 95),
@@ -365,8 +380,9 @@ def run_postgres(name: str, world: World, args: argparse.Namespace, server_url: 
         }
     finally:
         shutil.rmtree(home, ignore_errors=True)
-        with psycopg.connect(server_url, autocommit=True) as conn:
-            conn.execute(f"DROP DATABASE IF EXISTS {db} WITH (FORCE)")
+        if not args.keep:
+            with psycopg.connect(server_url, autocommit=True) as conn:
+                conn.execute(f"DROP DATABASE IF EXISTS {db} WITH (FORCE)")
 
 
 def _memory_cache(r: dict[str, Any]) -> str:
@@ -391,6 +407,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--backend", default="sqlite", help="comma-separated: sqlite, postgres (one table for both)")
     p.add_argument("--database-url", default="", help="postgres: a server to create the bench databases on "
                    "(else an embedded one, started for the run)")
+    p.add_argument("--pg-dir", default=None, help="postgres: the embedded server's directory, kept after the "
+                   "run (with --keep its databases too, queried again by the next run)")
     args = p.parse_args(argv)
     backends = [b.strip() for b in args.backend.split(",") if b.strip()]
     if set(backends) - {"sqlite", "postgres"}:
@@ -443,7 +461,8 @@ def compare(sizes: list[str], backends: list[str], args: argparse.Namespace) -> 
     results: list[dict[str, Any]] = []
     server = None
     if "postgres" in backends and not args.database_url:
-        server = LocalPostgres(tempfile.mkdtemp(prefix="memlane-scale-pg-", dir=args.workdir), durable=False)
+        where = args.pg_dir or tempfile.mkdtemp(prefix="memlane-scale-pg-", dir=args.workdir)
+        server = LocalPostgres(where, durable=False)
         args.database_url = server.start()
     try:
         for size in sizes:
@@ -456,8 +475,10 @@ def compare(sizes: list[str], backends: list[str], args: argparse.Namespace) -> 
     finally:
         if server is not None:
             server.stop()
-            shutil.rmtree(server.directory, ignore_errors=True)
-    rows = [(r["backend"], r["scenario"], f"{r['users']:,} × {r['per_user']:,}", f"{r['insert_rows_s']:,.0f}",
+            if not args.pg_dir:
+                shutil.rmtree(server.directory, ignore_errors=True)
+    rows = [(r["backend"], r["scenario"], f"{r['users']:,} × {r['per_user']:,}",
+             "–" if r["insert_rows_s"] is None else f"{r['insert_rows_s']:,.0f}",
              f"{r['db_mb']:,.0f}", r["search_p50_ms"], r["search_p95_ms"], r["fts_p95_ms"], r["knn_p95_ms"],
              "hnsw" if r["ann"] else "exact", r["vector_recall@10"]) for r in results]
     console.print(table(

@@ -103,12 +103,68 @@ def tsquery(lexemes_: Sequence[str], weight: str = "") -> str:
 K1, B = 1.2, 0.75  # fts5_aux.c's bm25 constants (store/postings.py)
 
 
-def stats_sql(corpus: str, n_terms: int) -> str:
-    """The scope's documents and tokens, and how many of its documents hold each query lexeme,
-    in one pass over the scope's rows (parameters: u, a, then one tsquery t0, t1… per lexeme)."""
-    counts = ", ".join(f"count(*) FILTER (WHERE fts @@ %(t{i})s::tsquery)" for i in range(n_terms))
-    return (f"SELECT count(*), COALESCE(sum(fts_len), 0), {counts} FROM {corpus} "
-            "WHERE user_id = %(u)s AND agent_id = %(a)s")
+def rank_sql(corpus: str) -> str:
+    """One statement for a query's full text in a scope: ('t', N, tokens) the scope's documents
+    and tokens (an index-only scan of the scope index, which includes fts_len); then, in a
+    scope under `small` documents, ('h', rowid, fts_len, lexeme, hits at A, hits at B) for
+    every query lexeme of every matching row, which Python ranks (`rank_rows`); in a larger
+    one ('d', lexeme, documents holding it), the statistics `bm25_sql` then ranks with.
+    Parameters: u, a, q (tsquery of every lexeme), terms (the lexemes), small."""
+    b = "COALESCE(cardinality(array_positions(x.weights, 'B')), 0)"
+    return f"""
+        WITH t AS MATERIALIZED (
+            SELECT count(*) AS n, COALESCE(sum(fts_len), 0) AS tok FROM {corpus}
+            WHERE user_id = %(u)s AND agent_id = %(a)s),
+        m AS MATERIALIZED (
+            SELECT rowid, fts, fts_len FROM {corpus}
+            WHERE user_id = %(u)s AND agent_id = %(a)s AND fts @@ %(q)s::tsquery),
+        x AS (
+            SELECT m.rowid, m.fts_len, x.lexeme, COALESCE(cardinality(x.positions), 0) - {b} AS na, {b} AS nb
+            FROM m, unnest(m.fts) x WHERE x.lexeme = ANY(%(terms)s::text[]))
+        SELECT 't', n, tok, NULL::text, NULL::int, NULL::int FROM t
+        UNION ALL
+        SELECT 'h', rowid, fts_len, lexeme, na, nb FROM x WHERE (SELECT n FROM t) < %(small)s
+        UNION ALL
+        SELECT 'd', NULL, count(*), lexeme, NULL, NULL FROM x WHERE (SELECT n FROM t) >= %(small)s
+        GROUP BY lexeme
+    """
+
+
+def rank_rows(hits: Sequence[tuple[int, int, str, int, int]], lexemes_: Sequence[str], n_docs: int,
+              n_tokens: int, weights: Sequence[float], limit: int) -> list[tuple[int, float]]:
+    """[(rowid, bm25)] best first of the rows holding query lexemes, `hits` being (rowid,
+    fts_len, lexeme, hits at A, hits at B) of each: BM25 with the scope's statistics, every
+    float operation as store/postings.py does it (fts5_aux.c's order), ties by rowid."""
+    if not n_docs:
+        return []
+    avgdl = n_tokens / n_docs
+    rows: dict[int, tuple[int, dict[str, tuple[int, int]]]] = {}
+    holding: Counter[str] = Counter()
+    for rowid, dl, lexeme, na, nb in hits:
+        rows.setdefault(rowid, (dl, {}))[1][lexeme] = (na, nb)
+        holding[lexeme] += 1
+    idfs = [(x, idf(n_docs, holding[x])) for x in lexemes_ if holding[x]]
+    wa, wb = (float(weights[0]) if weights else 1.0), (float(weights[1]) if len(weights) > 1 else 1.0)
+    out: list[tuple[float, int]] = []
+    for rowid, (dl, tf) in rows.items():
+        score = 0.0
+        for x, w in idfs:
+            if x not in tf:
+                continue
+            na, nb = tf[x]
+            f = 0.0
+            if wa == 1.0:
+                f = float(na)
+            elif wa != 0.0:
+                for _ in range(na):
+                    f += wa
+            if wb != 0.0:
+                for _ in range(nb):
+                    f += wb
+            score += w * ((f * (K1 + 1.0)) / (f + K1 * ((1 - B) + B * dl / avgdl)))
+        out.append((-score, rowid))
+    out.sort()
+    return [(rowid, neg) for neg, rowid in out[:limit]]
 
 
 def idf(n_docs: int, holding: int) -> float:

@@ -441,15 +441,21 @@ class PostgresStore:
         if not lex or limit <= 0:
             return []
         u, a = scope.user_id, scope.agent_id
-        params: dict[str, Any] = {"u": u, "a": a}
-        params.update({f"t{i}": pgtext.tsquery([x]) for i, x in enumerate(lex)})
-        n_docs, n_tokens, *holding = self._q(pgtext.stats_sql(corpus, len(lex)), params)[0]
-        kept = [i for i, n in enumerate(holding) if n]
+        w = [float(x) for x in weights] + [1.0, 1.0]
+        # one statement: the scope's totals, and either every hit of a small scope (ranked
+        # here) or each lexeme's documents in a large one (ranked in SQL below)
+        got = self._q(pgtext.rank_sql(corpus), {"u": u, "a": a, "q": pgtext.tsquery(lex), "terms": lex,
+                                                "small": self._ann_threshold})
+        n_docs, n_tokens = next((int(r[1]), int(r[2])) for r in got if r[0] == "t")
+        if n_docs < self._ann_threshold:
+            return pgtext.rank_rows([(int(r[1]), int(r[2]), r[3], int(r[4]), int(r[5])) for r in got if r[0] == "h"],
+                                    lex, n_docs, n_tokens, w[:2], int(limit))
+        docs = {r[3]: int(r[2]) for r in got if r[0] == "d"}
+        kept = [i for i, x in enumerate(lex) if docs.get(x)]
         if not n_docs or not kept:
             return []
-        lex, holding = [lex[i] for i in kept], [int(holding[i]) for i in kept]
+        lex, holding = [lex[i] for i in kept], [docs[lex[i]] for i in kept]
         idfs = [pgtext.idf(int(n_docs), n) for n in holding]
-        w = [float(x) for x in weights] + [1.0, 1.0]
         skipped = pgtext.skippable(idfs, holding) if min(w[:2]) >= 0 else set()
         run = {"u": u, "a": a, "terms": lex, "idfs": idfs, "avgdl": float(n_tokens) / float(n_docs),
                "wa": w[0], "wb": w[1], "k": int(limit)}
