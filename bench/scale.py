@@ -407,6 +407,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--backend", default="sqlite", help="comma-separated: sqlite, postgres (one table for both)")
     p.add_argument("--database-url", default="", help="postgres: a server to create the bench databases on "
                    "(else an embedded one, started for the run)")
+    p.add_argument("--pg-shared-buffers", default="3GB", help="postgres: the embedded server's shared_buffers")
     p.add_argument("--pg-dir", default=None, help="postgres: the embedded server's directory, kept after the "
                    "run (with --keep its databases too, queried again by the next run)")
     args = p.parse_args(argv)
@@ -462,7 +463,9 @@ def compare(sizes: list[str], backends: list[str], args: argparse.Namespace) -> 
     server = None
     if "postgres" in backends and not args.database_url:
         where = args.pg_dir or tempfile.mkdtemp(prefix="memlane-scale-pg-", dir=args.workdir)
-        server = LocalPostgres(where, durable=False)
+        # a server holding 1M memories is given memory for them: the default 128 MB of shared
+        # buffers would copy each query's scattered pages in from the OS cache again
+        server = LocalPostgres(where, durable=False, settings={"shared_buffers": args.pg_shared_buffers})
         args.database_url = server.start()
     try:
         for size in sizes:

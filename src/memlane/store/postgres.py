@@ -66,6 +66,7 @@ from memlane.store.rows import (
 
 _ESC = "\ue000"
 _TEXT_COL = {"memories": "content", "turns": "content", "episodes": "summary"}
+_STATS_SECONDS = 60.0  # how long the planner's lexeme statistics are reused (not from a seed: ANALYZE runs less often)
 _MIGRATE_LOCK = 0x6D656D6C616E65  # advisory lock key: one process migrates at a time ("memlane")
 
 
@@ -127,9 +128,13 @@ class PostgresStore:
         self._locks_guard = threading.Lock()
         self._vector_dims: int | None = None
         self._df_cache: dict[tuple[str, str], tuple[int, int]] = {}
+        self._stats_cache: dict[str, tuple[float, tuple[int, dict[str, float]] | None]] = {}
         self._turn_facts: dict[int, tuple[str | None, str, str | None]] = {}  # rowid → tool_calls, role, name
+        # HNSW searches scan iteratively until k rows of the scope are found; set once per
+        # connection (placeholders until pgvector loads), not per query
         kwargs = {"autocommit": True, "connect_timeout": max(1, round(connect_timeout)),
-                  "options": f"-c statement_timeout={int(statement_timeout_ms)}"}
+                  "options": f"-c statement_timeout={int(statement_timeout_ms)} -c hnsw.iterative_scan=relaxed_order "
+                             f"-c hnsw.ef_search={int(ef_search)}"}
         self._migrate(kwargs)
         self._pool = ConnectionPool(url, min_size=1, max_size=max(1, pool_size), kwargs=kwargs, open=False,
                                     configure=register_vector, check=ConnectionPool.check_connection,
@@ -373,19 +378,26 @@ class PostgresStore:
         one goes through the HNSW index, scanned iteratively until k rows of the scope are found."""
         if self._vector_dims is None or k <= 0:
             return []
-        q = np.asarray(vector, dtype=np.float32)
-        u, a = scope.user_id, scope.agent_id
-        if self._vector_count(corpus, scope) < self._ann_threshold:
-            rows = self._q(f"WITH s AS MATERIALIZED (SELECT rowid, embedding FROM vec_{corpus} "
-                           "WHERE user_id = %s AND agent_id = %s) "
-                           "SELECT rowid, embedding <=> %s AS d FROM s ORDER BY d, rowid LIMIT %s", (u, a, q, k))
-        else:
+        params = {"q": np.asarray(vector, dtype=np.float32), "u": scope.user_id, "a": scope.agent_id,
+                  "t": self._ann_threshold, "k": int(k)}
+        # one statement: the scope's size decides (a one-time filter) between the exact scan of
+        # its rows (no `ann` condition: the partial HNSW index cannot serve it) and the index
+        sql = f"""
+            WITH n AS MATERIALIZED (SELECT count(*) AS c FROM (SELECT 1 FROM vec_{corpus}
+                WHERE user_id = %(u)s AND agent_id = %(a)s LIMIT %(t)s) s)
+            (SELECT rowid, embedding <=> %(q)s AS d FROM vec_{corpus}
+                WHERE user_id = %(u)s AND agent_id = %(a)s AND (SELECT c FROM n) < %(t)s)
+            UNION ALL
+            (SELECT rowid, embedding <=> %(q)s AS d FROM vec_{corpus}
+                WHERE ann AND user_id = %(u)s AND agent_id = %(a)s AND (SELECT c FROM n) >= %(t)s
+                ORDER BY embedding <=> %(q)s LIMIT %(k)s)
+            ORDER BY d, rowid LIMIT %(k)s"""
+        if k <= self._ef_search:
+            rows = self._q(sql, params)
+        else:  # the beam must hold k rows
             with self.transaction():
-                self._x("SET LOCAL hnsw.iterative_scan = relaxed_order")
-                self._x(f"SET LOCAL hnsw.ef_search = {max(int(self._ef_search), int(k))}")
-                rows = self._q(f"WITH s AS MATERIALIZED (SELECT rowid, embedding <=> %s AS d FROM vec_{corpus} "
-                               "WHERE ann AND user_id = %s AND agent_id = %s ORDER BY embedding <=> %s LIMIT %s) "
-                               "SELECT rowid, d FROM s ORDER BY d, rowid", (q, u, a, q, k))
+                self._x(f"SET LOCAL hnsw.ef_search = {int(k)}")
+                rows = self._q(sql, params)
         # a zero vector has no cosine distance (NaN): it is no neighbour
         return [(int(r[0]), float(r[1])) for r in rows if r[1] is not None and r[1] == r[1]]
 
@@ -470,11 +482,17 @@ class PostgresStore:
         return [(int(r[0]), float(r[1])) for r in rows]
 
     def term_documents(self, corpus: Corpus, terms: Sequence[str]) -> tuple[dict[str, int], int]:
-        """({index term: documents holding it, all scopes}, the corpus's size estimate);
-        cached in this process until the corpus grows or shrinks by a tenth (they only
-        steer which words a query leaves out, as on SQLite)."""
+        """({index term: documents holding it, all scopes}, the corpus's size estimate): from
+        the planner's statistics once the table has them (`_element_shares`: estimates, a word
+        not among the commonest counts 0), else counted and cached in this process until the
+        corpus grows or shrinks by a tenth. They only steer which words a query leaves out."""
         if not terms:
             return {}, 0
+        shares = self._element_shares(corpus)
+        if shares is not None:
+            total, share = shares
+            return {t: round(share.get(lex[0], 0.0) * total) if len(lex := pgtext.lexemes([t])) == 1 else 0
+                    for t in terms}, total
         total = int(self._q(f"SELECT COALESCE(MAX(rowid), 0) FROM {corpus}")[0][0])
         fresh = lambda at: abs(total - at) <= total / 10  # noqa: E731
         for t in terms:
@@ -485,6 +503,27 @@ class PostgresStore:
                                 (pgtext.tsquery(lex),))[0][0]) if len(lex) == 1 else 0
                 self._df_cache[(corpus, t)] = (n, total)
         return {t: self._df_cache[(corpus, t)][0] for t in terms}, total
+
+    def _element_shares(self, corpus: Corpus) -> tuple[int, dict[str, float]] | None:
+        """(rows, {lexeme: share of rows holding it}) from the planner's statistics of the
+        corpus's tsvector (ANALYZE, autovacuum's included, samples 30k rows and lists the
+        commonest lexemes); None before the table has any. Read at most once a minute: an exact
+        count of a common word over 1M rows reads most of the table (~0.1–0.3 s), and these
+        shares only decide which words a query leaves out (`search.common_term_share`)."""
+        now = time.monotonic()
+        hit = self._stats_cache.get(corpus)
+        if hit is None or now - hit[0] > _STATS_SECONDS:
+            rows = self._q("SELECT c.reltuples, s.most_common_elems::text::text[], s.most_common_elem_freqs "
+                           "FROM pg_class c LEFT JOIN pg_stats s ON s.schemaname = current_schema() "
+                           "AND s.tablename = c.relname AND s.attname = 'fts' "
+                           "WHERE c.oid = to_regclass(%s)", (corpus,))
+            value = None
+            if rows and rows[0][0] is not None and float(rows[0][0]) > 0 and rows[0][1] is not None:
+                elems, freqs = rows[0][1], rows[0][2]
+                value = (int(rows[0][0]), dict(zip(elems, (float(f) for f in freqs[:len(elems)]), strict=True)))
+            hit = (now, value)
+            self._stats_cache[corpus] = hit
+        return hit[1]
 
     def scope_documents(self, corpus: Corpus, scope: Scope, terms: Sequence[str],
                         column: int | None = None) -> tuple[dict[str, int], int]:
