@@ -394,6 +394,63 @@ def run_postgres(name: str, world: World, args: argparse.Namespace, server_url: 
                 conn.execute(f"DROP DATABASE IF EXISTS {db} WITH (FORCE)")
 
 
+INGEST_USERS, INGEST_SESSIONS, INGEST_TURNS = 20, 5, 40  # users × sessions each × turns a session
+
+
+def chat_texts(texts: list[str]) -> list[str]:
+    """The corpus's sentences as chat turns: none an explicit "remember …" command, which
+    add_messages would apply at once (a memory written per turn is not ingest)."""
+    from memlane.heuristic import is_command
+
+    out = [t.replace("Remember: ", "Note: ").replace("remember", "mention") for t in texts]
+    return [t for t in out if not is_command(t)]
+
+
+def run_ingest(backend: str, world: World, args: argparse.Namespace, server_url: str = "") -> list[dict[str, Any]]:
+    """Turns stored per second through `Memory.add_messages`, embedding and extraction left
+    out (a server's indexer embeds behind ingest): a chat's exchanges (2 turns a call) and
+    whole sessions (40 a call), 20 users × 5 sessions × 40 turns each way, in a fresh store."""
+    import psycopg
+
+    texts = chat_texts(world.sample(2 * INGEST_USERS * INGEST_SESSIONS * INGEST_TURNS, 1).texts)
+    out = []
+    for per_call in (2, INGEST_TURNS):
+        home = Path(tempfile.mkdtemp(prefix="memlane-scale-ingest-", dir=args.workdir))
+        url, db = "", f"scale_ingest_{per_call}"
+        if backend == "postgres":
+            with psycopg.connect(server_url, autocommit=True) as conn:
+                conn.execute(f"DROP DATABASE IF EXISTS {db} WITH (FORCE)")
+                conn.execute(f"CREATE DATABASE {db}")
+            url = server_url.rsplit("/", 1)[0] + "/" + db
+        config = Config.load(store={"home": str(home), "database_url": url},
+                             embedding={"provider": "hash", "dimensions": DIMS, "background": True},
+                             extraction={"every_n_user_messages": 0})
+        memory = Memory(config)
+        memory._indexer.stop()  # type: ignore[union-attr]  # rows stay queued: ingest alone is timed
+        try:
+            i = 0
+            start = time.perf_counter()
+            for s in range(INGEST_SESSIONS):
+                for u in range(INGEST_USERS):
+                    for c in range(0, INGEST_TURNS, per_call):
+                        msgs = [{"role": "user" if (c + j) % 2 == 0 else "assistant", "content": texts[i + j]}
+                                for j in range(per_call)]
+                        memory.add_messages(f"s{s}", msgs, user_id=f"u{u:03d}")
+                        i += per_call
+            seconds = time.perf_counter() - start
+            assert memory.store.raw_count("turns") == i
+            out.append({"backend": backend, "turns_per_call": per_call, "turns": i, "seconds": seconds,
+                        "turns_per_s": i / seconds})
+            console.print(f"  {backend}: {i:,} turns, {per_call} a call: {i / seconds:,.0f} turns/s")
+        finally:
+            memory.close()
+            shutil.rmtree(home, ignore_errors=True)
+            if backend == "postgres":
+                with psycopg.connect(server_url, autocommit=True) as conn:
+                    conn.execute(f"DROP DATABASE IF EXISTS {db} WITH (FORCE)")
+    return out
+
+
 def _memory_cache(r: dict[str, Any]) -> str:
     """"load 2.6 / 442": the memory cache's first use (a build or a file load) and its arrays."""
     if not r.get("memory_cache"):
@@ -416,6 +473,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--backend", default="sqlite", help="comma-separated: sqlite, postgres (one table for both)")
     p.add_argument("--database-url", default="", help="postgres: a server to create the bench databases on "
                    "(else an embedded one, started for the run)")
+    p.add_argument("--ingest", action="store_true", help="also time add_messages on each backend (turns/s)")
     p.add_argument("--pg-shared-buffers", default="3GB", help="postgres: the embedded server's shared_buffers")
     p.add_argument("--pg-dir", default=None, help="postgres: the embedded server's directory, kept after the "
                    "run (with --keep its databases too, queried again by the next run)")
@@ -476,7 +534,11 @@ def compare(sizes: list[str], backends: list[str], args: argparse.Namespace) -> 
         # buffers would copy each query's scattered pages in from the OS cache again
         server = LocalPostgres(where, durable=False, settings={"shared_buffers": args.pg_shared_buffers})
         args.database_url = server.start()
+    ingest: list[dict[str, Any]] = []
     try:
+        if args.ingest:
+            for backend in backends:
+                ingest += run_ingest(backend, World(args.seed), args, args.database_url)
         for size in sizes:
             for backend in backends:
                 world = World(args.seed)  # each backend gets the very same corpus and queries
@@ -497,7 +559,12 @@ def compare(sizes: list[str], backends: list[str], args: argparse.Namespace) -> 
         "memlane scale: SQLite and PostgreSQL (Memory.search, query vector precomputed; ms)",
         ["backend", "scenario", "users × memories", "insert rows/s", "DB MB", "search p50", "search p95",
          "fts p95", "knn p95", "vectors", "vector R@10"], rows))
-    path = write_result("scale_backends", {"queries": args.queries, "results": results})
+    if ingest:
+        console.print(table("memlane ingest: add_messages, no embedding or extraction (turns/s)",
+                            ["backend", "turns a call", "turns", "turns/s"],
+                            [(r["backend"], r["turns_per_call"], f"{r['turns']:,}", f"{r['turns_per_s']:,.0f}")
+                             for r in ingest]))
+    path = write_result("scale_backends", {"queries": args.queries, "results": results, "ingest": ingest})
     console.print(f"wrote {path}")
     return 0
 

@@ -37,9 +37,21 @@ def tokenizer() -> Tokenizer:
     return Tokenizer(apsw.Connection(":memory:"))
 
 
-def tokens(indexed: str) -> list[str]:
-    """The tokens FTS5 stores for a column holding `indexed` (text.index_text's output)."""
-    return tokenizer().document(indexed) if indexed else []
+def tokens(indexed: str) -> tuple[str, ...]:
+    """The tokens FTS5 stores for a column holding `indexed` (text.index_text's output); a
+    short text's are remembered for a while: ingest tokenizes a turn's text as its body,
+    then again in its neighbours' context."""
+    if len(indexed) <= _CACHED_CHARS:
+        return _short_tokens(indexed)
+    return tuple(tokenizer().document(indexed))
+
+
+_CACHED_CHARS = 4_000  # texts of this size or less are cached (4,096 of them: ≤ ~50 MB)
+
+
+@functools.lru_cache(maxsize=4096)
+def _short_tokens(indexed: str) -> tuple[str, ...]:
+    return tuple(tokenizer().document(indexed)) if indexed else ()
 
 
 def query_tokens(term: str) -> list[str]:
@@ -51,8 +63,15 @@ def _fits(token: str) -> bool:
     return len(token) * 4 <= MAX_LEXEME_BYTES or len(token.encode("utf-8")) <= MAX_LEXEME_BYTES
 
 
+@functools.lru_cache(maxsize=65_536)
 def quote(lexeme: str) -> str:
     return "'" + lexeme.replace("\\", "\\\\").replace("'", "''") + "'"
+
+
+@functools.lru_cache(maxsize=4096)
+def _positions(a: int, b: int) -> str:
+    """A lexeme's positions: 1..a at weight A, then the next b at weight B."""
+    return ",".join([f"{i}A" for i in range(1, a + 1)] + [f"{i}B" for i in range(a + 1, a + b + 1)])
 
 
 def body(text: str) -> str:
@@ -76,7 +95,7 @@ def document(*columns: str) -> tuple[str, int]:
         if not _fits(tok):
             continue
         a, b = min(a, MAX_POSITIONS), min(b, MAX_POSITIONS - min(a, MAX_POSITIONS))
-        pos = ",".join([f"{i}A" for i in range(1, a + 1)] + [f"{i}B" for i in range(a + 1, a + b + 1)])
+        pos = _positions(a, b)
         item = f"{quote(tok)}:{pos}" if pos else quote(tok)
         size += len(item) + 1
         if size > _MAX_TSVECTOR:

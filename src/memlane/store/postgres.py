@@ -67,6 +67,7 @@ from memlane.store.rows import (
 _ESC = "\ue000"
 _TEXT_COL = {"memories": "content", "turns": "content", "episodes": "summary"}
 _STATS_SECONDS = 60.0  # how long the planner's lexeme statistics are reused (not from a seed: ANALYZE runs less often)
+_IDLE_CHECK_SECONDS = 1.0  # a pooled connection idle longer is pinged before use (not from a seed)
 _MIGRATE_LOCK = 0x6D656D6C616E65  # advisory lock key: one process migrates at a time ("memlane")
 
 
@@ -136,8 +137,9 @@ class PostgresStore:
                   "options": f"-c statement_timeout={int(statement_timeout_ms)} -c hnsw.iterative_scan=relaxed_order "
                              f"-c hnsw.ef_search={int(ef_search)}"}
         self._migrate(kwargs)
+        self._returned: dict[int, float] = {}  # id(connection) → when it went back to the pool
         self._pool = ConnectionPool(url, min_size=1, max_size=max(1, pool_size), kwargs=kwargs, open=False,
-                                    configure=register_vector, check=ConnectionPool.check_connection,
+                                    configure=register_vector, check=self._check, reset=self._stamp,
                                     timeout=connect_timeout, name="memlane")
         try:
             self._pool.open(wait=True, timeout=connect_timeout)
@@ -179,6 +181,16 @@ class PostgresStore:
             raise BackendError(f"{self.where}: migrating the schema failed: {str(exc).strip()}") from exc
         finally:
             conn.close()
+
+    def _stamp(self, conn: psycopg.Connection[Any]) -> None:
+        self._returned[id(conn)] = time.monotonic()
+
+    def _check(self, conn: psycopg.Connection[Any]) -> None:
+        """A connection idle in the pool for a while is pinged before use (the server may have
+        restarted since); one in steady use is not: a ping per checkout was a round trip per
+        statement. A connection that broke in use is discarded by the pool on its return."""
+        if time.monotonic() - self._returned.get(id(conn), 0.0) > _IDLE_CHECK_SECONDS:
+            ConnectionPool.check_connection(conn)
 
     def migrations(self) -> list[tuple[str, float]]:
         """[(name, applied_at)] of the migrations this database has run, in order."""
@@ -586,20 +598,33 @@ class PostgresStore:
         return int(rows[0][0]) + 1
 
     def insert_turn(self, turn: Turn, import_key: str | None = None) -> int:
-        vec, n = pgtext.document(pgtext.body(turn_search_text(turn.content, turn.tool_calls, turn.role, turn.name)))
-        self._scope((turn.user_id, turn.agent_id))  # one statement: no savepoint of its own
-        rows = self._q(
-            f"INSERT INTO turns({TURN_COLS}, import_key, fts, fts_len) VALUES ({', '.join(['%s'] * 14)}, "
-            "%s::tsvector, %s) RETURNING rowid",
-            (turn.id, turn.user_id, turn.agent_id, turn.session_id, turn.seq, turn.role, turn.content,
-             turn.name, to_json(turn.tool_calls) if turn.tool_calls else None, ts(turn.created_at),
-             turn.token_count, turn.archived, to_json(turn.metadata), import_key, vec, n))
-        rowid = int(rows[0][0])
-        # what set_turn_context needs of it, which never changes: saves a read per ingested turn
+        return self.insert_turns([turn], [import_key])[0]
+
+    def insert_turns(self, turns: Sequence[Turn], import_keys: Sequence[str | None] | None = None) -> list[int]:
+        """Insert turns in order: their rowids drawn in one statement, the rows sent in one
+        pipeline (executemany), so a batch costs a few round trips, not one per turn."""
+        if not turns:
+            return []
+        docs = [pgtext.document(pgtext.body(turn_search_text(t.content, t.tool_calls, t.role, t.name)))
+                for t in turns]
+        with self.transaction():
+            for t in turns:
+                self._scope((t.user_id, t.agent_id))
+            rowids = [int(r[0]) for r in self._q(
+                "SELECT nextval(pg_get_serial_sequence('turns', 'rowid')) FROM generate_series(1, %s)", (len(turns),))]
+            self._many(
+                f"INSERT INTO turns(rowid, {TURN_COLS}, import_key, fts, fts_len) VALUES (%s, {', '.join(['%s'] * 14)}, "
+                "%s::tsvector, %s)",
+                [(r, t.id, t.user_id, t.agent_id, t.session_id, t.seq, t.role, t.content, t.name,
+                  to_json(t.tool_calls) if t.tool_calls else None, ts(t.created_at), t.token_count, t.archived,
+                  to_json(t.metadata), import_keys[i] if import_keys else None, d[0], d[1])
+                 for i, (r, t, d) in enumerate(zip(rowids, turns, docs, strict=True))])
+        # what set_turn_context needs of them, which never changes: saves a read per ingested turn
         if len(self._turn_facts) > 10_000:
             self._turn_facts.clear()
-        self._turn_facts[rowid] = (to_json(turn.tool_calls) if turn.tool_calls else None, turn.role, turn.name)
-        return rowid
+        for r, t in zip(rowids, turns, strict=True):
+            self._turn_facts[r] = (to_json(t.tool_calls) if t.tool_calls else None, t.role, t.name)
+        return rowids
 
     def turn_import_keys(self, scope: Scope, keys: Sequence[str]) -> set[str]:
         if not keys:
@@ -610,12 +635,25 @@ class PostgresStore:
 
     def set_turn_context(self, rowid: int, body: str, context: str) -> None:
         """Index a turn: `body` (its content) with its tool calls' words, and `context`."""
-        known = self._turn_facts.get(rowid)
-        row = [known] if known is not None else self._q("SELECT tool_calls, role, name FROM turns WHERE rowid = %s",
-                                                         (rowid,))
-        if row and (row[0][0] or row[0][1] == "tool"):
-            body = turn_search_text(body, json.loads(row[0][0]) if row[0][0] else None, row[0][1], row[0][2])
-        self._index("turns", rowid, body, context)
+        self.set_turn_contexts([(rowid, body, context)])
+
+    def set_turn_contexts(self, items: Sequence[tuple[int, str, str]]) -> None:
+        """`set_turn_context` of each (rowid, body, context), the updates in one pipeline."""
+        if not items:
+            return
+        known = self._turn_facts
+        missing = [int(r) for r, _, _ in items if r not in known]
+        fetched = {int(r[0]): (r[1], r[2], r[3]) for r in self._q(
+            "SELECT rowid, tool_calls, role, name FROM turns WHERE rowid = ANY(%s)", (missing,))} if missing else {}
+        rows = []
+        for rowid, body, context in items:
+            fact = known.get(rowid) or fetched.get(rowid)
+            if fact is not None and (fact[0] or fact[1] == "tool"):
+                body = turn_search_text(body, json.loads(fact[0]) if fact[0] else None, fact[1], fact[2])
+            indexed = pgtext.body(context)
+            vec, n = pgtext.document(pgtext.body(body), indexed)
+            rows.append((vec, n, indexed, rowid))
+        self._many("UPDATE turns SET fts = %s::tsvector, fts_len = %s, fts_context = %s WHERE rowid = %s", rows)
 
     def turn_rows(self, scope: Scope, session_id: str, seq_from: int, seq_to: int) -> list[tuple[int, int, str]]:
         rows = self._q("SELECT rowid, seq, content FROM turns WHERE user_id = %s AND agent_id = %s "
