@@ -334,3 +334,28 @@ def test_a_large_scope_goes_through_hnsw_a_small_one_is_exact(make_memory: Calla
         vecs = m.store.vectors("memories", scope, rowids)
         exact = sorted(rowids, key=lambda r: -float(np.dot(vecs[r], q) / np.linalg.norm(vecs[r]) / np.linalg.norm(q)))
         assert [r for r, _ in got] == exact[:5], user
+
+
+def test_scope_statistics_follow_every_write(make_memory: Callable[..., Memory], pg_url: str) -> None:
+    """BM25's N and token total per scope come from fts_stats, kept by triggers: after adds,
+    ingest (turn contexts rewritten), edits, deletions, forgotten turns and a purge, every
+    scope's row equals a count of its rows."""
+    import psycopg
+
+    m = make_memory(store={"database_url": pg_url})
+    ids = [m.add(t, user_id="a" if i % 2 else "b").id for i, t in enumerate(_corpus(12))]
+    m.add("an agent's own note", user_id="a", agent_id="helper")
+    turns = m.add_messages("s", [{"role": "user", "content": t} for t in _corpus(8, seed=3)], user_id="a")
+    m.add_messages("s", [{"role": "assistant", "content": "the piano and white tea"}], user_id="a")
+    m.update(ids[1], user_id="a", content="now a much longer text about coffee, tea, the piano and running")
+    m.delete(ids[3], user_id="a")
+    m.delete_turns([turns[2].id], user_id="a")
+    m.purge(user_id="b")
+    with psycopg.connect(pg_url) as conn:
+        kept = set(conn.execute("SELECT user_id, agent_id, corpus, docs, tokens FROM fts_stats "
+                                "WHERE docs <> 0 OR tokens <> 0").fetchall())
+        counted = set(conn.execute(" UNION ALL ".join(
+            f"SELECT user_id, agent_id, '{c}', count(*), sum(fts_len) FROM {c} GROUP BY 1, 2"
+            for c in ("memories", "turns", "episodes"))).fetchall())
+    assert kept == counted
+    assert {(u, a, c) for u, a, c, *_ in kept} >= {("a", "", "memories"), ("a", "helper", "memories"), ("a", "", "turns")}

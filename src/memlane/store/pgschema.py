@@ -133,3 +133,59 @@ def m002_fts_by_user(db: Any) -> None:
     for corpus in CORPORA:
         db.execute(f"DROP INDEX IF EXISTS {corpus}_fts")
         db.execute(f"CREATE INDEX {corpus}_fts ON {corpus} USING gin(user_id, fts)")
+
+
+@migration
+def m003_fts_stats(db: Any) -> None:
+    """Each scope's documents and tokens per corpus (BM25's N and average length), kept by
+    statement-level triggers in the writing transaction: a query reads one row instead of
+    counting its scope (35 ms at 100k rows in one scope). The triggers group a statement's
+    rows by scope and upsert them in scope order, so concurrent writers lock rows in one
+    order; an update that changes no length or owner writes nothing."""
+    db.execute(
+        """
+        CREATE TABLE fts_stats(
+            user_id TEXT NOT NULL, agent_id TEXT NOT NULL, corpus TEXT NOT NULL,
+            docs BIGINT NOT NULL, tokens BIGINT NOT NULL, PRIMARY KEY(user_id, agent_id, corpus));
+
+        CREATE FUNCTION fts_stats_add() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            INSERT INTO fts_stats(user_id, agent_id, corpus, docs, tokens)
+            SELECT user_id, agent_id, TG_TABLE_NAME, count(*), sum(fts_len) FROM new_rows
+            GROUP BY user_id, agent_id ORDER BY user_id, agent_id
+            ON CONFLICT (user_id, agent_id, corpus) DO UPDATE
+            SET docs = fts_stats.docs + excluded.docs, tokens = fts_stats.tokens + excluded.tokens;
+            RETURN NULL;
+        END $$;
+
+        CREATE FUNCTION fts_stats_remove() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            UPDATE fts_stats s SET docs = s.docs - o.n, tokens = s.tokens - o.t
+            FROM (SELECT user_id, agent_id, count(*) AS n, sum(fts_len) AS t FROM old_rows
+                  GROUP BY user_id, agent_id ORDER BY user_id, agent_id) o
+            WHERE s.user_id = o.user_id AND s.agent_id = o.agent_id AND s.corpus = TG_TABLE_NAME;
+            RETURN NULL;
+        END $$;
+
+        CREATE FUNCTION fts_stats_change() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            INSERT INTO fts_stats(user_id, agent_id, corpus, docs, tokens)
+            SELECT user_id, agent_id, TG_TABLE_NAME, sum(n), sum(t) FROM (
+                SELECT user_id, agent_id, 1 AS n, fts_len AS t FROM new_rows
+                UNION ALL SELECT user_id, agent_id, -1, -fts_len FROM old_rows) d
+            GROUP BY user_id, agent_id HAVING sum(n) <> 0 OR sum(t) <> 0 ORDER BY user_id, agent_id
+            ON CONFLICT (user_id, agent_id, corpus) DO UPDATE
+            SET docs = fts_stats.docs + excluded.docs, tokens = fts_stats.tokens + excluded.tokens;
+            RETURN NULL;
+        END $$;
+        """
+    )
+    for corpus in CORPORA:
+        db.execute(f"INSERT INTO fts_stats(user_id, agent_id, corpus, docs, tokens) "
+                   f"SELECT user_id, agent_id, '{corpus}', count(*), sum(fts_len) FROM {corpus} GROUP BY 1, 2")
+        db.execute(f"CREATE TRIGGER {corpus}_fts_add AFTER INSERT ON {corpus} REFERENCING NEW TABLE AS new_rows "
+                   "FOR EACH STATEMENT EXECUTE FUNCTION fts_stats_add()")
+        db.execute(f"CREATE TRIGGER {corpus}_fts_remove AFTER DELETE ON {corpus} REFERENCING OLD TABLE AS old_rows "
+                   "FOR EACH STATEMENT EXECUTE FUNCTION fts_stats_remove()")
+        db.execute(f"CREATE TRIGGER {corpus}_fts_change AFTER UPDATE ON {corpus} REFERENCING OLD TABLE AS old_rows "
+                   "NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION fts_stats_change()")

@@ -124,16 +124,17 @@ K1, B = 1.2, 0.75  # fts5_aux.c's bm25 constants (store/postings.py)
 
 def rank_sql(corpus: str) -> str:
     """One statement for a query's full text in a scope: ('t', N, tokens) the scope's documents
-    and tokens (an index-only scan of the scope index, which includes fts_len); then, in a
+    and tokens (table fts_stats, kept by triggers: pgschema m003); then, in a
     scope under `small` documents, ('h', rowid, fts_len, lexeme, hits at A, hits at B) for
     every query lexeme of every matching row, which Python ranks (`rank_rows`); in a larger
-    one ('d', lexeme, documents holding it), the statistics `bm25_sql` then ranks with.
-    Parameters: u, a, q (tsquery of every lexeme), terms (the lexemes), small."""
+    one ('d', documents holding it, lexeme), counted from the GIN index, the statistics
+    `bm25_sql` then ranks with. Parameters: u, a, q (tsquery of every lexeme), terms (the
+    lexemes), tqs (a tsquery of each), small."""
     b = "COALESCE(cardinality(array_positions(x.weights, 'B')), 0)"
     return f"""
         WITH t AS MATERIALIZED (
-            SELECT count(*) AS n, COALESCE(sum(fts_len), 0) AS tok FROM {corpus}
-            WHERE user_id = %(u)s AND agent_id = %(a)s),
+            SELECT COALESCE(max(docs), 0) AS n, COALESCE(max(tokens), 0) AS tok FROM fts_stats
+            WHERE user_id = %(u)s AND agent_id = %(a)s AND corpus = '{corpus}'),
         m AS MATERIALIZED (
             SELECT rowid, fts, fts_len FROM {corpus}
             WHERE user_id = %(u)s AND agent_id = %(a)s AND fts @@ %(q)s::tsquery),
@@ -144,8 +145,9 @@ def rank_sql(corpus: str) -> str:
         UNION ALL
         SELECT 'h', rowid, fts_len, lexeme, na, nb FROM x WHERE (SELECT n FROM t) < %(small)s
         UNION ALL
-        SELECT 'd', NULL, count(*), lexeme, NULL, NULL FROM x WHERE (SELECT n FROM t) >= %(small)s
-        GROUP BY lexeme
+        SELECT 'd', NULL, (SELECT count(*) FROM {corpus} WHERE user_id = %(u)s AND agent_id = %(a)s
+                           AND fts @@ q.tq::tsquery), q.lexeme, NULL, NULL
+        FROM unnest(%(terms)s::text[], %(tqs)s::text[]) AS q(lexeme, tq) WHERE (SELECT n FROM t) >= %(small)s
     """
 
 

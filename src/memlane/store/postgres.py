@@ -306,14 +306,35 @@ class PostgresStore:
         except psycopg.Error as exc:
             raise self._failure(exc, True) from exc
 
-    def _many(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+    def _many(self, sql: str, rows: Sequence[Sequence[Any]], returning: bool = False) -> list[tuple[Any, ...]]:
+        """Execute a statement for each row, in one pipeline; with `returning`, the first row
+        each returned, in order."""
         if not rows:
-            return
+            return []
         try:
             with self._conn() as conn, conn.cursor() as cur:
-                cur.executemany(sql, [_params(r) for r in rows])
+                cur.executemany(sql, [_params(r) for r in rows], returning=returning)
+                if not returning:
+                    return []
+                out = []
+                while True:
+                    row = cur.fetchone()
+                    if row is not None:
+                        out.append(_row(row))
+                    if not cur.nextset():
+                        return out
         except psycopg.Error as exc:
             raise self._failure(exc, True) from exc
+
+    @contextmanager
+    def _atomic(self) -> Iterator[None]:
+        """A transaction, or nothing when one is open: a savepoint costs two round trips, and
+        a failure here fails the caller's whole transaction anyway (nobody catches it)."""
+        if self._in_tx():
+            yield
+            return
+        with self.transaction():
+            yield
 
     def meta(self, key: str) -> str | None:
         self._hold(f"meta:{key}")  # a read-then-write of one key (a lease) is serialised
@@ -469,7 +490,7 @@ class PostgresStore:
         # one statement: the scope's totals, and either every hit of a small scope (ranked
         # here) or each lexeme's documents in a large one (ranked in SQL below)
         got = self._q(pgtext.rank_sql(corpus), {"u": u, "a": a, "q": pgtext.tsquery(lex), "terms": lex,
-                                                "small": self._ann_threshold})
+                                                "tqs": [pgtext.tsquery([x]) for x in lex], "small": self._ann_threshold})
         n_docs, n_tokens = next((int(r[1]), int(r[2])) for r in got if r[0] == "t")
         if n_docs < self._ann_threshold:
             return pgtext.rank_rows([(int(r[1]), int(r[2]), r[3], int(r[4]), int(r[5])) for r in got if r[0] == "h"],
@@ -607,18 +628,16 @@ class PostgresStore:
             return []
         docs = [pgtext.document(pgtext.body(turn_search_text(t.content, t.tool_calls, t.role, t.name)))
                 for t in turns]
-        with self.transaction():
+        with self._atomic():
             for t in turns:
                 self._scope((t.user_id, t.agent_id))
-            rowids = [int(r[0]) for r in self._q(
-                "SELECT nextval(pg_get_serial_sequence('turns', 'rowid')) FROM generate_series(1, %s)", (len(turns),))]
-            self._many(
-                f"INSERT INTO turns(rowid, {TURN_COLS}, import_key, fts, fts_len) VALUES (%s, {', '.join(['%s'] * 14)}, "
-                "%s::tsvector, %s)",
-                [(r, t.id, t.user_id, t.agent_id, t.session_id, t.seq, t.role, t.content, t.name,
+            rowids = [int(r[0]) for r in self._many(
+                f"INSERT INTO turns({TURN_COLS}, import_key, fts, fts_len) VALUES ({', '.join(['%s'] * 14)}, "
+                "%s::tsvector, %s) RETURNING rowid",
+                [(t.id, t.user_id, t.agent_id, t.session_id, t.seq, t.role, t.content, t.name,
                   to_json(t.tool_calls) if t.tool_calls else None, ts(t.created_at), t.token_count, t.archived,
                   to_json(t.metadata), import_keys[i] if import_keys else None, d[0], d[1])
-                 for i, (r, t, d) in enumerate(zip(rowids, turns, docs, strict=True))])
+                 for i, (t, d) in enumerate(zip(turns, docs, strict=True))], returning=True)]
         # what set_turn_context needs of them, which never changes: saves a read per ingested turn
         if len(self._turn_facts) > 10_000:
             self._turn_facts.clear()
