@@ -275,14 +275,18 @@ def test_a_dead_holder_on_another_host_does_not_hold_the_scope(make_memory: Call
 
 
 def test_two_servers_on_one_database_one_killed_mid_write(tmp_path: Path, pg_url: str) -> None:
-    """Two `memlane serve` processes on one PostgreSQL database: each reads what the other
-    wrote; one killed (SIGKILL) mid-write loses no acknowledged turn."""
+    """Two `memlane serve` processes on one PostgreSQL database, each with a home of its own
+    (two hosts): a key created on one host works on both; each reads what the other wrote;
+    one killed (SIGKILL) mid-write loses no acknowledged turn; a key revoked on one host is
+    refused by the other's server."""
     pytest.importorskip("fastapi")
-    from .server_support import Server, Writers, create_key
+    from .server_support import Server, Writers, cli
 
-    home = tmp_path / "home"
-    key = create_key(home, "--user", "lin")  # keys stay in the home's SQLite file
-    one, two = Server(home, MEMLANE_DATABASE_URL=pg_url), Server(home, MEMLANE_DATABASE_URL=pg_url)
+    host1, host2 = tmp_path / "host1", tmp_path / "host2"
+    made = cli(host1, "keys", "create", "--user", "lin", MEMLANE_DATABASE_URL=pg_url)
+    assert made.returncode == 0, made.stderr
+    key = made.stdout.strip()
+    one, two = Server(host1, MEMLANE_DATABASE_URL=pg_url), Server(host2, MEMLANE_DATABASE_URL=pg_url)
     try:
         writers = Writers(key, {"a1": one.url, "a2": one.url, "b1": two.url, "b2": two.url})
         writers.wait_each(10, timeout=60)
@@ -297,6 +301,8 @@ def test_two_servers_on_one_database_one_killed_mid_write(tmp_path: Path, pg_url
                 assert stored[: len(texts)] == texts and len(stored) <= len(texts) + 1
             r = c.post("/v1/memories", json={"content": "written after the other server died"})
             assert r.status_code == 201
+            assert cli(host1, "keys", "revoke", key.split("_")[1], MEMLANE_DATABASE_URL=pg_url).returncode == 0
+            assert c.get("/v1/stats").status_code == 401
         with psycopg_connect(pg_url) as conn:  # it is all in PostgreSQL, none in the home's file
             assert conn.execute("SELECT count(*) FROM turns WHERE user_id = 'lin'").fetchone()[0] >= 40  # type: ignore[index]
     finally:
@@ -359,3 +365,29 @@ def test_scope_statistics_follow_every_write(make_memory: Callable[..., Memory],
             for c in ("memories", "turns", "episodes"))).fetchall())
     assert kept == counted
     assert {(u, a, c) for u, a, c, *_ in kept} >= {("a", "", "memories"), ("a", "helper", "memories"), ("a", "", "turns")}
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+def test_api_keys_live_in_the_configured_database(backend: str, tmp_path: Path, pg_server: str) -> None:
+    """KeyStore.open keeps keys where the store is: on PostgreSQL, two homes (two hosts) on
+    one database see each other's keys and revocations; on SQLite, each home has its own."""
+    from memlane.server.keys import KeyStore
+
+    url = new_database(pg_server) if backend == "postgres" else ""
+    for h in ("host1", "host2"):
+        (tmp_path / h).mkdir()
+    one, two = (KeyStore.open(make_config(tmp_path / h, store={"database_url": url})) for h in ("host1", "host2"))
+    try:
+        key, info = one.create(user_id="lin", name="laptop")
+        seen = two.authenticate(key)
+        if backend == "sqlite":
+            assert seen is None and [k.id for k in two.list()] == []
+            return
+        assert seen is not None and seen.scope == Scope.of("lin") and not seen.admin
+        assert [k.id for k in two.list()] == [info.id]
+        two.revoke(info.id)
+        assert one.authenticate(key) is None and one.get(info.id).revoked_at is not None
+        assert not (tmp_path / "host1" / "memlane.db").exists()  # nothing in the home's file
+    finally:
+        one.close()
+        two.close()

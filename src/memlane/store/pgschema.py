@@ -121,7 +121,8 @@ def m001_core(db: Any) -> None:
 
 
 # tables holding a user_id column, besides the corpora (forgetting a scope must miss none)
-SCOPE_TABLES = ("attachments", "events", "extraction_jobs", "memory_events", "scratchpad", "sessions")
+SCOPE_TABLES = ("api_keys", "attachments", "events", "extraction_jobs", "fts_stats", "memory_events", "scratchpad",
+                "sessions")
 CORPORA = ("memories", "turns", "episodes")
 
 
@@ -189,3 +190,18 @@ def m003_fts_stats(db: Any) -> None:
                    "FOR EACH STATEMENT EXECUTE FUNCTION fts_stats_remove()")
         db.execute(f"CREATE TRIGGER {corpus}_fts_change AFTER UPDATE ON {corpus} REFERENCING OLD TABLE AS old_rows "
                    "NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION fts_stats_change()")
+
+
+@migration
+def m004_api_keys(db: Any) -> None:
+    """The server's API keys (SQLite's m012): in the shared database, so every `memlane serve`
+    process on any host sharing it accepts a key created on one and refuses it once revoked."""
+    db.execute(
+        """
+        CREATE TABLE api_keys(
+            id TEXT PRIMARY KEY, hash TEXT NOT NULL UNIQUE,
+            user_id TEXT, agent_id TEXT NOT NULL DEFAULT '', admin INTEGER NOT NULL DEFAULT 0,
+            name TEXT NOT NULL DEFAULT '', created_at FLOAT8 NOT NULL, revoked_at FLOAT8);
+        CREATE INDEX api_keys_active ON api_keys(revoked_at);
+        """
+    )
