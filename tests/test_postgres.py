@@ -79,6 +79,17 @@ def test_full_text_ranks_as_sqlite_does(make_memory: Callable[..., Memory], tmp_
         hits_a = [h.content for h in sqlite.search(query, user_id="u1", limit=10)]
         hits_b = [h.content for h in pg.search(query, user_id="u1", limit=10)]
         assert hits_a == hits_b, query
+    # the large scope's word counts kept by `large` follow another process's write
+    other = make_memory(home=tmp_path / "pg-other", store={"database_url": large.store.url},  # type: ignore[attr-defined]
+                        search={"ann_threshold": 20})
+    match = analyse("白茶 piano")[1]
+    assert [r for r, _ in sqlite.store.fts("memories", s1, match, 50)] == [
+        r for r, _ in large.store.fts("memories", s1, match, 50)]
+    for m in (sqlite, other):
+        for _ in range(40):
+            m.add("只喝白茶 and the piano", user_id="u1")
+    a, b = sqlite.store.fts("memories", s1, match, 50), large.store.fts("memories", s1, match, 50)
+    assert [r for r, _ in a] == [r for r, _ in b] and max(abs(x - y) for (_, x), (_, y) in zip(a, b, strict=True)) < 1e-9
 
 
 def test_hostile_text_round_trips(make_memory: Callable[..., Memory], pg_url: str) -> None:

@@ -205,3 +205,56 @@ def m004_api_keys(db: Any) -> None:
         CREATE INDEX api_keys_active ON api_keys(revoked_at);
         """
     )
+
+
+@migration
+def m005_fts_stats_version(db: Any) -> None:
+    """fts_stats gets a version, a new number from one sequence each time a statement changes
+    any full text of the scope (a row added, removed, or its tsvector, length or owner
+    changed): a process may keep a large scope's per-word document counts while the version
+    it read them at is the scope's current one, in the same statement as the query."""
+    db.execute(
+        """
+        CREATE SEQUENCE fts_stats_version;
+        ALTER TABLE fts_stats ADD COLUMN version BIGINT NOT NULL DEFAULT nextval('fts_stats_version');
+
+        CREATE OR REPLACE FUNCTION fts_stats_add() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            INSERT INTO fts_stats(user_id, agent_id, corpus, docs, tokens, version)
+            SELECT user_id, agent_id, TG_TABLE_NAME, count(*), sum(fts_len), nextval('fts_stats_version')
+            FROM new_rows GROUP BY user_id, agent_id ORDER BY user_id, agent_id
+            ON CONFLICT (user_id, agent_id, corpus) DO UPDATE
+            SET docs = fts_stats.docs + excluded.docs, tokens = fts_stats.tokens + excluded.tokens,
+                version = excluded.version;
+            RETURN NULL;
+        END $$;
+
+        CREATE OR REPLACE FUNCTION fts_stats_remove() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            UPDATE fts_stats s SET docs = s.docs - o.n, tokens = s.tokens - o.t, version = nextval('fts_stats_version')
+            FROM (SELECT user_id, agent_id, count(*) AS n, sum(fts_len) AS t FROM old_rows
+                  GROUP BY user_id, agent_id ORDER BY user_id, agent_id) o
+            WHERE s.user_id = o.user_id AND s.agent_id = o.agent_id AND s.corpus = TG_TABLE_NAME;
+            RETURN NULL;
+        END $$;
+
+        CREATE OR REPLACE FUNCTION fts_stats_change() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            WITH c AS (
+                SELECT o.user_id AS ou, o.agent_id AS oa, o.fts_len AS ol, n.user_id AS nu, n.agent_id AS na,
+                       n.fts_len AS nl
+                FROM old_rows o JOIN new_rows n USING (rowid)
+                WHERE o.fts IS DISTINCT FROM n.fts OR o.fts_len <> n.fts_len OR o.user_id <> n.user_id
+                      OR o.agent_id <> n.agent_id)
+            INSERT INTO fts_stats(user_id, agent_id, corpus, docs, tokens, version)
+            SELECT u, a, TG_TABLE_NAME, sum(dn), sum(dt), nextval('fts_stats_version') FROM (
+                SELECT nu AS u, na AS a, 1 AS dn, nl AS dt FROM c
+                UNION ALL SELECT ou, oa, -1, -ol FROM c) d
+            GROUP BY u, a ORDER BY u, a
+            ON CONFLICT (user_id, agent_id, corpus) DO UPDATE
+            SET docs = fts_stats.docs + excluded.docs, tokens = fts_stats.tokens + excluded.tokens,
+                version = excluded.version;
+            RETURN NULL;
+        END $$;
+        """
+    )

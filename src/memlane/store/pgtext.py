@@ -123,31 +123,31 @@ K1, B = 1.2, 0.75  # fts5_aux.c's bm25 constants (store/postings.py)
 
 
 def rank_sql(corpus: str) -> str:
-    """One statement for a query's full text in a scope: ('t', N, tokens) the scope's documents
-    and tokens (table fts_stats, kept by triggers: pgschema m003); then, in a
+    """One statement for a query's full text in a scope: ('t', N, tokens, version) the scope's
+    documents and tokens (table fts_stats, kept by triggers: pgschema m003, m005); then, in a
     scope under `small` documents, ('h', rowid, fts_len, lexeme, hits at A, hits at B) for
     every query lexeme of every matching row, which Python ranks (`rank_rows`); in a larger
-    one ('d', documents holding it, lexeme), counted from the GIN index, the statistics
-    `bm25_sql` then ranks with. Parameters: u, a, q (tsquery of every lexeme), terms (the
-    lexemes), tqs (a tsquery of each), small."""
+    one ('d', documents holding it, lexeme) of each lexeme in `count`, counted from the GIN
+    index, the statistics `bm25_sql` then ranks with. Parameters: u, a, q (tsquery of every
+    lexeme), terms (the lexemes), count (those to count), tqs (a tsquery of each), small."""
     b = "COALESCE(cardinality(array_positions(x.weights, 'B')), 0)"
     return f"""
         WITH t AS MATERIALIZED (
-            SELECT COALESCE(max(docs), 0) AS n, COALESCE(max(tokens), 0) AS tok FROM fts_stats
-            WHERE user_id = %(u)s AND agent_id = %(a)s AND corpus = '{corpus}'),
+            SELECT COALESCE(max(docs), 0) AS n, COALESCE(max(tokens), 0) AS tok, COALESCE(max(version), 0) AS v
+            FROM fts_stats WHERE user_id = %(u)s AND agent_id = %(a)s AND corpus = '{corpus}'),
         m AS MATERIALIZED (
             SELECT rowid, fts, fts_len FROM {corpus}
             WHERE user_id = %(u)s AND agent_id = %(a)s AND fts @@ %(q)s::tsquery),
         x AS (
             SELECT m.rowid, m.fts_len, x.lexeme, COALESCE(cardinality(x.positions), 0) - {b} AS na, {b} AS nb
             FROM m, unnest(m.fts) x WHERE x.lexeme = ANY(%(terms)s::text[]))
-        SELECT 't', n, tok, NULL::text, NULL::int, NULL::int FROM t
+        SELECT 't', n, tok, NULL::text, v, NULL::int FROM t
         UNION ALL
         SELECT 'h', rowid, fts_len, lexeme, na, nb FROM x WHERE (SELECT n FROM t) < %(small)s
         UNION ALL
         SELECT 'd', NULL, (SELECT count(*) FROM {corpus} WHERE user_id = %(u)s AND agent_id = %(a)s
                            AND fts @@ q.tq::tsquery), q.lexeme, NULL, NULL
-        FROM unnest(%(terms)s::text[], %(tqs)s::text[]) AS q(lexeme, tq) WHERE (SELECT n FROM t) >= %(small)s
+        FROM unnest(%(count)s::text[], %(tqs)s::text[]) AS q(lexeme, tq) WHERE (SELECT n FROM t) >= %(small)s
     """
 
 

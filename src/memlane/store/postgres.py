@@ -18,6 +18,7 @@ escaped (U+E000 U+E001; U+E000 itself as U+E000 U+E000) and read back as it was 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 import time
@@ -130,6 +131,8 @@ class PostgresStore:
         self._vector_dims: int | None = None
         self._df_cache: dict[tuple[str, str], tuple[int, int]] = {}
         self._stats_cache: dict[str, tuple[float, tuple[int, dict[str, float]] | None]] = {}
+        # (corpus, user, agent) of a large scope → (fts_stats version, {lexeme: its documents})
+        self._doc_counts: dict[tuple[str, str, str], tuple[int, dict[str, int]]] = {}
         self._turn_facts: dict[int, tuple[str | None, str, str | None]] = {}  # rowid → tool_calls, role, name
         # HNSW searches scan iteratively until k rows of the scope are found; set once per
         # connection (placeholders until pgvector loads), not per query
@@ -489,14 +492,31 @@ class PostgresStore:
         u, a = scope.user_id, scope.agent_id
         w = [float(x) for x in weights] + [1.0, 1.0]
         # one statement: the scope's totals, and either every hit of a small scope (ranked
-        # here) or each lexeme's documents in a large one (ranked in SQL below)
-        got = self._q(pgtext.rank_sql(corpus), {"u": u, "a": a, "q": pgtext.tsquery(lex), "terms": lex,
-                                                "tqs": [pgtext.tsquery([x]) for x in lex], "small": self._ann_threshold})
-        n_docs, n_tokens = next((int(r[1]), int(r[2])) for r in got if r[0] == "t")
+        # here) or the documents of each lexeme of a large one (ranked in SQL below) that
+        # this process has not counted at the scope's version before
+        key = (corpus, u, a)
+        version, known = self._doc_counts.get(key, (-1, {}))
+        count = [x for x in lex if x not in known]
+
+        def run(count: list[str]) -> list[tuple[Any, ...]]:
+            return self._q(pgtext.rank_sql(corpus), {
+                "u": u, "a": a, "q": pgtext.tsquery(lex), "terms": lex, "count": count,
+                "tqs": [pgtext.tsquery([x]) for x in count], "small": self._ann_threshold})
+
+        got = run(count)
+        n_docs, n_tokens, now = next((int(r[1]), int(r[2]), int(r[4])) for r in got if r[0] == "t")
         if n_docs < self._ann_threshold:
             return pgtext.rank_rows([(int(r[1]), int(r[2]), r[3], int(r[4]), int(r[5])) for r in got if r[0] == "h"],
                                     lex, n_docs, n_tokens, w[:2], int(limit))
-        docs = {r[3]: int(r[2]) for r in got if r[0] == "d"}
+        if now != version and len(count) < len(lex):  # the scope changed since: count them all
+            got, count = run(lex), lex
+            n_docs, n_tokens, now = next((int(r[1]), int(r[2]), int(r[4])) for r in got if r[0] == "t")
+            known = {}
+        docs = {**(known if now == version else {}), **{r[3]: int(r[2]) for r in got if r[0] == "d"}}
+        if len(self._doc_counts) >= 256:  # large scopes whose counts are kept: the last few
+            with contextlib.suppress(StopIteration, RuntimeError, KeyError):  # another thread's pop
+                self._doc_counts.pop(next(iter(self._doc_counts)))
+        self._doc_counts[key] = (now, docs if len(docs) <= 4096 else {})
         kept = [i for i, x in enumerate(lex) if docs.get(x)]
         if not n_docs or not kept:
             return []
