@@ -27,12 +27,16 @@ not run are kept from the last results file.
     python bench/scale.py --sizes 1m --keep --workdir /tmp/scale1m   # keep the database …
     python bench/scale.py --sizes 1m --reuse /tmp/scale1m/memlane-scale-1m-XXXX   # … query it again
     python bench/scale.py --backend sqlite,postgres --sizes 10k,100k,100k-multi   # both, one table
+    python bench/scale.py --backend sqlite,postgres --sizes 1m --ingest --keep --pg-dir /tmp/pg  # + turns/s
 
 `--backend postgres` runs the same corpora and queries on PostgreSQL + pgvector (issue 17):
 an embedded server on 127.0.0.1 (store/pglocal.py), or `--database-url` (an empty
 database). There, full text is PostgreSQL's (GIN over the scope and the tsvector, BM25 in
 SQL), vectors pgvector's (exact within a scope under ann_threshold, HNSW above), and no
-in-process cache is kept.
+in-process cache is kept. A PostgreSQL database is named for its scenario and seed: with
+`--keep` it stays (with `--pg-dir`, the embedded server's directory too) and the next run
+queries it instead of filling it again. `--ingest` adds turns/s of `Memory.add_messages` on
+each backend (`run_ingest`).
 """
 
 from __future__ import annotations
