@@ -27,12 +27,16 @@ not run are kept from the last results file.
     python bench/scale.py --sizes 1m --keep --workdir /tmp/scale1m   # keep the database …
     python bench/scale.py --sizes 1m --reuse /tmp/scale1m/memlane-scale-1m-XXXX   # … query it again
     python bench/scale.py --backend sqlite,postgres --sizes 10k,100k,100k-multi   # both, one table
+    python bench/scale.py --backend sqlite,postgres --sizes 1m --ingest --keep --pg-dir /tmp/pg  # + turns/s
 
 `--backend postgres` runs the same corpora and queries on PostgreSQL + pgvector (issue 17):
 an embedded server on 127.0.0.1 (store/pglocal.py), or `--database-url` (an empty
 database). There, full text is PostgreSQL's (GIN over the scope and the tsvector, BM25 in
 SQL), vectors pgvector's (exact within a scope under ann_threshold, HNSW above), and no
-in-process cache is kept.
+in-process cache is kept. A PostgreSQL database is named for its scenario and seed: with
+`--keep` it stays (with `--pg-dir`, the embedded server's directory too) and the next run
+queries it instead of filling it again. `--ingest` adds turns/s of `Memory.add_messages` on
+each backend (`run_ingest`).
 """
 
 from __future__ import annotations
@@ -318,17 +322,44 @@ def run_postgres(name: str, world: World, args: argparse.Namespace, server_url: 
     n = n_users * per_user
     console.print(f"[bold]{name} on postgres[/]: {n_users:,} user(s) × {per_user:,} memories")
     corpus = world.sample(n, n_users)
-    db = f"scale_{name.replace('-', '_')}_{int(time.time())}"
-    with psycopg.connect(server_url, autocommit=True) as conn:
-        conn.execute(f"CREATE DATABASE {db}")
+    # one database per scenario and seed: a kept one (--keep) that holds the whole corpus is
+    # queried again instead of refilled, as --reuse does for SQLite
+    db = f"scale_{name.replace('-', '_')}_s{args.seed}"
     url = server_url.rsplit("/", 1)[0] + "/" + db
+    with psycopg.connect(server_url, autocommit=True) as conn:
+        exists = bool(conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (db,)).fetchall())
+    filled = False
+    if exists:
+        with contextlib.suppress(psycopg.Error), psycopg.connect(url, autocommit=True) as conn:
+            filled = conn.execute("SELECT value FROM meta WHERE key = 'bench_rows'").fetchall() == [(str(n),)]
+    if not filled:
+        with psycopg.connect(server_url, autocommit=True) as conn:
+            conn.execute(f"DROP DATABASE IF EXISTS {db} WITH (FORCE)")
+            conn.execute(f"CREATE DATABASE {db}")
     home = Path(tempfile.mkdtemp(prefix=f"memlane-scale-pg-{name}-", dir=args.workdir))
     try:
         memory = make_memory(home, args.ann_threshold, database_url=url)
-        insert_s = insert(memory, corpus)
+        insert_s = None
+        if not filled:
+            insert_s = insert(memory, corpus)
+            memory.store.set_meta("bench_rows", str(n))
+        else:
+            console.print(f"  reusing the kept database {db}")
         with psycopg.connect(url, autocommit=True) as conn:
             conn.execute("VACUUM ANALYZE")
             size = int(conn.execute("SELECT pg_database_size(current_database())").fetchone()[0])  # type: ignore[index]
+        # the memories' tables and indexes read into shared buffers by the store's own pooled
+        # connection, as a server that has been answering for a while holds them (its backend
+        # has then also mapped those buffers: a first touch costs a page fault, ~10 µs a page
+        # on this VM, ~9 ms for the 1,000 pages of one user's vectors)
+        prewarmed = False
+        with contextlib.suppress(psycopg.Error), memory.store._conn() as conn:  # type: ignore[attr-defined]
+            conn.execute("CREATE EXTENSION IF NOT EXISTS pg_prewarm")
+            for (rel,) in conn.execute("SELECT oid::regclass::text FROM pg_class WHERE relkind IN ('r', 'i') "
+                                       "AND (relname LIKE 'memories%' OR relname LIKE 'vec_memories%' "
+                                       "OR relname LIKE 'fts_stats%')").fetchall():
+                conn.execute("SELECT pg_prewarm(%s::regclass)", (rel,))
+            prewarmed = True
         order = np.argsort(corpus.users, kind="stable")
         rows_of = np.split(order, np.cumsum(np.bincount(corpus.users, minlength=n_users))[:-1])
         queries = world.queries(args.queries, [np.unique(corpus.topics[r]) for r in rows_of])
@@ -356,17 +387,75 @@ def run_postgres(name: str, world: World, args: argparse.Namespace, server_url: 
         memory.close()
         return {
             "backend": "postgres", "scenario": name, "users": n_users, "per_user": per_user, "rows": n,
-            "insert_s": insert_s, "insert_rows_s": n / insert_s, "db_mb": size / 1e6,
+            "insert_s": insert_s, "insert_rows_s": None if insert_s is None else n / insert_s, "db_mb": size / 1e6,
             "search_p50_ms": percentile(lat, 50), "search_p95_ms": percentile(lat, 95),
             "fts_p50_ms": percentile(fts_lat, 50), "fts_p95_ms": percentile(fts_lat, 95),
             "knn_p50_ms": percentile(knn_lat, 50), "knn_p95_ms": percentile(knn_lat, 95),
             "vector_recall@10": float(np.mean(recalls)), "ann": per_user >= memory.config.search.ann_threshold,
-            "mean_hits": float(np.mean(hits_n)), "queries": len(queries),
+            "mean_hits": float(np.mean(hits_n)), "queries": len(queries), "prewarmed": prewarmed,
         }
     finally:
         shutil.rmtree(home, ignore_errors=True)
-        with psycopg.connect(server_url, autocommit=True) as conn:
-            conn.execute(f"DROP DATABASE IF EXISTS {db} WITH (FORCE)")
+        if not args.keep:
+            with psycopg.connect(server_url, autocommit=True) as conn:
+                conn.execute(f"DROP DATABASE IF EXISTS {db} WITH (FORCE)")
+
+
+INGEST_USERS, INGEST_SESSIONS, INGEST_TURNS = 20, 5, 40  # users × sessions each × turns a session
+
+
+def chat_texts(texts: list[str]) -> list[str]:
+    """The corpus's sentences as chat turns: none an explicit "remember …" command, which
+    add_messages would apply at once (a memory written per turn is not ingest)."""
+    from memlane.heuristic import is_command
+
+    out = [t.replace("Remember: ", "Note: ").replace("remember", "mention") for t in texts]
+    return [t for t in out if not is_command(t)]
+
+
+def run_ingest(backend: str, world: World, args: argparse.Namespace, server_url: str = "") -> list[dict[str, Any]]:
+    """Turns stored per second through `Memory.add_messages`, embedding and extraction left
+    out (a server's indexer embeds behind ingest): a chat's exchanges (2 turns a call) and
+    whole sessions (40 a call), 20 users × 5 sessions × 40 turns each way, in a fresh store."""
+    import psycopg
+
+    texts = chat_texts(world.sample(2 * INGEST_USERS * INGEST_SESSIONS * INGEST_TURNS, 1).texts)
+    out = []
+    for per_call in (2, INGEST_TURNS):
+        home = Path(tempfile.mkdtemp(prefix="memlane-scale-ingest-", dir=args.workdir))
+        url, db = "", f"scale_ingest_{per_call}"
+        if backend == "postgres":
+            with psycopg.connect(server_url, autocommit=True) as conn:
+                conn.execute(f"DROP DATABASE IF EXISTS {db} WITH (FORCE)")
+                conn.execute(f"CREATE DATABASE {db}")
+            url = server_url.rsplit("/", 1)[0] + "/" + db
+        config = Config.load(store={"home": str(home), "database_url": url},
+                             embedding={"provider": "hash", "dimensions": DIMS, "background": True},
+                             extraction={"every_n_user_messages": 0})
+        memory = Memory(config)
+        memory._indexer.stop()  # type: ignore[union-attr]  # rows stay queued: ingest alone is timed
+        try:
+            i = 0
+            start = time.perf_counter()
+            for s in range(INGEST_SESSIONS):
+                for u in range(INGEST_USERS):
+                    for c in range(0, INGEST_TURNS, per_call):
+                        msgs = [{"role": "user" if (c + j) % 2 == 0 else "assistant", "content": texts[i + j]}
+                                for j in range(per_call)]
+                        memory.add_messages(f"s{s}", msgs, user_id=f"u{u:03d}")
+                        i += per_call
+            seconds = time.perf_counter() - start
+            assert memory.store.raw_count("turns") == i
+            out.append({"backend": backend, "turns_per_call": per_call, "turns": i, "seconds": seconds,
+                        "turns_per_s": i / seconds})
+            console.print(f"  {backend}: {i:,} turns, {per_call} a call: {i / seconds:,.0f} turns/s")
+        finally:
+            memory.close()
+            shutil.rmtree(home, ignore_errors=True)
+            if backend == "postgres":
+                with psycopg.connect(server_url, autocommit=True) as conn:
+                    conn.execute(f"DROP DATABASE IF EXISTS {db} WITH (FORCE)")
+    return out
 
 
 def _memory_cache(r: dict[str, Any]) -> str:
@@ -391,6 +480,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--backend", default="sqlite", help="comma-separated: sqlite, postgres (one table for both)")
     p.add_argument("--database-url", default="", help="postgres: a server to create the bench databases on "
                    "(else an embedded one, started for the run)")
+    p.add_argument("--ingest", action="store_true", help="also time add_messages on each backend (turns/s)")
+    p.add_argument("--pg-shared-buffers", default="3GB", help="postgres: the embedded server's shared_buffers")
+    p.add_argument("--pg-dir", default=None, help="postgres: the embedded server's directory, kept after the "
+                   "run (with --keep its databases too, queried again by the next run)")
     args = p.parse_args(argv)
     backends = [b.strip() for b in args.backend.split(",") if b.strip()]
     if set(backends) - {"sqlite", "postgres"}:
@@ -443,9 +536,16 @@ def compare(sizes: list[str], backends: list[str], args: argparse.Namespace) -> 
     results: list[dict[str, Any]] = []
     server = None
     if "postgres" in backends and not args.database_url:
-        server = LocalPostgres(tempfile.mkdtemp(prefix="memlane-scale-pg-", dir=args.workdir), durable=False)
+        where = args.pg_dir or tempfile.mkdtemp(prefix="memlane-scale-pg-", dir=args.workdir)
+        # a server holding 1M memories is given memory for them: the default 128 MB of shared
+        # buffers would copy each query's scattered pages in from the OS cache again
+        server = LocalPostgres(where, durable=False, settings={"shared_buffers": args.pg_shared_buffers})
         args.database_url = server.start()
+    ingest: list[dict[str, Any]] = []
     try:
+        if args.ingest:
+            for backend in backends:
+                ingest += run_ingest(backend, World(args.seed), args, args.database_url)
         for size in sizes:
             for backend in backends:
                 world = World(args.seed)  # each backend gets the very same corpus and queries
@@ -456,15 +556,22 @@ def compare(sizes: list[str], backends: list[str], args: argparse.Namespace) -> 
     finally:
         if server is not None:
             server.stop()
-            shutil.rmtree(server.directory, ignore_errors=True)
-    rows = [(r["backend"], r["scenario"], f"{r['users']:,} × {r['per_user']:,}", f"{r['insert_rows_s']:,.0f}",
+            if not args.pg_dir:
+                shutil.rmtree(server.directory, ignore_errors=True)
+    rows = [(r["backend"], r["scenario"], f"{r['users']:,} × {r['per_user']:,}",
+             "–" if r["insert_rows_s"] is None else f"{r['insert_rows_s']:,.0f}",
              f"{r['db_mb']:,.0f}", r["search_p50_ms"], r["search_p95_ms"], r["fts_p95_ms"], r["knn_p95_ms"],
              "hnsw" if r["ann"] else "exact", r["vector_recall@10"]) for r in results]
     console.print(table(
         "memlane scale: SQLite and PostgreSQL (Memory.search, query vector precomputed; ms)",
         ["backend", "scenario", "users × memories", "insert rows/s", "DB MB", "search p50", "search p95",
          "fts p95", "knn p95", "vectors", "vector R@10"], rows))
-    path = write_result("scale_backends", {"queries": args.queries, "results": results})
+    if ingest:
+        console.print(table("memlane ingest: add_messages, no embedding or extraction (turns/s)",
+                            ["backend", "turns a call", "turns", "turns/s"],
+                            [(r["backend"], r["turns_per_call"], f"{r['turns']:,}", f"{r['turns_per_s']:,.0f}")
+                             for r in ingest]))
+    path = write_result("scale_backends", {"queries": args.queries, "results": results, "ingest": ingest})
     console.print(f"wrote {path}")
     return 0
 

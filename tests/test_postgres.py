@@ -52,8 +52,11 @@ def test_full_text_ranks_as_sqlite_does(make_memory: Callable[..., Memory], tmp_
     """Same rows in both stores: the same BM25 candidates in the same order with the same
     scores (scope statistics), the same per-scope term counts, the same Chinese hits."""
     sqlite, pg = _pair(make_memory, tmp_path, pg_server)
+    # a scope at ann_threshold rows or more is ranked in SQL, a smaller one in Python: both
+    large = make_memory(home=tmp_path / "pg-large", store={"database_url": new_database(pg_server)},
+                        search={"ann_threshold": 20})
     texts = _corpus(300)
-    for m in (sqlite, pg):
+    for m in (sqlite, pg, large):
         for i, t in enumerate(texts):
             m.add(t, user_id="u1" if i % 3 else "u2")
         m.add_messages("s1", [{"role": "user", "content": t} for t in texts[:60]], user_id="u1")
@@ -64,10 +67,11 @@ def test_full_text_ranks_as_sqlite_does(make_memory: Callable[..., Memory], tmp_
         match = analyse(query)[1]
         for corpus, weights in (("memories", (1.0,)), ("turns", (1.0, 0.3))):
             a = sqlite.store.fts(corpus, s1, match, 50, weights)  # type: ignore[arg-type]
-            b = pg.store.fts(corpus, s1, match, 50, weights)  # type: ignore[arg-type]
             assert a, (query, corpus)
-            assert [r for r, _ in a] == [r for r, _ in b], (query, corpus)
-            assert max(abs(x - y) for (_, x), (_, y) in zip(a, b, strict=True)) < 1e-9
+            for other in (pg, large):
+                b = other.store.fts(corpus, s1, match, 50, weights)  # type: ignore[arg-type]
+                assert [r for r, _ in a] == [r for r, _ in b], (query, corpus)
+                assert max(abs(x - y) for (_, x), (_, y) in zip(a, b, strict=True)) < 1e-9
         terms = ["白茶", "花生", "run", "coffe", "zzz"]
         assert sqlite.store.scope_documents("memories", s1, terms) == pg.store.scope_documents("memories", s1, terms)
         assert sqlite.store.scope_documents("turns", s1, terms, column=0) == pg.store.scope_documents(
@@ -75,6 +79,17 @@ def test_full_text_ranks_as_sqlite_does(make_memory: Callable[..., Memory], tmp_
         hits_a = [h.content for h in sqlite.search(query, user_id="u1", limit=10)]
         hits_b = [h.content for h in pg.search(query, user_id="u1", limit=10)]
         assert hits_a == hits_b, query
+    # the large scope's word counts kept by `large` follow another process's write
+    other = make_memory(home=tmp_path / "pg-other", store={"database_url": large.store.url},  # type: ignore[attr-defined]
+                        search={"ann_threshold": 20})
+    match = analyse("白茶 piano")[1]
+    assert [r for r, _ in sqlite.store.fts("memories", s1, match, 50)] == [
+        r for r, _ in large.store.fts("memories", s1, match, 50)]
+    for m in (sqlite, other):
+        for _ in range(40):
+            m.add("只喝白茶 and the piano", user_id="u1")
+    a, b = sqlite.store.fts("memories", s1, match, 50), large.store.fts("memories", s1, match, 50)
+    assert [r for r, _ in a] == [r for r, _ in b] and max(abs(x - y) for (_, x), (_, y) in zip(a, b, strict=True)) < 1e-9
 
 
 def test_hostile_text_round_trips(make_memory: Callable[..., Memory], pg_url: str) -> None:
@@ -271,14 +286,18 @@ def test_a_dead_holder_on_another_host_does_not_hold_the_scope(make_memory: Call
 
 
 def test_two_servers_on_one_database_one_killed_mid_write(tmp_path: Path, pg_url: str) -> None:
-    """Two `memlane serve` processes on one PostgreSQL database: each reads what the other
-    wrote; one killed (SIGKILL) mid-write loses no acknowledged turn."""
+    """Two `memlane serve` processes on one PostgreSQL database, each with a home of its own
+    (two hosts): a key created on one host works on both; each reads what the other wrote;
+    one killed (SIGKILL) mid-write loses no acknowledged turn; a key revoked on one host is
+    refused by the other's server."""
     pytest.importorskip("fastapi")
-    from .server_support import Server, Writers, create_key
+    from .server_support import Server, Writers, cli
 
-    home = tmp_path / "home"
-    key = create_key(home, "--user", "lin")  # keys stay in the home's SQLite file
-    one, two = Server(home, MEMLANE_DATABASE_URL=pg_url), Server(home, MEMLANE_DATABASE_URL=pg_url)
+    host1, host2 = tmp_path / "host1", tmp_path / "host2"
+    made = cli(host1, "keys", "create", "--user", "lin", MEMLANE_DATABASE_URL=pg_url)
+    assert made.returncode == 0, made.stderr
+    key = made.stdout.strip()
+    one, two = Server(host1, MEMLANE_DATABASE_URL=pg_url), Server(host2, MEMLANE_DATABASE_URL=pg_url)
     try:
         writers = Writers(key, {"a1": one.url, "a2": one.url, "b1": two.url, "b2": two.url})
         writers.wait_each(10, timeout=60)
@@ -293,6 +312,8 @@ def test_two_servers_on_one_database_one_killed_mid_write(tmp_path: Path, pg_url
                 assert stored[: len(texts)] == texts and len(stored) <= len(texts) + 1
             r = c.post("/v1/memories", json={"content": "written after the other server died"})
             assert r.status_code == 201
+            assert cli(host1, "keys", "revoke", key.split("_")[1], MEMLANE_DATABASE_URL=pg_url).returncode == 0
+            assert c.get("/v1/stats").status_code == 401
         with psycopg_connect(pg_url) as conn:  # it is all in PostgreSQL, none in the home's file
             assert conn.execute("SELECT count(*) FROM turns WHERE user_id = 'lin'").fetchone()[0] >= 40  # type: ignore[index]
     finally:
@@ -330,3 +351,54 @@ def test_a_large_scope_goes_through_hnsw_a_small_one_is_exact(make_memory: Calla
         vecs = m.store.vectors("memories", scope, rowids)
         exact = sorted(rowids, key=lambda r: -float(np.dot(vecs[r], q) / np.linalg.norm(vecs[r]) / np.linalg.norm(q)))
         assert [r for r, _ in got] == exact[:5], user
+
+
+def test_scope_statistics_follow_every_write(make_memory: Callable[..., Memory], pg_url: str) -> None:
+    """BM25's N and token total per scope come from fts_stats, kept by triggers: after adds,
+    ingest (turn contexts rewritten), edits, deletions, forgotten turns and a purge, every
+    scope's row equals a count of its rows."""
+    import psycopg
+
+    m = make_memory(store={"database_url": pg_url})
+    ids = [m.add(t, user_id="a" if i % 2 else "b").id for i, t in enumerate(_corpus(12))]
+    m.add("an agent's own note", user_id="a", agent_id="helper")
+    turns = m.add_messages("s", [{"role": "user", "content": t} for t in _corpus(8, seed=3)], user_id="a")
+    m.add_messages("s", [{"role": "assistant", "content": "the piano and white tea"}], user_id="a")
+    m.update(ids[1], user_id="a", content="now a much longer text about coffee, tea, the piano and running")
+    m.delete(ids[3], user_id="a")
+    m.delete_turns([turns[2].id], user_id="a")
+    m.purge(user_id="b")
+    with psycopg.connect(pg_url) as conn:
+        kept = set(conn.execute("SELECT user_id, agent_id, corpus, docs, tokens FROM fts_stats "
+                                "WHERE docs <> 0 OR tokens <> 0").fetchall())
+        counted = set(conn.execute(" UNION ALL ".join(
+            f"SELECT user_id, agent_id, '{c}', count(*), sum(fts_len) FROM {c} GROUP BY 1, 2"
+            for c in ("memories", "turns", "episodes"))).fetchall())
+    assert kept == counted
+    assert {(u, a, c) for u, a, c, *_ in kept} >= {("a", "", "memories"), ("a", "helper", "memories"), ("a", "", "turns")}
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+def test_api_keys_live_in_the_configured_database(backend: str, tmp_path: Path, pg_server: str) -> None:
+    """KeyStore.open keeps keys where the store is: on PostgreSQL, two homes (two hosts) on
+    one database see each other's keys and revocations; on SQLite, each home has its own."""
+    from memlane.server.keys import KeyStore
+
+    url = new_database(pg_server) if backend == "postgres" else ""
+    for h in ("host1", "host2"):
+        (tmp_path / h).mkdir()
+    one, two = (KeyStore.open(make_config(tmp_path / h, store={"database_url": url})) for h in ("host1", "host2"))
+    try:
+        key, info = one.create(user_id="lin", name="laptop")
+        seen = two.authenticate(key)
+        if backend == "sqlite":
+            assert seen is None and [k.id for k in two.list()] == []
+            return
+        assert seen is not None and seen.scope == Scope.of("lin") and not seen.admin
+        assert [k.id for k in two.list()] == [info.id]
+        two.revoke(info.id)
+        assert one.authenticate(key) is None and one.get(info.id).revoked_at is not None
+        assert not (tmp_path / "host1" / "memlane.db").exists()  # nothing in the home's file
+    finally:
+        one.close()
+        two.close()

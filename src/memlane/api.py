@@ -218,23 +218,19 @@ class Memory:
     def _store_turns(self, scope: Scope, session_id: str, msgs: Sequence[Message],
                      import_keys: Sequence[str] | None = None) -> _list[Turn]:
         now = self.clock()
-        turns: list[Turn] = []
         with self.store.transaction():
             session = self.store.get_session(scope, session_id) or Session(
                 id=session_id, user_id=scope.user_id, agent_id=scope.agent_id,
                 started_at=msgs[0].created_at or now,
             )
             seq = self.store.next_seq(scope, session_id)
-            for msg in msgs:
-                turn = Turn(
-                    id=new_id(16), user_id=scope.user_id, agent_id=scope.agent_id, session_id=session_id,
-                    seq=seq, role=msg.role, content=msg.content, name=msg.name, tool_calls=msg.tool_calls,
-                    created_at=msg.created_at or now, token_count=estimate_tokens(msg.content),
-                    metadata=msg.metadata,
-                )
-                self.store.insert_turn(turn, import_keys[len(turns)] if import_keys else None)
-                turns.append(turn)
-                seq += 1
+            turns = [Turn(
+                id=new_id(16), user_id=scope.user_id, agent_id=scope.agent_id, session_id=session_id,
+                seq=seq + i, role=msg.role, content=msg.content, name=msg.name, tool_calls=msg.tool_calls,
+                created_at=msg.created_at or now, token_count=estimate_tokens(msg.content),
+                metadata=msg.metadata,
+            ) for i, msg in enumerate(msgs)]
+            self.store.insert_turns(turns, import_keys)  # one batch: a few round trips on PostgreSQL
             self._index_neighbours(scope, session_id, turns[0].seq, turns[-1].seq)
             session.message_count += len(turns)
             session.ended_at = None
@@ -272,11 +268,9 @@ class Memory:
             return
         rows = self.store.turn_rows(scope, session_id, first - 2 * w, last + w)
         by_seq = {seq: (rowid, text) for rowid, seq, text in rows}
-        for seq in range(first - w, last + 1):
-            if seq not in by_seq:
-                continue
-            context = neighbour_context({s: t for s, (_, t) in by_seq.items()}, seq, w)
-            self.store.set_turn_context(by_seq[seq][0], by_seq[seq][1], context)
+        texts = {s: t for s, (_, t) in by_seq.items()}
+        self.store.set_turn_contexts([(by_seq[seq][0], by_seq[seq][1], neighbour_context(texts, seq, w))
+                                      for seq in range(first - w, last + 1) if seq in by_seq])
 
     def _message(self, index: int, raw: Any, field: str = "messages") -> Message:
         """One message, every field checked by `memlane.validate`; errors name `messages[i].field`."""

@@ -30,7 +30,7 @@ def _keystore(cfg: Config) -> KeyStore:
     from memlane.store import open_store
 
     open_store(cfg).close()
-    return KeyStore(cfg.db_path, busy_timeout_ms=cfg.store.busy_timeout_ms)
+    return KeyStore.open(cfg)
 
 
 @keys_app.command("create")

@@ -77,7 +77,7 @@ def create_app(config: Config, *, memory: Memory | None = None, host: str | None
         keys: KeyStore | None = None
         sched: Scheduler | None = None
         try:
-            keys = KeyStore(config.db_path, busy_timeout_ms=config.store.busy_timeout_ms)
+            keys = KeyStore.open(config)
             gate = Gate(keys, is_loopback(bind), config.server.local_user)
             gate.check_startup(bind)
             if run_scheduler:

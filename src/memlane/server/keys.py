@@ -1,8 +1,9 @@
 """API keys: created once and shown once, stored as SHA-256 hashes, each bound to one scope.
 
 A key reads `ml_<id>_<secret>`: `<id>` names it in `memlane keys list` / `revoke`, the secret
-is 32 random bytes. Keys live in the `api_keys` table of the home's database (migration
-m012), so every `memlane serve` process on one home sees a revocation on its next request.
+is 32 random bytes. Keys live in the `api_keys` table of the configured database (SQLite's
+migration m012, PostgreSQL's m004), so every `memlane serve` process on one home, or on any
+host sharing one PostgreSQL database, sees a revocation on its next request.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from typing import Any
 import apsw
 
 from memlane import validate
+from memlane.config import Config
 from memlane.errors import BackendError, NotFound, ValidationError
 from memlane.models import Scope
 
@@ -61,10 +63,28 @@ def _when(t: float | None) -> datetime | None:
 
 
 class KeyStore:
-    """The `api_keys` table of one SQLite home, on its own connection (thread-safe)."""
+    """The `api_keys` table of one SQLite home, or of a PostgreSQL database (`database_url`),
+    on its own connection (thread-safe)."""
 
-    def __init__(self, db_path: Path, *, busy_timeout_ms: int = 30_000) -> None:
+    @classmethod
+    def open(cls, config: Config) -> KeyStore:
+        """The key table of the configured store (opening the store creates or migrates it)."""
+        url = config.store.database_url if config.store.backend == "postgres" else ""
+        return cls(config.db_path, busy_timeout_ms=config.store.busy_timeout_ms, database_url=url,
+                   connect_timeout=config.store.connect_timeout_seconds)
+
+    def __init__(self, db_path: Path, *, busy_timeout_ms: int = 30_000, database_url: str = "",
+                 connect_timeout: float = 5.0) -> None:
         self.path = db_path
+        self._lock = threading.Lock()
+        self._url = database_url
+        self._pg: Any = None
+        if database_url:
+            from memlane.store.postgres import PostgresStore, redact
+
+            PostgresStore(database_url, connect_timeout=connect_timeout, pool_size=1).close()  # migrates
+            self.where, self._timeout = redact(database_url), connect_timeout
+            return
         try:
             self._conn = apsw.Connection(str(db_path))
             self._conn.set_busy_timeout(busy_timeout_ms)
@@ -72,8 +92,7 @@ class KeyStore:
         except apsw.Error as exc:
             raise BackendError(f"cannot open the key table in {db_path}: {exc}") from exc
         if "api_keys" not in tables and not tables:
-            # a PostgreSQL home (store.database_url) keeps its keys in the home's SQLite file:
-            # created here, with the schema that holds them
+            # a home whose database does not exist yet: created here, with the schema that holds them
             from memlane.store.sqlite import SQLiteStore
 
             SQLiteStore(db_path).close()
@@ -81,18 +100,42 @@ class KeyStore:
         if "api_keys" not in tables:
             raise BackendError(f"{db_path} has no api_keys table: open the home once with this memlane "
                                "version (any `memlane` command migrates it), then retry")
-        self._lock = threading.Lock()
 
     def close(self) -> None:
         with self._lock:
-            self._conn.close()
+            if self._url:
+                if self._pg is not None:
+                    self._pg.close()
+                    self._pg = None
+            else:
+                self._conn.close()
 
     def _q(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+        if self._url:
+            return self._pg_q(sql, params)
         with self._lock:
             try:
                 return list(self._conn.execute(sql, params))
             except apsw.Error as exc:
                 raise BackendError(f"{self.path}: reading API keys failed ({type(exc).__name__}: {exc})") from exc
+
+    def _pg_q(self, sql: str, params: tuple[Any, ...]) -> list[tuple[Any, ...]]:
+        """The statement on PostgreSQL (`?` as `%s`), on one connection made again after a failure."""
+        import psycopg
+
+        with self._lock:
+            try:
+                if self._pg is None or self._pg.closed:
+                    self._pg = psycopg.connect(self._url, autocommit=True,
+                                               connect_timeout=max(1, round(self._timeout)))
+                cur = self._pg.execute(sql.replace("?", "%s"), params)
+                return list(cur.fetchall()) if cur.description else []
+            except psycopg.Error as exc:
+                if self._pg is not None:
+                    self._pg.close()
+                    self._pg = None
+                raise BackendError(f"{self.where}: reading API keys failed ({type(exc).__name__}: "
+                                   f"{str(exc).strip()}); check that PostgreSQL runs, then retry") from exc
 
     def create(self, *, user_id: str | None = None, agent_id: str | None = None, admin: bool = False,
                name: str = "") -> tuple[str, KeyInfo]:

@@ -44,6 +44,7 @@ TABLES: dict[str, tuple[str, str]] = {
                     "sha256, created_at, expires_at, metadata", "rowid"),
     "events": ("id, user_id, agent_id, type, subject, source, payload, at, status, actions", "id"),
     "meta": ("key, value", "key"),
+    "api_keys": ("id, hash, user_id, agent_id, admin, name, created_at, revoked_at", "id"),
 }
 # meta keys that describe one backend's own files and caches, not the data
 _LOCAL_META = ("vector_model", "vector_dims", "vector_epoch", "text_epoch", "row_epoch", "forget_pending")

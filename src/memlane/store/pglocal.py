@@ -38,13 +38,16 @@ def _free_port() -> int:
 class LocalPostgres:
     """Start a PostgreSQL in `directory` on 127.0.0.1 (`start`, or `with`); `stop` ends it."""
 
-    def __init__(self, directory: Path | str, port: int | None = None, *, durable: bool = True) -> None:
+    def __init__(self, directory: Path | str, port: int | None = None, *, durable: bool = True,
+                 settings: dict[str, str] | None = None) -> None:
         self.directory = Path(directory).resolve()
         self.data = self.directory / "pgdata"
         self.port = port or _free_port()
         self.url = f"postgresql://postgres@127.0.0.1:{self.port}/postgres"
         self.durable = durable  # False: fsync off (tests, benchmarks): a power cut may lose commits
-        self._run_as: dict[str, Any] = {}
+        # under root the server runs as _USER: `stop` of a server started by another object too
+        self._run_as: dict[str, Any] = {"user": _USER} if os.name != "nt" and os.geteuid() == 0 else {}
+        self.settings = dict(settings or {})  # server settings (`-c name=value`), e.g. shared_buffers
 
     def start(self) -> str:
         try:
@@ -70,6 +73,7 @@ class LocalPostgres:
                     shutil.rmtree(self.data, ignore_errors=True)
                     self._run("initdb", "--auth=trust", "--encoding=utf8", "--locale=C", "-U", "postgres")
             opts = f"-h 127.0.0.1 -p {self.port} -k {self.directory} -c max_connections=200" + ("" if self.durable else " -c fsync=off")
+            opts += "".join(f" -c {k}={v}" for k, v in self.settings.items())
             self._run("pg_ctl", "-w", "-t", "30", "-o", opts, "-l", str(self.directory / "log"), "start")
         except (subprocess.CalledProcessError, subprocess.TimeoutExpired, OSError) as exc:
             log = self.directory / "log"

@@ -37,9 +37,21 @@ def tokenizer() -> Tokenizer:
     return Tokenizer(apsw.Connection(":memory:"))
 
 
-def tokens(indexed: str) -> list[str]:
-    """The tokens FTS5 stores for a column holding `indexed` (text.index_text's output)."""
-    return tokenizer().document(indexed) if indexed else []
+def tokens(indexed: str) -> tuple[str, ...]:
+    """The tokens FTS5 stores for a column holding `indexed` (text.index_text's output); a
+    short text's are remembered for a while: ingest tokenizes a turn's text as its body,
+    then again in its neighbours' context."""
+    if len(indexed) <= _CACHED_CHARS:
+        return _short_tokens(indexed)
+    return tuple(tokenizer().document(indexed))
+
+
+_CACHED_CHARS = 4_000  # texts of this size or less are cached (4,096 of them: ≤ ~50 MB)
+
+
+@functools.lru_cache(maxsize=4096)
+def _short_tokens(indexed: str) -> tuple[str, ...]:
+    return tuple(tokenizer().document(indexed)) if indexed else ()
 
 
 def query_tokens(term: str) -> list[str]:
@@ -51,8 +63,15 @@ def _fits(token: str) -> bool:
     return len(token) * 4 <= MAX_LEXEME_BYTES or len(token.encode("utf-8")) <= MAX_LEXEME_BYTES
 
 
+@functools.lru_cache(maxsize=65_536)
 def quote(lexeme: str) -> str:
     return "'" + lexeme.replace("\\", "\\\\").replace("'", "''") + "'"
+
+
+@functools.lru_cache(maxsize=4096)
+def _positions(a: int, b: int) -> str:
+    """A lexeme's positions: 1..a at weight A, then the next b at weight B."""
+    return ",".join([f"{i}A" for i in range(1, a + 1)] + [f"{i}B" for i in range(a + 1, a + b + 1)])
 
 
 def body(text: str) -> str:
@@ -76,7 +95,7 @@ def document(*columns: str) -> tuple[str, int]:
         if not _fits(tok):
             continue
         a, b = min(a, MAX_POSITIONS), min(b, MAX_POSITIONS - min(a, MAX_POSITIONS))
-        pos = ",".join([f"{i}A" for i in range(1, a + 1)] + [f"{i}B" for i in range(a + 1, a + b + 1)])
+        pos = _positions(a, b)
         item = f"{quote(tok)}:{pos}" if pos else quote(tok)
         size += len(item) + 1
         if size > _MAX_TSVECTOR:
@@ -103,12 +122,70 @@ def tsquery(lexemes_: Sequence[str], weight: str = "") -> str:
 K1, B = 1.2, 0.75  # fts5_aux.c's bm25 constants (store/postings.py)
 
 
-def stats_sql(corpus: str, n_terms: int) -> str:
-    """The scope's documents and tokens, and how many of its documents hold each query lexeme,
-    in one pass over the scope's rows (parameters: u, a, then one tsquery t0, t1… per lexeme)."""
-    counts = ", ".join(f"count(*) FILTER (WHERE fts @@ %(t{i})s::tsquery)" for i in range(n_terms))
-    return (f"SELECT count(*), COALESCE(sum(fts_len), 0), {counts} FROM {corpus} "
-            "WHERE user_id = %(u)s AND agent_id = %(a)s")
+def rank_sql(corpus: str) -> str:
+    """One statement for a query's full text in a scope: ('t', N, tokens, version) the scope's
+    documents and tokens (table fts_stats, kept by triggers: pgschema m003, m005); then, in a
+    scope under `small` documents, ('h', rowid, fts_len, lexeme, hits at A, hits at B) for
+    every query lexeme of every matching row, which Python ranks (`rank_rows`); in a larger
+    one ('d', documents holding it, lexeme) of each lexeme in `count`, counted from the GIN
+    index, the statistics `bm25_sql` then ranks with. Parameters: u, a, q (tsquery of every
+    lexeme), terms (the lexemes), count (those to count), tqs (a tsquery of each), small."""
+    b = "COALESCE(cardinality(array_positions(x.weights, 'B')), 0)"
+    return f"""
+        WITH t AS MATERIALIZED (
+            SELECT COALESCE(max(docs), 0) AS n, COALESCE(max(tokens), 0) AS tok, COALESCE(max(version), 0) AS v
+            FROM fts_stats WHERE user_id = %(u)s AND agent_id = %(a)s AND corpus = '{corpus}'),
+        m AS MATERIALIZED (
+            SELECT rowid, fts, fts_len FROM {corpus}
+            WHERE user_id = %(u)s AND agent_id = %(a)s AND fts @@ %(q)s::tsquery),
+        x AS (
+            SELECT m.rowid, m.fts_len, x.lexeme, COALESCE(cardinality(x.positions), 0) - {b} AS na, {b} AS nb
+            FROM m, unnest(m.fts) x WHERE x.lexeme = ANY(%(terms)s::text[]))
+        SELECT 't', n, tok, NULL::text, v, NULL::int FROM t
+        UNION ALL
+        SELECT 'h', rowid, fts_len, lexeme, na, nb FROM x WHERE (SELECT n FROM t) < %(small)s
+        UNION ALL
+        SELECT 'd', NULL, (SELECT count(*) FROM {corpus} WHERE user_id = %(u)s AND agent_id = %(a)s
+                           AND fts @@ q.tq::tsquery), q.lexeme, NULL, NULL
+        FROM unnest(%(count)s::text[], %(tqs)s::text[]) AS q(lexeme, tq) WHERE (SELECT n FROM t) >= %(small)s
+    """
+
+
+def rank_rows(hits: Sequence[tuple[int, int, str, int, int]], lexemes_: Sequence[str], n_docs: int,
+              n_tokens: int, weights: Sequence[float], limit: int) -> list[tuple[int, float]]:
+    """[(rowid, bm25)] best first of the rows holding query lexemes, `hits` being (rowid,
+    fts_len, lexeme, hits at A, hits at B) of each: BM25 with the scope's statistics, every
+    float operation as store/postings.py does it (fts5_aux.c's order), ties by rowid."""
+    if not n_docs:
+        return []
+    avgdl = n_tokens / n_docs
+    rows: dict[int, tuple[int, dict[str, tuple[int, int]]]] = {}
+    holding: Counter[str] = Counter()
+    for rowid, dl, lexeme, na, nb in hits:
+        rows.setdefault(rowid, (dl, {}))[1][lexeme] = (na, nb)
+        holding[lexeme] += 1
+    idfs = [(x, idf(n_docs, holding[x])) for x in lexemes_ if holding[x]]
+    wa, wb = (float(weights[0]) if weights else 1.0), (float(weights[1]) if len(weights) > 1 else 1.0)
+    out: list[tuple[float, int]] = []
+    for rowid, (dl, tf) in rows.items():
+        score = 0.0
+        for x, w in idfs:
+            if x not in tf:
+                continue
+            na, nb = tf[x]
+            f = 0.0
+            if wa == 1.0:
+                f = float(na)
+            elif wa != 0.0:
+                for _ in range(na):
+                    f += wa
+            if wb != 0.0:
+                for _ in range(nb):
+                    f += wb
+            score += w * ((f * (K1 + 1.0)) / (f + K1 * ((1 - B) + B * dl / avgdl)))
+        out.append((-score, rowid))
+    out.sort()
+    return [(rowid, neg) for neg, rowid in out[:limit]]
 
 
 def idf(n_docs: int, holding: int) -> float:

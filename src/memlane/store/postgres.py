@@ -18,6 +18,7 @@ escaped (U+E000 U+E001; U+E000 itself as U+E000 U+E000) and read back as it was 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 import time
@@ -66,6 +67,8 @@ from memlane.store.rows import (
 
 _ESC = "\ue000"
 _TEXT_COL = {"memories": "content", "turns": "content", "episodes": "summary"}
+_STATS_SECONDS = 60.0  # how long the planner's lexeme statistics are reused (not from a seed: ANALYZE runs less often)
+_IDLE_CHECK_SECONDS = 1.0  # a pooled connection idle longer is pinged before use (not from a seed)
 _MIGRATE_LOCK = 0x6D656D6C616E65  # advisory lock key: one process migrates at a time ("memlane")
 
 
@@ -127,12 +130,19 @@ class PostgresStore:
         self._locks_guard = threading.Lock()
         self._vector_dims: int | None = None
         self._df_cache: dict[tuple[str, str], tuple[int, int]] = {}
+        self._stats_cache: dict[str, tuple[float, tuple[int, dict[str, float]] | None]] = {}
+        # (corpus, user, agent) of a large scope → (fts_stats version, {lexeme: its documents})
+        self._doc_counts: dict[tuple[str, str, str], tuple[int, dict[str, int]]] = {}
         self._turn_facts: dict[int, tuple[str | None, str, str | None]] = {}  # rowid → tool_calls, role, name
+        # HNSW searches scan iteratively until k rows of the scope are found; set once per
+        # connection (placeholders until pgvector loads), not per query
         kwargs = {"autocommit": True, "connect_timeout": max(1, round(connect_timeout)),
-                  "options": f"-c statement_timeout={int(statement_timeout_ms)}"}
+                  "options": f"-c statement_timeout={int(statement_timeout_ms)} -c hnsw.iterative_scan=relaxed_order "
+                             f"-c hnsw.ef_search={int(ef_search)}"}
         self._migrate(kwargs)
+        self._returned: dict[int, float] = {}  # id(connection) → when it went back to the pool
         self._pool = ConnectionPool(url, min_size=1, max_size=max(1, pool_size), kwargs=kwargs, open=False,
-                                    configure=register_vector, check=ConnectionPool.check_connection,
+                                    configure=register_vector, check=self._check, reset=self._stamp,
                                     timeout=connect_timeout, name="memlane")
         try:
             self._pool.open(wait=True, timeout=connect_timeout)
@@ -174,6 +184,16 @@ class PostgresStore:
             raise BackendError(f"{self.where}: migrating the schema failed: {str(exc).strip()}") from exc
         finally:
             conn.close()
+
+    def _stamp(self, conn: psycopg.Connection[Any]) -> None:
+        self._returned[id(conn)] = time.monotonic()
+
+    def _check(self, conn: psycopg.Connection[Any]) -> None:
+        """A connection idle in the pool for a while is pinged before use (the server may have
+        restarted since); one in steady use is not: a ping per checkout was a round trip per
+        statement. A connection that broke in use is discarded by the pool on its return."""
+        if time.monotonic() - self._returned.get(id(conn), 0.0) > _IDLE_CHECK_SECONDS:
+            ConnectionPool.check_connection(conn)
 
     def migrations(self) -> list[tuple[str, float]]:
         """[(name, applied_at)] of the migrations this database has run, in order."""
@@ -273,10 +293,10 @@ class PostgresStore:
         u, a = (scope.user_id, scope.agent_id) if isinstance(scope, Scope) else scope
         self._hold(f"scope:{u}\x1f{a}")
 
-    def _q(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> list[tuple[Any, ...]]:
+    def _q(self, sql: str, params: Sequence[Any] | dict[str, Any] = (), binary: bool = False) -> list[tuple[Any, ...]]:
         try:
             with self._conn() as conn:
-                cur = conn.execute(sql, _params(params))
+                cur = conn.execute(sql, _params(params), binary=binary)
                 return [_row(r) for r in cur.fetchall()] if cur.description else []
         except psycopg.Error as exc:
             raise self._failure(exc, self._in_tx()) from exc
@@ -289,14 +309,35 @@ class PostgresStore:
         except psycopg.Error as exc:
             raise self._failure(exc, True) from exc
 
-    def _many(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+    def _many(self, sql: str, rows: Sequence[Sequence[Any]], returning: bool = False) -> list[tuple[Any, ...]]:
+        """Execute a statement for each row, in one pipeline; with `returning`, the first row
+        each returned, in order."""
         if not rows:
-            return
+            return []
         try:
             with self._conn() as conn, conn.cursor() as cur:
-                cur.executemany(sql, [_params(r) for r in rows])
+                cur.executemany(sql, [_params(r) for r in rows], returning=returning)
+                if not returning:
+                    return []
+                out = []
+                while True:
+                    row = cur.fetchone()
+                    if row is not None:
+                        out.append(_row(row))
+                    if not cur.nextset():
+                        return out
         except psycopg.Error as exc:
             raise self._failure(exc, True) from exc
+
+    @contextmanager
+    def _atomic(self) -> Iterator[None]:
+        """A transaction, or nothing when one is open: a savepoint costs two round trips, and
+        a failure here fails the caller's whole transaction anyway (nobody catches it)."""
+        if self._in_tx():
+            yield
+            return
+        with self.transaction():
+            yield
 
     def meta(self, key: str) -> str | None:
         self._hold(f"meta:{key}")  # a read-then-write of one key (a lease) is serialised
@@ -373,27 +414,35 @@ class PostgresStore:
         one goes through the HNSW index, scanned iteratively until k rows of the scope are found."""
         if self._vector_dims is None or k <= 0:
             return []
-        q = np.asarray(vector, dtype=np.float32)
-        u, a = scope.user_id, scope.agent_id
-        if self._vector_count(corpus, scope) < self._ann_threshold:
-            rows = self._q(f"WITH s AS MATERIALIZED (SELECT rowid, embedding FROM vec_{corpus} "
-                           "WHERE user_id = %s AND agent_id = %s) "
-                           "SELECT rowid, embedding <=> %s AS d FROM s ORDER BY d, rowid LIMIT %s", (u, a, q, k))
-        else:
+        params = {"q": np.asarray(vector, dtype=np.float32), "u": scope.user_id, "a": scope.agent_id,
+                  "t": self._ann_threshold, "k": int(k)}
+        # one statement: the scope's size decides (a one-time filter) between the exact scan of
+        # its rows (no `ann` condition: the partial HNSW index cannot serve it) and the index
+        sql = f"""
+            WITH n AS MATERIALIZED (SELECT count(*) AS c FROM (SELECT 1 FROM vec_{corpus}
+                WHERE user_id = %(u)s AND agent_id = %(a)s LIMIT %(t)s) s)
+            (SELECT rowid, embedding <=> %(q)s AS d FROM vec_{corpus}
+                WHERE user_id = %(u)s AND agent_id = %(a)s AND (SELECT c FROM n) < %(t)s)
+            UNION ALL
+            (SELECT rowid, embedding <=> %(q)s AS d FROM vec_{corpus}
+                WHERE ann AND user_id = %(u)s AND agent_id = %(a)s AND (SELECT c FROM n) >= %(t)s
+                ORDER BY embedding <=> %(q)s LIMIT %(k)s)
+            ORDER BY d, rowid LIMIT %(k)s"""
+        if k <= self._ef_search:
+            rows = self._q(sql, params)
+        else:  # the beam must hold k rows
             with self.transaction():
-                self._x("SET LOCAL hnsw.iterative_scan = relaxed_order")
-                self._x(f"SET LOCAL hnsw.ef_search = {max(int(self._ef_search), int(k))}")
-                rows = self._q(f"WITH s AS MATERIALIZED (SELECT rowid, embedding <=> %s AS d FROM vec_{corpus} "
-                               "WHERE ann AND user_id = %s AND agent_id = %s ORDER BY embedding <=> %s LIMIT %s) "
-                               "SELECT rowid, d FROM s ORDER BY d, rowid", (q, u, a, q, k))
+                self._x(f"SET LOCAL hnsw.ef_search = {int(k)}")
+                rows = self._q(sql, params)
         # a zero vector has no cosine distance (NaN): it is no neighbour
         return [(int(r[0]), float(r[1])) for r in rows if r[1] is not None and r[1] == r[1]]
 
     def vectors(self, corpus: Corpus, scope: Scope, rowids: Sequence[int]) -> dict[int, np.ndarray]:
         if self._vector_dims is None or not rowids:
             return {}
+        # binary: 100 vectors as text are ~40k floats to parse (~5 ms)
         rows = self._q(f"SELECT rowid, embedding FROM vec_{corpus} WHERE user_id = %s AND agent_id = %s "
-                       "AND rowid = ANY(%s)", (scope.user_id, scope.agent_id, [int(r) for r in rowids]))
+                       "AND rowid = ANY(%s)", (scope.user_id, scope.agent_id, [int(r) for r in rowids]), binary=True)
         return {int(r[0]): _array(r[1]) for r in rows}
 
     def similarities(self, corpus: Corpus, scope: Scope, rowids: Sequence[int],
@@ -441,15 +490,38 @@ class PostgresStore:
         if not lex or limit <= 0:
             return []
         u, a = scope.user_id, scope.agent_id
-        params: dict[str, Any] = {"u": u, "a": a}
-        params.update({f"t{i}": pgtext.tsquery([x]) for i, x in enumerate(lex)})
-        n_docs, n_tokens, *holding = self._q(pgtext.stats_sql(corpus, len(lex)), params)[0]
-        kept = [i for i, n in enumerate(holding) if n]
+        w = [float(x) for x in weights] + [1.0, 1.0]
+        # one statement: the scope's totals, and either every hit of a small scope (ranked
+        # here) or the documents of each lexeme of a large one (ranked in SQL below) that
+        # this process has not counted at the scope's version before
+        key = (corpus, u, a)
+        version, known = self._doc_counts.get(key, (-1, {}))
+        count = [x for x in lex if x not in known]
+
+        def run(count: list[str]) -> list[tuple[Any, ...]]:
+            return self._q(pgtext.rank_sql(corpus), {
+                "u": u, "a": a, "q": pgtext.tsquery(lex), "terms": lex, "count": count,
+                "tqs": [pgtext.tsquery([x]) for x in count], "small": self._ann_threshold})
+
+        got = run(count)
+        n_docs, n_tokens, now = next((int(r[1]), int(r[2]), int(r[4])) for r in got if r[0] == "t")
+        if n_docs < self._ann_threshold:
+            return pgtext.rank_rows([(int(r[1]), int(r[2]), r[3], int(r[4]), int(r[5])) for r in got if r[0] == "h"],
+                                    lex, n_docs, n_tokens, w[:2], int(limit))
+        if now != version and len(count) < len(lex):  # the scope changed since: count them all
+            got, count = run(lex), lex
+            n_docs, n_tokens, now = next((int(r[1]), int(r[2]), int(r[4])) for r in got if r[0] == "t")
+            known = {}
+        docs = {**(known if now == version else {}), **{r[3]: int(r[2]) for r in got if r[0] == "d"}}
+        if len(self._doc_counts) >= 256:  # large scopes whose counts are kept: the last few
+            with contextlib.suppress(StopIteration, RuntimeError, KeyError):  # another thread's pop
+                self._doc_counts.pop(next(iter(self._doc_counts)))
+        self._doc_counts[key] = (now, docs if len(docs) <= 4096 else {})
+        kept = [i for i, x in enumerate(lex) if docs.get(x)]
         if not n_docs or not kept:
             return []
-        lex, holding = [lex[i] for i in kept], [int(holding[i]) for i in kept]
+        lex, holding = [lex[i] for i in kept], [docs[lex[i]] for i in kept]
         idfs = [pgtext.idf(int(n_docs), n) for n in holding]
-        w = [float(x) for x in weights] + [1.0, 1.0]
         skipped = pgtext.skippable(idfs, holding) if min(w[:2]) >= 0 else set()
         run = {"u": u, "a": a, "terms": lex, "idfs": idfs, "avgdl": float(n_tokens) / float(n_docs),
                "wa": w[0], "wb": w[1], "k": int(limit)}
@@ -464,11 +536,17 @@ class PostgresStore:
         return [(int(r[0]), float(r[1])) for r in rows]
 
     def term_documents(self, corpus: Corpus, terms: Sequence[str]) -> tuple[dict[str, int], int]:
-        """({index term: documents holding it, all scopes}, the corpus's size estimate);
-        cached in this process until the corpus grows or shrinks by a tenth (they only
-        steer which words a query leaves out, as on SQLite)."""
+        """({index term: documents holding it, all scopes}, the corpus's size estimate): from
+        the planner's statistics once the table has them (`_element_shares`: estimates, a word
+        not among the commonest counts 0), else counted and cached in this process until the
+        corpus grows or shrinks by a tenth. They only steer which words a query leaves out."""
         if not terms:
             return {}, 0
+        shares = self._element_shares(corpus)
+        if shares is not None:
+            total, share = shares
+            return {t: round(share.get(lex[0], 0.0) * total) if len(lex := pgtext.lexemes([t])) == 1 else 0
+                    for t in terms}, total
         total = int(self._q(f"SELECT COALESCE(MAX(rowid), 0) FROM {corpus}")[0][0])
         fresh = lambda at: abs(total - at) <= total / 10  # noqa: E731
         for t in terms:
@@ -479,6 +557,27 @@ class PostgresStore:
                                 (pgtext.tsquery(lex),))[0][0]) if len(lex) == 1 else 0
                 self._df_cache[(corpus, t)] = (n, total)
         return {t: self._df_cache[(corpus, t)][0] for t in terms}, total
+
+    def _element_shares(self, corpus: Corpus) -> tuple[int, dict[str, float]] | None:
+        """(rows, {lexeme: share of rows holding it}) from the planner's statistics of the
+        corpus's tsvector (ANALYZE, autovacuum's included, samples 30k rows and lists the
+        commonest lexemes); None before the table has any. Read at most once a minute: an exact
+        count of a common word over 1M rows reads most of the table (~0.1–0.3 s), and these
+        shares only decide which words a query leaves out (`search.common_term_share`)."""
+        now = time.monotonic()
+        hit = self._stats_cache.get(corpus)
+        if hit is None or now - hit[0] > _STATS_SECONDS:
+            rows = self._q("SELECT c.reltuples, s.most_common_elems::text::text[], s.most_common_elem_freqs "
+                           "FROM pg_class c LEFT JOIN pg_stats s ON s.schemaname = current_schema() "
+                           "AND s.tablename = c.relname AND s.attname = 'fts' "
+                           "WHERE c.oid = to_regclass(%s)", (corpus,))
+            value = None
+            if rows and rows[0][0] is not None and float(rows[0][0]) > 0 and rows[0][1] is not None:
+                elems, freqs = rows[0][1], rows[0][2]
+                value = (int(rows[0][0]), dict(zip(elems, (float(f) for f in freqs[:len(elems)]), strict=True)))
+            hit = (now, value)
+            self._stats_cache[corpus] = hit
+        return hit[1]
 
     def scope_documents(self, corpus: Corpus, scope: Scope, terms: Sequence[str],
                         column: int | None = None) -> tuple[dict[str, int], int]:
@@ -541,20 +640,31 @@ class PostgresStore:
         return int(rows[0][0]) + 1
 
     def insert_turn(self, turn: Turn, import_key: str | None = None) -> int:
-        vec, n = pgtext.document(pgtext.body(turn_search_text(turn.content, turn.tool_calls, turn.role, turn.name)))
-        self._scope((turn.user_id, turn.agent_id))  # one statement: no savepoint of its own
-        rows = self._q(
-            f"INSERT INTO turns({TURN_COLS}, import_key, fts, fts_len) VALUES ({', '.join(['%s'] * 14)}, "
-            "%s::tsvector, %s) RETURNING rowid",
-            (turn.id, turn.user_id, turn.agent_id, turn.session_id, turn.seq, turn.role, turn.content,
-             turn.name, to_json(turn.tool_calls) if turn.tool_calls else None, ts(turn.created_at),
-             turn.token_count, turn.archived, to_json(turn.metadata), import_key, vec, n))
-        rowid = int(rows[0][0])
-        # what set_turn_context needs of it, which never changes: saves a read per ingested turn
+        return self.insert_turns([turn], [import_key])[0]
+
+    def insert_turns(self, turns: Sequence[Turn], import_keys: Sequence[str | None] | None = None) -> list[int]:
+        """Insert turns in order: their rowids drawn in one statement, the rows sent in one
+        pipeline (executemany), so a batch costs a few round trips, not one per turn."""
+        if not turns:
+            return []
+        docs = [pgtext.document(pgtext.body(turn_search_text(t.content, t.tool_calls, t.role, t.name)))
+                for t in turns]
+        with self._atomic():
+            for t in turns:
+                self._scope((t.user_id, t.agent_id))
+            rowids = [int(r[0]) for r in self._many(
+                f"INSERT INTO turns({TURN_COLS}, import_key, fts, fts_len) VALUES ({', '.join(['%s'] * 14)}, "
+                "%s::tsvector, %s) RETURNING rowid",
+                [(t.id, t.user_id, t.agent_id, t.session_id, t.seq, t.role, t.content, t.name,
+                  to_json(t.tool_calls) if t.tool_calls else None, ts(t.created_at), t.token_count, t.archived,
+                  to_json(t.metadata), import_keys[i] if import_keys else None, d[0], d[1])
+                 for i, (t, d) in enumerate(zip(turns, docs, strict=True))], returning=True)]
+        # what set_turn_context needs of them, which never changes: saves a read per ingested turn
         if len(self._turn_facts) > 10_000:
             self._turn_facts.clear()
-        self._turn_facts[rowid] = (to_json(turn.tool_calls) if turn.tool_calls else None, turn.role, turn.name)
-        return rowid
+        for r, t in zip(rowids, turns, strict=True):
+            self._turn_facts[r] = (to_json(t.tool_calls) if t.tool_calls else None, t.role, t.name)
+        return rowids
 
     def turn_import_keys(self, scope: Scope, keys: Sequence[str]) -> set[str]:
         if not keys:
@@ -565,12 +675,25 @@ class PostgresStore:
 
     def set_turn_context(self, rowid: int, body: str, context: str) -> None:
         """Index a turn: `body` (its content) with its tool calls' words, and `context`."""
-        known = self._turn_facts.get(rowid)
-        row = [known] if known is not None else self._q("SELECT tool_calls, role, name FROM turns WHERE rowid = %s",
-                                                         (rowid,))
-        if row and (row[0][0] or row[0][1] == "tool"):
-            body = turn_search_text(body, json.loads(row[0][0]) if row[0][0] else None, row[0][1], row[0][2])
-        self._index("turns", rowid, body, context)
+        self.set_turn_contexts([(rowid, body, context)])
+
+    def set_turn_contexts(self, items: Sequence[tuple[int, str, str]]) -> None:
+        """`set_turn_context` of each (rowid, body, context), the updates in one pipeline."""
+        if not items:
+            return
+        known = self._turn_facts
+        missing = [int(r) for r, _, _ in items if r not in known]
+        fetched = {int(r[0]): (r[1], r[2], r[3]) for r in self._q(
+            "SELECT rowid, tool_calls, role, name FROM turns WHERE rowid = ANY(%s)", (missing,))} if missing else {}
+        rows = []
+        for rowid, body, context in items:
+            fact = known.get(rowid) or fetched.get(rowid)
+            if fact is not None and (fact[0] or fact[1] == "tool"):
+                body = turn_search_text(body, json.loads(fact[0]) if fact[0] else None, fact[1], fact[2])
+            indexed = pgtext.body(context)
+            vec, n = pgtext.document(pgtext.body(body), indexed)
+            rows.append((vec, n, indexed, rowid))
+        self._many("UPDATE turns SET fts = %s::tsvector, fts_len = %s, fts_context = %s WHERE rowid = %s", rows)
 
     def turn_rows(self, scope: Scope, session_id: str, seq_from: int, seq_to: int) -> list[tuple[int, int, str]]:
         rows = self._q("SELECT rowid, seq, content FROM turns WHERE user_id = %s AND agent_id = %s "

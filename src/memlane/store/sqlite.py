@@ -700,6 +700,10 @@ class SQLiteStore:
             self._index("turns", rowid, turn_search_text(turn.content, turn.tool_calls, turn.role, turn.name), "")
             return rowid
 
+    def insert_turns(self, turns: Sequence[Turn], import_keys: Sequence[str | None] | None = None) -> list[int]:
+        """`insert_turn` of each, in order (in the caller's transaction): [rowid]."""
+        return [self.insert_turn(t, import_keys[i] if import_keys else None) for i, t in enumerate(turns)]
+
     def turn_import_keys(self, scope: Scope, keys: Sequence[str]) -> set[str]:
         """Which of these import keys (see `insert_turn`) the scope's turns already hold."""
         found: set[str] = set()
@@ -720,6 +724,11 @@ class SQLiteStore:
             if row and (row[0][0] or row[0][1] == "tool"):
                 body = turn_search_text(body, json.loads(row[0][0]) if row[0][0] else None, row[0][1], row[0][2])
             self._index("turns", rowid, body, context)
+
+    def set_turn_contexts(self, items: Sequence[tuple[int, str, str]]) -> None:
+        """`set_turn_context` of each (rowid, body, context)."""
+        for rowid, body, context in items:
+            self.set_turn_context(rowid, body, context)
 
     def turn_rows(self, scope: Scope, session_id: str, seq_from: int, seq_to: int) -> list[tuple[int, int, str]]:
         """[(rowid, seq, text)] of a session's turns in a seq range, for neighbour context."""
