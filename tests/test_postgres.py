@@ -300,6 +300,28 @@ def test_two_servers_on_one_database_one_killed_mid_write(tmp_path: Path, pg_url
         two.stop()
 
 
+def test_workers_on_a_fresh_home_serve_one_database(tmp_path: Path, pg_url: str) -> None:
+    """`memlane serve --workers 2` on PostgreSQL with a home that does not exist yet: it starts
+    (open mode on loopback), and each worker reads what the other wrote."""
+    pytest.importorskip("fastapi")
+    from .server_support import Server
+
+    server = Server(tmp_path / "home", "--workers", "2", MEMLANE_DATABASE_URL=pg_url)  # no such directory
+    try:
+        with server.client() as c:
+            mid = c.post("/v1/memories", json={"content": "the kiln fires at dawn"}).json()["id"]
+        seen: dict[int, str] = {}
+        for _ in range(300):  # new connections until both workers have answered
+            with server.client() as c:
+                pid = c.get("/v1/admin/status").json()["pid"]
+                seen[pid] = c.get(f"/v1/memories/{mid}").json()["content"]
+            if len(seen) == 2:
+                break
+        assert list(seen.values()) == ["the kiln fires at dawn"] * 2
+    finally:
+        assert server.stop() == 0
+
+
 def psycopg_connect(url: str) -> Any:
     import psycopg
 

@@ -142,7 +142,8 @@ def serve(
             keys.close()
     level = log_level.lower()
     logging.basicConfig(level=level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    options: dict[str, Any] = {"log_level": level, "timeout_graceful_shutdown": int(cfg.server.shutdown_seconds) + 1,
+    # no uvicorn access log: the server's own line per request (errors.Guard) has the request id too
+    options: dict[str, Any] = {"log_level": level, "access_log": False, "timeout_graceful_shutdown": int(cfg.server.shutdown_seconds) + 1,
                "timeout_keep_alive": int(cfg.server.keep_alive_seconds)}
     port = cfg.server.port if port is None else port
     n = cfg.server.workers if workers is None else workers

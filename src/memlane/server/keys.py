@@ -66,10 +66,12 @@ class KeyStore:
     def __init__(self, db_path: Path, *, busy_timeout_ms: int = 30_000) -> None:
         self.path = db_path
         try:
+            # a PostgreSQL home may not exist yet: nothing else of memlane writes to its directory
+            db_path.parent.mkdir(parents=True, exist_ok=True)
             self._conn = apsw.Connection(str(db_path))
             self._conn.set_busy_timeout(busy_timeout_ms)
             tables = {r[0] for r in self._conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-        except apsw.Error as exc:
+        except (apsw.Error, OSError) as exc:
             raise BackendError(f"cannot open the key table in {db_path}: {exc}") from exc
         if "api_keys" not in tables and not tables:
             # a PostgreSQL home (store.database_url) keeps its keys in the home's SQLite file:
