@@ -357,6 +357,24 @@ async def writers(cluster: Cluster, keys: list[str], clients: int, seconds: floa
             "rss_mb_start": rss0, "rss_mb_end": rss1}
 
 
+def pg_errors(log: str, most: int = 5) -> list[str]:
+    """PostgreSQL's ERROR entries with their DETAIL / STATEMENT lines (the first `most`)."""
+    entries: list[str] = []
+    keep = False
+    for line in log.splitlines():
+        head = line[:40]
+        if " ERROR: " in line:
+            if len(entries) >= most:
+                break
+            entries.append(line)
+            keep = True
+        elif keep and (line.startswith(("\t", " ")) or any(k in head + line[30:60] for k in ("DETAIL", "STATEMENT", "CONTEXT", "HINT"))):
+            entries[-1] += "\n" + line
+        else:
+            keep = False
+    return entries
+
+
 def _route_rows(label: str, run: dict[str, Any]) -> list[list[Any]]:
     rows = [[label, name, r["requests"], r["rps"], r["p50_ms"], r["p95_ms"], r["p99_ms"], r["errors"], ""]
             for name, r in run["routes"].items()]
@@ -412,6 +430,8 @@ def main() -> None:
             write = asyncio.run(writers(cluster, keys, args.writers, args.writer_seconds))
         finally:
             problems += cluster.stop()
+        if args.backend == "postgres":  # PostgreSQL's own account of any error (a deadlock names its statements)
+            problems += pg_errors((Path(tmp) / "pg" / "log").read_text(errors="replace"))
     embed = None if args.no_e5 else e5_query_ms()
     load1 = os.getloadavg()
 

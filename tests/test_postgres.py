@@ -352,3 +352,51 @@ def test_a_large_scope_goes_through_hnsw_a_small_one_is_exact(make_memory: Calla
         vecs = m.store.vectors("memories", scope, rowids)
         exact = sorted(rowids, key=lambda r: -float(np.dot(vecs[r], q) / np.linalg.norm(vecs[r]) / np.linalg.norm(q)))
         assert [r for r, _ in got] == exact[:5], user
+
+
+def test_an_indexer_holds_one_scope_at_a_time(pg_url: str) -> None:
+    """Two processes' embedding indexers (or an indexer and any writer) take the scopes of
+    their batches in different orders: an indexer blocked on scope b must hold no other scope,
+    or a transaction holding b and then asking for a deadlocks with it (PostgreSQL's per-scope
+    locks; found by bench/server.py with four servers on one database)."""
+    import threading
+    from datetime import UTC, datetime
+
+    import psycopg
+
+    from memlane.embeddings.hashing import HashEmbedder
+    from memlane.indexing import index_pending
+    from memlane.models import MemoryRecord, Scope
+    from memlane.store.postgres import PostgresStore
+
+    emb = HashEmbedder(32)
+    one, two = PostgresStore(pg_url), PostgresStore(pg_url)
+    now = datetime.now(UTC)
+    a, b = (one.insert_memory(MemoryRecord(id=u, user_id=u, content=f"{u} drinks tea", category="preference",
+                                           score=0.5, created_at=now, updated_at=now, last_activated=now))
+            for u in ("a", "b"))  # rowid order: a's row first in the indexer's batch
+    one.ensure_vectors(emb.model_id, emb.dimensions)
+    failed: list[BaseException] = []
+
+    def index() -> None:
+        try:
+            index_pending(one, emb, max_chars=1000)
+        except BaseException as exc:  # noqa: BLE001 - reported by the assertion below
+            failed.append(exc)
+
+    indexer = threading.Thread(target=index, daemon=True)
+    try:
+        with two.transaction(), psycopg.connect(pg_url, autocommit=True) as watch:
+            two.put_vectors("memories", Scope.of("b"), [b], emb.embed(["b drinks tea"]))  # holds scope b
+            indexer.start()
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline and not watch.execute(
+                    "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted").fetchone()[0]:  # type: ignore[index]
+                time.sleep(0.05)  # until the indexer waits for scope b
+            two.put_vectors("memories", Scope.of("a"), [a], emb.embed(["a drinks tea"]))  # then asks for a
+        indexer.join(30)
+        assert not indexer.is_alive() and not failed, failed
+        assert one.unembedded("memories", 10) == []
+    finally:
+        one.close()
+        two.close()

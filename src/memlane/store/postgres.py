@@ -187,12 +187,13 @@ class PostgresStore:
         self._pool.close()
 
     def _failure(self, exc: psycopg.Error, write: bool) -> BackendError:
-        if isinstance(exc, psycopg.OperationalError):
-            why = "the database is unreachable or the connection broke; check that PostgreSQL runs, then retry"
+        # the specific ones first: a deadlock and a cancelled statement are OperationalErrors too
+        if isinstance(exc, psycopg.errors.DeadlockDetected | psycopg.errors.SerializationFailure):
+            why = "a concurrent transaction conflicted with this one; retry"
         elif isinstance(exc, psycopg.errors.QueryCanceled):
             why = "a statement ran past its timeout; retry"
-        elif isinstance(exc, psycopg.errors.DeadlockDetected | psycopg.errors.SerializationFailure):
-            why = "a concurrent transaction conflicted with this one; retry"
+        elif isinstance(exc, psycopg.OperationalError):
+            why = "the database is unreachable or the connection broke; check that PostgreSQL runs, then retry"
         else:
             why = "PostgreSQL refused the statement"
         done = "; nothing of this write was stored" if write else ""
