@@ -27,6 +27,7 @@ import traceback
 from typing import Any
 
 from memlane.config import Config
+from memlane.errors import ConfigError
 
 log = logging.getLogger("memlane.server")
 
@@ -80,6 +81,9 @@ def serve(cfg: Config, *, bind: str, port: int, workers: int, **uvicorn_options:
     import uvicorn
 
     import memlane.server.app  # noqa: F401 - imported once here, shared by the forked workers
+
+    if not hasattr(os, "fork"):
+        raise ConfigError("server.workers > 1 needs fork (Linux, macOS); run one `memlane serve` per port instead")
 
     sock = uvicorn.Config("memlane", host=bind, port=port).bind_socket()
     stopping = False
