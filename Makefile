@@ -34,6 +34,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/llm_cost.py
 	$(BIN)/python bench/reliability.py
 	$(BIN)/python bench/server.py
+	$(BIN)/python bench/server.py --backend postgres --servers 4 --seconds 20 --writer-seconds 20 --no-e5
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests bench

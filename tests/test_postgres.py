@@ -321,6 +321,28 @@ def test_two_servers_on_one_database_one_killed_mid_write(tmp_path: Path, pg_url
         two.stop()
 
 
+def test_workers_on_a_fresh_home_serve_one_database(tmp_path: Path, pg_url: str) -> None:
+    """`memlane serve --workers 2` on PostgreSQL with a home that does not exist yet: it starts
+    (open mode on loopback), and each worker reads what the other wrote."""
+    pytest.importorskip("fastapi")
+    from .server_support import Server
+
+    server = Server(tmp_path / "home", "--workers", "2", MEMLANE_DATABASE_URL=pg_url)  # no such directory
+    try:
+        with server.client() as c:
+            mid = c.post("/v1/memories", json={"content": "the kiln fires at dawn"}).json()["id"]
+        seen: dict[int, str] = {}
+        for _ in range(300):  # new connections until both workers have answered
+            with server.client() as c:
+                pid = c.get("/v1/admin/status").json()["pid"]
+                seen[pid] = c.get(f"/v1/memories/{mid}").json()["content"]
+            if len(seen) == 2:
+                break
+        assert list(seen.values()) == ["the kiln fires at dawn"] * 2
+    finally:
+        assert server.stop() == 0
+
+
 def psycopg_connect(url: str) -> Any:
     import psycopg
 
@@ -399,6 +421,54 @@ def test_api_keys_live_in_the_configured_database(backend: str, tmp_path: Path, 
         two.revoke(info.id)
         assert one.authenticate(key) is None and one.get(info.id).revoked_at is not None
         assert not (tmp_path / "host1" / "memlane.db").exists()  # nothing in the home's file
+    finally:
+        one.close()
+        two.close()
+
+
+def test_an_indexer_holds_one_scope_at_a_time(pg_url: str) -> None:
+    """Two processes' embedding indexers (or an indexer and any writer) take the scopes of
+    their batches in different orders: an indexer blocked on scope b must hold no other scope,
+    or a transaction holding b and then asking for a deadlocks with it (PostgreSQL's per-scope
+    locks; found by bench/server.py with four servers on one database)."""
+    import threading
+    from datetime import UTC, datetime
+
+    import psycopg
+
+    from memlane.embeddings.hashing import HashEmbedder
+    from memlane.indexing import index_pending
+    from memlane.models import MemoryRecord, Scope
+    from memlane.store.postgres import PostgresStore
+
+    emb = HashEmbedder(32)
+    one, two = PostgresStore(pg_url), PostgresStore(pg_url)
+    now = datetime.now(UTC)
+    a, b = (one.insert_memory(MemoryRecord(id=u, user_id=u, content=f"{u} drinks tea", category="preference",
+                                           score=0.5, created_at=now, updated_at=now, last_activated=now))
+            for u in ("a", "b"))  # rowid order: a's row first in the indexer's batch
+    one.ensure_vectors(emb.model_id, emb.dimensions)
+    failed: list[BaseException] = []
+
+    def index() -> None:
+        try:
+            index_pending(one, emb, max_chars=1000)
+        except BaseException as exc:  # noqa: BLE001 - reported by the assertion below
+            failed.append(exc)
+
+    indexer = threading.Thread(target=index, daemon=True)
+    try:
+        with two.transaction(), psycopg.connect(pg_url, autocommit=True) as watch:
+            two.put_vectors("memories", Scope.of("b"), [b], emb.embed(["b drinks tea"]))  # holds scope b
+            indexer.start()
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline and not watch.execute(
+                    "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted").fetchone()[0]:  # type: ignore[index]
+                time.sleep(0.05)  # until the indexer waits for scope b
+            two.put_vectors("memories", Scope.of("a"), [a], emb.embed(["a drinks tea"]))  # then asks for a
+        indexer.join(30)
+        assert not indexer.is_alive() and not failed, failed
+        assert one.unembedded("memories", 10) == []
     finally:
         one.close()
         two.close()

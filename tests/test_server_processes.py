@@ -1,12 +1,16 @@
 """`memlane serve` as a process: a restart keeps everything, SIGKILL mid-write loses no
 acknowledged turn, two servers on one home stay correct, open mode only on loopback without
-keys, a non-loopback bind without keys is refused, a failing embedder is a 502."""
+keys, a non-loopback bind without keys is refused, a failing embedder is a 502; `--workers 2`
+serves one port from two processes, and a killed worker is started again."""
 
 from __future__ import annotations
 
+import os
+import signal
 import time
 from pathlib import Path
 
+import httpx
 import pytest
 
 from .server_support import Server, Writers, cli, create_key, error_shape
@@ -82,6 +86,51 @@ def test_two_servers_on_one_home(tmp_path: Path) -> None:
     finally:
         one.stop()
         two.stop()
+
+
+def _workers_seen(server: Server, admin: str, want: int, tries: int = 300) -> dict[int, bool]:
+    """{pid: runs the scheduler} of the workers answering on the port, from new connections
+    (the kernel hands each to one worker) until `want` pids were seen or `tries` ran out."""
+    seen: dict[int, bool] = {}
+    for _ in range(tries):
+        with server.client(admin) as c:
+            try:
+                status = c.get("/v1/admin/status").json()
+            except httpx.TransportError:  # a worker killed a moment ago
+                continue
+        seen[status["pid"]] = status["scheduler"] is not None
+        if len(seen) >= want:
+            break
+    return seen
+
+
+def test_workers_share_one_port_and_a_killed_one_comes_back(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    key = create_key(home, "--user", "lin")
+    admin = create_key(home, "--admin")
+    server = Server(home, "--workers", "2")
+    try:
+        first = _workers_seen(server, admin, 2)
+        assert len(first) == 2 and sorted(first.values()) == [False, True]  # one scheduler per home
+        writers = Writers(key, {f"w{i}": server.url for i in range(4)})
+        writers.wait_each(5, timeout=30)
+        scheduler_pid = next(pid for pid, sched in first.items() if sched)
+        os.kill(scheduler_pid, signal.SIGKILL)  # mid-write: its connections break, the other worker serves on
+        deadline, now = time.monotonic() + 60, first
+        while time.monotonic() < deadline and (scheduler_pid in now or len(now) < 2):
+            time.sleep(0.5)
+            now = _workers_seen(server, admin, 2, 50)
+        assert len(now) == 2 and scheduler_pid not in now and sorted(now.values()) == [False, True]
+        writers.stop()
+        with server.client(key) as c:
+            for name, texts in writers.acked.items():
+                stored = [t["content"] for t in c.get(f"/v1/sessions/{name}/turns").json()["turns"]]
+                assert stored[: len(texts)] == texts and len(stored) <= len(texts) + 1
+    finally:
+        assert server.stop() == 0  # SIGTERM to the supervisor stops every worker gracefully
+    for pid in now:
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)
 
 
 def test_open_mode_only_until_a_key_exists(tmp_path: Path) -> None:

@@ -433,6 +433,9 @@ class ServerConfig(_Section):
     # requests run the engine in up to this many threads at once (anyio's default); the store
     # serializes on one connection, and bench/server.py measured no gain from 4 under 50 clients
     threads: int = Field(40, ge=1, le=256)
+    # server processes of one `memlane serve` on its port (forked, an engine each; worker 0 runs
+    # the scheduler): more use more cores, each holds its own caches and embedding model
+    workers: int = Field(1, ge=1, le=64)
 
 
 class WebConfig(_Section):

@@ -135,8 +135,11 @@ def index_pending(store: Store, embedder: Embedder, *, max_chars: int, batch_siz
             by_scope: dict[Scope, list[int]] = {}
             for i, (scope, _) in enumerate(owners):
                 by_scope.setdefault(scope, []).append(i)
-            with store.transaction():
-                for scope, idx in by_scope.items():
+            # one transaction per scope: on PostgreSQL each holds that scope's lock only, so two
+            # indexers (two processes) taking the scopes of their batches in different orders
+            # cannot deadlock; a turn and its passages share a scope, so they still commit together
+            for scope, idx in by_scope.items():
+                with store.transaction():
                     store.put_vectors(corpus, scope, [owners[i][1] for i in idx], vecs[idx])
             done += len(rows)
             if progress:

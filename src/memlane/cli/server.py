@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.table import Table
@@ -116,8 +116,10 @@ def serve(
     user: Annotated[str | None, typer.Option("--user", "-u", help="The local user of open mode (loopback, "
                                                                   "no keys); default server.local_user.")] = None,
     log_level: Annotated[str, typer.Option("--log-level", help="debug, info, warning or error.")] = "info",
+    workers: Annotated[int | None, typer.Option("--workers", "-w", min=1, max=64, help=(
+        "Server processes on the one port, an engine each (default server.workers)."))] = None,
 ) -> None:
-    """Serve the REST API (/v1, docs at /docs) and MCP over HTTP (/mcp) on one engine.
+    """Serve the REST API (/v1, docs at /docs) and MCP over HTTP (/mcp) on one engine per process.
 
     Example: memlane serve --port 8765   (then: curl -H "Authorization: Bearer $KEY" localhost:8765/v1/stats)
     """
@@ -140,9 +142,16 @@ def serve(
             keys.close()
     level = log_level.lower()
     logging.basicConfig(level=level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    uvicorn.run(create_app(cfg, host=bind), host=bind, port=cfg.server.port if port is None else port,
-                log_level=level, timeout_graceful_shutdown=int(cfg.server.shutdown_seconds) + 1,
-                timeout_keep_alive=int(cfg.server.keep_alive_seconds))
+    # no uvicorn access log: the server's own line per request (errors.Guard) has the request id too
+    options: dict[str, Any] = {"log_level": level, "access_log": False, "timeout_graceful_shutdown": int(cfg.server.shutdown_seconds) + 1,
+               "timeout_keep_alive": int(cfg.server.keep_alive_seconds)}
+    port = cfg.server.port if port is None else port
+    n = cfg.server.workers if workers is None else workers
+    if n > 1:
+        from memlane.server import workers as supervisor
+
+        raise typer.Exit(supervisor.serve(cfg, bind=bind, port=port, workers=n, **options))
+    uvicorn.run(create_app(cfg, host=bind), host=bind, port=port, **options)
 
 
 @app.command()

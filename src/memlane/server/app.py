@@ -9,6 +9,7 @@ finish what they hold (at most `server.shutdown_seconds`) and closes the store.
 from __future__ import annotations
 
 import contextlib
+import functools
 import html
 import logging
 import os
@@ -32,6 +33,7 @@ from memlane.server.keys import KeyStore
 log = logging.getLogger("memlane.server")
 
 
+@functools.cache  # importlib.metadata parses the package's METADATA file: ~10 ms, not per request
 def _version() -> str:
     try:
         return version("memlane")

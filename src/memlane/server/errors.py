@@ -172,8 +172,9 @@ class Guard:
         else:
             await self.app(scope, replay or receive, send_with_id)
         finally:
-            log.info("%s %s %s %s %.1fms", rid, scope.get("method"), scope.get("path"), status["code"],
-                     (time.perf_counter() - started) * 1000)
+            client = scope.get("client")
+            log.info("%s %s %s %s %s %.1fms", rid, client[0] if client else "-", scope.get("method"),
+                     scope.get("path"), status["code"], (time.perf_counter() - started) * 1000)
 
     async def _checked_body(self, scope: MutableMapping[str, Any], receive: Callable[[], Awaitable[Any]],
                             headers: dict[str, str]) -> Callable[[], Awaitable[Any]] | None:

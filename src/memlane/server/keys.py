@@ -86,10 +86,12 @@ class KeyStore:
             self.where, self._timeout = redact(database_url), connect_timeout
             return
         try:
+            # a PostgreSQL home may not exist yet: nothing else of memlane writes to its directory
+            db_path.parent.mkdir(parents=True, exist_ok=True)
             self._conn = apsw.Connection(str(db_path))
             self._conn.set_busy_timeout(busy_timeout_ms)
             tables = {r[0] for r in self._conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-        except apsw.Error as exc:
+        except (apsw.Error, OSError) as exc:
             raise BackendError(f"cannot open the key table in {db_path}: {exc}") from exc
         if "api_keys" not in tables and not tables:
             # a home whose database does not exist yet: created here, with the schema that holds them

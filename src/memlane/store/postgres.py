@@ -207,12 +207,13 @@ class PostgresStore:
         self._pool.close()
 
     def _failure(self, exc: psycopg.Error, write: bool) -> BackendError:
-        if isinstance(exc, psycopg.OperationalError):
-            why = "the database is unreachable or the connection broke; check that PostgreSQL runs, then retry"
+        # the specific ones first: a deadlock and a cancelled statement are OperationalErrors too
+        if isinstance(exc, psycopg.errors.DeadlockDetected | psycopg.errors.SerializationFailure):
+            why = "a concurrent transaction conflicted with this one; retry"
         elif isinstance(exc, psycopg.errors.QueryCanceled):
             why = "a statement ran past its timeout; retry"
-        elif isinstance(exc, psycopg.errors.DeadlockDetected | psycopg.errors.SerializationFailure):
-            why = "a concurrent transaction conflicted with this one; retry"
+        elif isinstance(exc, psycopg.OperationalError):
+            why = "the database is unreachable or the connection broke; check that PostgreSQL runs, then retry"
         else:
             why = "PostgreSQL refused the statement"
         done = "; nothing of this write was stored" if write else ""
@@ -294,12 +295,23 @@ class PostgresStore:
         self._hold(f"scope:{u}\x1f{a}")
 
     def _q(self, sql: str, params: Sequence[Any] | dict[str, Any] = (), binary: bool = False) -> list[tuple[Any, ...]]:
-        try:
-            with self._conn() as conn:
-                cur = conn.execute(sql, _params(params), binary=binary)
-                return [_row(r) for r in cur.fetchall()] if cur.description else []
-        except psycopg.Error as exc:
-            raise self._failure(exc, self._in_tx()) from exc
+        # A read outside a transaction is tried once more on a fresh connection when its
+        # connection turns out dead: one returned to the pool just before the server restarted
+        # is not pinged (_check), and the pool discards it when it comes back broken.
+        retry = getattr(self._local, "conn", None) is None and sql.lstrip()[:6].upper() == "SELECT"
+        while True:
+            conn: psycopg.Connection[Any] | None = None
+            try:
+                with self._conn() as conn:
+                    cur = conn.execute(sql, _params(params), binary=binary)
+                    return [_row(r) for r in cur.fetchall()] if cur.description else []
+            except psycopg.OperationalError as exc:
+                if retry and conn is not None and conn.broken:
+                    retry = False
+                    continue
+                raise self._failure(exc, self._in_tx()) from exc
+            except psycopg.Error as exc:
+                raise self._failure(exc, self._in_tx()) from exc
 
     def _x(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> int:
         """Execute a write; returns the rows changed."""
@@ -523,16 +535,16 @@ class PostgresStore:
         lex, holding = [lex[i] for i in kept], [docs[lex[i]] for i in kept]
         idfs = [pgtext.idf(int(n_docs), n) for n in holding]
         skipped = pgtext.skippable(idfs, holding) if min(w[:2]) >= 0 else set()
-        run = {"u": u, "a": a, "terms": lex, "idfs": idfs, "avgdl": float(n_tokens) / float(n_docs),
-               "wa": w[0], "wb": w[1], "k": int(limit)}
+        ranked = {"u": u, "a": a, "terms": lex, "idfs": idfs, "avgdl": float(n_tokens) / float(n_docs),
+                  "wa": w[0], "wb": w[1], "k": int(limit)}
         if skipped:
-            rows = self._q(pgtext.bm25_sql(corpus), {**run, "q": pgtext.tsquery(
+            rows = self._q(pgtext.bm25_sql(corpus), {**ranked, "q": pgtext.tsquery(
                 [x for i, x in enumerate(lex) if i not in skipped])})
             # each skipped lexeme adds under idf·(k1+1): rows holding only those stay below `bound`
             bound = sum(idfs[i] * (pgtext.K1 + 1.0) for i in skipped) * (1 + 1e-9)
             if len(rows) >= limit and -float(rows[limit - 1][1]) > bound:
                 return [(int(r[0]), float(r[1])) for r in rows]
-        rows = self._q(pgtext.bm25_sql(corpus), {**run, "q": pgtext.tsquery(lex)})
+        rows = self._q(pgtext.bm25_sql(corpus), {**ranked, "q": pgtext.tsquery(lex)})
         return [(int(r[0]), float(r[1])) for r in rows]
 
     def term_documents(self, corpus: Corpus, terms: Sequence[str]) -> tuple[dict[str, int], int]:
