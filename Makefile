@@ -29,7 +29,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/retrieval.py --passage-study 4
 	$(BIN)/python bench/coldstart.py
 	$(BIN)/python bench/locomo.py --no-key-study
-	$(BIN)/python bench/scale.py
+	$(BIN)/python bench/scale.py --backend sqlite,postgres --sizes 10k,100k-multi,100k,1m --ingest
 	$(BIN)/python bench/lifecycle.py
 	$(BIN)/python bench/llm_cost.py
 	$(BIN)/python bench/reliability.py
