@@ -90,3 +90,23 @@ def test_passages_cover_the_text_in_bounded_pieces(text: str) -> None:
     assert 1 <= len(out) <= 8
     assert all(0 < len(p) <= 500 + 125 for p in out)
     assert "".join(p.replace(" ", "").replace("\n", "") for p in out) in text.replace(" ", "").replace("\n", "")
+
+
+@pytest.mark.parametrize("weight", [0.5, 1.0])
+def test_a_passage_raises_its_turn_by_passage_weight(make_memory: Callable[..., Memory], weight: float) -> None:
+    # a long turn holds many vectors, so its best one is likelier to be near any query: at
+    # 0.5 its own key still counts, and a short turn stating the fact comes first, with the
+    # long reply next, above the near misses; at 1.0 a turn is its best vector
+    mem = make_memory(embedding={"passages": 30, "passage_chars": 100},
+                      search={"dense_neighbour_weights": [], "turn_length_prior": 0.0, "question_penalty": 0.0,
+                              "session_prior": 0.0, "reply_prior": 0.0, "passage_weight": weight})
+    short = "Imogen keeps the violin in a locker at the conservatory."
+    msgs = [{"role": "user", "content": t} for t in (
+        "My sister is learning the violin this year.", "The conservatory opens at nine.", short,
+        "Is locker number twelve still free?")]
+    msgs.insert(2, {"role": "assistant", "content": LONG_REPLY})
+    mem.add_messages("s1", msgs, user_id="u")
+    mem.flush()
+    vector = mem.embedder.embed([FACT], query=True)[0]
+    top = [h.content for h in mem.search("qqq", user_id="u", corpus="turns", limit=2, query_vector=vector)]
+    assert top == ([short, LONG_REPLY] if weight < 1 else [LONG_REPLY, short])

@@ -147,6 +147,11 @@ class SearchConfig(_Section):
     # LongMemEval R@5 0.735 → 0.823, R@10 0.870 → 0.903 (150–300 within a point); LoCoMo and
     # MemoryBank, whose median turns are 46–141 characters, unchanged
     session_spread_chars: int = Field(250, ge=1)
+    # A turn with passage vectors (embedding.passages) scores its key's similarity raised by
+    # this share of how far its best passage is above it. 1.0, the best vector alone, favours
+    # long turns (more vectors, a higher best): issue 14, bench/retrieval.py with passages,
+    # LongMemEval R@10 0.918 → 0.948 (0.4–0.6 alike), LoCoMo and MemoryBank unchanged
+    passage_weight: float = Field(0.5, ge=0, le=1)
     # Turns that inform rather than ask (issue 3, LoCoMo): + turn_length_prior × log(chars),
     # centred over the candidates (BM25's length norm favours short chit-chat), and
     # − question_penalty for a turn ending in "?": together +1.3 pts R@10 in the study.

@@ -190,6 +190,9 @@ def candidates(
             best.setdefault(vector_owner(rowid), 1.0 - dist)
         for rowid, sim in list(best.items())[:k]:
             cands.setdefault(rowid, Candidate(rowid)).similarity = sim
+        if per_turn and cfg.passage_weight < 1.0:  # blended below: every candidate is rescored
+            for c in cands.values():
+                c.similarity = 0.0
     smooth = corpus == "turns" and qv is not None and bool(cfg.dense_neighbour_weights) and bool(cands)
     window: list[TurnPlace] = []
     if corpus == "turns" and cands and (smooth or cfg.session_prior > 0 or cfg.turn_length_prior > 0
@@ -205,7 +208,8 @@ def candidates(
         # top-k loses answers that only the words found (issue 3, measured). For turns the
         # neighbours' vectors come in the same fetch.
         wanted = [w.rowid for w in window] if smooth else [r for r, c in cands.items() if c.similarity == 0.0]
-        sims = _best_similarities(store, corpus, scope, wanted, qv, passages if per_turn else 0)
+        sims = _best_similarities(store, corpus, scope, wanted, qv, passages if per_turn else 0,
+                                  cfg.passage_weight)
         for rowid, c in cands.items():
             if rowid in sims:
                 c.similarity = sims[rowid]
@@ -231,16 +235,24 @@ def candidates(
 
 
 def _best_similarities(store: Store, corpus: Corpus, scope: Scope, rowids: Sequence[int], qv: np.ndarray,
-                       passages: int) -> dict[int, float]:
-    """{rowid: similarity} of rows with a vector: of a turn, its own or its best passage's."""
+                       passages: int, passage_weight: float = 1.0) -> dict[int, float]:
+    """{rowid: similarity} of rows with a vector. A turn with passages scores its key's
+    similarity raised by `passage_weight` × how far its best passage is above it."""
     if passages <= 0:
         return store.similarities(corpus, scope, rowids, qv)
     ids = list(rowids) + [p for r in rowids for p in passage_rowids(r, passages)]
-    out: dict[int, float] = {}
+    own: dict[int, float] = {}
+    best: dict[int, float] = {}
     for rowid, sim in store.similarities(corpus, scope, ids, qv).items():
         owner = vector_owner(rowid)
-        if sim > out.get(owner, -math.inf):
-            out[owner] = sim
+        if owner == rowid:
+            own[rowid] = sim
+        elif sim > best.get(owner, -math.inf):
+            best[owner] = sim
+    out = dict(own)
+    for owner, sim in best.items():
+        base = own.get(owner)
+        out[owner] = sim if base is None else base + passage_weight * max(0.0, sim - base)
     return out
 
 
@@ -403,11 +415,11 @@ NULL_TEXTS = ("你好，最近怎么样？", "Hello, how are you?", "今天是�
               "这是一个普通的句子。", "This is an ordinary sentence.", "谢谢", "Thank you.")
 
 
-def absolute_relevance(words: Sequence[str], content: str, similarity: float, null: float | None) -> float:
+def absolute_relevance(words: Sequence[str], held: Sequence[str], similarity: float, null: float | None) -> float:
     """An absolute relevance in [0, 1], the same whatever else the search found: the share of
-    the query's keywords the text holds, or-ed with the cosine's lift over the query's
-    similarity to `NULL_TEXTS` (`null`; None: no dense side)."""
-    lexical = len(highlights(words, content)) / len(words) if words else 0.0
+    the query's keywords the text holds (`held`, its highlights), or-ed with the cosine's lift
+    over the query's similarity to `NULL_TEXTS` (`null`; None: no dense side)."""
+    lexical = len(held) / len(words) if words else 0.0
     dense = 0.0
     if null is not None and similarity != 0.0 and null < 1.0:
         dense = min(1.0, max(0.0, (similarity - null) / (1.0 - null)))
@@ -456,8 +468,12 @@ def search(
     if used and null_vectors is not None and null_vectors.shape[1:] == used[0].shape and np.linalg.norm(used[0]) > 0:
         null = float(np.max(null_vectors @ used[0]))
 
+    marked: dict[str, list[str]] = {}  # a text's highlights, found once: a long turn's cost
+
     def absolute(content: str, c: Candidate) -> float:
-        return absolute_relevance(words, content, c.similarity, null)
+        if content not in marked:
+            marked[content] = highlights(words, content)
+        return absolute_relevance(words, marked[content], c.similarity, null)
     _normalise_relevance(cands)
     period = mentioned_period(query, now.date())
 
@@ -503,6 +519,8 @@ def search(
             for rowid in batch:
                 turn = turns.get(rowid)
                 c = cands[rowid]
+                if len(hits) >= limit and c.relevance < rank[hits[-1].id]:
+                    break  # the rest rank lower: scoring them (a long turn's highlights) is waste
                 if turn is not None and _keep_turn(turn, filters) and (rel := absolute(turn.content, c)) >= min_score:
                     hits.append(_hit("turns", turn.id, turn.content, rel, c,
                                      f"turn:{turn.session_id}#{turn.seq}", turn.created_at, turn=turn))
@@ -520,7 +538,7 @@ def search(
                                  ep.ended_at, episode=ep))
     hits.sort(key=lambda h: (-rank[h.id], h.id))  # the rank, not the reported relevance
     for h in hits[:limit]:
-        h.highlights = highlights(words, h.content)
+        h.highlights = marked[h.content] if h.content in marked else highlights(words, h.content)
     return hits[:limit]
 
 
