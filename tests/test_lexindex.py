@@ -422,3 +422,24 @@ def test_few_long_rows_are_saved_too(open_store: Callable[..., SQLiteStore], tmp
     again = open_store()
     assert again.fts("memories", U1, analyse("coffee running")[1], 10) == before
     assert again.lexical.builds == 0  # loaded, not rebuilt
+
+
+def test_an_import_leaves_the_postings_caught_up_for_the_first_search(make_memory: Callable[..., Memory]) -> None:
+    from memlane.importers import Conversation
+
+    mem = make_memory()
+    mem.add_messages("before", [{"role": "user", "content": "the zeppelin left at dawn"}], user_id="u1")
+    assert ids_of_turns(mem, "zeppelin") == 1  # postings built, then the import changes the corpus
+    convs = [Conversation(f"s{i}", [{"role": "user", "content": f"zeppelin tour number {i} over the garden"}])
+             for i in range(50)]
+    assert mem.import_conversations(convs, user_id="u1").turns == 50
+    postings = mem.store.lexical.postings("turns")  # type: ignore[attr-defined]
+    # the 50 imported turns are in the postings already: the first search applies nothing
+    assert postings is not None and postings.n_docs == 51
+    seq = postings.seq
+    assert ids_of_turns(mem, "zeppelin") == 51
+    assert mem.store.lexical.postings("turns").seq == seq  # type: ignore[attr-defined]
+
+
+def ids_of_turns(mem: Memory, word: str) -> int:
+    return len(mem.search(word, user_id="u1", corpus="turns", limit=100))

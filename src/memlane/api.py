@@ -509,6 +509,8 @@ class Memory:
                         progress(len(msgs))
         finally:
             self._importing = False
+        if stored:
+            self.store.settle_text()  # the import's cost, not the first search's (~1 ms a turn)
         if embed:
             self._after_write()
         return ConversationImport(sessions=len(plan), turns=stored, skipped=skipped)

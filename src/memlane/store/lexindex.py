@@ -200,6 +200,11 @@ class LexCache:
         sid = p.scopes.get(scope[0]) if p is not None and len(scope) == 1 else None
         return None if p is None else 0 if sid is None else int(p.scope_docs[sid])
 
+    def catch_up(self, corpus: Corpus) -> None:
+        """Apply what changed since the postings were last read (build them if there are none):
+        the work a search would otherwise do first."""
+        self._ready(corpus)
+
     def postings(self, corpus: Corpus) -> Postings | None:
         """The corpus's postings held in memory, as last caught up (None: none yet)."""
         return self._entries.get(corpus)

@@ -199,6 +199,9 @@ class PostgresStore:
         """[(name, applied_at)] of the migrations this database has run, in order."""
         return [(r[0], float(r[1])) for r in self._q("SELECT name, applied_at FROM migrations ORDER BY name")]
 
+    def settle_text(self) -> None:
+        """Nothing: PostgreSQL ranks text itself."""
+
     def close(self) -> None:
         with self._locks_guard:
             for conn in self._locks.values():

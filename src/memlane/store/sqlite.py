@@ -384,6 +384,11 @@ class SQLiteStore:
             return self.fts5(corpus, scope, match, limit, weights)
         return self.fts_terms(corpus, scope, terms, limit, weights)
 
+    def settle_text(self) -> None:
+        with self._lock:
+            for corpus in ("memories", "turns", "episodes"):
+                self.lexical.catch_up(corpus)
+
     def fts_terms(
         self, corpus: Corpus, scope: Scope, terms: Sequence[str], limit: int, weights: Sequence[float] = (1.0,)
     ) -> list[tuple[int, float]]:
