@@ -272,3 +272,19 @@ def test_filters_on_fact_columns_keep_what_filters_on_records_keep():
         kept = _kept_facts(facts, f, T0)
         assert kept.rowid.tolist() == [i for i, m in enumerate(records) if _keep_memory(m, f, T0)], f
         assert np.array_equal(kept.score, facts.score[kept.rowid])
+
+
+def test_a_short_page_is_the_start_of_a_longer_one_even_among_ties(mem):
+    # identical texts at one instant tie on every signal; the page size must not pick among
+    # them differently (ids are random: sorting by them reordered only what a page held)
+    memory = mem
+    for i in range(6):
+        memory.add_messages(f"s{i}", [say("user", "I adopted a cat called Mochi", 0)], user_id="u1")
+        memory.add("The user adopted a cat called Mochi", user_id="u1", session_id=f"s{i}", importance=0.5)
+    memory.flush()
+    for corpus in ("turns", "memories"):
+        full = [h.id for h in memory.search("cat Mochi", user_id="u1", corpus=corpus, limit=10, activate=False)]
+        assert len(full) == 6
+        for limit in (1, 2, 3, 5):
+            page = memory.search("cat Mochi", user_id="u1", corpus=corpus, limit=limit, activate=False)
+            assert [h.id for h in page] == full[:limit], (corpus, limit)

@@ -519,8 +519,8 @@ def search(
             for rowid in batch:
                 turn = turns.get(rowid)
                 c = cands[rowid]
-                if len(hits) >= limit and c.relevance < rank[hits[-1].id]:
-                    break  # the rest rank lower: scoring them (a long turn's highlights) is waste
+                if len(hits) >= limit:
+                    break  # the rest rank lower, or tie and come later: scoring them is waste
                 if turn is not None and _keep_turn(turn, filters) and (rel := absolute(turn.content, c)) >= min_score:
                     hits.append(_hit("turns", turn.id, turn.content, rel, c,
                                      f"turn:{turn.session_id}#{turn.seq}", turn.created_at, turn=turn))
@@ -536,7 +536,10 @@ def search(
                                + cfg.w_recency * recency(ep.ended_at, now, cfg.recency_half_life_days))
                 hits.append(_hit("episodes", ep.id, ep.summary, rel, c, f"episode:{ep.session_id}",
                                  ep.ended_at, episode=ep))
-    hits.sort(key=lambda h: (-rank[h.id], h.id))  # the rank, not the reported relevance
+    if corpus == "episodes":  # the rank, not the reported relevance
+        hits.sort(key=lambda h: (-rank[h.id], h.id))
+    # memories and turns came in rank order, ties by rowid: sorting them again by id would
+    # let a tie cut by the page size differ from the longer page's (limit=1 ≠ limit=10's first)
     for h in hits[:limit]:
         h.highlights = marked[h.content] if h.content in marked else highlights(words, h.content)
     return hits[:limit]
