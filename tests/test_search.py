@@ -288,3 +288,17 @@ def test_a_short_page_is_the_start_of_a_longer_one_even_among_ties(mem):
         for limit in (1, 2, 3, 5):
             page = memory.search("cat Mochi", user_id="u1", corpus=corpus, limit=limit, activate=False)
             assert [h.id for h in page] == full[:limit], (corpus, limit)
+
+
+def test_a_filter_finds_its_turns_among_a_long_history_of_better_matches(memory):
+    # 300 turns of one session outrank the other session's only match: a filter applied to the
+    # scope's best 100 candidates alone returned nothing
+    memory.add_messages("big", [say("user", f"the cat sat on mat number {i}", i) for i in range(300)], user_id="u1")
+    memory.add_messages("small", [say("assistant", "Long ago, in a land far beyond the hills and rivers, "
+                                  "lived a small grey cat with many stories to tell about the world", 400)],
+                        user_id="u1")
+    memory.flush()
+    for filters in ({"session_id": "small"}, {"roles": ["assistant"]}, {"since": T0 + timedelta(minutes=350)}):
+        hits = memory.search("cat", user_id="u1", corpus="turns", limit=5, filters=filters)
+        assert [h.turn.session_id for h in hits] == ["small"], filters
+    assert memory.search("cat", user_id="u1", corpus="turns", filters={"session_id": "none"}) == []
