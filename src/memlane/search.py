@@ -521,8 +521,10 @@ def search(
         elif corpus == "turns":
             # only turns' rank is their relevance: materialise the best first, just enough of them
             ordered = sorted(rowids, key=lambda r: (-cands[r].relevance, r))
-            for i in range(0, len(ordered), limit * 2):
-                batch = ordered[i : i + limit * 2]
+            start, size = 0, limit * 2
+            while start < len(ordered):
+                # batches double: where filters turn most candidates away, a few round trips
+                batch, start, size = ordered[start : start + size], start + size, size * 2
                 turns = store.turns_by_rowid(scope, batch)
                 for rowid in batch:
                     turn = turns.get(rowid)
