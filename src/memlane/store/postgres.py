@@ -387,6 +387,10 @@ class PostgresStore:
                 self.set_meta("vector_dims", str(dims))
         self._vector_dims = dims
 
+    def reembed_long_turns(self, longer_than: int) -> None:
+        """As SQLiteStore.reembed_long_turns."""
+        self._x("UPDATE turns SET embedded = 0 WHERE embedded = 1 AND char_length(content) > %s", (int(longer_than),))
+
     def put_vectors(self, corpus: Corpus, scope: Scope, rowids: Sequence[int], vectors: np.ndarray) -> None:
         with self.transaction():
             self._scope(scope)
