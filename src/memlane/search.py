@@ -120,8 +120,8 @@ def drop_common(store: Store, corpus: Corpus, terms: list[str], cfg: SearchConfi
     if total < cfg.common_term_min_docs:
         return terms
     share = {t: counts.get(index_term(t), 0) / total for t in terms}
-    keep = [t for t in terms if share[t] <= cfg.common_term_share]
-    rarest = sorted(terms, key=lambda t: share[t])[:2]
+    keep = {t for t in terms if share[t] <= cfg.common_term_share}
+    rarest = set(sorted(terms, key=lambda t: share[t])[:2])
     return [t for t in terms if t in keep or t in rarest]
 
 

@@ -127,16 +127,14 @@ def highlights(keywords_: Iterable[str], text: str) -> list[str]:
 
 def fts_terms(words: Iterable[str]) -> list[str]:
     """Index terms for query words: CJK words become their bigrams (or the lone character)."""
-    terms: list[str] = []
+    terms: dict[str, None] = {}  # ordered, and linear: a 100k-character query has ~50k terms
     for word in words:
         if CJK_RUN.fullmatch(word):
             grams = [word] if len(word) == 1 else [word[i : i + 2] for i in range(len(word) - 1)]
         else:
             grams = [word]
-        for g in grams:
-            if g not in terms:
-                terms.append(g)
-    return terms
+        terms.update(dict.fromkeys(grams))
+    return list(terms)
 
 
 def fts_query(terms: Iterable[str]) -> str:
