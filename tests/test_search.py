@@ -312,3 +312,13 @@ def test_a_page_wider_than_the_index_beam_is_served(make_memory):
     memory.flush()
     hits = memory.search("cat fish", user_id="u1", corpus="turns", limit=600)
     assert len(hits) == 40
+
+
+def test_a_page_pasted_as_the_query_is_searched(memory):
+    # 20k distinct words: PostgreSQL's tsquery of them all exceeded its stack depth (a
+    # BackendError), and counting each one took minutes; the query's first words decide
+    memory.add_messages("s", [say("user", "the w3x violin lesson", 0), say("user", "an unrelated turn", 1)],
+                        user_id="u1")
+    query = " ".join(f"w{i}x" for i in range(20_000))
+    hits = memory.search(query, user_id="u1", corpus="turns", limit=1)
+    assert [h.content for h in hits] == ["the w3x violin lesson"] and hits[0].highlights == ["w3x"]

@@ -93,7 +93,12 @@ def dense_text(store: Store, corpus: Corpus, scope: Scope, query: str, cfg: Sear
     scope is small."""
     if cfg.dense_common_share >= 1:
         return query
-    spans = _query_words(query)
+    spans, seen = [], set()
+    for span in _query_words(query):  # the first words, up to max_query_terms index terms
+        seen.update(span[2])
+        if len(seen) > cfg.max_query_terms:
+            break
+        spans.append(span)
     if not spans:
         return query
     # counted in the rows' own text: a turn's neighbours column holds every speaker's name
@@ -169,8 +174,8 @@ def candidates(
 ) -> dict[int, Candidate]:
     """Lexical ∪ dense candidates, each scored on both sides where the data allows. A turn
     with passage vectors (`passages`: the most a turn has) is as similar as its best one."""
-    words = keywords(query) if words is None else words
-    match = fts_query(drop_common(store, corpus, fts_terms(words), cfg))
+    words = keywords(query, cfg.max_query_terms) if words is None else words
+    match = fts_query(drop_common(store, corpus, fts_terms(words)[: cfg.max_query_terms], cfg))
     weights = (1.0, cfg.neighbour_weight) if corpus == "turns" else (1.0,)
     cands: dict[int, Candidate] = {}
     for rank, (rowid, score) in enumerate(store.fts(corpus, scope, match, max(pool, cfg.fts_candidates), weights), 1):
@@ -449,7 +454,7 @@ def search(
     if limit < 1:
         raise ValidationError("limit", f"must be at least 1, got {limit}")
     filters = filters or Filters()
-    words = keywords(query)  # once: for the full-text query and for the highlights
+    words = keywords(query, cfg.max_query_terms)  # once: for the full-text query and for the highlights
     used: list[np.ndarray] = []  # the query vector, as the dense side computed it
     embedded: dict[str, np.ndarray] = {}
 
