@@ -566,7 +566,7 @@ def search(
     while True:
         hits, rank, kept, pooled = _one_pool()
         if len(hits) >= limit or kept >= limit or pooled < max(pool, min(cfg.fts_candidates, cfg.vector_candidates)) \
-                or pool >= cfg.filter_pool_max:
+                or pool >= cfg.filter_pool_max or (corpus == "turns" and not _any_turn(store, scope, filters)):
             break
         pool = min(4 * max(pool, cfg.fts_candidates, cfg.vector_candidates), cfg.filter_pool_max)
     if corpus == "episodes":  # the rank, not the reported relevance
@@ -628,6 +628,16 @@ def _keep_memory(m: MemoryRecord, f: Filters, now: datetime) -> bool:
     if f.session_id is not None and m.source_session != f.session_id:
         return False
     return _keep_time(m.created_at, f)
+
+
+def _any_turn(store: Store, scope: Scope, f: Filters) -> bool:
+    """Whether any turn of the scope passes the filters' session and time range (and roles
+    name one): a filter that keeps nothing (no such session) widens no pool, an indexed read."""
+    if f.roles is not None and not f.roles:
+        return False
+    if f.session_id is None and f.since is None and f.until is None:
+        return True
+    return bool(store.get_turns(scope, session_id=f.session_id, since=f.since, until=f.until, limit=1))
 
 
 def _keep_turn(t: Turn, f: Filters) -> bool:
