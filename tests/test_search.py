@@ -322,3 +322,19 @@ def test_a_page_pasted_as_the_query_is_searched(memory):
     query = " ".join(f"w{i}x" for i in range(20_000))
     hits = memory.search(query, user_id="u1", corpus="turns", limit=1)
     assert [h.content for h in hits] == ["the w3x violin lesson"] and hits[0].highlights == ["w3x"]
+
+
+@pytest.mark.parametrize("bad", ["nan", "width", "list", "none"])
+def test_a_query_vector_function_returning_no_vector_is_refused(memory, bad):
+    import numpy as np
+
+    from memlane.errors import ValidationError
+
+    memory.add_messages("s", [say("user", "my cat is called Mochi", 0)], user_id="u1")
+    dims = memory.embedder.dimensions
+    made = {"nan": np.full(dims, np.nan, np.float32), "width": np.ones(dims + 1, np.float32),
+            "list": [0.1] * dims, "none": None}[bad]
+    for corpus in ("turns", "memories"):
+        with pytest.raises(ValidationError) as err:
+            memory.search("cat", user_id="u1", corpus=corpus, query_vector=lambda text: made)
+        assert err.value.field == "query_vector"

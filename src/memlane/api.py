@@ -872,6 +872,9 @@ class Memory:
         activate = None if activate is None else validate.boolean("activate", activate)
         if query_vector is not None and not callable(query_vector):
             validate.vector("query_vector", query_vector, self.embedder.dimensions)
+        elif query_vector is not None:  # the caller's function: what it returns is checked too
+            given, dims = query_vector, self.embedder.dimensions
+            query_vector = lambda text: validate.vector("query_vector", given(text), dims)  # noqa: E731
         f = self._filters(filters)
         limit = limit or self.config.search.default_limit
         # an agent scope also reads its user's shared memories (`Scope.readable`); its turns
