@@ -338,3 +338,11 @@ def test_a_query_vector_function_returning_no_vector_is_refused(memory, bad):
         with pytest.raises(ValidationError) as err:
             memory.search("cat", user_id="u1", corpus=corpus, query_vector=lambda text: made)
         assert err.value.field == "query_vector"
+
+
+def test_highlights_find_every_form_the_stemmer_joins():
+    from memlane.text import highlights
+
+    # the prefix shortcut of issue 14 must not lose the stemmer's irregular forms
+    assert highlights(["died", "lies", "tied", "running"], "He was dying, lying, tying knots, runs") == [
+        "died", "lies", "tied", "running"]
