@@ -283,7 +283,10 @@ def test_a_short_page_is_the_start_of_a_longer_one_even_among_ties(mem):
         memory.add("The user adopted a cat called Mochi", user_id="u1", session_id=f"s{i}", importance=0.5)
     memory.flush()
     for corpus in ("turns", "memories"):
-        full = [h.id for h in memory.search("cat Mochi", user_id="u1", corpus=corpus, limit=10, activate=False)]
+        hits = memory.search("cat Mochi", user_id="u1", corpus=corpus, limit=10, activate=False)
+        hits[0].highlights.append("edited")  # a hit is the caller's: its twin keeps its own list
+        assert hits[1].highlights == ["cat", "mochi"]
+        full = [h.id for h in hits]
         assert len(full) == 6
         for limit in (1, 2, 3, 5):
             page = memory.search("cat Mochi", user_id="u1", corpus=corpus, limit=limit, activate=False)

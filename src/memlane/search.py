@@ -574,7 +574,7 @@ def search(
     # memories and turns came in rank order, ties by rowid: sorting them again by id would
     # let a tie cut by the page size differ from the longer page's (limit=1 ≠ limit=10's first)
     for h in hits[:limit]:
-        h.highlights = marked[h.content] if h.content in marked else highlights(words, h.content)
+        h.highlights = list(marked[h.content]) if h.content in marked else highlights(words, h.content)
     return hits[:limit]
 
 
