@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -64,14 +65,21 @@ def test_a_fresh_process_maps_the_table_and_never_loads_jieba(tmp_path: Path) ->
     assert second == first and tables[0].stat().st_mtime_ns == stamp  # read, not rebuilt
 
 
-def test_a_damaged_or_unwritable_cache_still_segments(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+# a torn copy; an empty file (a crash between the rename and the data reaching the disk);
+# the header alone: each is rebuilt, never trusted
+DAMAGE = [lambda b: b[:1000], lambda b: b"", lambda b: b[:6]]
+
+
+@pytest.mark.parametrize("damage", DAMAGE, ids=["torn", "empty", "magic-only"])
+def test_a_damaged_or_unwritable_cache_still_segments(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                      damage: Callable[[bytes], bytes]) -> None:
     cache = tmp_path / "cache"
     monkeypatch.setenv("MEMLANE_CACHE_DIR", str(cache))
     cjkwords.dictionary.cache_clear()
     try:
         built = cjkwords.dictionary()
         (table,) = cache.glob("cjkwords-*.npy")
-        table.write_bytes(table.read_bytes()[:1000])  # a torn copy: rebuilt, never trusted
+        table.write_bytes(damage(table.read_bytes()))
         cjkwords.dictionary.cache_clear()
         assert cjkwords.route("上海的地铁很方便", cjkwords.dictionary()) == cjkwords.route("上海的地铁很方便", built)
         assert table.stat().st_size > 1_000_000

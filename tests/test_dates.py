@@ -72,6 +72,9 @@ WED = date(2023, 5, 24)  # the asking day of the relative dates below, a Wednesd
     ("How many days ago did I watch the game?", None),  # asks for a count, names no day
     ("我最近去厦门旅游了", None),  # "lately" has no span
     ("on May 2nd, two weeks ago", Period(None, 5, 2)),  # an absolute date wins
+    # the tail of a longer number is no number: not "000 days", "345 days", "二十天", "5 years"
+    ("1000天前", None), ("12345天前", None), ("一百二十天前", None), ("1,000 days ago", None),
+    ("1.5 years ago", None), ("他2天前来过", Span(date(2023, 5, 21), date(2023, 5, 24))),
 ])
 def test_relative_dates(text, span):
     assert mentioned_period(text, WED) == span

@@ -110,3 +110,29 @@ def test_a_passage_raises_its_turn_by_passage_weight(make_memory: Callable[..., 
     vector = mem.embedder.embed([FACT], query=True)[0]
     top = [h.content for h in mem.search("qqq", user_id="u", corpus="turns", limit=2, query_vector=vector)]
     assert top == ([short, LONG_REPLY] if weight < 1 else [LONG_REPLY, short])
+
+
+def test_turns_embedded_without_passages_get_them_when_passages_are_turned_on(
+        make_memory: Callable[..., Memory], tmp_path) -> None:
+    # a store from before passages (or with embedding.passages 0) holds its long turns as their
+    # key alone: turned on, they are embedded again, once; turned off, their passages go
+    ranking = {"dense_neighbour_weights": [], "turn_length_prior": 0.0, "question_penalty": 0.0,
+               "session_prior": 0.0, "reply_prior": 0.0}
+    mem = make_memory(home=tmp_path / "h", embedding={"passages": 0, "passage_chars": 100}, search=ranking)
+    _fill(mem)
+    assert mem.store.raw_count("vec_turns", "rowid >= ?", (PASSAGE_BASE,)) == 0
+    mem.close()
+    again = make_memory(home=tmp_path / "h", embedding={"passages": 30, "passage_chars": 100}, search=ranking)
+    again.flush()
+    n_passages = again.store.raw_count("vec_turns", "rowid >= ?", (PASSAGE_BASE,))
+    assert n_passages == len(passages(LONG_REPLY, 200, 100, 30)) > 0
+    vector = again.embedder.embed([FACT], query=True)[0]
+    assert again.search("qqq", user_id="u", corpus="turns", limit=1, query_vector=vector)[0].content == LONG_REPLY
+    again.close()
+    same = make_memory(home=tmp_path / "h", embedding={"passages": 30, "passage_chars": 100}, search=ranking)
+    assert same.flush() == 0  # the same settings: nothing embedded again
+    same.close()
+    off = make_memory(home=tmp_path / "h", embedding={"passages": 0, "passage_chars": 100}, search=ranking)
+    off.flush()
+    assert off.store.raw_count("vec_turns", "rowid >= ?", (PASSAGE_BASE,)) == 0
+    assert off.store.raw_count("vec_turns") == 7

@@ -272,3 +272,80 @@ def test_filters_on_fact_columns_keep_what_filters_on_records_keep():
         kept = _kept_facts(facts, f, T0)
         assert kept.rowid.tolist() == [i for i, m in enumerate(records) if _keep_memory(m, f, T0)], f
         assert np.array_equal(kept.score, facts.score[kept.rowid])
+
+
+def test_a_short_page_is_the_start_of_a_longer_one_even_among_ties(mem):
+    # identical texts at one instant tie on every signal; the page size must not pick among
+    # them differently (ids are random: sorting by them reordered only what a page held)
+    memory = mem
+    for i in range(6):
+        memory.add_messages(f"s{i}", [say("user", "I adopted a cat called Mochi", 0)], user_id="u1")
+        memory.add("The user adopted a cat called Mochi", user_id="u1", session_id=f"s{i}", importance=0.5)
+    memory.flush()
+    for corpus in ("turns", "memories"):
+        hits = memory.search("cat Mochi", user_id="u1", corpus=corpus, limit=10, activate=False)
+        hits[0].highlights.append("edited")  # a hit is the caller's: its twin keeps its own list
+        assert hits[1].highlights == ["cat", "mochi"]
+        full = [h.id for h in hits]
+        assert len(full) == 6
+        for limit in (1, 2, 3, 5):
+            page = memory.search("cat Mochi", user_id="u1", corpus=corpus, limit=limit, activate=False)
+            assert [h.id for h in page] == full[:limit], (corpus, limit)
+
+
+def test_a_filter_finds_its_turns_among_a_long_history_of_better_matches(memory):
+    # 300 turns of one session outrank the other session's only match: a filter applied to the
+    # scope's best 100 candidates alone returned nothing
+    memory.add_messages("big", [say("user", f"the cat sat on mat number {i}", i) for i in range(300)], user_id="u1")
+    memory.add_messages("small", [say("assistant", "Long ago, in a land far beyond the hills and rivers, "
+                                  "lived a small grey cat with many stories to tell about the world", 400)],
+                        user_id="u1")
+    memory.flush()
+    for filters in ({"session_id": "small"}, {"roles": ["assistant"]}, {"since": T0 + timedelta(minutes=350)}):
+        hits = memory.search("cat", user_id="u1", corpus="turns", limit=5, filters=filters)
+        assert [h.turn.session_id for h in hits] == ["small"], filters
+    assert memory.search("cat", user_id="u1", corpus="turns", filters={"session_id": "none"}) == []
+
+
+def test_a_page_wider_than_the_index_beam_is_served(make_memory):
+    # over ann_threshold vectors the store searches an HNSW index: a page of 600 turns asks it
+    # for 1,200 vectors, past pgvector's bound of 1,000 for hnsw.ef_search (a BackendError)
+    memory = make_memory(search={"ann_threshold": 5})
+    memory.add_messages("s", [say("user", f"the cat number {i} likes fish", i) for i in range(40)], user_id="u1")
+    memory.flush()
+    hits = memory.search("cat fish", user_id="u1", corpus="turns", limit=600)
+    assert len(hits) == 40
+
+
+def test_a_page_pasted_as_the_query_is_searched(memory):
+    # 20k distinct words: PostgreSQL's tsquery of them all exceeded its stack depth (a
+    # BackendError), and counting each one took minutes; the query's first words decide
+    memory.add_messages("s", [say("user", "the w3x violin lesson", 0), say("user", "an unrelated turn", 1)],
+                        user_id="u1")
+    query = " ".join(f"w{i}x" for i in range(20_000))
+    hits = memory.search(query, user_id="u1", corpus="turns", limit=1)
+    assert [h.content for h in hits] == ["the w3x violin lesson"] and hits[0].highlights == ["w3x"]
+
+
+@pytest.mark.parametrize("bad", ["nan", "width", "list", "none"])
+def test_a_query_vector_function_returning_no_vector_is_refused(memory, bad):
+    import numpy as np
+
+    from memlane.errors import ValidationError
+
+    memory.add_messages("s", [say("user", "my cat is called Mochi", 0)], user_id="u1")
+    dims = memory.embedder.dimensions
+    made = {"nan": np.full(dims, np.nan, np.float32), "width": np.ones(dims + 1, np.float32),
+            "list": [0.1] * dims, "none": None}[bad]
+    for corpus in ("turns", "memories"):
+        with pytest.raises(ValidationError) as err:
+            memory.search("cat", user_id="u1", corpus=corpus, query_vector=lambda text: made)
+        assert err.value.field == "query_vector"
+
+
+def test_highlights_find_every_form_the_stemmer_joins():
+    from memlane.text import highlights
+
+    # the prefix shortcut of issue 14 must not lose the stemmer's irregular forms
+    assert highlights(["died", "lies", "tied", "running"], "He was dying, lying, tying knots, runs") == [
+        "died", "lies", "tied", "running"]

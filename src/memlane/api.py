@@ -117,6 +117,7 @@ class Memory:
         self.events.bind(self.store, self.config.events)
         self.embedder: Embedder = embedder or make_embedder(self.config.embedding)
         self.store.ensure_vectors(self.embedder.model_id, self.embedder.dimensions)
+        self._check_turn_keys()
         self._query_vector = QueryCache(self.embedder)
         self._nulls: np.ndarray | None = None
         self._indexer: BackgroundIndexer | None = None
@@ -133,6 +134,17 @@ class Memory:
             )
             self._indexer.notify()  # pick up rows left unembedded by an earlier process
         self.events.check()
+
+    def _check_turn_keys(self) -> None:
+        """Long turns embedded under other key or passage settings (or before passages, issue
+        14) are embedded again, once: their passages would otherwise never be cut."""
+        e = self.config.embedding
+        keys = f"{e.max_chars}:{e.passage_chars if e.passages else 0}:{e.passages}"
+        with self.store.transaction():
+            old = self.store.meta("turn_vector_keys")
+            if old != keys:
+                self.store.reembed_long_turns(min(e.max_chars, int(old.split(":")[0]) if old else e.max_chars))
+                self.store.set_meta("turn_vector_keys", keys)
 
     @property
     def _md_paused(self) -> bool:
@@ -860,6 +872,9 @@ class Memory:
         activate = None if activate is None else validate.boolean("activate", activate)
         if query_vector is not None and not callable(query_vector):
             validate.vector("query_vector", query_vector, self.embedder.dimensions)
+        elif query_vector is not None:  # the caller's function: what it returns is checked too
+            given, dims = query_vector, self.embedder.dimensions
+            query_vector = lambda text: validate.vector("query_vector", given(text), dims)  # noqa: E731
         f = self._filters(filters)
         limit = limit or self.config.search.default_limit
         # an agent scope also reads its user's shared memories (`Scope.readable`); its turns

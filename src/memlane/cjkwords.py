@@ -97,6 +97,8 @@ class Dictionary:
         try:
             with os.fdopen(fd, "wb") as f:
                 np.save(f, table)
+                f.flush()
+                os.fsync(f.fileno())  # the data on disk before the name: never an empty table
             os.replace(tmp, path)
         except BaseException:
             with contextlib.suppress(OSError):
@@ -122,7 +124,8 @@ def dictionary() -> Dictionary:
     stat = source.stat()
     tag = hashlib.sha1(f"{source}|{stat.st_size}|{stat.st_mtime_ns}|{MAX_WORD}".encode()).hexdigest()[:12]
     path = cache_dir() / f"cjkwords-{tag}.npy"
-    with contextlib.suppress(OSError, ValueError):
+    # EOFError: an empty file, as a crash can leave one (numpy reads no header)
+    with contextlib.suppress(OSError, ValueError, EOFError):
         return Dictionary.load(path)
     built = Dictionary.parse(source.read_text(encoding="utf-8").splitlines())
     with contextlib.suppress(OSError):  # an unwritable cache still segments, only slower

@@ -187,6 +187,10 @@ class SearchConfig(_Section):
     dense_common_share: float = Field(0.3, gt=0, le=1)
     dense_common_min_docs: int = Field(50, ge=1)  # smaller scopes keep every word
     keywords_max: int = Field(6, ge=1)  # seed 000: top 6 keywords
+    # Not from a seed: a search reads its query's first this many keywords and full-text terms
+    # (a page pasted as the query: 50k distinct Chinese bigrams took 68 s on PostgreSQL, a
+    # count per term); the longest dev-set questions (LongMemEval) hold under 40 words
+    max_query_terms: int = Field(256, ge=1)
     activate_on_hit: bool = True  # seed 001/004: a hit updates last_activated / count
     # Not from a seed (issue 13, 18): the absolute relevance (`Hit.score`) below which a memory is
     # not injected by build_context nor returned by the search_memory / recall_memory tools.
@@ -196,6 +200,10 @@ class SearchConfig(_Section):
     # ones ≥ 0.33 with both.
     min_relevance: float = Field(0.3, ge=0, le=1)
     default_limit: int = Field(10, ge=1)
+    # Not from a seed (a filtered search): candidates are the scope's best; where the filters
+    # (session, roles, time, category) keep fewer than a page of them, the pool grows ×4 up to
+    # this many rows a side, so a session's turns are found among a long history's others
+    filter_pool_max: int = Field(10_000, ge=1)
     # Not from a seed (issue 3, scale): a scope holding at least this many vectors is searched
     # through an HNSW cache (store/vindex.py) rebuilt from SQLite; below it sqlite-vec scans
     # the scope exactly. vec0 scans ~1.5 µs a 384-d vector here (100k: 73-150 ms a query,

@@ -104,17 +104,19 @@ _WORDS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5,
 _UNIT = r"(day|week|month|year)s?"
 _ZH_NUMBER = r"(\d{1,3}|[一二两三四五六七八九十几]{1,3})"
 _ZH_UNIT = r"(天|日|周|星期|礼拜|个月|月|年)"
+# a number's start: not the tail of a longer one ("1000天前" is not "000天前", "一百二十天前" not "二十天前")
+_ZH_NOT_AFTER = r"(?<![\d.,一二两三四五六七八九十几百千万])"
 _DAYS = {"day": 1, "week": 7, "month": 30, "year": 365, "天": 1, "日": 1, "周": 7, "星期": 7, "礼拜": 7,
          "个月": 30, "月": 30, "年": 365}
 _RELATIVE: list[tuple[re.Pattern[str], str]] = [
     (re.compile(rf"\b(?:in |over |during )?the (?:past|last) {_NUMBER} {_UNIT}\b"), "past"),
-    (re.compile(rf"\b{_NUMBER} {_UNIT} ago\b"), "ago"),
+    (re.compile(rf"(?<!\d[.,])\b{_NUMBER} {_UNIT} ago\b"), "ago"),
     (re.compile(r"\b(?:the day before yesterday)\b"), "2 day"),
     (re.compile(r"\byesterday\b"), "1 day"),
     (re.compile(r"\blast (week|weekend|month|year)\b"), "last"),
     (re.compile(r"\bthis (week|month|year)\b"), "this"),
     (re.compile(rf"(?:最近|过去|近|这)\s*{_ZH_NUMBER}\s*{_ZH_UNIT}"), "past"),
-    (re.compile(rf"{_ZH_NUMBER}\s*{_ZH_UNIT}(?:以前|之前|前)"), "ago"),
+    (re.compile(rf"{_ZH_NOT_AFTER}{_ZH_NUMBER}\s*{_ZH_UNIT}(?:以前|之前|前)"), "ago"),
     (re.compile(r"前天"), "2 day"),
     (re.compile(r"昨天|昨日"), "1 day"),
     (re.compile(r"上(?:个)?(周|星期|礼拜|月)|(去)年"), "last"),

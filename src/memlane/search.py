@@ -93,7 +93,12 @@ def dense_text(store: Store, corpus: Corpus, scope: Scope, query: str, cfg: Sear
     scope is small."""
     if cfg.dense_common_share >= 1:
         return query
-    spans = _query_words(query)
+    spans, seen = [], set()
+    for span in _query_words(query):  # the first words, up to max_query_terms index terms
+        seen.update(span[2])
+        if len(seen) > cfg.max_query_terms:
+            break
+        spans.append(span)
     if not spans:
         return query
     # counted in the rows' own text: a turn's neighbours column holds every speaker's name
@@ -120,8 +125,8 @@ def drop_common(store: Store, corpus: Corpus, terms: list[str], cfg: SearchConfi
     if total < cfg.common_term_min_docs:
         return terms
     share = {t: counts.get(index_term(t), 0) / total for t in terms}
-    keep = [t for t in terms if share[t] <= cfg.common_term_share]
-    rarest = sorted(terms, key=lambda t: share[t])[:2]
+    keep = {t for t in terms if share[t] <= cfg.common_term_share}
+    rarest = set(sorted(terms, key=lambda t: share[t])[:2])
     return [t for t in terms if t in keep or t in rarest]
 
 
@@ -169,8 +174,8 @@ def candidates(
 ) -> dict[int, Candidate]:
     """Lexical ∪ dense candidates, each scored on both sides where the data allows. A turn
     with passage vectors (`passages`: the most a turn has) is as similar as its best one."""
-    words = keywords(query) if words is None else words
-    match = fts_query(drop_common(store, corpus, fts_terms(words), cfg))
+    words = keywords(query, cfg.max_query_terms) if words is None else words
+    match = fts_query(drop_common(store, corpus, fts_terms(words)[: cfg.max_query_terms], cfg))
     weights = (1.0, cfg.neighbour_weight) if corpus == "turns" else (1.0,)
     cands: dict[int, Candidate] = {}
     for rank, (rowid, score) in enumerate(store.fts(corpus, scope, match, max(pool, cfg.fts_candidates), weights), 1):
@@ -449,96 +454,127 @@ def search(
     if limit < 1:
         raise ValidationError("limit", f"must be at least 1, got {limit}")
     filters = filters or Filters()
-    words = keywords(query)  # once: for the full-text query and for the highlights
+    words = keywords(query, cfg.max_query_terms)  # once: for the full-text query and for the highlights
     used: list[np.ndarray] = []  # the query vector, as the dense side computed it
+    embedded: dict[str, np.ndarray] = {}
 
     def remembered(text: str) -> np.ndarray:
         assert callable(query_vector)
-        vec = query_vector(text)
-        used.append(vec)
-        return vec
+        if text not in embedded:  # once, though a filtered search may gather candidates again
+            embedded[text] = query_vector(text)
+            used.append(embedded[text])
+        return embedded[text]
 
     if isinstance(query_vector, np.ndarray):
         used.append(query_vector)
-    cands = candidates(store, cfg, corpus, scope, query, remembered if callable(query_vector) else query_vector,
-                       pool=limit, words=words, passages=passages)
-    if not cands:
-        return []
-    null: float | None = None
-    if used and null_vectors is not None and null_vectors.shape[1:] == used[0].shape and np.linalg.norm(used[0]) > 0:
-        null = float(np.max(null_vectors @ used[0]))
-
     marked: dict[str, list[str]] = {}  # a text's highlights, found once: a long turn's cost
+    null: float | None = None
 
     def absolute(content: str, c: Candidate) -> float:
         if content not in marked:
             marked[content] = highlights(words, content)
         return absolute_relevance(words, marked[content], c.similarity, null)
-    _normalise_relevance(cands)
     period = mentioned_period(query, now.date())
 
     def dated(at: datetime | None) -> float:
         return cfg.date_prior * period.nearness(at, cfg.date_grace_days) if period and at else 0.0
 
-    if corpus == "turns" and period:
-        for c in cands.values():
-            c.relevance += dated(None if c.at is None else datetime.fromtimestamp(c.at, UTC))
-    rowids = list(cands)
-    hits: list[Hit] = []
-    rank: dict[str, float] = {}  # hit id → the composite it was ranked by
-    if corpus == "memories":
-        # rank on a few columns, then build records only for what is returned
-        facts = store.memory_facts(scope, rowids)
-        facts = _kept_facts(facts, filters, now)
-        prior = [dated(datetime.fromtimestamp(t, UTC)) for t in facts.created_at.tolist()] if period else 0.0
-        relevance = np.fromiter((cands[r].relevance for r in facts.rowid.tolist()), np.float64, len(facts)) + prior
-        age_days = np.maximum(0.0, (now.timestamp() - facts.last_activated) / 86400)
-        scores = (cfg.w_similarity * relevance + cfg.w_importance * facts.score
-                  + cfg.w_recency * np.power(0.5, age_days / cfg.recency_half_life_days))  # recency(), in numpy
-        order = np.lexsort((facts.rowid, -scores))
-        ranked = list(zip(scores[order].tolist(), facts.rowid[order].tolist(), strict=True))
-        for i in range(0, len(ranked), limit):
-            top = ranked[i : i + limit]
-            records = store.memories_by_rowid(scope, [r for _, r in top])
-            for score, rowid in top:
-                mem = records.get(rowid)
-                # the record is the last word: another writer may have deleted or changed it since
-                if mem is not None and _keep_memory(mem, filters, now) and len(hits) < limit \
-                        and (rel := absolute(mem.content, cands[rowid])) >= min_score:
-                    hits.append(_hit("memories", mem.id, mem.content, rel, cands[rowid], f"memory:{mem.id}",
-                                     mem.created_at, memory=mem))
-                    rank[mem.id] = score
-            if len(hits) >= limit:
-                break
-    elif corpus == "turns":
-        # only turns' rank is their relevance: materialise the best first, just enough of them
-        ordered = sorted(rowids, key=lambda r: (-cands[r].relevance, r))
-        for i in range(0, len(ordered), limit * 2):
-            batch = ordered[i : i + limit * 2]
-            turns = store.turns_by_rowid(scope, batch)
-            for rowid in batch:
-                turn = turns.get(rowid)
+    def _one_pool() -> tuple[list[Hit], dict[str, float], int, int]:
+        """(hits, hit id → the composite it was ranked by, candidates the filters kept of those
+        looked at, candidates) of one candidate pool of size `pool`."""
+        nonlocal null
+        cands = candidates(store, cfg, corpus, scope, query, remembered if callable(query_vector) else query_vector,
+                           pool=pool, words=words, passages=passages)
+        if not cands:
+            return [], {}, 0, 0
+        if null is None and used and null_vectors is not None and null_vectors.shape[1:] == used[0].shape \
+                and np.linalg.norm(used[0]) > 0:
+            null = float(np.max(null_vectors @ used[0]))
+        _normalise_relevance(cands)
+        kept = 0
+        if corpus == "turns" and period:
+            for c in cands.values():
+                c.relevance += dated(None if c.at is None else datetime.fromtimestamp(c.at, UTC))
+        rowids = list(cands)
+        hits: list[Hit] = []
+        rank: dict[str, float] = {}  # hit id → the composite it was ranked by
+        if corpus == "memories":
+            # rank on a few columns, then build records only for what is returned
+            facts = store.memory_facts(scope, rowids)
+            facts = _kept_facts(facts, filters, now)
+            kept = len(facts)
+            prior = [dated(datetime.fromtimestamp(t, UTC)) for t in facts.created_at.tolist()] if period else 0.0
+            relevance = np.fromiter((cands[r].relevance for r in facts.rowid.tolist()), np.float64, len(facts)) + prior
+            age_days = np.maximum(0.0, (now.timestamp() - facts.last_activated) / 86400)
+            scores = (cfg.w_similarity * relevance + cfg.w_importance * facts.score
+                      + cfg.w_recency * np.power(0.5, age_days / cfg.recency_half_life_days))  # recency(), in numpy
+            order = np.lexsort((facts.rowid, -scores))
+            ranked = list(zip(scores[order].tolist(), facts.rowid[order].tolist(), strict=True))
+            for i in range(0, len(ranked), limit):
+                top = ranked[i : i + limit]
+                records = store.memories_by_rowid(scope, [r for _, r in top])
+                for score, rowid in top:
+                    mem = records.get(rowid)
+                    # the record is the last word: another writer may have deleted or changed it since
+                    if mem is not None and _keep_memory(mem, filters, now) and len(hits) < limit \
+                            and (rel := absolute(mem.content, cands[rowid])) >= min_score:
+                        hits.append(_hit("memories", mem.id, mem.content, rel, cands[rowid], f"memory:{mem.id}",
+                                         mem.created_at, memory=mem))
+                        rank[mem.id] = score
+                if len(hits) >= limit:
+                    break
+        elif corpus == "turns":
+            # only turns' rank is their relevance: materialise the best first, just enough of them
+            ordered = sorted(rowids, key=lambda r: (-cands[r].relevance, r))
+            start, size = 0, limit * 2
+            while start < len(ordered):
+                # batches double: where filters turn most candidates away, a few round trips
+                batch, start, size = ordered[start : start + size], start + size, size * 2
+                turns = store.turns_by_rowid(scope, batch)
+                for rowid in batch:
+                    turn = turns.get(rowid)
+                    c = cands[rowid]
+                    if len(hits) >= limit:
+                        break  # the rest rank lower, or tie and come later: scoring them is waste
+                    if turn is None or not _keep_turn(turn, filters):
+                        continue
+                    kept += 1
+                    if (rel := absolute(turn.content, c)) >= min_score:
+                        hits.append(_hit("turns", turn.id, turn.content, rel, c,
+                                         f"turn:{turn.session_id}#{turn.seq}", turn.created_at, turn=turn))
+                        rank[turn.id] = c.relevance
+                if len(hits) >= limit:
+                    break
+        else:
+            for rowid, ep in store.episodes_by_rowid(scope, rowids).items():
                 c = cands[rowid]
-                if len(hits) >= limit and c.relevance < rank[hits[-1].id]:
-                    break  # the rest rank lower: scoring them (a long turn's highlights) is waste
-                if turn is not None and _keep_turn(turn, filters) and (rel := absolute(turn.content, c)) >= min_score:
-                    hits.append(_hit("turns", turn.id, turn.content, rel, c,
-                                     f"turn:{turn.session_id}#{turn.seq}", turn.created_at, turn=turn))
-                    rank[turn.id] = c.relevance
-            if len(hits) >= limit:
-                break
-    else:
-        for rowid, ep in store.episodes_by_rowid(scope, rowids).items():
-            c = cands[rowid]
-            if _keep_time(ep.ended_at, filters) and (filters.session_id in (None, ep.session_id)) \
-                    and (rel := absolute(ep.summary, c)) >= min_score:
-                rank[ep.id] = (cfg.w_similarity * (c.relevance + dated(ep.ended_at)) + cfg.w_importance * ep.score
-                               + cfg.w_recency * recency(ep.ended_at, now, cfg.recency_half_life_days))
-                hits.append(_hit("episodes", ep.id, ep.summary, rel, c, f"episode:{ep.session_id}",
-                                 ep.ended_at, episode=ep))
-    hits.sort(key=lambda h: (-rank[h.id], h.id))  # the rank, not the reported relevance
+                if not (_keep_time(ep.ended_at, filters) and filters.session_id in (None, ep.session_id)):
+                    continue
+                kept += 1
+                if (rel := absolute(ep.summary, c)) >= min_score:
+                    rank[ep.id] = (cfg.w_similarity * (c.relevance + dated(ep.ended_at)) + cfg.w_importance * ep.score
+                                   + cfg.w_recency * recency(ep.ended_at, now, cfg.recency_half_life_days))
+                    hits.append(_hit("episodes", ep.id, ep.summary, rel, c, f"episode:{ep.session_id}",
+                                     ep.ended_at, episode=ep))
+        return hits, rank, kept, len(cands)
+
+    # The candidates are the scope's best, whatever the filters: where the filters leave fewer
+    # than a page of them (a session among many, one role, a week), the pool grows until they
+    # do, every row was a candidate (both sides returned less than asked), or it reaches
+    # `filter_pool_max`. Without filters, or with enough kept, one pool as before.
+    pool = limit
+    while True:
+        hits, rank, kept, pooled = _one_pool()
+        if len(hits) >= limit or kept >= limit or pooled < max(pool, min(cfg.fts_candidates, cfg.vector_candidates)) \
+                or pool >= cfg.filter_pool_max or (corpus == "turns" and not _any_turn(store, scope, filters)):
+            break
+        pool = min(4 * max(pool, cfg.fts_candidates, cfg.vector_candidates), cfg.filter_pool_max)
+    if corpus == "episodes":  # the rank, not the reported relevance
+        hits.sort(key=lambda h: (-rank[h.id], h.id))
+    # memories and turns came in rank order, ties by rowid: sorting them again by id would
+    # let a tie cut by the page size differ from the longer page's (limit=1 ≠ limit=10's first)
     for h in hits[:limit]:
-        h.highlights = marked[h.content] if h.content in marked else highlights(words, h.content)
+        h.highlights = list(marked[h.content]) if h.content in marked else highlights(words, h.content)
     return hits[:limit]
 
 
@@ -592,6 +628,16 @@ def _keep_memory(m: MemoryRecord, f: Filters, now: datetime) -> bool:
     if f.session_id is not None and m.source_session != f.session_id:
         return False
     return _keep_time(m.created_at, f)
+
+
+def _any_turn(store: Store, scope: Scope, f: Filters) -> bool:
+    """Whether any turn of the scope passes the filters' session and time range (and roles
+    name one): a filter that keeps nothing (no such session) widens no pool, an indexed read."""
+    if f.roles is not None and not f.roles:
+        return False
+    if f.session_id is None and f.since is None and f.until is None:
+        return True
+    return bool(store.get_turns(scope, session_id=f.session_id, since=f.since, until=f.until, limit=1))
 
 
 def _keep_turn(t: Turn, f: Filters) -> bool:

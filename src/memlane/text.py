@@ -111,6 +111,10 @@ def _porter() -> Any:
     return Stemmer.Stemmer("porter")
 
 
+# the english stemmer's only rewrites of a word's first two letters: dying, lying, tying
+_Y_FORMS = {"di": "dy", "li": "ly", "ti": "ty"}
+
+
 def highlights(keywords_: Iterable[str], text: str) -> list[str]:
     """The query keywords a text contains: CJK as substrings, Latin words by their stem
     (so "runs" highlights "running", as FTS5's porter tokenizer matched it)."""
@@ -119,24 +123,24 @@ def highlights(keywords_: Iterable[str], text: str) -> list[str]:
     keys = list(keywords_)
     wanted = {k: stemmer.stemWord(k) for k in keys if not CJK_RUN.fullmatch(k)}
     # the stemmer rewrites endings only: a word can stem to a keyword's stem only if it
-    # starts as that stem does, so the rest of a long text is never stemmed (issue 14)
+    # starts as that stem does (or is one of _Y_FORMS), so the rest of a long text is never
+    # stemmed (issue 14)
     starts = {s[:2] for s in wanted.values()}
+    starts |= {_Y_FORMS[s] for s in starts if s in _Y_FORMS}
     stems = set(stemmer.stemWords([w for w in set(_WORD.findall(lowered)) if w[:2] in starts])) if starts else set()
     return [k for k in keys if (wanted[k] in stems if k in wanted else k in lowered)]
 
 
 def fts_terms(words: Iterable[str]) -> list[str]:
     """Index terms for query words: CJK words become their bigrams (or the lone character)."""
-    terms: list[str] = []
+    terms: dict[str, None] = {}  # ordered, and linear: a 100k-character query has ~50k terms
     for word in words:
         if CJK_RUN.fullmatch(word):
             grams = [word] if len(word) == 1 else [word[i : i + 2] for i in range(len(word) - 1)]
         else:
             grams = [word]
-        for g in grams:
-            if g not in terms:
-                terms.append(g)
-    return terms
+        terms.update(dict.fromkeys(grams))
+    return list(terms)
 
 
 def fts_query(terms: Iterable[str]) -> str:

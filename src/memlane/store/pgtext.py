@@ -115,8 +115,18 @@ def lexemes(terms: Sequence[str]) -> list[str]:
 
 
 def tsquery(lexemes_: Sequence[str], weight: str = "") -> str:
-    """A tsquery OR-ing the lexemes, none normalised again (`::tsquery` applies no dictionary)."""
-    return " | ".join(f"{quote(x)}{':' + weight if weight else ''}" for x in lexemes_)
+    """A tsquery OR-ing the lexemes, none normalised again (`::tsquery` applies no dictionary).
+    Many lexemes (a pasted page as the query) are OR-ed as a balanced tree: PostgreSQL parses
+    and evaluates a tsquery recursively, and a chain of thousands exceeded its stack depth."""
+    items = [f"{quote(x)}{':' + weight if weight else ''}" for x in lexemes_]
+
+    def tree(xs: Sequence[str]) -> str:
+        if len(xs) <= 64:
+            return " | ".join(xs)
+        half = len(xs) // 2
+        return f"( {tree(xs[:half])} ) | ( {tree(xs[half:])} )"
+
+    return tree(items)
 
 
 K1, B = 1.2, 0.75  # fts5_aux.c's bm25 constants (store/postings.py)

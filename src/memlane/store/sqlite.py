@@ -239,6 +239,13 @@ class SQLiteStore:
                 self.set_meta("vector_dims", str(dims))
         self._vector_dims = dims
 
+    def reembed_long_turns(self, longer_than: int) -> None:
+        """Mark turns longer than `longer_than` characters for embedding: their key stays (the
+        cache has it), their passages are cut and embedded anew (`put_vectors` drops the old)."""
+        with self.transaction():
+            self._conn.execute("UPDATE turns SET embedded = 0 WHERE embedded = 1 AND length(content) > ?",
+                               (int(longer_than),))
+
     def put_vectors(self, corpus: Corpus, scope: Scope, rowids: Sequence[int], vectors: np.ndarray) -> None:
         with self.transaction():
             added = 0
