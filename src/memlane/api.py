@@ -522,7 +522,10 @@ class Memory:
         finally:
             self._importing = False
         if stored:
-            self.store.settle_text()  # the import's cost, not the first search's (~1 ms a turn)
+            try:  # the import's cost, not the first search's (~1 ms a turn)
+                self.store.settle_text()
+            except MemlaneError as exc:  # the turns are committed: the next search catches up instead
+                log.warning("imported %d turns; their words are indexed at the next search (%s)", stored, exc)
         if embed:
             self._after_write()
         return ConversationImport(sessions=len(plan), turns=stored, skipped=skipped)

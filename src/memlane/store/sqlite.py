@@ -393,8 +393,11 @@ class SQLiteStore:
 
     def settle_text(self) -> None:
         with self._lock:
-            for corpus in ("memories", "turns", "episodes"):
-                self.lexical.catch_up(corpus)
+            try:
+                for corpus in ("memories", "turns", "episodes"):
+                    self.lexical.catch_up(corpus)
+            except apsw.Error as exc:  # e.g. another process holds the database: a search catches up later
+                raise self._failure(exc, write=False) from exc
 
     def fts_terms(
         self, corpus: Corpus, scope: Scope, terms: Sequence[str], limit: int, weights: Sequence[float] = (1.0,)
