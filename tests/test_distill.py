@@ -18,6 +18,7 @@ from memlane.errors import BackendError
 from memlane.importers import Conversation
 from memlane.lifecycle import Scheduler
 from memlane.llm import ChatMessage
+from memlane.models import Scope
 from memlane.testing import ManualClock, ScriptedLLM
 
 from .conftest import PROFILE_NAMES, T0
@@ -313,3 +314,18 @@ def test_a_merge_archives_what_decayed_below_the_archive_line(make_memory: MakeM
     after = m.get(low.id, user_id="u1")
     assert after.status == "archived" and after.score == pytest.approx(0.4 * 0.99**70)
     assert [e.kind for e in m.history(low.id, user_id="u1")][-1] == "DECAY"
+
+
+def test_a_session_ended_by_a_process_killed_before_queueing_is_swept_at_the_next_tick(make_memory: MakeMemory) -> None:
+    # kill -9 between end_session's commit and the queueing of its extraction: the session is
+    # ended, its turns unqueued; the scheduler's next tick queues and runs them, not idleness
+    m = make_memory(clock=ManualClock(T0))
+    m.add_messages("s1", [{"role": "user", "content": f"I prefer green tea, note {k}"} for k in range(3)], user_id="u1")
+    session = m.store.get_session(Scope.of("u1"), "s1")
+    assert session is not None
+    session.ended_at = m.clock()
+    with m.store.transaction():
+        m.store.put_session(session)  # what end_session had committed when the process died
+    assert m.store.jobs(limit=100) == []
+    Scheduler(m).tick()
+    assert {j.session_id for j in m.store.jobs(status=("done",), limit=100)} == {"s1"}

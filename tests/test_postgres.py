@@ -21,6 +21,7 @@ import pytest
 
 from memlane import Config, Memory
 from memlane.errors import BackendError
+from memlane.lifecycle import sweep_unextracted
 from memlane.models import MemoryRecord, Scope
 from memlane.testing import HashEmbedder
 
@@ -202,6 +203,9 @@ def test_two_processes_one_killed_mid_write_lose_nothing_and_the_queue_drains(pg
                   for t in mem.get_turns(s.id, user_id="shared")}
         committed = set(_lines(logs[0])) | set(_lines(logs[1]))
         assert len(_lines(logs[1])) == 75 and committed <= stored  # every committed turn is there
+        # killed between ending a session and queueing its extraction, the scheduler's sweep
+        # queues what was not (ended sessions' unextracted turns), as it does after any crash
+        sweep_unextracted(mem, mem.clock())
         for _ in range(20):  # a job the victim held is taken over: its process is gone
             if not mem.store.jobs(status=("queued", "running"), limit=10_000):
                 break
