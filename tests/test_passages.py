@@ -136,3 +136,8 @@ def test_turns_embedded_without_passages_get_them_when_passages_are_turned_on(
     off.flush()
     assert off.store.raw_count("vec_turns", "rowid >= ?", (PASSAGE_BASE,)) == 0
     assert off.store.raw_count("vec_turns") == 7
+    off.store.set_meta("turn_vector_keys", "not:a:setting")  # a damaged value opens, and re-embeds
+    off.close()
+    damaged = make_memory(home=tmp_path / "h", embedding={"passages": 30, "passage_chars": 100}, search=ranking)
+    damaged.flush()
+    assert damaged.store.raw_count("vec_turns", "rowid >= ?", (PASSAGE_BASE,)) == n_passages

@@ -140,10 +140,15 @@ class Memory:
         14) are embedded again, once: their passages would otherwise never be cut."""
         e = self.config.embedding
         keys = f"{e.max_chars}:{e.passage_chars if e.passages else 0}:{e.passages}"
+        if self.store.meta("turn_vector_keys") == keys:
+            return  # the common case: a read, no write lock at every open
         with self.store.transaction():
-            old = self.store.meta("turn_vector_keys")
+            old = self.store.meta("turn_vector_keys")  # again under the lock: another process may have set it
             if old != keys:
-                self.store.reembed_long_turns(min(e.max_chars, int(old.split(":")[0]) if old else e.max_chars))
+                head = (old or "").split(":")[0]
+                # turns longer than the shorter key were cut differently (an unreadable value: every one)
+                shorter = min(e.max_chars, int(head)) if head.isdigit() else 0
+                self.store.reembed_long_turns(shorter if old else e.max_chars)
                 self.store.set_meta("turn_vector_keys", keys)
 
     @property
