@@ -57,6 +57,7 @@ ABLATIONS: dict[str, dict[str, Any]] = {
     "  − length prior's cap (300 chars)": {"turn_length_cap": 10**9},
     "  − long turns ending in ? count as statements": {"question_max_chars": 10**9},
     "  − date prior": {"date_prior": 0.0},
+    "  − a conversation named by its order (\"our first chat\")": {"named_session_prior": 0.0},
     "  − passages count halfway (a turn is its best vector)": {"passage_weight": 1.0},
     "  − common words left out of the dense query": {"dense_common_share": 1.0},
     "  RRF(60) instead of score fusion": {"fusion": "rrf"},

@@ -6,7 +6,7 @@ from datetime import UTC, date, datetime
 
 import pytest
 
-from memlane.dates import Period, Span, mentioned_period
+from memlane.dates import Period, Span, mentioned_period, named_session
 
 
 @pytest.mark.parametrize(("text", "period"), [
@@ -85,3 +85,27 @@ def test_a_span_fades_over_the_grace_after_it():
     s = Span(date(2023, 5, 1), date(2023, 5, 8))
     assert s.nearness(datetime(2023, 4, 30, tzinfo=UTC)) == 0.0 and s.nearness(datetime(2023, 5, 7, tzinfo=UTC)) == 1.0
     assert 0 < s.nearness(datetime(2023, 5, 9, tzinfo=UTC), grace_days=3) < s.nearness(datetime(2023, 5, 8, tzinfo=UTC), grace_days=3)
+
+
+@pytest.mark.parametrize(("text", "which"), [
+    ("Do you remember what we talked about during our first conversation?", "first"),
+    ("When we first met, what did I say my job was?", "first"),
+    ("What did we discuss the first time?", "first"),
+    ("你还记得我们第一次对话的时候，聊了什么话题吗？", "first"),
+    ("What did we talk about last time?", "last"),
+    ("Remind me of our most recent chat", "last"),
+    ("The last time I talked to you, you said something about pasta", "last"),
+    ("上次我们聊了什么", "last"),
+    ("上次聊天你说的那本书叫什么？", "last"),
+    # a topic names the conversation: the words find it ("previous" is any earlier one)
+    ("I was going through our previous conversation about making a French omelette", None),
+    ("In our last conversation about budgets you said", None),
+    # the speaker's own first or last time, not ours
+    ("What was the first time I went to Paris?", None),
+    ("the last time I talked to my mom", None),
+    ("We talked about going to Rome last time I was there", None),
+    ("我上次去医院是什么时候", None),
+    ("What did James prepare for the first time in the cooking class?", None),
+])
+def test_a_conversation_named_by_its_order(text, which):
+    assert named_session(text) == which

@@ -6,11 +6,13 @@ rank to whoever writes longest."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import UTC, datetime
 
 import pytest
 
 from memlane import Memory
 from memlane.search import asked_role
+from memlane.testing import ManualClock
 
 USER_FACT = "I redeemed a $5 coupon on coffee creamer at Target last Sunday. Do you know other ways to save on groceries?"
 REPLY = ("Great job redeeming that coupon on coffee creamer at Target! Saving on groceries is easier than it "
@@ -100,3 +102,51 @@ def test_long_turns_spread_the_session_prior(make_memory: Callable[..., Memory],
                                           corpus="turns", limit=3)]
     assert len(top) == 3 and (ALLOTMENT in top) is found
     assert top[0] in BALCONY
+
+
+def _three_days(mem: Memory, clock: ManualClock) -> None:
+    """A first conversation about a puppy, a second about a trip (both ended, an episode each),
+    and the one going on now, whose words are what a content-free question would match."""
+    mem.add_messages("day1", [
+        {"role": "user", "content": "I just adopted a beagle puppy and named him Biscuit."},
+        {"role": "assistant", "content": "Congratulations on Biscuit! Beagles are curious and friendly."},
+        {"role": "user", "content": "He already chewed one of my shoes."},
+    ], user_id="u")
+    mem.end_session("day1", user_id="u", wait=True)
+    clock.advance(days=1)
+    mem.add_messages("day2", [
+        {"role": "user", "content": "I'm planning a hiking trip to the Dolomites in September."},
+        {"role": "assistant", "content": "The Dolomites are beautiful in September; book the huts early."},
+        {"role": "user", "content": "Which hut is best for the first night?"},
+    ], user_id="u")
+    mem.end_session("day2", user_id="u", wait=True)
+    clock.advance(days=1)
+    mem.add_messages("day3", [
+        {"role": "user", "content": "Let's talk about the conversation I had with my boss: what did we "
+                                    "talk about in the review, and what should I say next time we talk?"},
+    ], user_id="u")
+    mem.flush()
+
+
+@pytest.mark.parametrize(("query", "session"), [
+    ("What did we talk about in our first conversation?", "day1"),
+    ("What did we talk about last time?", "day2"),
+    ("你还记得我们第一次聊天时聊了什么吗？", "day1"),
+    ("上次我们聊了什么？", "day2"),
+])
+@pytest.mark.parametrize("prior", [1.5, 0.0])
+def test_a_conversation_named_by_its_order_is_found_without_its_words(
+        make_memory: Callable[..., Memory], query: str, session: str, prior: float) -> None:
+    """"Our first conversation" is the scope's first session and "last time" the last one
+    before the conversation going on now; their turns hold none of the question's words
+    (without the prior, the open session's talk-talk-talk wins)."""
+    clock = ManualClock(datetime(2026, 3, 1, 9, 0, tzinfo=UTC))
+    mem = make_memory(clock=clock, search={"named_session_prior": prior})
+    _three_days(mem, clock)
+    top = [h.turn.session_id for h in mem.search(query, user_id="u", corpus="turns", limit=2) if h.turn]
+    if prior:
+        assert top == [session, session]
+        episodes = mem.search(query, user_id="u", corpus="episodes", limit=2)
+        assert episodes[0].episode is not None and episodes[0].episode.session_id == session
+    else:
+        assert session not in top[:1]

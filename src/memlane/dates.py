@@ -200,6 +200,36 @@ def mentioned_period(text: str, today: date | None = None) -> Period | Span | No
     return found if found is not None or today is None else relative_span(text, today)
 
 
+# "our first conversation", "the last time we talked", "我们第一次聊天", "上次我们聊": a
+# conversation named by its order rather than its date. Not when a topic qualifies it ("our
+# last conversation about budgets" is the last of those, which the words find): LongMemEval
+# says "our previous conversation about X" of any earlier one.
+_TALK = r"(?:conversation|chat|talk|discussion|session)s?"
+_WE_TALKED = r"(?:we (?:talked|spoke|chatted|met)|i (?:talked|spoke|chatted) (?:to|with) you)\b"
+_WE_SAID = r"\b(?:we|you and i)\b[^.?!]{0,40}\b(?:talk(?:ed)?|discuss(?:ed)?|chat(?:ted)?|spoke)\b[^.?!]{0,30}\b(?:the )?"
+_SESSION_ORDER: list[tuple[re.Pattern[str], str]] = [
+    (re.compile(rf"\b(?:our|the|my) (?:very )?first {_TALK}\b(?! (?:about|on|regarding|concerning)\b)"
+                rf"|\b(?:the )?first time {_WE_TALKED}|\bwhen we first (?:talked|spoke|chatted|met)\b|{_WE_SAID}first time\b(?! (?:i|he|she|they|my)\b)"),
+     "first"),
+    (re.compile(rf"\b(?:our|the) (?:very )?(?:last|latest|most recent) {_TALK}\b"
+                r"(?! (?:about|on|regarding|concerning)\b)"
+                rf"|\b(?:the )?last time {_WE_TALKED}|\bwhen we last (?:talked|spoke|chatted|met)\b|{_WE_SAID}last time\b(?! (?:i|he|she|they|my)\b)"),
+     "last"),
+    (re.compile(r"(?:我们|咱们)?(?:第一次|头一次|最早一次|最初)(?:的)?(?:聊天|对话|谈话|交流|聊|谈|见面)"), "first"),
+    (re.compile(r"(?:上次|上一次|上回|最近一次)(?:我们|咱们)?(?:的)?(?:聊天|对话|谈话|交流|聊|谈|说)"), "last"),
+]
+
+
+def named_session(text: str) -> str | None:
+    """"first" or "last" when the text names a conversation by its order ("what did we talk
+    about in our first conversation?", "上次我们聊了什么"), else None."""
+    lowered = text.lower()
+    for pattern, which in _SESSION_ORDER:
+        if pattern.search(lowered):
+            return which
+    return None
+
+
 def _absolute(text: str) -> Period | None:
     lowered = text.lower()
     for pattern, kind in _PATTERNS:

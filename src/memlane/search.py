@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from memlane.config import SearchConfig
-from memlane.dates import mentioned_period
+from memlane.dates import mentioned_period, named_session
 from memlane.errors import ValidationError
 from memlane.models import Corpus, Episode, Hit, MemoryFacts, MemoryRecord, Scope, Turn, TurnPlace
 from memlane.store import Store, passage_rowids, vector_owner
@@ -171,15 +171,19 @@ def candidates(
     pool: int,
     words: list[str] | None = None,
     passages: int = 0,
+    include: Sequence[int] = (),
 ) -> dict[int, Candidate]:
-    """Lexical ∪ dense candidates, each scored on both sides where the data allows. A turn
-    with passage vectors (`passages`: the most a turn has) is as similar as its best one."""
+    """Lexical ∪ dense candidates ∪ the rows in `include`, each scored on both sides where
+    the data allows. A turn with passage vectors (`passages`: the most a turn has) is as
+    similar as its best one."""
     words = keywords(query, cfg.max_query_terms) if words is None else words
     match = fts_query(drop_common(store, corpus, fts_terms(words)[: cfg.max_query_terms], cfg))
     weights = (1.0, cfg.neighbour_weight) if corpus == "turns" else (1.0,)
     cands: dict[int, Candidate] = {}
     for rank, (rowid, score) in enumerate(store.fts(corpus, scope, match, max(pool, cfg.fts_candidates), weights), 1):
         cands[rowid] = Candidate(rowid, bm25=score, bm25_rank=rank)
+    for rowid in include:
+        cands.setdefault(rowid, Candidate(rowid))
     # a vector given as such is used as is: only a function needs the text to embed
     qv = (query_vector if query_vector is None or isinstance(query_vector, np.ndarray)
           else query_vector(dense_text(store, corpus, scope, query, cfg)))
@@ -478,13 +482,20 @@ def search(
 
     def dated(at: datetime | None) -> float:
         return cfg.date_prior * period.nearness(at, cfg.date_grace_days) if period and at else 0.0
+    # "our first conversation", "上次我们聊": that session's rows are favoured, and its turns
+    # join the candidates (the query's words may find none of them)
+    named = (named_session_id(store, scope, which, now)
+             if cfg.named_session_prior > 0 and (which := named_session(query)) else None)
+    named_first = ([r for r, _, _ in store.turn_rows(scope, named, 0, cfg.fts_candidates)]
+                   if named is not None and corpus == "turns" else [])
 
     def _one_pool() -> tuple[list[Hit], dict[str, float], int, int]:
         """(hits, hit id → the composite it was ranked by, candidates the filters kept of those
         looked at, candidates) of one candidate pool of size `pool`."""
         nonlocal null
         cands = candidates(store, cfg, corpus, scope, query, remembered if callable(query_vector) else query_vector,
-                           pool=pool, words=words, passages=passages)
+                           pool=pool, words=words, passages=passages,
+                           include=named_first)
         if not cands:
             return [], {}, 0, 0
         if null is None and used and null_vectors is not None and null_vectors.shape[1:] == used[0].shape \
@@ -495,6 +506,10 @@ def search(
         if corpus == "turns" and period:
             for c in cands.values():
                 c.relevance += dated(None if c.at is None else datetime.fromtimestamp(c.at, UTC))
+        if corpus == "turns" and named is not None:
+            for w in store.turn_windows(scope, list(cands), 0):
+                if w.session_id == named and w.rowid in cands:
+                    cands[w.rowid].relevance += cfg.named_session_prior
         rowids = list(cands)
         hits: list[Hit] = []
         rank: dict[str, float] = {}  # hit id → the composite it was ranked by
@@ -503,7 +518,10 @@ def search(
             facts = store.memory_facts(scope, rowids)
             facts = _kept_facts(facts, filters, now)
             kept = len(facts)
-            prior = [dated(datetime.fromtimestamp(t, UTC)) for t in facts.created_at.tolist()] if period else 0.0
+            prior = np.array([dated(datetime.fromtimestamp(t, UTC)) for t in facts.created_at.tolist()]
+                             if period else 0.0)
+            if named is not None:
+                prior = prior + cfg.named_session_prior * (facts.source_session == named)
             relevance = np.fromiter((cands[r].relevance for r in facts.rowid.tolist()), np.float64, len(facts)) + prior
             age_days = np.maximum(0.0, (now.timestamp() - facts.last_activated) / 86400)
             scores = (cfg.w_similarity * relevance + cfg.w_importance * facts.score
@@ -552,7 +570,8 @@ def search(
                     continue
                 kept += 1
                 if (rel := absolute(ep.summary, c)) >= min_score:
-                    rank[ep.id] = (cfg.w_similarity * (c.relevance + dated(ep.ended_at)) + cfg.w_importance * ep.score
+                    near = dated(ep.ended_at) + (cfg.named_session_prior if ep.session_id == named else 0.0)
+                    rank[ep.id] = (cfg.w_similarity * (c.relevance + near) + cfg.w_importance * ep.score
                                    + cfg.w_recency * recency(ep.ended_at, now, cfg.recency_half_life_days))
                     hits.append(_hit("episodes", ep.id, ep.summary, rel, c, f"episode:{ep.session_id}",
                                      ep.ended_at, episode=ep))
@@ -576,6 +595,19 @@ def search(
     for h in hits[:limit]:
         h.highlights = list(marked[h.content]) if h.content in marked else highlights(words, h.content)
     return hits[:limit]
+
+
+def named_session_id(store: Store, scope: Scope, which: str, now: datetime) -> str | None:
+    """The session a query names by its order (`dates.named_session`): the scope's first, where
+    its first turn was said; or its last begun by `now`, passing over the newest while it has
+    not ended (the conversation the question is asked in)."""
+    if which == "first":
+        first = store.get_turns(scope, until=now, limit=1)
+        return first[0].session_id if first else None
+    begun = [s for s in store.list_sessions(scope, limit=8) if s.started_at <= now]
+    if begun and begun[0].ended_at is None:
+        begun = begun[1:]
+    return begun[0].id if begun else None
 
 
 def _normalise_relevance(cands: dict[int, Candidate]) -> None:
