@@ -417,6 +417,21 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
 COLUMNS = ["R@5", "R@10", "NDCG@10", "MRR", "S_any@5", "S_all@5", "S_all@10"]
 
 
+MIN_CATEGORY = 10  # issue 14: memlane beats every baseline overall and in each category this large
+
+
+def versus_baselines(systems: dict[str, Any]) -> dict[str, dict[str, float]]:
+    """{"all" or category (n ≥ MIN_CATEGORY): {metric: memlane − the best baseline's}}."""
+    mine = systems["memlane"]
+    groups = {"all": (mine["all"], [systems[b]["all"] for b in BASELINES if b in systems])}
+    for cat, m in mine["by_category"].items():
+        if m["n"] >= MIN_CATEGORY:
+            groups[cat] = (m, [systems[b]["by_category"][cat] for b in BASELINES
+                               if b in systems and cat in systems[b]["by_category"]])
+    return {g: {c: m[c] - max((o[c] for o in others), default=0.0) for c in COLUMNS}
+            for g, (m, others) in groups.items()}
+
+
 def report(name: str, res: dict[str, Any]) -> None:
     systems = res["systems"]
     base = max((systems[b]["all"]["R@10"] for b in BASELINES if b in systems), default=0.0)
@@ -430,6 +445,16 @@ def report(name: str, res: dict[str, Any]) -> None:
                         ["system", *[f"{c} ({systems['memlane']['by_category'][c]['n']})" for c in cats]],
                         [[s, *[v["by_category"].get(c, {}).get("R@10", 0.0) for c in cats]]
                          for s, v in systems.items()]))
+    gaps = res["versus_best_baseline"] = versus_baselines(systems)
+    mine = {"all": systems["memlane"]["all"], **systems["memlane"]["by_category"]}
+
+    def mark(group: str, metric: str, d: float) -> str:  # ✗: not above; =: both at the ceiling
+        return f"{d:+.3f}" + ("" if d > 0 else " =" if d == 0 and mine[group][metric] >= 1.0 else " ✗")
+
+    console.print(table(f"{name}: memlane minus the best baseline (✗: not above it)",
+                        ["questions", *COLUMNS],
+                        [[g if g == "all" else f"{g} ({mine[g]['n']})", *[mark(g, c, d) for c, d in row.items()]]
+                         for g, row in gaps.items()]))
     console.print(f"{name}: search p50 {res['latency_ms']['p50']:.2f} ms, p95 {res['latency_ms']['p95']:.2f} ms "
                   f"(warm; query embedding excluded); a scope's first search in a warm process "
                   f"p50 {res['latency_ms']['first_in_scope_p50']:.1f} ms, p95 {res['latency_ms']['first_in_scope_p95']:.1f} ms")
