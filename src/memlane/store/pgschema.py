@@ -258,3 +258,9 @@ def m005_fts_stats_version(db: Any) -> None:
         END $$;
         """
     )
+
+
+@migration
+def m006_sessions_by_start(db: Any) -> None:
+    """A scope's sessions newest first from an index (SQLite's m013)."""
+    db.execute("CREATE INDEX sessions_scope_start ON sessions(user_id, agent_id, started_at)")
