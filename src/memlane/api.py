@@ -145,6 +145,10 @@ class Memory:
         with self.store.transaction():
             old = self.store.meta("turn_vector_keys")  # again under the lock: another process may have set it
             if old != keys:
+                if old:  # two programs with different settings on one home re-embed at every switch
+                    log.warning("long turns of %s were embedded with key:passage chars:passages %s; this "
+                                "process uses %s and embeds them again. Give every process using this "
+                                "home the same embedding settings.", self.config.home, old, keys)
                 head = (old or "").split(":")[0]
                 # turns longer than the shorter key were cut differently (an unreadable value: every one)
                 shorter = min(e.max_chars, int(head)) if head.isdigit() else 0
