@@ -3,6 +3,7 @@ weights and activation per profile. Results are asserted, never timings."""
 
 from __future__ import annotations
 
+import random
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -349,3 +350,43 @@ def test_highlights_find_every_form_the_stemmer_joins():
     # the prefix shortcut of issue 14 must not lose the stemmer's irregular forms
     assert highlights(["died", "lies", "tied", "running"], "He was dying, lying, tying knots, runs") == [
         "died", "lies", "tied", "running"]
+
+
+_WORDS = "cat garden music trip coffee piano river book train market dog rain".split()
+
+
+def _mixed(i: int) -> str:
+    """Three of a dozen words and one of its own: candidates whose scores spread and tie."""
+    return " ".join(random.Random(i).sample(_WORDS, 3) + [f"note{i}"])
+
+
+def test_a_page_is_the_start_of_every_longer_page(make_memory):
+    # a page longer than the default candidate pool (50 dense, 100 lexical) ranked a larger
+    # pool, whose statistics (BM25 best, dense mean and spread, the session prior's best and
+    # the speakers' length means) reordered the first page: limit=10 then limit=100 disagreed
+    memory = make_memory(clock=ManualClock(T0))
+    for s in range(8):
+        memory.add_messages(f"s{s}", [say(("user", "assistant")[i % 2], _mixed(100 * s + i) * (1 + i % 3), i)
+                                      for i in range(40)], user_id="u1")
+    for i in range(160):
+        memory.add(_mixed(5000 + i), user_id="u1", session_id=f"s{i % 8}", importance=(i % 5) / 5)
+    for i in range(12):  # an agent's own memories: its searches read the user's shared ones too
+        memory.add(_mixed(6000 + i), user_id="u1", agent_id="bot")
+    with memory.store.transaction():
+        for i in range(120):
+            memory.store.insert_episode(Episode(
+                id=f"e{i}", user_id="u1", session_id=f"s{i % 8}", summary=_mixed(7000 + i), goal="", outcome="",
+                started_at=T0 + timedelta(hours=i), ended_at=T0 + timedelta(hours=i), created_at=T0))
+    memory.flush()
+    query = "cat garden music"
+    cases = [("turns", None, None), ("turns", {"session_id": "s3"}, None), ("turns", {"roles": ["assistant"]}, None),
+             ("memories", None, None), ("memories", {"session_id": "s2"}, None), ("memories", None, "bot"),
+             ("episodes", None, None), ("episodes", {"session_id": "s1"}, None)]
+    for corpus, filters, agent in cases:
+        def page(limit: int) -> list[tuple[str, float]]:
+            return [(h.id, h.score) for h in memory.search(query, user_id="u1", agent_id=agent, corpus=corpus,
+                                                             limit=limit, filters=filters, activate=False)]
+        full = page(400)
+        assert len(full) >= (15 if filters else 120), (corpus, filters)
+        for limit in (1, 7, 10, 50, 51, 100, 150):
+            assert page(limit) == full[:limit], (corpus, filters, agent, limit)
