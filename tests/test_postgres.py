@@ -77,6 +77,9 @@ def test_full_text_ranks_as_sqlite_does(make_memory: Callable[..., Memory], tmp_
         assert sqlite.store.scope_documents("memories", s1, terms) == pg.store.scope_documents("memories", s1, terms)
         assert sqlite.store.scope_documents("turns", s1, terms, column=0) == pg.store.scope_documents(
             "turns", s1, terms, column=0)
+        for m in (pg, large):  # counts a large scope keeps at its version, shared with BM25's
+            assert m.store.scope_documents("memories", s1, terms, min_docs=20) == sqlite.store.scope_documents(
+                "memories", s1, terms)
         hits_a = [h.content for h in sqlite.search(query, user_id="u1", limit=10)]
         hits_b = [h.content for h in pg.search(query, user_id="u1", limit=10)]
         assert hits_a == hits_b, query
@@ -89,6 +92,9 @@ def test_full_text_ranks_as_sqlite_does(make_memory: Callable[..., Memory], tmp_
     for m in (sqlite, other):
         for _ in range(40):
             m.add("只喝白茶 and the piano", user_id="u1")
+    terms = ["白茶", "piano", "coffe"]
+    assert large.store.scope_documents("memories", s1, terms, min_docs=20) == sqlite.store.scope_documents(
+        "memories", s1, terms)
     a, b = sqlite.store.fts("memories", s1, match, 50), large.store.fts("memories", s1, match, 50)
     assert [r for r, _ in a] == [r for r, _ in b] and max(abs(x - y) for (_, x), (_, y) in zip(a, b, strict=True)) < 1e-9
 

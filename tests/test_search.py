@@ -112,12 +112,35 @@ def test_words_most_documents_hold_are_left_out_of_large_corpora(make_memory):
         memory.add(f"the user mentioned topic number {i}", user_id="u1")
     jazz = memory.add("the user plays jazz piano", user_id="u1")
     cfg = memory.config.search
-    assert drop_common(memory.store, "memories", ["user", "jazz", "piano"], cfg) == ["jazz", "piano"]
-    assert drop_common(memory.store, "memories", ["user", "jazz"], cfg) == ["user", "jazz"]  # two always stay
+    assert drop_common(memory.store, "memories", Scope.of("u1"), ["user", "jazz", "piano"], cfg) == ["jazz", "piano"]
+    assert drop_common(memory.store, "memories", Scope.of("u1"), ["user", "jazz"], cfg) == ["user", "jazz"]  # two always stay
     small = make_memory(home=memory.config.home.parent / "small", search={"common_term_share": 0.2})
     small.add("the user plays jazz piano", user_id="u1")
-    assert drop_common(small.store, "memories", ["user", "jazz", "piano"], small.config.search) == ["user", "jazz", "piano"]
+    assert drop_common(small.store, "memories", Scope.of("u1"), ["user", "jazz", "piano"], small.config.search) == ["user", "jazz", "piano"]
     assert memory.search("user jazz piano", user_id="u1")[0].id == jazz.id
+
+
+def test_other_users_rows_never_drop_a_word_from_a_query(make_memory):
+    # the share of rows holding a word was counted over every user: another user's many rows
+    # left a word out of this user's full-text query (influence across users, and a small
+    # user's ranking decided by a big one in a shared database)
+    from memlane.search import drop_common
+
+    memory = make_memory(search={"common_term_min_docs": 30, "common_term_share": 0.2})
+    for i in range(40):
+        memory.add(f"zeppelin flight number {i}", user_id="b")
+    mine = memory.add("a zeppelin over the lake", user_id="a")
+    for text in ("coffee at nine", "a walk in the garden", "piano lessons on friday"):
+        memory.add(text, user_id="a")
+    cfg = memory.config.search
+    terms = ["zeppelin", "garden", "piano"]
+    assert drop_common(memory.store, "memories", Scope.of("a"), terms, cfg) == terms  # a's scope is small
+    hit = next(h for h in memory.search("zeppelin garden piano", user_id="a", activate=False) if h.id == mine.id)
+    assert hit.bm25_rank is not None and hit.highlights == ["zeppelin"]
+    # b's own scope is large and the word in every row of it: left out there, as before
+    assert drop_common(memory.store, "memories", Scope.of("b"), ["zeppelin", "flight", "lake", "piano"], cfg) \
+        == ["lake", "piano"]
+    assert drop_common(memory.store, "memories", Scope.of("b", "bot"), terms, cfg) == terms  # an agent's: empty
 
 
 def test_a_date_in_the_query_favours_what_was_said_then(memory):
@@ -352,7 +375,7 @@ def test_highlights_find_every_form_the_stemmer_joins():
         "died", "lies", "tied", "running"]
 
 
-_WORDS = "cat garden music trip coffee piano river book train market dog rain".split()
+_WORDS = ["cat", "garden", "music", "trip", "coffee", "piano", "river", "book", "train", "market", "dog", "rain"]
 
 
 def _mixed(i: int) -> str:
@@ -382,11 +405,12 @@ def test_a_page_is_the_start_of_every_longer_page(make_memory):
     cases = [("turns", None, None), ("turns", {"session_id": "s3"}, None), ("turns", {"roles": ["assistant"]}, None),
              ("memories", None, None), ("memories", {"session_id": "s2"}, None), ("memories", None, "bot"),
              ("episodes", None, None), ("episodes", {"session_id": "s1"}, None)]
-    for corpus, filters, agent in cases:
-        def page(limit: int) -> list[tuple[str, float]]:
-            return [(h.id, h.score) for h in memory.search(query, user_id="u1", agent_id=agent, corpus=corpus,
-                                                             limit=limit, filters=filters, activate=False)]
-        full = page(400)
-        assert len(full) >= (15 if filters else 120), (corpus, filters)
+    def page(corpus: str, filters: dict | None, agent: str | None, limit: int) -> list[tuple[str, float]]:
+        return [(h.id, h.score) for h in memory.search(query, user_id="u1", agent_id=agent, corpus=corpus,
+                                                         limit=limit, filters=filters, activate=False)]
+
+    for case in cases:
+        full = page(*case, 400)
+        assert len(full) >= (15 if case[1] else 120), case
         for limit in (1, 7, 10, 50, 51, 100, 150):
-            assert page(limit) == full[:limit], (corpus, filters, agent, limit)
+            assert page(*case, limit) == full[:limit], (case, limit)

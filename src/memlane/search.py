@@ -117,11 +117,14 @@ def dense_text(store: Store, corpus: Corpus, scope: Scope, query: str, cfg: Sear
     return re.sub(r"\s+", " ", "".join(out)).strip()
 
 
-def drop_common(store: Store, corpus: Corpus, terms: list[str], cfg: SearchConfig) -> list[str]:
-    """Leave out the words most documents hold, in a large corpus; the two rarest always stay."""
+def drop_common(store: Store, corpus: Corpus, scope: Scope, terms: list[str], cfg: SearchConfig) -> list[str]:
+    """Leave out the words most of the scope's documents hold, in a large scope; the two
+    rarest always stay. Counted in the scope alone: another user's rows must not change which
+    words this user's query keeps."""
     if len(terms) <= 2:
         return terms
-    counts, total = store.term_documents(corpus, [index_term(t) for t in terms])
+    counts, total = store.scope_documents(corpus, scope, [index_term(t) for t in terms],
+                                          min_docs=cfg.common_term_min_docs)
     if total < cfg.common_term_min_docs:
         return terms
     share = {t: counts.get(index_term(t), 0) / total for t in terms}
@@ -175,7 +178,7 @@ def candidates(
     """Lexical ∪ dense candidates, each scored on both sides where the data allows. A turn
     with passage vectors (`passages`: the most a turn has) is as similar as its best one."""
     words = keywords(query, cfg.max_query_terms) if words is None else words
-    match = fts_query(drop_common(store, corpus, fts_terms(words)[: cfg.max_query_terms], cfg))
+    match = fts_query(drop_common(store, corpus, scope, fts_terms(words)[: cfg.max_query_terms], cfg))
     weights = (1.0, cfg.neighbour_weight) if corpus == "turns" else (1.0,)
     cands: dict[int, Candidate] = {}
     for rank, (rowid, score) in enumerate(store.fts(corpus, scope, match, max(pool, cfg.fts_candidates), weights), 1):
