@@ -332,13 +332,14 @@ def test_a_filter_finds_its_turns_among_a_long_history_of_better_matches(memory)
 
 
 def test_a_page_wider_than_the_index_beam_is_served(make_memory):
-    # over ann_threshold vectors the store searches an HNSW index: a page of 600 turns asks it
-    # for 1,200 vectors, past pgvector's bound of 1,000 for hnsw.ef_search (a BackendError)
+    # over ann_threshold vectors the store searches an HNSW index: a page of 600 turns widens
+    # the pool past 400 candidates to 1,600, past pgvector's bound of 1,000 for hnsw.ef_search
+    # (a BackendError)
     memory = make_memory(search={"ann_threshold": 5})
-    memory.add_messages("s", [say("user", f"the cat number {i} likes fish", i) for i in range(40)], user_id="u1")
+    memory.add_messages("s", [say("user", f"the cat number {i} likes fish", i) for i in range(450)], user_id="u1")
     memory.flush()
     hits = memory.search("cat fish", user_id="u1", corpus="turns", limit=600)
-    assert len(hits) == 40
+    assert len(hits) == 450 == len({h.id for h in hits})
 
 
 def test_a_page_pasted_as_the_query_is_searched(memory):
