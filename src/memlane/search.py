@@ -123,12 +123,17 @@ def drop_common(store: Store, corpus: Corpus, scope: Scope, terms: list[str], cf
     words this user's query keeps."""
     if len(terms) <= 2:
         return terms
-    counts, total = store.scope_documents(corpus, scope, [index_term(t) for t in terms],
-                                          min_docs=cfg.common_term_min_docs)
-    if total < cfg.common_term_min_docs:
-        return terms
-    share = {t: counts.get(index_term(t), 0) / total for t in terms}
-    keep = {t for t in terms if share[t] <= cfg.common_term_share}
+    index = [index_term(t) for t in terms]
+    # a store may stop counting a word past the share: which of those are rarest then needs
+    # their whole counts, asked for only where fewer than two words are under it
+    for above in (cfg.common_term_share, 1.0):
+        counts, total = store.scope_documents(corpus, scope, index, min_docs=cfg.common_term_min_docs, above=above)
+        if total < cfg.common_term_min_docs:
+            return terms
+        share = {t: counts.get(x, 0) / total for t, x in zip(terms, index, strict=True)}
+        keep = {t for t in terms if share[t] <= cfg.common_term_share}
+        if len(keep) >= 2:
+            break
     rarest = set(sorted(terms, key=lambda t: share[t])[:2])
     return [t for t in terms if t in keep or t in rarest]
 

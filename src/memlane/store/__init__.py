@@ -81,9 +81,10 @@ class Store(Protocol):
                   weights: Sequence[float] = ...) -> list[tuple[int, float]]: ...
 
     # ({index term: documents of the scope holding it}, documents of the scope); terms may go
-    # uncounted (0) where the scope holds fewer than `min_docs` documents
-    def scope_documents(self, corpus: Corpus, scope: Scope, terms: Sequence[str],
-                        column: int | None = ..., min_docs: int = ...) -> tuple[dict[str, int], int]: ...
+    # uncounted (0) where the scope holds fewer than `min_docs` documents, and a term held by
+    # more than `above` × the scope's documents may count as any number over that
+    def scope_documents(self, corpus: Corpus, scope: Scope, terms: Sequence[str], column: int | None = ...,
+                        min_docs: int = ..., above: float = ...) -> tuple[dict[str, int], int]: ...
 
     # sessions and turns
     def get_session(self, scope: Scope, session_id: str) -> Session | None: ...

@@ -443,11 +443,12 @@ class SQLiteStore:
         mine = self._by_rowid(corpus, "1", lambda r: True, scope, [r for r, _ in ranked], covered=True)
         return [(r, s) for r, s in ranked if r in mine]
 
-    def scope_documents(self, corpus: Corpus, scope: Scope, terms: Sequence[str],
-                        column: int | None = None, min_docs: int = 0) -> tuple[dict[str, int], int]:
+    def scope_documents(self, corpus: Corpus, scope: Scope, terms: Sequence[str], column: int | None = None,
+                        min_docs: int = 0, above: float = 1.0) -> tuple[dict[str, int], int]:
         """({index term: documents of this scope holding it}, documents in the scope); with
         `column`, only documents holding it in that text column (0: a turn's own text). In a
-        scope of fewer than `min_docs` documents the terms may go uncounted (0).
+        scope of fewer than `min_docs` documents the terms may go uncounted (0); counts are
+        exact past `above` too (the Protocol allows less).
 
         Terms are index terms (text.index_term). The lexical cache counts them exactly, from
         its postings; else FTS5 does: a `count(*)` per term with the scope's token ANDed in."""
