@@ -403,15 +403,20 @@ def test_a_page_is_the_start_of_every_longer_page(make_memory):
                 started_at=T0 + timedelta(hours=i), ended_at=T0 + timedelta(hours=i), created_at=T0))
     memory.flush()
     query = "cat garden music"
-    cases = [("turns", None, None), ("turns", {"session_id": "s3"}, None), ("turns", {"roles": ["assistant"]}, None),
-             ("memories", None, None), ("memories", {"session_id": "s2"}, None), ("memories", None, "bot"),
-             ("episodes", None, None), ("episodes", {"session_id": "s1"}, None)]
-    def page(corpus: str, filters: dict | None, agent: str | None, limit: int) -> list[tuple[str, float]]:
-        return [(h.id, h.score) for h in memory.search(query, user_id="u1", agent_id=agent, corpus=corpus,
-                                                         limit=limit, filters=filters, activate=False)]
+    cases = [("turns", None, None, 0.0), ("turns", {"session_id": "s3"}, None, 0.0),
+             ("turns", {"roles": ["assistant"]}, None, 0.0), ("turns", None, None, 0.5),
+             ("memories", None, None, 0.0), ("memories", {"session_id": "s2"}, None, 0.0),
+             ("memories", None, "bot", 0.0), ("memories", None, None, 0.5),
+             ("episodes", None, None, 0.0), ("episodes", {"session_id": "s1"}, None, 0.0)]
+
+    def page(corpus: str, filters: dict | None, agent: str | None, min_score: float,
+             limit: int) -> list[tuple[str, float]]:
+        return [(h.id, h.score) for h in memory.search(query, user_id="u1", agent_id=agent, corpus=corpus, limit=limit,
+                                                         filters=filters, activate=False, min_score=min_score)]
 
     for case in cases:
         full = page(*case, 400)
-        assert len(full) >= (15 if case[1] else 120), case
+        assert len(full) >= (15 if case[1] or case[3] else 120), case
+        assert all(score >= case[3] for _, score in full)
         for limit in (1, 7, 10, 50, 51, 100, 150):
             assert page(*case, limit) == full[:limit], (case, limit)
