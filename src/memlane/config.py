@@ -201,9 +201,10 @@ class SearchConfig(_Section):
     # ones ≥ 0.33 with both.
     min_relevance: float = Field(0.3, ge=0, le=1)
     default_limit: int = Field(10, ge=1)
-    # Not from a seed (a filtered search): candidates are the scope's best; where the filters
-    # (session, roles, time, category) keep fewer than a page of them, the pool grows ×4 up to
-    # this many rows a side, so a session's turns are found among a long history's others
+    # Not from a seed (a filtered search): candidates are the scope's best; where they hold
+    # fewer hits than a page (filters such as a session, roles, time, category; or a page
+    # longer than the pool), pools ×4 larger up to this many rows a side add theirs after, so a
+    # session's turns are found among a long history's others and a page never reorders
     filter_pool_max: int = Field(10_000, ge=1)
     # Not from a seed (issue 3, scale): a scope holding at least this many vectors is searched
     # through an HNSW cache (store/vindex.py) rebuilt from SQLite; below it sqlite-vec scans
