@@ -327,24 +327,23 @@ def test_corpora_below_the_threshold_use_fts5_and_keep_no_log(
     store = open_store(threshold=1000)
     fill(store, 200)
     store.fts("memories", U1, '"coffee"', 10)
-    store.term_documents("memories", ["coffe"])
+    store.scope_documents("memories", U1, ["coffe"], min_docs=10)
     store.insert_memory(memory(900, U1, "more coffee"))
     assert store.lexical.builds == 0
     assert store.raw_count("text_log") == 0
     assert not (tmp_path / "lexindex").exists()
 
 
-def test_term_documents_come_from_the_cache(open_store: Callable[..., SQLiteStore]) -> None:
+def test_scope_documents_come_from_the_cache(open_store: Callable[..., SQLiteStore]) -> None:
     store = open_store()
     fill(store, 600)
     rowid = store.insert_memory(memory(900, U1, "zeppelin"))
-    counts, total = store.term_documents("memories", ["coffe", "zeppelin", "nothing"])
+    counts, total = store.scope_documents("memories", U1, ["coffe", "zeppelin", "nothing"], min_docs=10)
     assert store.lexical.builds == 1
-    coffee = sum(len(store.fts5("memories", s, '"coffee"', 10**6)) for s in SCOPES)
-    assert counts == {"coffe": coffee, "zeppelin": 1, "nothing": 0}
-    assert total == store.raw_count("memories")
+    assert counts == {"coffe": len(store.fts5("memories", U1, '"coffee"', 10**6)), "zeppelin": 1, "nothing": 0}
+    assert total == store.count_memories(U1)
     store.delete_memory(U1, "m900")
-    assert store.term_documents("memories", ["zeppelin"])[0] == {"zeppelin": 0}
+    assert store.scope_documents("memories", U1, ["zeppelin"])[0] == {"zeppelin": 0}
     assert rowid not in [r for r, _ in store.fts("memories", U1, '"zeppelin"', 5)]
 
 
@@ -381,6 +380,9 @@ def test_scope_documents_count_the_scopes_rows(open_store: Callable[..., SQLiteS
         assert counts["coffe"] > 0 or total < 10
     assert store.scope_documents("memories", U1, ["zeppelin"])[0] == {"zeppelin": 1}
     assert store.scope_documents("memories", Scope(user_id="nobody"), ["coffe"]) == ({"coffe": 0}, 0)
+    size = store.count_memories(U1)  # min_docs: a scope that small need not count its words
+    assert store.scope_documents("memories", U1, ["zeppelin"], min_docs=size) == ({"zeppelin": 1}, size)
+    assert store.scope_documents("memories", U1, ["zeppelin"], min_docs=size + 1)[1] == size
     assert store.lexical.builds == (1 if threshold == 0 else 0)
 
 

@@ -23,7 +23,9 @@ from memlane import Config, Memory
 from memlane.errors import BackendError
 from memlane.lifecycle import sweep_unextracted
 from memlane.models import MemoryRecord, Scope
+from memlane.search import drop_common
 from memlane.testing import HashEmbedder
+from memlane.text import fts_terms
 
 from .conftest import make_config, new_database
 
@@ -77,6 +79,18 @@ def test_full_text_ranks_as_sqlite_does(make_memory: Callable[..., Memory], tmp_
         assert sqlite.store.scope_documents("memories", s1, terms) == pg.store.scope_documents("memories", s1, terms)
         assert sqlite.store.scope_documents("turns", s1, terms, column=0) == pg.store.scope_documents(
             "turns", s1, terms, column=0)
+        exact, total = sqlite.store.scope_documents("memories", s1, terms)
+        cap = int(total * 0.05) + 1  # counting may stop past a share: some number over it
+        for m in (pg, large):  # counts a large scope keeps at its version, shared with BM25's
+            for _ in range(2):  # counted, then kept
+                counts, n = m.store.scope_documents("memories", s1, terms, min_docs=20, above=0.05)
+                assert n == total and all(counts[t] == x if x < cap else counts[t] >= cap for t, x in exact.items())
+            assert m.store.scope_documents("memories", s1, terms, min_docs=20) == (exact, total)
+        # which words a query leaves out of a large scope: the same on both stores
+        cfg = sqlite.config.search.model_copy(update={"common_term_min_docs": 20, "common_term_share": 0.05})
+        words = fts_terms(analyse(query)[0])
+        assert drop_common(sqlite.store, "memories", s1, words, cfg) == drop_common(
+            pg.store, "memories", s1, words, cfg) == drop_common(large.store, "memories", s1, words, cfg)
         hits_a = [h.content for h in sqlite.search(query, user_id="u1", limit=10)]
         hits_b = [h.content for h in pg.search(query, user_id="u1", limit=10)]
         assert hits_a == hits_b, query
@@ -89,6 +103,9 @@ def test_full_text_ranks_as_sqlite_does(make_memory: Callable[..., Memory], tmp_
     for m in (sqlite, other):
         for _ in range(40):
             m.add("只喝白茶 and the piano", user_id="u1")
+    terms = ["白茶", "piano", "coffe"]
+    assert large.store.scope_documents("memories", s1, terms, min_docs=20) == sqlite.store.scope_documents(
+        "memories", s1, terms)
     a, b = sqlite.store.fts("memories", s1, match, 50), large.store.fts("memories", s1, match, 50)
     assert [r for r, _ in a] == [r for r, _ in b] and max(abs(x - y) for (_, x), (_, y) in zip(a, b, strict=True)) < 1e-9
 

@@ -3,6 +3,7 @@ weights and activation per profile. Results are asserted, never timings."""
 
 from __future__ import annotations
 
+import random
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -111,12 +112,35 @@ def test_words_most_documents_hold_are_left_out_of_large_corpora(make_memory):
         memory.add(f"the user mentioned topic number {i}", user_id="u1")
     jazz = memory.add("the user plays jazz piano", user_id="u1")
     cfg = memory.config.search
-    assert drop_common(memory.store, "memories", ["user", "jazz", "piano"], cfg) == ["jazz", "piano"]
-    assert drop_common(memory.store, "memories", ["user", "jazz"], cfg) == ["user", "jazz"]  # two always stay
+    assert drop_common(memory.store, "memories", Scope.of("u1"), ["user", "jazz", "piano"], cfg) == ["jazz", "piano"]
+    assert drop_common(memory.store, "memories", Scope.of("u1"), ["user", "jazz"], cfg) == ["user", "jazz"]  # two always stay
     small = make_memory(home=memory.config.home.parent / "small", search={"common_term_share": 0.2})
     small.add("the user plays jazz piano", user_id="u1")
-    assert drop_common(small.store, "memories", ["user", "jazz", "piano"], small.config.search) == ["user", "jazz", "piano"]
+    assert drop_common(small.store, "memories", Scope.of("u1"), ["user", "jazz", "piano"], small.config.search) == ["user", "jazz", "piano"]
     assert memory.search("user jazz piano", user_id="u1")[0].id == jazz.id
+
+
+def test_other_users_rows_never_drop_a_word_from_a_query(make_memory):
+    # the share of rows holding a word was counted over every user: another user's many rows
+    # left a word out of this user's full-text query (influence across users, and a small
+    # user's ranking decided by a big one in a shared database)
+    from memlane.search import drop_common
+
+    memory = make_memory(search={"common_term_min_docs": 30, "common_term_share": 0.2})
+    for i in range(40):
+        memory.add(f"zeppelin flight number {i}", user_id="b")
+    mine = memory.add("a zeppelin over the lake", user_id="a")
+    for text in ("coffee at nine", "a walk in the garden", "piano lessons on friday"):
+        memory.add(text, user_id="a")
+    cfg = memory.config.search
+    terms = ["zeppelin", "garden", "piano"]
+    assert drop_common(memory.store, "memories", Scope.of("a"), terms, cfg) == terms  # a's scope is small
+    hit = next(h for h in memory.search("zeppelin garden piano", user_id="a", activate=False) if h.id == mine.id)
+    assert hit.bm25_rank is not None and hit.highlights == ["zeppelin"]
+    # b's own scope is large and the word in every row of it: left out there, as before
+    assert drop_common(memory.store, "memories", Scope.of("b"), ["zeppelin", "flight", "lake", "piano"], cfg) \
+        == ["lake", "piano"]
+    assert drop_common(memory.store, "memories", Scope.of("b", "bot"), terms, cfg) == terms  # an agent's: empty
 
 
 def test_a_date_in_the_query_favours_what_was_said_then(memory):
@@ -308,13 +332,14 @@ def test_a_filter_finds_its_turns_among_a_long_history_of_better_matches(memory)
 
 
 def test_a_page_wider_than_the_index_beam_is_served(make_memory):
-    # over ann_threshold vectors the store searches an HNSW index: a page of 600 turns asks it
-    # for 1,200 vectors, past pgvector's bound of 1,000 for hnsw.ef_search (a BackendError)
+    # over ann_threshold vectors the store searches an HNSW index: a page of 600 turns widens
+    # the pool past 400 candidates to 1,600, past pgvector's bound of 1,000 for hnsw.ef_search
+    # (a BackendError)
     memory = make_memory(search={"ann_threshold": 5})
-    memory.add_messages("s", [say("user", f"the cat number {i} likes fish", i) for i in range(40)], user_id="u1")
+    memory.add_messages("s", [say("user", f"the cat number {i} likes fish", i) for i in range(450)], user_id="u1")
     memory.flush()
     hits = memory.search("cat fish", user_id="u1", corpus="turns", limit=600)
-    assert len(hits) == 40
+    assert len(hits) == 450 == len({h.id for h in hits})
 
 
 def test_a_page_pasted_as_the_query_is_searched(memory):
@@ -349,3 +374,49 @@ def test_highlights_find_every_form_the_stemmer_joins():
     # the prefix shortcut of issue 14 must not lose the stemmer's irregular forms
     assert highlights(["died", "lies", "tied", "running"], "He was dying, lying, tying knots, runs") == [
         "died", "lies", "tied", "running"]
+
+
+_WORDS = ["cat", "garden", "music", "trip", "coffee", "piano", "river", "book", "train", "market", "dog", "rain"]
+
+
+def _mixed(i: int) -> str:
+    """Three of a dozen words and one of its own: candidates whose scores spread and tie."""
+    return " ".join(random.Random(i).sample(_WORDS, 3) + [f"note{i}"])
+
+
+def test_a_page_is_the_start_of_every_longer_page(make_memory):
+    # a page longer than the default candidate pool (50 dense, 100 lexical) ranked a larger
+    # pool, whose statistics (BM25 best, dense mean and spread, the session prior's best and
+    # the speakers' length means) reordered the first page: limit=10 then limit=100 disagreed
+    memory = make_memory(clock=ManualClock(T0))
+    for s in range(8):
+        memory.add_messages(f"s{s}", [say(("user", "assistant")[i % 2], _mixed(100 * s + i) * (1 + i % 3), i)
+                                      for i in range(40)], user_id="u1")
+    for i in range(160):
+        memory.add(_mixed(5000 + i), user_id="u1", session_id=f"s{i % 8}", importance=(i % 5) / 5)
+    for i in range(12):  # an agent's own memories: its searches read the user's shared ones too
+        memory.add(_mixed(6000 + i), user_id="u1", agent_id="bot")
+    with memory.store.transaction():
+        for i in range(120):
+            memory.store.insert_episode(Episode(
+                id=f"e{i}", user_id="u1", session_id=f"s{i % 8}", summary=_mixed(7000 + i), goal="", outcome="",
+                started_at=T0 + timedelta(hours=i), ended_at=T0 + timedelta(hours=i), created_at=T0))
+    memory.flush()
+    query = "cat garden music"
+    cases = [("turns", None, None, 0.0), ("turns", {"session_id": "s3"}, None, 0.0),
+             ("turns", {"roles": ["assistant"]}, None, 0.0), ("turns", None, None, 0.5),
+             ("memories", None, None, 0.0), ("memories", {"session_id": "s2"}, None, 0.0),
+             ("memories", None, "bot", 0.0), ("memories", None, None, 0.5),
+             ("episodes", None, None, 0.0), ("episodes", {"session_id": "s1"}, None, 0.0)]
+
+    def page(corpus: str, filters: dict | None, agent: str | None, min_score: float,
+             limit: int) -> list[tuple[str, float]]:
+        return [(h.id, h.score) for h in memory.search(query, user_id="u1", agent_id=agent, corpus=corpus, limit=limit,
+                                                         filters=filters, activate=False, min_score=min_score)]
+
+    for case in cases:
+        full = page(*case, 400)
+        assert len(full) >= (15 if case[1] or case[3] else 120), case
+        assert all(score >= case[3] for _, score in full)
+        for limit in (1, 7, 10, 50, 51, 100, 150):
+            assert page(*case, limit) == full[:limit], (case, limit)

@@ -7,11 +7,13 @@ anything is written; every write is one transaction, audited where it touches a 
 from __future__ import annotations
 
 import builtins
+import heapq
 import logging
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
+from itertools import islice
 from pathlib import Path
 from typing import Any, get_args
 
@@ -892,14 +894,16 @@ class Memory:
         # an agent scope also reads its user's shared memories (`Scope.readable`); its turns
         # and episodes stay its own
         scopes = scope.readable() if corpus == "memories" else (scope,)
-        hits = [hit for s in scopes for hit in run_search(
+        lists = [run_search(
             self.store, self.config.search, corpus, s, query, limit=limit, now=self.clock(),
             query_vector=self._query_vector if query_vector is None else query_vector, filters=f,
             min_score=validate.number("min_score", min_score, 0.0, 1.0), null_vectors=self._null_vectors(),
             passages=self.config.embedding.passages,
-        )]
-        if len(scopes) > 1:  # Hit.score is an absolute relevance: the lists merge by it
-            hits = sorted(hits, key=lambda h: -h.score)[:limit]
+        ) for s in scopes]
+        # Hit.score is an absolute relevance: the lists merge by it, each kept in its rank
+        # order (a merge looks only at the lists' heads, so a shorter page stays the start of
+        # a longer one: a full sort would pull a later-ranked hit of a longer list forward)
+        hits = lists[0] if len(lists) == 1 else list(islice(heapq.merge(*lists, key=lambda h: -h.score), limit))
         if corpus == "memories" and (self.config.search.activate_on_hit if activate is None else activate):
             self._activate(scope, [h.memory for h in hits if h.memory is not None])
         return hits

@@ -131,11 +131,12 @@ class SearchConfig(_Section):
     # w_dense · the z-scored dense similarity; "rrf": reciprocal-rank fusion. Measured on
     # LoCoMo (bench/locomo.py, issue 3): RRF(60) does not beat the lexical side, "score" does.
     fusion: Literal["score", "rrf"] = "score"
-    # In a large corpus, query words held by more than this share of documents are left out
-    # of the full-text query: their BM25 weight is near zero, but FTS5 would score every row
-    # holding them (issue 3 scale bench: "user", "plans" over 100k memories of one user).
+    # In a large scope, query words held by more than this share of the scope's documents are
+    # left out of the full-text query: their BM25 weight is near zero, but FTS5 would score
+    # every row holding them (issue 3 scale bench: "user", "plans" over 100k memories of one
+    # user). Counted in the searched scope only: other users' rows never change a query.
     common_term_share: float = Field(0.05, gt=0, le=1)
-    common_term_min_docs: int = Field(20_000, ge=1)  # smaller corpora keep every word
+    common_term_min_docs: int = Field(20_000, ge=1)  # documents of the scope; smaller scopes keep every word
     w_dense: float = Field(0.2, ge=0)  # issue 3: best of 0.05–0.4 on LoCoMo
     neighbour_window: int = Field(2, ge=0)  # turns each side indexed as context (issue 3)
     neighbour_weight: float = Field(0.3, ge=0)  # bm25 column weight of that context
@@ -208,9 +209,10 @@ class SearchConfig(_Section):
     # ones ≥ 0.33 with both.
     min_relevance: float = Field(0.3, ge=0, le=1)
     default_limit: int = Field(10, ge=1)
-    # Not from a seed (a filtered search): candidates are the scope's best; where the filters
-    # (session, roles, time, category) keep fewer than a page of them, the pool grows ×4 up to
-    # this many rows a side, so a session's turns are found among a long history's others
+    # Not from a seed (a filtered search): candidates are the scope's best; where they hold
+    # fewer hits than a page (filters such as a session, roles, time, category; or a page
+    # longer than the pool), pools ×4 larger up to this many rows a side add theirs after, so a
+    # session's turns are found among a long history's others and a page never reorders
     filter_pool_max: int = Field(10_000, ge=1)
     # Not from a seed (issue 3, scale): a scope holding at least this many vectors is searched
     # through an HNSW cache (store/vindex.py) rebuilt from SQLite; below it sqlite-vec scans

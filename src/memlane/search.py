@@ -117,15 +117,23 @@ def dense_text(store: Store, corpus: Corpus, scope: Scope, query: str, cfg: Sear
     return re.sub(r"\s+", " ", "".join(out)).strip()
 
 
-def drop_common(store: Store, corpus: Corpus, terms: list[str], cfg: SearchConfig) -> list[str]:
-    """Leave out the words most documents hold, in a large corpus; the two rarest always stay."""
+def drop_common(store: Store, corpus: Corpus, scope: Scope, terms: list[str], cfg: SearchConfig) -> list[str]:
+    """Leave out the words most of the scope's documents hold, in a large scope; the two
+    rarest always stay. Counted in the scope alone: another user's rows must not change which
+    words this user's query keeps."""
     if len(terms) <= 2:
         return terms
-    counts, total = store.term_documents(corpus, [index_term(t) for t in terms])
-    if total < cfg.common_term_min_docs:
-        return terms
-    share = {t: counts.get(index_term(t), 0) / total for t in terms}
-    keep = {t for t in terms if share[t] <= cfg.common_term_share}
+    index = [index_term(t) for t in terms]
+    # a store may stop counting a word past the share: which of those are rarest then needs
+    # their whole counts, asked for only where fewer than two words are under it
+    for above in (cfg.common_term_share, 1.0):
+        counts, total = store.scope_documents(corpus, scope, index, min_docs=cfg.common_term_min_docs, above=above)
+        if total < cfg.common_term_min_docs:
+            return terms
+        share = {t: counts.get(x, 0) / total for t, x in zip(terms, index, strict=True)}
+        keep = {t for t in terms if share[t] <= cfg.common_term_share}
+        if len(keep) >= 2:
+            break
     rarest = set(sorted(terms, key=lambda t: share[t])[:2])
     return [t for t in terms if t in keep or t in rarest]
 
@@ -177,7 +185,7 @@ def candidates(
     the data allows. A turn with passage vectors (`passages`: the most a turn has) is as
     similar as its best one."""
     words = keywords(query, cfg.max_query_terms) if words is None else words
-    match = fts_query(drop_common(store, corpus, fts_terms(words)[: cfg.max_query_terms], cfg))
+    match = fts_query(drop_common(store, corpus, scope, fts_terms(words)[: cfg.max_query_terms], cfg))
     weights = (1.0, cfg.neighbour_weight) if corpus == "turns" else (1.0,)
     cands: dict[int, Candidate] = {}
     for rank, (rowid, score) in enumerate(store.fts(corpus, scope, match, max(pool, cfg.fts_candidates), weights), 1):
@@ -489,20 +497,22 @@ def search(
     named_first = ([r for r, _, _ in store.turn_rows(scope, named, 0, cfg.fts_candidates)]
                    if named is not None and corpus == "turns" else [])
 
-    def _one_pool() -> tuple[list[Hit], dict[str, float], int, int]:
-        """(hits, hit id → the composite it was ranked by, candidates the filters kept of those
-        looked at, candidates) of one candidate pool of size `pool`."""
+    def _one_pool(pool: int, returned: set[int], want: int) -> tuple[list[tuple[int, Hit]], set[int], int]:
+        """(up to `want` hits in rank order as (rowid, hit), none of the rows in `returned`; the
+        rowids the filters kept of the candidates looked at; candidates) of the candidate pool
+        of size `pool` (0: the configured sizes). The order is the pool's alone: `want` only
+        says where to stop."""
         nonlocal null
         cands = candidates(store, cfg, corpus, scope, query, remembered if callable(query_vector) else query_vector,
                            pool=pool, words=words, passages=passages,
                            include=named_first)
         if not cands:
-            return [], {}, 0, 0
+            return [], set(), 0
         if null is None and used and null_vectors is not None and null_vectors.shape[1:] == used[0].shape \
                 and np.linalg.norm(used[0]) > 0:
             null = float(np.max(null_vectors @ used[0]))
         _normalise_relevance(cands)
-        kept = 0
+        kept: set[int] = set()
         if corpus == "turns" and period:
             for c in cands.values():
                 c.relevance += dated(None if c.at is None else datetime.fromtimestamp(c.at, UTC))
@@ -511,13 +521,12 @@ def search(
                 if w.session_id == named and w.rowid in cands:
                     cands[w.rowid].relevance += cfg.named_session_prior
         rowids = list(cands)
-        hits: list[Hit] = []
-        rank: dict[str, float] = {}  # hit id → the composite it was ranked by
+        hits: list[tuple[int, Hit]] = []
         if corpus == "memories":
             # rank on a few columns, then build records only for what is returned
             facts = store.memory_facts(scope, rowids)
             facts = _kept_facts(facts, filters, now)
-            kept = len(facts)
+            kept.update(facts.rowid.tolist())
             prior = np.array([dated(datetime.fromtimestamp(t, UTC)) for t in facts.created_at.tolist()]
                              if period else 0.0)
             if named is not None:
@@ -527,74 +536,87 @@ def search(
             scores = (cfg.w_similarity * relevance + cfg.w_importance * facts.score
                       + cfg.w_recency * np.power(0.5, age_days / cfg.recency_half_life_days))  # recency(), in numpy
             order = np.lexsort((facts.rowid, -scores))
-            ranked = list(zip(scores[order].tolist(), facts.rowid[order].tolist(), strict=True))
-            for i in range(0, len(ranked), limit):
-                top = ranked[i : i + limit]
-                records = store.memories_by_rowid(scope, [r for _, r in top])
-                for score, rowid in top:
+            ranked = [r for r in facts.rowid[order].tolist() if r not in returned]
+            for i in range(0, len(ranked), want):
+                top = ranked[i : i + want]
+                records = store.memories_by_rowid(scope, top)
+                for rowid in top:
                     mem = records.get(rowid)
                     # the record is the last word: another writer may have deleted or changed it since
-                    if mem is not None and _keep_memory(mem, filters, now) and len(hits) < limit \
+                    if mem is not None and _keep_memory(mem, filters, now) and len(hits) < want \
                             and (rel := absolute(mem.content, cands[rowid])) >= min_score:
-                        hits.append(_hit("memories", mem.id, mem.content, rel, cands[rowid], f"memory:{mem.id}",
-                                         mem.created_at, memory=mem))
-                        rank[mem.id] = score
-                if len(hits) >= limit:
+                        hits.append((rowid, _hit("memories", mem.id, mem.content, rel, cands[rowid],
+                                                 f"memory:{mem.id}", mem.created_at, memory=mem)))
+                if len(hits) >= want:
                     break
         elif corpus == "turns":
             # only turns' rank is their relevance: materialise the best first, just enough of them
             ordered = sorted(rowids, key=lambda r: (-cands[r].relevance, r))
-            start, size = 0, limit * 2
+            start, size = 0, want * 2
             while start < len(ordered):
                 # batches double: where filters turn most candidates away, a few round trips
-                batch, start, size = ordered[start : start + size], start + size, size * 2
+                batch = [r for r in ordered[start : start + size] if r not in returned]
+                start, size = start + size, size * 2
                 turns = store.turns_by_rowid(scope, batch)
                 for rowid in batch:
                     turn = turns.get(rowid)
                     c = cands[rowid]
-                    if len(hits) >= limit:
+                    if len(hits) >= want:
                         break  # the rest rank lower, or tie and come later: scoring them is waste
                     if turn is None or not _keep_turn(turn, filters):
                         continue
-                    kept += 1
+                    kept.add(rowid)
                     if (rel := absolute(turn.content, c)) >= min_score:
-                        hits.append(_hit("turns", turn.id, turn.content, rel, c,
-                                         f"turn:{turn.session_id}#{turn.seq}", turn.created_at, turn=turn))
-                        rank[turn.id] = c.relevance
-                if len(hits) >= limit:
+                        hits.append((rowid, _hit("turns", turn.id, turn.content, rel, c,
+                                                 f"turn:{turn.session_id}#{turn.seq}", turn.created_at, turn=turn)))
+                if len(hits) >= want:
                     break
         else:
+            rank: dict[int, float] = {}  # the composite an episode is ranked by, not its reported relevance
             for rowid, ep in store.episodes_by_rowid(scope, rowids).items():
                 c = cands[rowid]
                 if not (_keep_time(ep.ended_at, filters) and filters.session_id in (None, ep.session_id)):
                     continue
-                kept += 1
-                if (rel := absolute(ep.summary, c)) >= min_score:
+                kept.add(rowid)
+                if rowid not in returned and (rel := absolute(ep.summary, c)) >= min_score:
                     near = dated(ep.ended_at) + (cfg.named_session_prior if ep.session_id == named else 0.0)
-                    rank[ep.id] = (cfg.w_similarity * (c.relevance + near) + cfg.w_importance * ep.score
+                    rank[rowid] = (cfg.w_similarity * (c.relevance + near) + cfg.w_importance * ep.score
                                    + cfg.w_recency * recency(ep.ended_at, now, cfg.recency_half_life_days))
-                    hits.append(_hit("episodes", ep.id, ep.summary, rel, c, f"episode:{ep.session_id}",
-                                     ep.ended_at, episode=ep))
-        return hits, rank, kept, len(cands)
+                    hits.append((rowid, _hit("episodes", ep.id, ep.summary, rel, c, f"episode:{ep.session_id}",
+                                             ep.ended_at, episode=ep)))
+            hits = sorted(hits, key=lambda h: (-rank[h[0]], h[1].id))[:want]
+        return hits, kept, len(cands)
 
-    # The candidates are the scope's best, whatever the filters: where the filters leave fewer
-    # than a page of them (a session among many, one role, a week), the pool grows until they
-    # do, every row was a candidate (both sides returned less than asked), or it reaches
-    # `filter_pool_max`. Without filters, or with enough kept, one pool as before.
-    pool = limit
+    # The candidates are the scope's best, whatever the limit: the default-size pool is ranked
+    # first and its hits come first. Where it holds fewer hits than the limit asks (a large
+    # page, filters that turn most candidates away: a session among many, one role, a week),
+    # ever larger pools are ranked and their hits not yet returned appended — never
+    # reordering what a smaller pool placed, so a shorter page is the start of a longer one
+    # (paging). Widening stops, whatever the limit (else a short page would not be the start
+    # of a longer one), once every row was a candidate (both sides returned less than asked),
+    # the pool reached `filter_pool_max`, no turn passes the filters, or a wider pool's newly
+    # kept candidates were all below `min_score` (lower-ranked rows are weaker still).
+    hits: list[Hit] = []
+    returned: set[int] = set()
+    kept_before: set[int] = set()
+    pool = 0
     while True:
-        hits, rank, kept, pooled = _one_pool()
-        if len(hits) >= limit or kept >= limit or pooled < max(pool, min(cfg.fts_candidates, cfg.vector_candidates)) \
-                or pool >= cfg.filter_pool_max or (corpus == "turns" and not _any_turn(store, scope, filters)):
+        new, kept, pooled = _one_pool(pool, returned, limit - len(hits))
+        hits.extend(h for _, h in new)
+        returned.update(r for r, _ in new)
+        if len(hits) >= limit:
             break
+        size = max(pool, min(cfg.fts_candidates, cfg.vector_candidates))
+        if pooled < size or size >= cfg.filter_pool_max or (pool and not new and kept - kept_before) \
+                or (corpus == "turns" and not _any_turn(store, scope, filters)):
+            break
+        kept_before |= kept
         pool = min(4 * max(pool, cfg.fts_candidates, cfg.vector_candidates), cfg.filter_pool_max)
-    if corpus == "episodes":  # the rank, not the reported relevance
-        hits.sort(key=lambda h: (-rank[h.id], h.id))
-    # memories and turns came in rank order, ties by rowid: sorting them again by id would
-    # let a tie cut by the page size differ from the longer page's (limit=1 ≠ limit=10's first)
-    for h in hits[:limit]:
+    # hits came in rank order, ties by rowid: sorting them again by id would let a tie cut by
+    # the page size differ from the longer page's (limit=1 ≠ limit=10's first)
+    for h in hits:
         h.highlights = list(marked[h.content]) if h.content in marked else highlights(words, h.content)
-    return hits[:limit]
+    return hits
 
 
 def named_session_id(store: Store, scope: Scope, which: str, now: datetime) -> str | None:

@@ -170,13 +170,6 @@ class LexCache:
         sid = p.scopes.get(scope[0])
         return [] if sid is None else p.rank(sid, tids, weights, limit, self.settings.statistics == "scope")
 
-    def documents(self, corpus: Corpus, terms: Sequence[str]) -> tuple[dict[str, int], int] | None:
-        """({index term: documents holding it, all scopes}, documents); None below the threshold."""
-        p = self._ready(corpus)
-        if p is None or any(t in p.scopes for t in terms):
-            return None
-        return {t: (0 if (tid := p.terms.get(t)) is None else p.df(tid)) for t in terms}, p.n_docs
-
     def scope_documents(self, corpus: Corpus, scope_token: str, terms: Sequence[str],
                         column: int | None = None) -> tuple[dict[str, int], int] | None:
         """({index term: documents of the scope holding it}, documents of the scope) for the

@@ -89,7 +89,6 @@ class SQLiteStore:
         self._lock = threading.RLock()
         self._depth = 0
         self._vector_dims: int | None = None
-        self._df_cache: dict[tuple[str, str], tuple[int, int]] = {}  # (corpus, term) → (docs, corpus size then)
         self._migrate(secure_delete)
         in_transaction = lambda: self._depth > 0  # noqa: E731
         db = vindex.Access(self._conn, lambda: vindex.read_snapshot(self._conn, self._lock, in_transaction),
@@ -444,32 +443,12 @@ class SQLiteStore:
         mine = self._by_rowid(corpus, "1", lambda r: True, scope, [r for r, _ in ranked], covered=True)
         return [(r, s) for r, s in ranked if r in mine]
 
-    def term_documents(self, corpus: Corpus, terms: Sequence[str]) -> tuple[dict[str, int], int]:
-        """({index term: documents holding it}, an estimate of the documents in the corpus).
-
-        Counts span all scopes: a word common everywhere is common in each scope too. fts5vocab
-        counts by walking the term's doclist, so counts are cached in this process and refreshed
-        once the corpus has grown or shrunk by a tenth: they only steer which words to skip."""
-        if not terms:
-            return {}, 0
-        with self._lock:  # a large corpus's cache knows them exactly, for free
-            known = self.lexical.documents(corpus, terms)
-        if known is not None:
-            return known
-        total = int(self._q(f"SELECT COALESCE(MAX(rowid), 0) FROM {corpus}")[0][0])  # O(log n), not COUNT
-        fresh = lambda at: abs(total - at) <= total / 10  # noqa: E731
-        todo = [t for t in terms if not ((hit := self._df_cache.get((corpus, t))) and fresh(hit[1]))]
-        if todo:
-            marks = ",".join("?" * len(todo))
-            found = dict(self._q(f"SELECT term, doc FROM {_FTS[corpus]}_vocab WHERE term IN ({marks})", list(todo)))
-            for t in todo:
-                self._df_cache[(corpus, t)] = (int(found.get(t, 0)), total)
-        return {t: self._df_cache[(corpus, t)][0] for t in terms}, total
-
-    def scope_documents(self, corpus: Corpus, scope: Scope, terms: Sequence[str],
-                        column: int | None = None) -> tuple[dict[str, int], int]:
+    def scope_documents(self, corpus: Corpus, scope: Scope, terms: Sequence[str], column: int | None = None,
+                        min_docs: int = 0, above: float = 1.0) -> tuple[dict[str, int], int]:
         """({index term: documents of this scope holding it}, documents in the scope); with
-        `column`, only documents holding it in that text column (0: a turn's own text).
+        `column`, only documents holding it in that text column (0: a turn's own text). In a
+        scope of fewer than `min_docs` documents the terms may go uncounted (0); counts are
+        exact past `above` too (the Protocol allows less).
 
         Terms are index terms (text.index_term). The lexical cache counts them exactly, from
         its postings; else FTS5 does: a `count(*)` per term with the scope's token ANDed in."""
@@ -498,7 +477,7 @@ class SQLiteStore:
                                    (term, name, name, scoped))[0][0])
 
             total = int(self._q(f"SELECT count(*) FROM {fts} WHERE {fts} MATCH ?", (scoped,))[0][0])
-            return {t: count(t) for t in terms}, total
+            return {t: count(t) if total >= min_docs else 0 for t in terms}, total
 
     def _index(self, corpus: Corpus, rowid: int, *columns: str) -> None:
         fts = _FTS[corpus]
