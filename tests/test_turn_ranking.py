@@ -128,6 +128,28 @@ def _three_days(mem: Memory, clock: ManualClock) -> None:
     mem.flush()
 
 
+def test_last_time_reads_past_empty_sessions_and_sessions_begun_after_the_clock(
+        make_memory: Callable[..., Memory]) -> None:
+    """"Last time" is the last conversation that said something, begun by now, other than the
+    one going on: a session the app opened and closed without a word since, and sessions
+    imported ahead of the clock (more of them than one listing reads), do not hide it."""
+    clock = ManualClock(datetime(2026, 3, 1, 9, 0, tzinfo=UTC))
+    mem = make_memory(clock=clock)
+    _three_days(mem, clock)  # day3 goes on
+    for i in range(10):
+        mem.add_messages(f"ahead{i}", [{"role": "user", "content": f"A plan for later number {i}.",
+                                        "created_at": datetime(2026, 6, 1 + i, tzinfo=UTC)}], user_id="u")
+        mem.end_session(f"ahead{i}", user_id="u", wait=True)
+    clock.advance(minutes=5)
+    mem.start_session("ping", user_id="u")
+    mem.end_session("ping", user_id="u", wait=True)
+    clock.advance(minutes=5)
+    mem.flush()
+    top = [h.turn.session_id for h in mem.search("What did we talk about last time?", user_id="u",
+                                                 corpus="turns", limit=2) if h.turn]
+    assert top == ["day2", "day2"]
+
+
 @pytest.mark.parametrize(("query", "session"), [
     ("What did we talk about in our first conversation?", "day1"),
     ("What did we talk about last time?", "day2"),

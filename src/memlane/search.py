@@ -621,15 +621,22 @@ def search(
 
 def named_session_id(store: Store, scope: Scope, which: str, now: datetime) -> str | None:
     """The session a query names by its order (`dates.named_session`): the scope's first, where
-    its first turn was said; or its last begun by `now`, passing over the newest while it has
-    not ended (the conversation the question is asked in)."""
+    its first turn was said; or its last begun by `now` that holds turns, passing over the
+    newest one not ended (the conversation the question is asked in). Sessions begun after
+    `now` (imported ahead of the clock) and empty ones (opened and closed without a word, also
+    after the one going on) are no conversation of ours: the listing reads on past them."""
     if which == "first":
         first = store.get_turns(scope, until=now, limit=1)
         return first[0].session_id if first else None
-    begun = [s for s in store.list_sessions(scope, limit=8) if s.started_at <= now]
-    if begun and begun[0].ended_at is None:
-        begun = begun[1:]
-    return begun[0].id if begun else None
+    limit = 8
+    while True:
+        listed = store.list_sessions(scope, limit=limit)
+        begun = [s for s in listed if s.started_at <= now]
+        going_on = next((s.id for s in begun if s.ended_at is None), None)
+        said = [s for s in begun if s.message_count > 0 and s.id != going_on]
+        if said or len(listed) < limit:
+            return said[0].id if said else None
+        limit *= 8
 
 
 def _normalise_relevance(cands: dict[int, Candidate]) -> None:
