@@ -127,7 +127,8 @@ def drop_common(store: Store, corpus: Corpus, scope: Scope, terms: list[str], cf
     # a store may stop counting a word past the share: which of those are rarest then needs
     # their whole counts, asked for only where fewer than two words are under it
     for above in (cfg.common_term_share, 1.0):
-        counts, total = store.scope_documents(corpus, scope, index, min_docs=cfg.common_term_min_docs, above=above)
+        counts, total = store.scope_documents(corpus, scope, index, min_docs=cfg.common_term_min_docs, above=above,
+                                              drift=cfg.common_term_drift)
         if total < cfg.common_term_min_docs:
             return terms
         share = {t: counts.get(x, 0) / total for t, x in zip(terms, index, strict=True)}
