@@ -458,10 +458,13 @@ def search(
     min_score: float = 0.0,
     null_vectors: np.ndarray | None = None,
     passages: int = 0,
+    asked_in: Scope | None = None,
 ) -> list[Hit]:
     """Hits of one corpus for one scope, in rank order (relevance, importance, recency);
     each hit's `score` is its absolute `relevance`, and none is below `min_score`.
-    `null_vectors`: `NULL_TEXTS` embedded (passages) by the embedder of the query."""
+    `null_vectors`: `NULL_TEXTS` embedded (passages) by the embedder of the query.
+    `asked_in`: the scope asking, when it reads another's rows (an agent its user's shared
+    memories): "last time" is its conversation, not that scope's."""
     if not query or not query.strip():
         raise ValidationError("query", "must not be empty")
     if limit < 1:
@@ -493,7 +496,7 @@ def search(
         return cfg.date_prior * period.nearness(at, cfg.date_grace_days) if period and at else 0.0
     # "our first conversation", "上次我们聊": that session's rows are favoured, and its turns
     # join the candidates (the query's words may find none of them)
-    named = (named_session_id(store, scope, which, now)
+    named = (named_session_id(store, asked_in or scope, which, now)
              if cfg.named_session_prior > 0 and (which := named_session(query)) else None)
     named_first = ([r for r, _, _ in store.turn_rows(scope, named, 0, cfg.fts_candidates)]
                    if named is not None and corpus == "turns" else [])
