@@ -106,6 +106,32 @@ def test_a_span_fades_over_the_grace_after_it():
     ("We talked about going to Rome last time I was there", None),
     ("我上次去医院是什么时候", None),
     ("What did James prepare for the first time in the cooking class?", None),
+    # phrasings users type
+    ("what did you say last time?", "last"),
+    ("What did I tell you last time", "last"),
+    ("上次你推荐的电影是什么", "last"),
+    ("我上次跟你说的那家餐厅叫什么", "last"),
+    ("上回咱们说到哪儿了", "last"),
+    ("你和我第一次聊天聊了什么", "first"),
+    # another party's conversation, a talk at a conference, someone else's first meeting
+    ("What did my boss say in the last conversation with him?", None),
+    ("What was my first conversation with my boss about?", None),
+    ("Can you remind me who gave the last talk at the conference?", None),
+    ("What did the trainer say in my first session at the gym?", None),
+    ("the last discussion in the board meeting", None),
+    ("Where did my wife and I go when we first met?", None),
+    ("Where did we go the first time we met, my wife and I?", None),
+    ("the last time we talked with the landlord, what did he say?", None),
+    ("Do you remember when we talked about the first time we went to Paris?", None),
+    ("last time I checked the price was 20 dollars", None),
+    ("我和女朋友第一次见面是在哪里", None),
+    ("我第一次谈恋爱是几岁", None),
+    ("我上次谈恋爱是什么时候", None),
+    ("他上次说要来吃饭", None),
+    ("老板上次说的项目截止日期是哪天", None),
+    ("我和老板上次聊天说了什么", None),
+    ("最近一次交流会在哪里举行", None),
 ])
 def test_a_conversation_named_by_its_order(text, which):
     assert named_session(text) == which
+

@@ -128,6 +128,49 @@ def _three_days(mem: Memory, clock: ManualClock) -> None:
     mem.flush()
 
 
+def test_last_time_reads_past_empty_sessions_and_sessions_begun_after_the_clock(
+        make_memory: Callable[..., Memory]) -> None:
+    """"Last time" is the last conversation that said something, begun by now, other than the
+    one going on: a session the app opened and closed without a word since, and sessions
+    imported ahead of the clock (more of them than one listing reads), do not hide it."""
+    clock = ManualClock(datetime(2026, 3, 1, 9, 0, tzinfo=UTC))
+    mem = make_memory(clock=clock)
+    _three_days(mem, clock)  # day3 goes on
+    for i in range(10):
+        mem.add_messages(f"ahead{i}", [{"role": "user", "content": f"A plan for later number {i}.",
+                                        "created_at": datetime(2026, 6, 1 + i, tzinfo=UTC)}], user_id="u")
+        mem.end_session(f"ahead{i}", user_id="u", wait=True)
+    clock.advance(minutes=5)
+    mem.start_session("ping", user_id="u")
+    mem.end_session("ping", user_id="u", wait=True)
+    clock.advance(minutes=5)
+    mem.flush()
+    top = [h.turn.session_id for h in mem.search("What did we talk about last time?", user_id="u",
+                                                 corpus="turns", limit=2) if h.turn]
+    assert top == ["day2", "day2"]
+
+
+def test_an_agent_asked_about_last_time_means_its_own_last_conversation(
+        make_memory: Callable[..., Memory]) -> None:
+    """An agent reads its user's shared memories too; "last time" there is the agent's last
+    conversation with the user, not the last one the user had without it: a shared memory of
+    that one gains nothing over a shared memory the question's words find."""
+    clock = ManualClock(datetime(2026, 3, 1, 9, 0, tzinfo=UTC))
+    mem = make_memory(clock=clock)
+    mem.add_messages("home1", [{"role": "user", "content": "Hello there."}], user_id="u")
+    mem.end_session("home1", user_id="u", wait=True)
+    bees = mem.add("The user keeps three hives of bees in the garden.", user_id="u", session_id="home0")
+    car = mem.add("The user's car is a blue estate.", user_id="u", session_id="home1")
+    clock.advance(days=1)
+    mem.add_messages("bot1", [{"role": "user", "content": "Good morning."}], user_id="u", agent_id="bot")
+    mem.end_session("bot1", user_id="u", agent_id="bot", wait=True)
+    mem.add("The user drinks jasmine tea.", user_id="u", agent_id="bot", session_id="bot1")
+    mem.flush()
+    hits = [h.id for h in mem.search("What did you say about my bees last time?", user_id="u", agent_id="bot",
+                                     limit=3, activate=False)]
+    assert hits[0] == bees.id and car.id in hits  # the car is the user's own last conversation's
+
+
 @pytest.mark.parametrize(("query", "session"), [
     ("What did we talk about in our first conversation?", "day1"),
     ("What did we talk about last time?", "day2"),

@@ -898,7 +898,7 @@ class Memory:
             self.store, self.config.search, corpus, s, query, limit=limit, now=self.clock(),
             query_vector=self._query_vector if query_vector is None else query_vector, filters=f,
             min_score=validate.number("min_score", min_score, 0.0, 1.0), null_vectors=self._null_vectors(),
-            passages=self.config.embedding.passages,
+            passages=self.config.embedding.passages, asked_in=scope,
         ) for s in scopes]
         # Hit.score is an absolute relevance: the lists merge by it, each kept in its rank
         # order (a merge looks only at the lists' heads, so a shorter page stays the start of

@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
+from itertools import islice
 
 _MONTHS = ["january", "february", "march", "april", "may", "june", "july", "august", "september",
            "october", "november", "december"]
@@ -200,33 +201,65 @@ def mentioned_period(text: str, today: date | None = None) -> Period | Span | No
     return found if found is not None or today is None else relative_span(text, today)
 
 
-# "our first conversation", "the last time we talked", "我们第一次聊天", "上次我们聊": a
-# conversation named by its order rather than its date. Not when a topic qualifies it ("our
-# last conversation about budgets" is the last of those, which the words find): LongMemEval
-# says "our previous conversation about X" of any earlier one.
-_TALK = r"(?:conversation|chat|talk|discussion|session)s?"
+# "our first conversation", "the last time we talked", "what did you say last time?",
+# "我们第一次聊天", "上次我们聊", "你上次说": a conversation named by its order rather than its
+# date. Not when a topic qualifies it ("our last conversation about budgets" is the last of
+# those, which the words find: LongMemEval says "our previous conversation about X" of any
+# earlier one), nor when someone else had it ("my last conversation with my boss", "when my
+# wife and I first met", "the first talk at PyCon", "他上次说", "我第一次谈恋爱").
+_TALK = r"(?:conversation|chat|discussion|session)s?"
 _WE_TALKED = r"(?:we (?:talked|spoke|chatted|met)|i (?:talked|spoke|chatted) (?:to|with) you)\b"
 _WE_SAID = r"\b(?:we|you and i)\b[^.?!]{0,40}\b(?:talk(?:ed)?|discuss(?:ed)?|chat(?:ted)?|spoke)\b[^.?!]{0,30}\b(?:the )?"
+_YOU_SAID = r"\byou\b[^.?!]{0,40}\b(?:the )?"
+# a "first/last time" that ends the clause (or is ours), not "the first time we went to Paris"
+_TIME_ENDS = rf" time\b(?= *(?:[.?!,;:\"')]|$|{_WE_TALKED}|around\b))"
+# what may follow the conversation's name: a topic or another party qualifies it
+_NOT_QUALIFIED = r"(?! (?:about|on|regarding|concerning|of|in|at|during|from|for|by|with|between|among)\b(?! (?:you|me|us)\b))"
 _SESSION_ORDER: list[tuple[re.Pattern[str], str]] = [
-    (re.compile(rf"\b(?:our|the|my) (?:very )?first {_TALK}\b(?! (?:about|on|regarding|concerning)\b)"
-                rf"|\b(?:the )?first time {_WE_TALKED}|\bwhen we first (?:talked|spoke|chatted|met)\b|{_WE_SAID}first time\b(?! (?:i|he|she|they|my)\b)"),
+    (re.compile(rf"\b(?:our|the|my) (?:very )?first {_TALK}\b{_NOT_QUALIFIED}|\bour (?:very )?first talks?\b{_NOT_QUALIFIED}"
+                rf"|\b(?:the )?first time {_WE_TALKED}|\bwhen we first (?:talked|spoke|chatted|met)\b"
+                rf"|{_WE_SAID}first{_TIME_ENDS}|{_YOU_SAID}first{_TIME_ENDS}"),
      "first"),
-    (re.compile(rf"\b(?:our|the) (?:very )?(?:last|latest|most recent) {_TALK}\b"
-                r"(?! (?:about|on|regarding|concerning)\b)"
-                rf"|\b(?:the )?last time {_WE_TALKED}|\bwhen we last (?:talked|spoke|chatted|met)\b|{_WE_SAID}last time\b(?! (?:i|he|she|they|my)\b)"),
+    (re.compile(rf"\b(?:our|the) (?:very )?(?:last|latest|most recent) {_TALK}\b{_NOT_QUALIFIED}"
+                rf"|\bour (?:very )?(?:last|latest|most recent) talks?\b{_NOT_QUALIFIED}"
+                rf"|\b(?:the )?last time {_WE_TALKED}|\bwhen we last (?:talked|spoke|chatted|met)\b"
+                rf"|{_WE_SAID}last{_TIME_ENDS}|{_YOU_SAID}last{_TIME_ENDS}"),
      "last"),
-    (re.compile(r"(?:我们|咱们)?(?:第一次|头一次|最早一次|最初)(?:的)?(?:聊天|对话|谈话|交流|聊|谈|见面)"), "first"),
-    (re.compile(r"(?:上次|上一次|上回|最近一次)(?:我们|咱们)?(?:的)?(?:聊天|对话|谈话|交流|聊|谈|说)"), "last"),
+    # 谈 of 谈恋爱 / 谈判 / 谈生意 and 交流 of 交流会 are not a talk of ours
+    (re.compile(r"(?:我们|咱们)?(?:第一次|头一次|最早一次|最初)(?:的)?"
+                r"(?:聊天|对话|谈话|交流(?!会)|聊|谈(?!恋爱|判|生意|对象)|见面)"), "first"),
+    (re.compile(r"(?:上次|上一次|上回|最近一次)(?:我们|咱们)?(?:的)?"
+                r"(?:聊天|对话|谈话|交流(?!会)|聊|谈(?!恋爱|判|生意|对象))|(?:上次|上一次|上回)(?:我们|咱们)说"
+                # what was said: by you, or by me to you ("他上次说" is his)
+                r"|(?:(?<=你)|(?<=您)|(?<=我)|(?<=我们)|(?<=咱们))(?:上次|上一次|上回)(?:说|提到|讲|推荐|建议|告诉)"
+                r"|(?:上次|上一次|上回)(?:你|您)(?:说|提到|讲|推荐|建议|告诉)"
+                r"|我(?:上次|上一次|上回)(?:跟|和|对|告诉)(?:你|您)"), "last"),
 ]
+# words each pattern needs: most queries hold none, and a pasted text must not be scanned for long
+_CUES = [("first",), ("last", "latest", "recent"), ("第一次", "头一次", "最早一次", "最初"),
+         ("上次", "上一次", "上回", "最近一次")]
+# someone else in the clause: "my wife and I", "with my boss", "我和老板", "他上次"
+_OTHERS_EN = re.compile(r"\b(?!you\b)[a-z]+ and (?:i|me)\b|\b(?:i|me) and (?!you\b)[a-z]+\b")
+_OTHERS_AFTER_EN = re.compile(r"^[^.?!,;]{0,40}?\b(?:with|between|among)\b (?!you\b|me\b|us\b)")
+_OTHERS_ZH = re.compile(r"[和跟与](?![你您我])|[他她它]们?(?:[和跟与]|$)")
+_CLAUSE = re.compile(r"[.?!;\n。？！；]")
 
 
 def named_session(text: str) -> str | None:
     """"first" or "last" when the text names a conversation by its order ("what did we talk
     about in our first conversation?", "上次我们聊了什么"), else None."""
     lowered = text.lower()
-    for pattern, which in _SESSION_ORDER:
-        if pattern.search(lowered):
-            return which
+    for (pattern, which), cues in zip(_SESSION_ORDER, _CUES, strict=True):
+        if not any(cue in lowered for cue in cues):  # cheap: most queries hold none
+            continue
+        for m in islice(pattern.finditer(lowered), 16):  # a few: a pasted text repeats them
+            start = max((b.end() for b in _CLAUSE.finditer(lowered, max(0, m.start() - 200), m.start())),
+                        default=max(0, m.start() - 200))
+            end = next((b.start() for b in _CLAUSE.finditer(lowered, m.end(), m.end() + 200)), m.end() + 200)
+            before, after = lowered[start : m.start()], lowered[m.end() : end]
+            if not (_OTHERS_EN.search(before + m.group() + after) or _OTHERS_AFTER_EN.search(after)
+                    or _OTHERS_ZH.search(before)):
+                return which
     return None
 
 

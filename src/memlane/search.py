@@ -127,7 +127,8 @@ def drop_common(store: Store, corpus: Corpus, scope: Scope, terms: list[str], cf
     # a store may stop counting a word past the share: which of those are rarest then needs
     # their whole counts, asked for only where fewer than two words are under it
     for above in (cfg.common_term_share, 1.0):
-        counts, total = store.scope_documents(corpus, scope, index, min_docs=cfg.common_term_min_docs, above=above)
+        counts, total = store.scope_documents(corpus, scope, index, min_docs=cfg.common_term_min_docs, above=above,
+                                              drift=cfg.common_term_drift)
         if total < cfg.common_term_min_docs:
             return terms
         share = {t: counts.get(x, 0) / total for t, x in zip(terms, index, strict=True)}
@@ -457,10 +458,13 @@ def search(
     min_score: float = 0.0,
     null_vectors: np.ndarray | None = None,
     passages: int = 0,
+    asked_in: Scope | None = None,
 ) -> list[Hit]:
     """Hits of one corpus for one scope, in rank order (relevance, importance, recency);
     each hit's `score` is its absolute `relevance`, and none is below `min_score`.
-    `null_vectors`: `NULL_TEXTS` embedded (passages) by the embedder of the query."""
+    `null_vectors`: `NULL_TEXTS` embedded (passages) by the embedder of the query.
+    `asked_in`: the scope asking, when it reads another's rows (an agent its user's shared
+    memories): "last time" is its conversation, not that scope's."""
     if not query or not query.strip():
         raise ValidationError("query", "must not be empty")
     if limit < 1:
@@ -492,7 +496,7 @@ def search(
         return cfg.date_prior * period.nearness(at, cfg.date_grace_days) if period and at else 0.0
     # "our first conversation", "上次我们聊": that session's rows are favoured, and its turns
     # join the candidates (the query's words may find none of them)
-    named = (named_session_id(store, scope, which, now)
+    named = (named_session_id(store, asked_in or scope, which, now)
              if cfg.named_session_prior > 0 and (which := named_session(query)) else None)
     named_first = ([r for r, _, _ in store.turn_rows(scope, named, 0, cfg.fts_candidates)]
                    if named is not None and corpus == "turns" else [])
@@ -621,15 +625,22 @@ def search(
 
 def named_session_id(store: Store, scope: Scope, which: str, now: datetime) -> str | None:
     """The session a query names by its order (`dates.named_session`): the scope's first, where
-    its first turn was said; or its last begun by `now`, passing over the newest while it has
-    not ended (the conversation the question is asked in)."""
+    its first turn was said; or its last begun by `now` that holds turns, passing over the
+    newest one not ended (the conversation the question is asked in). Sessions begun after
+    `now` (imported ahead of the clock) and empty ones (opened and closed without a word, also
+    after the one going on) are no conversation of ours: the listing reads on past them."""
     if which == "first":
         first = store.get_turns(scope, until=now, limit=1)
         return first[0].session_id if first else None
-    begun = [s for s in store.list_sessions(scope, limit=8) if s.started_at <= now]
-    if begun and begun[0].ended_at is None:
-        begun = begun[1:]
-    return begun[0].id if begun else None
+    limit = 8
+    while True:
+        listed = store.list_sessions(scope, limit=limit)
+        begun = [s for s in listed if s.started_at <= now]
+        going_on = next((s.id for s in begun if s.ended_at is None), None)
+        said = [s for s in begun if s.message_count > 0 and s.id != going_on]
+        if said or len(listed) < limit:
+            return said[0].id if said else None
+        limit *= 8
 
 
 def _normalise_relevance(cands: dict[int, Candidate]) -> None:

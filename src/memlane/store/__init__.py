@@ -82,9 +82,11 @@ class Store(Protocol):
 
     # ({index term: documents of the scope holding it}, documents of the scope); terms may go
     # uncounted (0) where the scope holds fewer than `min_docs` documents, and a term held by
-    # more than `above` × the scope's documents may count as any number over that
+    # more than `above` × the scope's documents may count as any number over that; with
+    # `drift`, counts read while the scope held within `drift` × its documents of what it holds
+    # now may serve (they only steer which words a query leaves out; 0: as the scope is now)
     def scope_documents(self, corpus: Corpus, scope: Scope, terms: Sequence[str], column: int | None = ...,
-                        min_docs: int = ..., above: float = ...) -> tuple[dict[str, int], int]: ...
+                        min_docs: int = ..., above: float = ..., drift: float = ...) -> tuple[dict[str, int], int]: ...
 
     # sessions and turns
     def get_session(self, scope: Scope, session_id: str) -> Session | None: ...

@@ -134,6 +134,9 @@ class PostgresStore:
         self._doc_counts: dict[tuple[str, str, str], tuple[int, dict[str, int]]] = {}
         # and the words `scope_documents` stopped counting: (version, documents, {lexeme: at least})
         self._doc_floors: dict[tuple[str, str, str], tuple[int, int, dict[str, int]]] = {}
+        # every count `scope_documents` read, whatever the version, for a caller that allows the
+        # scope to have drifted since: (documents then, {lexeme: (documents, whether exact)})
+        self._doc_loose: dict[tuple[str, str, str], tuple[int, dict[str, tuple[int, bool]]]] = {}
         self._turn_facts: dict[int, tuple[str | None, str, str | None]] = {}  # rowid → tool_calls, role, name
         # HNSW searches scan iteratively until k rows of the scope are found; set once per
         # connection (placeholders until pgvector loads), not per query
@@ -560,11 +563,13 @@ class PostgresStore:
         self._doc_counts[key] = (version, docs if len(docs) <= 4096 else {})
 
     def scope_documents(self, corpus: Corpus, scope: Scope, terms: Sequence[str], column: int | None = None,
-                        min_docs: int = 0, above: float = 1.0) -> tuple[dict[str, int], int]:
+                        min_docs: int = 0, above: float = 1.0, drift: float = 0.0) -> tuple[dict[str, int], int]:
         """({index term: documents of this scope holding it}, documents in the scope); with
         `column` 0, only those holding it in the row's own text (weight A). In a scope of
         fewer than `min_docs` documents the terms go uncounted (0); a term held by more than
-        `above` × its documents counts as some number over that.
+        `above` × its documents counts as some number over that. With `drift`, counts read
+        while the scope held within `drift` × its documents of what it holds now serve: a
+        scope written between searches is then not counted again at each (one row read).
 
         One statement: the scope's size from fts_stats (one row, not a count of the scope),
         then each term's documents from the GIN index led by the user, with the scope ANDed
@@ -573,11 +578,39 @@ class PostgresStore:
         `fts_terms`, which counts the same lexemes to rank a large scope."""
         u, a = scope.user_id, scope.agent_id
         key = (corpus, u, a)
+        wanted = [t for t in dict.fromkeys(terms) if t.strip() and pgtext._fits(t)]
+        loose = self._doc_loose.get(key) if column is None and drift > 0 else None
+        if loose is not None:
+            then, seen = loose
+            rows = self._q("SELECT docs FROM fts_stats WHERE user_id = %s AND agent_id = %s AND corpus = %s",
+                           (u, a, corpus))
+            size_now = int(rows[0][0]) if rows else 0
+            cap_now = math.floor(size_now * above) + 1
+            if size_now >= min_docs and abs(size_now - then) <= drift * size_now \
+                    and all(t in seen and (seen[t][1] or seen[t][0] >= cap_now) for t in wanted):
+                return {t: seen[t][0] if t in seen else 0 for t in terms}, size_now
+        counts, total = self._scope_documents(corpus, scope, wanted, terms, column, min_docs, above)
+        if column is None and total >= min_docs:
+            then, seen = self._doc_loose.get(key, (total, {}))
+            if abs(total - then) > drift * total:
+                then, seen = total, {}
+            cap = math.floor(total * above) + 1
+            seen = {**seen, **{t: (counts[t], counts[t] < cap) for t in wanted}}
+            if len(self._doc_loose) >= 256 and key not in self._doc_loose:
+                with contextlib.suppress(StopIteration, RuntimeError, KeyError):  # another thread's pop
+                    self._doc_loose.pop(next(iter(self._doc_loose)))
+            self._doc_loose[key] = (then, seen if len(seen) <= 4096 else {})
+        return counts, total
+
+    def _scope_documents(self, corpus: Corpus, scope: Scope, wanted: list[str], terms: Sequence[str],
+                         column: int | None, min_docs: int, above: float) -> tuple[dict[str, int], int]:
+        """`scope_documents` as the scope is now."""
+        u, a = scope.user_id, scope.agent_id
+        key = (corpus, u, a)
         version, known = self._doc_counts.get(key, (-1, {})) if column is None else (-1, {})
         fver, size, floors = self._doc_floors.get(key, (-1, 0, {})) if column is None else (-1, 0, {})
         cap = math.floor(size * above) + 1  # as SQL computes it below, if the scope is unchanged
         over = {t: n for t, n in floors.items() if n >= cap}
-        wanted = [t for t in dict.fromkeys(terms) if t.strip() and pgtext._fits(t)]
         weight = "" if column is None else "AB"[column]
 
         def run(todo: list[str]) -> tuple[int, int, int, dict[str, int]]:

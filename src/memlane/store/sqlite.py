@@ -444,11 +444,12 @@ class SQLiteStore:
         return [(r, s) for r, s in ranked if r in mine]
 
     def scope_documents(self, corpus: Corpus, scope: Scope, terms: Sequence[str], column: int | None = None,
-                        min_docs: int = 0, above: float = 1.0) -> tuple[dict[str, int], int]:
+                        min_docs: int = 0, above: float = 1.0, drift: float = 0.0) -> tuple[dict[str, int], int]:
         """({index term: documents of this scope holding it}, documents in the scope); with
         `column`, only documents holding it in that text column (0: a turn's own text). In a
         scope of fewer than `min_docs` documents the terms may go uncounted (0); counts are
-        exact past `above` too (the Protocol allows less).
+        exact past `above` too, and as the scope is now whatever `drift` allows (the Protocol
+        allows less).
 
         Terms are index terms (text.index_term). The lexical cache counts them exactly, from
         its postings; else FTS5 does: a `count(*)` per term with the scope's token ANDed in."""
