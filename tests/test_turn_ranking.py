@@ -107,20 +107,19 @@ def test_long_turns_spread_the_session_prior(make_memory: Callable[..., Memory],
 def _three_days(mem: Memory, clock: ManualClock) -> None:
     """A first conversation about a puppy, a second about a trip (both ended, an episode each),
     and the one going on now, whose words are what a content-free question would match."""
-    mem.add_messages("day1", [
-        {"role": "user", "content": "I just adopted a beagle puppy and named him Biscuit."},
-        {"role": "assistant", "content": "Congratulations on Biscuit! Beagles are curious and friendly."},
-        {"role": "user", "content": "He already chewed one of my shoes."},
-    ], user_id="u")
-    mem.end_session("day1", user_id="u", wait=True)
-    clock.advance(days=1)
-    mem.add_messages("day2", [
-        {"role": "user", "content": "I'm planning a hiking trip to the Dolomites in September."},
-        {"role": "assistant", "content": "The Dolomites are beautiful in September; book the huts early."},
-        {"role": "user", "content": "Which hut is best for the first night?"},
-    ], user_id="u")
-    mem.end_session("day2", user_id="u", wait=True)
-    clock.advance(days=1)
+    ended = {
+        "day1": ["I just adopted a beagle puppy and named him Biscuit.",
+                 "Congratulations on Biscuit! Beagles are curious and friendly.",
+                 "He already chewed one of my shoes."],
+        "day2": ["I'm planning a hiking trip to the Dolomites in September.",
+                 "The Dolomites are beautiful in September; book the huts early.",
+                 "Which hut is best for the first night?"],
+    }
+    for session, (asked, answered, added) in ended.items():
+        mem.add_messages(session, [{"role": "user", "content": asked}, {"role": "assistant", "content": answered},
+                                   {"role": "user", "content": added}], user_id="u")
+        mem.end_session(session, user_id="u", wait=True)
+        clock.advance(days=1)
     mem.add_messages("day3", [
         {"role": "user", "content": "Let's talk about the conversation I had with my boss: what did we "
                                     "talk about in the review, and what should I say next time we talk?"},
