@@ -192,3 +192,22 @@ def test_a_conversation_named_by_its_order_is_found_without_its_words(
         assert episodes[0].episode is not None and episodes[0].episode.session_id == session
     else:
         assert session not in top[:1]
+
+
+@pytest.mark.parametrize("corpus", ["memories", "episodes", "turns"])
+def test_the_named_conversations_rows_join_the_candidates(make_memory: Callable[..., Memory], corpus: str) -> None:
+    """A pool too small to hold the named session's rows by words or vectors (one candidate a
+    side) still ranks them first: they join the candidates, whatever the corpus."""
+    clock = ManualClock(datetime(2026, 3, 1, 9, 0, tzinfo=UTC))
+    mem = make_memory(clock=clock, search={"fts_candidates": 1, "vector_candidates": 1})
+    _three_days(mem, clock)
+    for i, session in enumerate(["day1", "day2", "day3"] * 4):
+        mem.add(f"Note {i}: we talked about the conversation and what to talk about next.", user_id="u",
+                session_id=session)
+    mem.flush()
+    hits = mem.search("What did we talk about last time?", user_id="u", corpus=corpus, limit=1)
+    assert hits
+    top = hits[0]
+    session = (top.memory.source_session if top.memory else top.episode.session_id if top.episode
+               else top.turn.session_id if top.turn else None)
+    assert session == "day2"

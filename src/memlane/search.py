@@ -494,12 +494,11 @@ def search(
 
     def dated(at: datetime | None) -> float:
         return cfg.date_prior * period.nearness(at, cfg.date_grace_days) if period and at else 0.0
-    # "our first conversation", "上次我们聊": that session's rows are favoured, and its turns
-    # join the candidates (the query's words may find none of them)
+    # "our first conversation", "上次我们聊": that session's rows are favoured, and its first
+    # rows join the candidates (the query's words may find none of them)
     named = (named_session_id(store, asked_in or scope, which, now)
              if cfg.named_session_prior > 0 and (which := named_session(query)) else None)
-    named_first = ([r for r, _, _ in store.turn_rows(scope, named, 0, cfg.fts_candidates)]
-                   if named is not None and corpus == "turns" else [])
+    named_first = store.session_rows(corpus, scope, named, cfg.fts_candidates) if named is not None else []
 
     def _one_pool(pool: int, returned: set[int], want: int) -> tuple[list[tuple[int, Hit]], set[int], int]:
         """(up to `want` hits in rank order as (rowid, hit), none of the rows in `returned`; the

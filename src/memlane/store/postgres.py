@@ -757,6 +757,14 @@ class PostgresStore:
                        (scope.user_id, scope.agent_id, session_id, seq_from, seq_to))
         return [(int(r[0]), int(r[1]), r[2]) for r in rows]
 
+    def session_rows(self, corpus: Corpus, scope: Scope, session_id: str, limit: int) -> list[int]:
+        table = {"turns": "turns", "memories": "memories", "episodes": "episodes"}[corpus]
+        column = "source_session" if corpus == "memories" else "session_id"
+        rows = self._q(f"SELECT rowid FROM {table} WHERE user_id = %s AND agent_id = %s AND {column} = %s "
+                       f"ORDER BY {'seq' if corpus == 'turns' else 'rowid'} LIMIT %s",
+                       (scope.user_id, scope.agent_id, session_id, limit))
+        return [int(r[0]) for r in rows]
+
     def turn_windows(self, scope: Scope, rowids: Sequence[int], width: int) -> list[TurnPlace]:
         """Where the given turns and their neighbours within `width` (same session) sit; the
         given turns also with their length, whether they end in a question, time, speaker and role."""

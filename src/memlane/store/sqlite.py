@@ -734,6 +734,16 @@ class SQLiteStore:
         )
         return [(int(r[0]), int(r[1]), r[2]) for r in rows]
 
+    def session_rows(self, corpus: Corpus, scope: Scope, session_id: str, limit: int) -> list[int]:
+        """Rowids of a session's rows, at most `limit`: its turns in order, its episodes, the
+        memories it was the source of."""
+        table = {"turns": "turns", "memories": "memories", "episodes": "episodes"}[corpus]
+        column = "source_session" if corpus == "memories" else "session_id"
+        rows = self._q(f"SELECT rowid FROM {table} WHERE user_id = ? AND agent_id = ? AND {column} = ? "
+                       f"ORDER BY {'seq' if corpus == 'turns' else 'rowid'} LIMIT ?",
+                       (scope.user_id, scope.agent_id, session_id, limit))
+        return [int(r[0]) for r in rows]
+
     def turn_windows(self, scope: Scope, rowids: Sequence[int], width: int) -> list[TurnPlace]:
         """Where the given turns and their neighbours within `width` (same session) sit; the
         given turns also with their length, whether they end in a question, their time,
