@@ -60,6 +60,7 @@ from memlane.store.rows import (
     memory_params,
     memory_row,
     session_row,
+    session_rows_sql,
     to_json,
     ts,
     turn_row,
@@ -758,11 +759,7 @@ class PostgresStore:
         return [(int(r[0]), int(r[1]), r[2]) for r in rows]
 
     def session_rows(self, corpus: Corpus, scope: Scope, session_id: str, limit: int) -> list[int]:
-        table = {"turns": "turns", "memories": "memories", "episodes": "episodes"}[corpus]
-        column = "source_session" if corpus == "memories" else "session_id"
-        rows = self._q(f"SELECT rowid FROM {table} WHERE user_id = %s AND agent_id = %s AND {column} = %s "
-                       f"ORDER BY {'seq' if corpus == 'turns' else 'rowid'} LIMIT %s",
-                       (scope.user_id, scope.agent_id, session_id, limit))
+        rows = self._q(session_rows_sql(corpus, "%s"), (scope.user_id, scope.agent_id, session_id, limit))
         return [int(r[0]) for r in rows]
 
     def turn_windows(self, scope: Scope, rowids: Sequence[int], width: int) -> list[TurnPlace]:

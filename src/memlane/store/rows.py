@@ -135,3 +135,12 @@ def turn_search_text(content: str, tool_calls: Sequence[Any] | None, role: str =
     of the turn, and search ranks speakers on their own (SearchConfig.speaker_prior)."""
     extra = "\n".join(x for x in (name if role == "tool" else None, tool_call_text(tool_calls)) if x)
     return f"{content}\n{extra}" if extra else content
+
+
+def session_rows_sql(corpus: str, mark: str) -> str:
+    """The rowids of a session's rows (Store.session_rows: its turns in order, its episodes, the
+    memories it was the source of), with `mark` the driver's placeholder."""
+    table = {"turns": "turns", "memories": "memories", "episodes": "episodes"}[corpus]
+    column = "source_session" if corpus == "memories" else "session_id"
+    return (f"SELECT rowid FROM {table} WHERE user_id = {mark} AND agent_id = {mark} AND {column} = {mark} "
+            f"ORDER BY {'seq' if corpus == 'turns' else 'rowid'} LIMIT {mark}")

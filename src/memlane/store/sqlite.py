@@ -48,6 +48,7 @@ from memlane.store.rows import (
     memory_params,
     memory_row,
     session_row,
+    session_rows_sql,
     to_json,
     ts,
     turn_row,
@@ -737,11 +738,7 @@ class SQLiteStore:
     def session_rows(self, corpus: Corpus, scope: Scope, session_id: str, limit: int) -> list[int]:
         """Rowids of a session's rows, at most `limit`: its turns in order, its episodes, the
         memories it was the source of."""
-        table = {"turns": "turns", "memories": "memories", "episodes": "episodes"}[corpus]
-        column = "source_session" if corpus == "memories" else "session_id"
-        rows = self._q(f"SELECT rowid FROM {table} WHERE user_id = ? AND agent_id = ? AND {column} = ? "
-                       f"ORDER BY {'seq' if corpus == 'turns' else 'rowid'} LIMIT ?",
-                       (scope.user_id, scope.agent_id, session_id, limit))
+        rows = self._q(session_rows_sql(corpus, "?"), (scope.user_id, scope.agent_id, session_id, limit))
         return [int(r[0]) for r in rows]
 
     def turn_windows(self, scope: Scope, rowids: Sequence[int], width: int) -> list[TurnPlace]:
