@@ -211,3 +211,21 @@ def test_the_named_conversations_rows_join_the_candidates(make_memory: Callable[
     session = (top.memory.source_session if top.memory else top.episode.session_id if top.episode
                else top.turn.session_id if top.turn else None)
     assert session == "day2"
+
+
+def test_an_open_session_silent_past_the_idle_timeout_is_last_time(make_memory: Callable[..., Memory]) -> None:
+    """An app that never ends its sessions asks "last time" before storing the new
+    conversation's first message: the newest open session, silent longer than
+    extraction.idle_minutes (seed 001's idle timeout), is that last conversation — while it is
+    still going on, the one before it is."""
+    clock = ManualClock(datetime(2026, 3, 1, 9, 0, tzinfo=UTC))
+    mem = make_memory(clock=clock)
+    _three_days(mem, clock)  # day3 is open: a message just now
+
+    def last() -> str | None:
+        hits = mem.search("What did we talk about last time?", user_id="u", corpus="turns", limit=1)
+        return hits[0].turn.session_id if hits and hits[0].turn else None
+
+    assert last() == "day2"
+    clock.advance(minutes=mem.config.extraction.idle_minutes + 1)
+    assert last() == "day3"

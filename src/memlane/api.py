@@ -12,7 +12,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 from itertools import islice
 from pathlib import Path
 from typing import Any, get_args
@@ -899,6 +899,8 @@ class Memory:
             query_vector=self._query_vector if query_vector is None else query_vector, filters=f,
             min_score=validate.number("min_score", min_score, 0.0, 1.0), null_vectors=self._null_vectors(),
             passages=self.config.embedding.passages, asked_in=scope,
+            idle_after=timedelta(minutes=self.config.extraction.idle_minutes) if self.config.extraction.idle_minutes
+            else None,
         ) for s in scopes]
         # Hit.score is an absolute relevance: the lists merge by it, each kept in its rank
         # order (a merge looks only at the lists' heads, so a shorter page stays the start of

@@ -12,7 +12,7 @@ import math
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import numpy as np
@@ -459,12 +459,14 @@ def search(
     null_vectors: np.ndarray | None = None,
     passages: int = 0,
     asked_in: Scope | None = None,
+    idle_after: timedelta | None = None,
 ) -> list[Hit]:
     """Hits of one corpus for one scope, in rank order (relevance, importance, recency);
     each hit's `score` is its absolute `relevance`, and none is below `min_score`.
     `null_vectors`: `NULL_TEXTS` embedded (passages) by the embedder of the query.
     `asked_in`: the scope asking, when it reads another's rows (an agent its user's shared
-    memories): "last time" is its conversation, not that scope's."""
+    memories): "last time" is its conversation, not that scope's. `idle_after`: an open
+    session whose last turn is older than this is over, not going on (seed 001's idle timeout)."""
     if not query or not query.strip():
         raise ValidationError("query", "must not be empty")
     if limit < 1:
@@ -496,7 +498,7 @@ def search(
         return cfg.date_prior * period.nearness(at, cfg.date_grace_days) if period and at else 0.0
     # "our first conversation", "上次我们聊": that session's rows are favoured, and its first
     # rows join the candidates (the query's words may find none of them)
-    named = (named_session_id(store, asked_in or scope, which, now)
+    named = (named_session_id(store, asked_in or scope, which, now, idle_after)
              if cfg.named_session_prior > 0 and (which := named_session(query)) else None)
     named_first = store.session_rows(corpus, scope, named, cfg.fts_candidates) if named is not None else []
 
@@ -622,12 +624,15 @@ def search(
     return hits
 
 
-def named_session_id(store: Store, scope: Scope, which: str, now: datetime) -> str | None:
+def named_session_id(store: Store, scope: Scope, which: str, now: datetime,
+                     idle_after: timedelta | None = None) -> str | None:
     """The session a query names by its order (`dates.named_session`): the scope's first, where
     its first turn was said; or its last begun by `now` that holds turns, passing over the
     newest one not ended (the conversation the question is asked in). Sessions begun after
     `now` (imported ahead of the clock) and empty ones (opened and closed without a word, also
-    after the one going on) are no conversation of ours: the listing reads on past them."""
+    after the one going on) are no conversation of ours: the listing reads on past them. An
+    open session silent for longer than `idle_after` is over (an app that never ends its
+    sessions asks before storing the new conversation's first message)."""
     if which == "first":
         first = store.get_turns(scope, until=now, limit=1)
         return first[0].session_id if first else None
@@ -636,6 +641,10 @@ def named_session_id(store: Store, scope: Scope, which: str, now: datetime) -> s
         listed = store.list_sessions(scope, limit=limit)
         begun = [s for s in listed if s.started_at <= now]
         going_on = next((s.id for s in begun if s.ended_at is None), None)
+        if going_on is not None and idle_after is not None:
+            last = store.get_turns(scope, session_id=going_on, until=now, limit=1, newest_first=True)
+            if not last or last[0].created_at < now - idle_after:
+                going_on = None
         said = [s for s in begun if s.message_count > 0 and s.id != going_on]
         if said or len(listed) < limit:
             return said[0].id if said else None
