@@ -194,12 +194,19 @@ def test_a_conversation_named_by_its_order_is_found_without_its_words(
         assert session not in top[:1]
 
 
-@pytest.mark.parametrize("corpus", ["memories", "episodes", "turns"])
-def test_the_named_conversations_rows_join_the_candidates(make_memory: Callable[..., Memory], corpus: str) -> None:
+# every turn prior off: the search reads no turn windows, so the named prior finds turns' sessions itself
+NO_TURN_PRIORS = {"session_prior": 0.0, "turn_length_prior": 0.0, "question_penalty": 0.0, "reply_prior": 0.0,
+                  "speaker_prior": 0.0, "dense_neighbour_weights": []}
+
+
+@pytest.mark.parametrize(("corpus", "priors"), [("memories", {}), ("episodes", {}), ("turns", {}),
+                                                ("turns", NO_TURN_PRIORS)])
+def test_the_named_conversations_rows_join_the_candidates(make_memory: Callable[..., Memory], corpus: str,
+                                                          priors: dict[str, object]) -> None:
     """A pool too small to hold the named session's rows by words or vectors (one candidate a
     side) still ranks them first: they join the candidates, whatever the corpus."""
     clock = ManualClock(datetime(2026, 3, 1, 9, 0, tzinfo=UTC))
-    mem = make_memory(clock=clock, search={"fts_candidates": 1, "vector_candidates": 1})
+    mem = make_memory(clock=clock, search={"fts_candidates": 1, "vector_candidates": 1, **priors})
     _three_days(mem, clock)
     for i, session in enumerate(["day1", "day2", "day3"] * 4):
         mem.add(f"Note {i}: we talked about the conversation and what to talk about next.", user_id="u",

@@ -56,6 +56,7 @@ class Candidate:
     vector_rank: int | None = None
     relevance: float = 0.0
     at: float | None = None  # turns: when it was said, POSIX time (for a date the query names)
+    session: str | None = None  # turns: its session (for a conversation the query names)
     extra: dict[str, float] = field(default_factory=dict)
 
 
@@ -220,7 +221,7 @@ def candidates(
         window = store.turn_windows(scope, list(cands), width)
         for w in window:
             if w.rowid in cands:
-                cands[w.rowid].at = w.at
+                cands[w.rowid].at, cands[w.rowid].session = w.at, w.session_id
     if qv is not None and cands:
         # score the lexical-only candidates densely too: cutting the dense side to its own
         # top-k loses answers that only the words found (issue 3, measured). For turns the
@@ -522,9 +523,13 @@ def search(
             for c in cands.values():
                 c.relevance += dated(None if c.at is None else datetime.fromtimestamp(c.at, UTC))
         if corpus == "turns" and named is not None:
-            for w in store.turn_windows(scope, list(cands), 0):
-                if w.session_id == named and w.rowid in cands:
-                    cands[w.rowid].relevance += cfg.named_session_prior
+            unplaced = [r for r, c in cands.items() if c.session is None]  # every turn prior off: no window read
+            for w in store.turn_windows(scope, unplaced, 0) if unplaced else ():
+                if w.rowid in cands:
+                    cands[w.rowid].session = w.session_id
+            for c in cands.values():
+                if c.session == named:
+                    c.relevance += cfg.named_session_prior
         rowids = list(cands)
         hits: list[tuple[int, Hit]] = []
         if corpus == "memories":

@@ -133,8 +133,6 @@ class PostgresStore:
         # (corpus, user, agent) of a large scope → (fts_stats version, {lexeme: its documents}):
         # counted for BM25 (fts_terms) and for the words a query leaves out (scope_documents)
         self._doc_counts: dict[tuple[str, str, str], tuple[int, dict[str, int]]] = {}
-        # and the words `scope_documents` stopped counting: (version, documents, {lexeme: at least})
-        self._doc_floors: dict[tuple[str, str, str], tuple[int, int, dict[str, int]]] = {}
         # every count `scope_documents` read, whatever the version, for a caller that allows the
         # scope to have drifted since: (documents then, {lexeme: (documents, whether exact)})
         self._doc_loose: dict[tuple[str, str, str], tuple[int, dict[str, tuple[int, bool]]]] = {}
@@ -609,9 +607,6 @@ class PostgresStore:
         u, a = scope.user_id, scope.agent_id
         key = (corpus, u, a)
         version, known = self._doc_counts.get(key, (-1, {})) if column is None else (-1, {})
-        fver, size, floors = self._doc_floors.get(key, (-1, 0, {})) if column is None else (-1, 0, {})
-        cap = math.floor(size * above) + 1  # as SQL computes it below, if the scope is unchanged
-        over = {t: n for t, n in floors.items() if n >= cap}
         weight = "" if column is None else "AB"[column]
 
         def run(todo: list[str]) -> tuple[int, int, int, dict[str, int]]:
@@ -631,26 +626,19 @@ class PostgresStore:
             head = next(r for r in rows if r[0] is None)
             return int(head[1]), int(head[2]), int(head[3]), {str(r[0]): int(r[1]) for r in rows if r[0] is not None}
 
-        todo = [t for t in wanted if t not in known and t not in over]
+        todo = [t for t in wanted if t not in known]
         total, now, cap, counted = run(todo)
         if total < min_docs:
             return dict.fromkeys(terms, 0), total
-        known, over = (known if now == version else {}), (over if now == fver else {})
-        if any(t not in counted and t not in known and t not in over for t in wanted):
-            total, now, cap, counted = run(wanted)  # the scope changed since: count them all
-            known, over = {}, {}
+        if now != version and known:  # the scope changed since: count them all
+            total, now, cap, counted = run(wanted)
+            known = {}
         if column is not None:
             return {t: counted.get(t, 0) for t in terms}, total
         exact = {**known, **{t: n for t, n in counted.items() if n < cap}}
-        over = {**over, **{t: n for t, n in counted.items() if n >= cap}}
         if len(exact) > len(known):
             self._keep_counts(key, now, exact)
-        if counted.keys() - exact.keys():
-            if len(self._doc_floors) >= 256:
-                with contextlib.suppress(StopIteration, RuntimeError, KeyError):  # another thread's pop
-                    self._doc_floors.pop(next(iter(self._doc_floors)))
-            self._doc_floors[key] = (now, total, over if len(over) <= 4096 else {})
-        return {t: exact.get(t, over.get(t, 0)) for t in terms}, total
+        return {t: exact.get(t, counted.get(t, 0)) for t in terms}, total
 
     def _index(self, corpus: Corpus, rowid: int, text: str, context: str | None = None) -> None:
         """Index a row's text (and a turn's neighbour context, kept as FTS5's column holds it)."""
