@@ -81,6 +81,21 @@ def test_relative_dates(text, span):
     assert mentioned_period(text) == (span if isinstance(span, Period) else None)  # no clock, no span
 
 
+@pytest.mark.parametrize(("text", "window"), [
+    ("What trips did I take In The Past Three Months?", "in the past three months"),
+    ("over the last 2 weeks, what did I cook", "over the last 2 weeks"),
+    ("最近两个月看了什么书", "最近两个月"),
+    # evidence says these too ("a year ago", "last weekend"): they stay in the words searched
+    ("What did Evan start one year ago?", ""), ("what did we do last weekend", ""), ("三天前", ""),
+    ("in the last two weeks of August 2023", None),  # an absolute date wins: no window
+])
+def test_a_window_back_from_today_is_named_by_its_words(text, window):
+    """The words of "in the past N units" only bound when (search leaves them out of its
+    words); other relative dates are often what the evidence says too."""
+    found = mentioned_period(text, WED)
+    assert (found.window if isinstance(found, Span) else None) == window
+
+
 def test_a_span_fades_over_the_grace_after_it():
     s = Span(date(2023, 5, 1), date(2023, 5, 8))
     assert s.nearness(datetime(2023, 4, 30, tzinfo=UTC)) == 0.0 and s.nearness(datetime(2023, 5, 7, tzinfo=UTC)) == 1.0

@@ -236,3 +236,30 @@ def test_an_open_session_silent_past_the_idle_timeout_is_last_time(make_memory: 
     assert last() == "day2"
     clock.advance(minutes=mem.config.extraction.idle_minutes + 1)
     assert last() == "day3"
+
+
+@pytest.mark.parametrize(("query", "said", "trip"), [
+    ("What trips did I take in the past three months?",
+     ["I've been collecting stamps for three months now, over two hundred of them.",
+      "For the past three months I've gone to the gym every morning."],
+     "I'm back from a camping trip to Yosemite with my sister."),
+    ("最近三个月我去了哪些地方旅行？",
+     ["我最近三个月一直在学吉他，每个月都练习。", "最近三个月我每天早上都跑步。"],
+     "上个月我去云南旅行了，风景很美。"),
+])
+def test_a_window_back_from_today_bounds_the_search_and_is_not_its_words(
+        make_memory: Callable[..., Memory], query: str, said: list[str], trip: str) -> None:
+    """"In the past three months" says when, not what: the date prior favours what was said
+    in the window, and turns merely saying "three months" (issue 14, LongMemEval's "three
+    trips in the past three months") do not outrank the trip. The one before the window
+    holds the question's topic too, and stays below."""
+    clock = ManualClock(datetime(2023, 2, 1, 9, 0, tzinfo=UTC))
+    mem = make_memory(clock=clock)
+    before = "I'm planning a trip to Kyoto in the spring." if trip.isascii() else "我在计划春天去京都旅行。"
+    for i, text in enumerate([before, said[0], trip, said[1]]):
+        mem.add_messages(f"s{i}", [{"role": "user", "content": text}], user_id="u")
+        mem.end_session(f"s{i}", user_id="u", wait=True)
+        clock.advance(days=30)
+    mem.flush()
+    top = [h.content for h in mem.search(query, user_id="u", corpus="turns", limit=4)]
+    assert top[0] == trip and top.index(before) > top.index(trip)

@@ -5,12 +5,17 @@ the day it is asked, "yesterday", "four weeks ago", "last month", "in the past t
 Asked about a day, a month or a year, a user means what was said then: search favours
 records from that period (issue 3: +1.6 pts R@10 on LoCoMo, whose questions name the day of
 a session). A relative date names a span of days counted back from the asking day.
+
+"In the past three months", "最近三天" only say when: the window's words are not what the
+user asks about, yet a turn saying "for three months now" holds them. Search leaves them out
+of the words it matches (`Span.window`). Other dates stay: evidence often repeats them ("a year
+ago", "last weekend", "on July 12"), measured on LoCoMo (issue 14).
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 from itertools import islice
 
@@ -81,10 +86,12 @@ class Period:
 
 @dataclass(frozen=True)
 class Span:
-    """Days `start` to `end` (exclusive): what a relative date names."""
+    """Days `start` to `end` (exclusive): what a relative date names. `window`: the words
+    that named it, where they only bound a search ("in the past three months"); else ""."""
 
     start: date
     end: date
+    window: str = field(default="", compare=False)
 
     def contains(self, at: datetime, grace_days: int = 0) -> bool:
         return self.nearness(at, grace_days) > 0
@@ -165,7 +172,7 @@ def _relative(lowered: str, today: date) -> Span | None:
                 continue
             days = n * _DAYS[m.group(2)]
             if kind == "past":
-                return Span(today - timedelta(days=days), today + timedelta(days=1))
+                return Span(today - timedelta(days=days), today + timedelta(days=1), m.group(0))
             # "four weeks ago" is that week, give or take: the longer ago, the rounder the number
             half = max(_DAYS[m.group(2)] // 2, days // 4, 1 if n > 1 else 0)
             centre = today - timedelta(days=days)

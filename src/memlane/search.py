@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from memlane.config import SearchConfig
-from memlane.dates import mentioned_period, named_session
+from memlane.dates import Span, mentioned_period, named_session
 from memlane.errors import ValidationError
 from memlane.models import Corpus, Episode, Hit, MemoryFacts, MemoryRecord, Scope, Turn, TurnPlace
 from memlane.store import Store, passage_rowids, vector_owner
@@ -473,7 +473,12 @@ def search(
     if limit < 1:
         raise ValidationError("limit", f"must be at least 1, got {limit}")
     filters = filters or Filters()
-    words = keywords(query, cfg.max_query_terms)  # once: for the full-text query and for the highlights
+    period = mentioned_period(query, now.date())
+    # once: for the full-text query and for the highlights; without the words of a window that
+    # the date prior applies ("in the past three months" says when, not what: dates.py)
+    words = keywords(query, cfg.max_query_terms)
+    if isinstance(period, Span) and period.window and cfg.date_prior > 0:
+        words = keywords(_without(query, period.window), cfg.max_query_terms) or words
     used: list[np.ndarray] = []  # the query vector, as the dense side computed it
     embedded: dict[str, np.ndarray] = {}
 
@@ -493,7 +498,6 @@ def search(
         if content not in marked:
             marked[content] = highlights(words, content)
         return absolute_relevance(words, marked[content], c.similarity, null)
-    period = mentioned_period(query, now.date())
 
     def dated(at: datetime | None) -> float:
         return cfg.date_prior * period.nearness(at, cfg.date_grace_days) if period and at else 0.0
@@ -627,6 +631,11 @@ def search(
     for h in hits:
         h.highlights = list(marked[h.content]) if h.content in marked else highlights(words, h.content)
     return hits
+
+
+def _without(text: str, words: str) -> str:
+    """`text` without the first occurrence of `words`, any case."""
+    return re.sub(re.escape(words), " ", text, count=1, flags=re.IGNORECASE)
 
 
 def named_session_id(store: Store, scope: Scope, which: str, now: datetime,
