@@ -634,8 +634,8 @@ def search(
 
 
 def _without(text: str, words: str) -> str:
-    """`text` without the first occurrence of `words`, any case."""
-    return re.sub(re.escape(words), " ", text, count=1, flags=re.IGNORECASE)
+    """`text` without `words` wherever they occur, any case."""
+    return re.sub(re.escape(words), " ", text, flags=re.IGNORECASE)
 
 
 def named_session_id(store: Store, scope: Scope, which: str, now: datetime,
