@@ -48,6 +48,7 @@ DEFAULT_DATA = Path(__file__).parents[2] / "shared" / "bench" / "locomo10"
 ABLATIONS: dict[str, dict[str, Any]] = {
     "  − session prior": {"session_prior": 0.0},
     "  − session prior spread over long turns": {"session_spread_chars": 10**9},
+    "  − no session prior for what has built up (\"what books has…\")": {"accumulated_session_prior": 0.4},
     "  − dense neighbour smoothing": {"dense_neighbour_weights": []},
     "  − lexical neighbour column": {"neighbour_weight": 0.0},
     "  − turn length / question priors": {"turn_length_prior": 0.0, "question_penalty": 0.0},

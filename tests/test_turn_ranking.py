@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 import pytest
 
 from memlane import Memory
-from memlane.search import asked_role
+from memlane.search import asked_role, asks_accumulated
 from memlane.testing import ManualClock
 
 USER_FACT = "I redeemed a $5 coupon on coffee creamer at Target last Sunday. Do you know other ways to save on groceries?"
@@ -72,6 +72,19 @@ def test_without_the_role_prior_and_length_cap_the_echo_wins(make_memory: Callab
 ])
 def test_who_a_query_asks_about(query: str, role: str | None) -> None:
     assert asked_role(query) == role
+
+
+@pytest.mark.parametrize(("query", "accumulated"), [
+    ("What books has Melanie read?", True), ("Hi there. Which cities have you visited?", True),
+    ("How many hours have I spent on my sculpture?", True), ("What has Caroline painted?", True),
+    ("你给我推荐过哪些画家？", True), ("我去过几次北京？", True),
+    ("What pets does Jolene have?", False), ("How many tomato plants do I have in my gardens?", False),
+    ("What is the total number of goals I have in the league?", False),  # having, not having done
+    ("What is the board game where you have to find the imposter?", False),
+    ("What did Caroline research?", False), ("我喜欢什么样的音乐？", False),
+])
+def test_which_queries_ask_what_has_built_up(query: str, accumulated: bool) -> None:
+    assert asks_accumulated(query) is accumulated
 
 
 FILLER = ("We talked through watering schedules, mulch, companion planting with basil and marigolds, "
@@ -263,3 +276,36 @@ def test_a_window_back_from_today_bounds_the_search_and_is_not_its_words(
     mem.flush()
     top = [h.content for h in mem.search(query, user_id="u", corpus="turns", limit=4)]
     assert top[0] == trip and top.index(before) > top.index(trip)
+
+
+BOOK_CLUB = ["I joined a club at the library this month.", "We meet on Tuesdays and drink tea.",
+             "For the club I have read Dune and two other science fiction books.",
+             "There are twelve of us, and we argue a lot.", "Next month we pick a new title."]
+COOKING = ["I cooked a mushroom risotto tonight.",
+           "While the risotto simmered on the stove for forty minutes, stirring now and then, I read Circe.",
+           "It needed more salt."]
+BOOK_CLUB_ZH = ["这个月我加入了图书馆的一个俱乐部。", "我们每周二见面喝茶。", "为了俱乐部我读过《沙丘》和另外两本科幻书，都是好书。",
+                "我们一共十二个人，经常争论。", "下个月我们要挑新的题目。"]
+COOKING_ZH = ["今晚我做了蘑菇烩饭。", "等饭的时候我读过《喀耳刻》。", "还要多放点盐。"]
+
+
+@pytest.mark.parametrize("query", ["What books have I read?", "我读过哪些书？"])
+def test_what_has_built_up_over_time_is_not_sought_in_one_conversation(
+        make_memory: Callable[..., Memory], query: str) -> None:
+    """"What books have I read?" asks for answers spread over conversations. The session
+    prior (answers cluster by session) lifts the book club's small talk around the book read
+    there above the book read while cooking; such a question goes without it (the control:
+    the session prior's 0.4 for it too)."""
+    mem = make_memory()
+    club, cooking = (BOOK_CLUB, COOKING) if query.isascii() else (BOOK_CLUB_ZH, COOKING_ZH)
+    for session, lines in (("club", club), ("cooking", cooking)):
+        mem.add_messages(session, [{"role": "user", "content": t} for t in lines], user_id="u")
+    mem.flush()
+
+    def rank() -> int:
+        hits = [h.content for h in mem.search(query, user_id="u", corpus="turns", limit=8)]
+        return hits.index(cooking[1]) if cooking[1] in hits else len(hits)
+
+    spread = rank()
+    mem.config.search.accumulated_session_prior = mem.config.search.session_prior
+    assert spread < rank() and spread < 4

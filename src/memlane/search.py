@@ -248,8 +248,9 @@ def candidates(
             _reply_prior(window, cands, cfg.reply_prior, role)
             _speaker_prior(query, window, cands, cfg.speaker_prior)
             _role_prior(window, cands, cfg.role_prior, role)
-        if corpus == "turns" and cfg.session_prior > 0:
-            _session_prior(window, cands, cfg.session_prior, cfg.session_spread_chars)
+        weight = cfg.accumulated_session_prior if asks_accumulated(query) else cfg.session_prior
+        if corpus == "turns" and cfg.session_prior > 0 and weight > 0:
+            _session_prior(window, cands, weight, cfg.session_spread_chars)
     return cands
 
 
@@ -379,6 +380,22 @@ def asked_role(query: str) -> str | None:
     if _ASKS_ASSISTANT.search(query):
         return "assistant"
     return "user" if _ASKS_USER.search(query) else None
+
+
+# What has built up over time, asked of a sentence: "What books has Melanie read?", "Which
+# cities have you visited?", "How many hours have I spent on…", "你给我推荐过哪些…", "去过几次".
+# Having is not having done: "have to", "what pets does she have", "how many plants do I have
+# in my garden".
+_ACCUMULATED = re.compile(
+    r"(?:^|[.!?]\s)\s*(?:what|which|where|how many)\b(?:(?!\b(?:do|does|did)\b)[^?.!]){0,80}?"
+    r"\b(?:has|have)\s+(?!(?:to|in|on|at|for|with|from|of|as|left)\b)\w"
+    r"|哪些.{0,20}过|过.{0,10}哪些|几次|多少次", re.IGNORECASE)
+
+
+def asks_accumulated(query: str) -> bool:
+    """Whether the query asks what has built up over time, whose answers are spread over
+    several conversations rather than clustered in one."""
+    return _ACCUMULATED.search(query) is not None
 
 
 def chat_role(query: str, window: list[TurnPlace], cands: dict[int, Candidate]) -> str | None:
