@@ -76,6 +76,7 @@ def test_who_a_query_asks_about(query: str, role: str | None) -> None:
 
 @pytest.mark.parametrize(("query", "accumulated"), [
     ("What books has Melanie read?", True), ("Hi there. Which cities have you visited?", True),
+    ("Quick one\nwhat games have I played with you?", True),
     ("How many hours have I spent on my sculpture?", True), ("What has Caroline painted?", True),
     ("你给我推荐过哪些画家？", True), ("我去过几次北京？", True),
     ("What pets does Jolene have?", False), ("How many tomato plants do I have in my gardens?", False),

@@ -248,9 +248,10 @@ def candidates(
             _reply_prior(window, cands, cfg.reply_prior, role)
             _speaker_prior(query, window, cands, cfg.speaker_prior)
             _role_prior(window, cands, cfg.role_prior, role)
-        weight = cfg.accumulated_session_prior if asks_accumulated(query) else cfg.session_prior
-        if corpus == "turns" and cfg.session_prior > 0 and weight > 0:
-            _session_prior(window, cands, weight, cfg.session_spread_chars)
+        if corpus == "turns" and cfg.session_prior > 0:
+            weight = cfg.accumulated_session_prior if asks_accumulated(query) else cfg.session_prior
+            if weight > 0:
+                _session_prior(window, cands, weight, cfg.session_spread_chars)
     return cands
 
 
@@ -387,7 +388,7 @@ def asked_role(query: str) -> str | None:
 # Having is not having done: "have to", "what pets does she have", "how many plants do I have
 # in my garden".
 _ACCUMULATED = re.compile(
-    r"(?:^|[.!?]\s)\s*(?:what|which|where|how many)\b(?:(?!\b(?:do|does|did)\b)[^?.!]){0,80}?"
+    r"(?:^|[.!?\n])\s*(?:what|which|where|how many)\b(?:(?!\b(?:do|does|did)\b)[^?.!]){0,80}?"
     r"\b(?:has|have)\s+(?!(?:to|in|on|at|for|with|from|of|as|left)\b)\w"
     r"|哪些.{0,20}过|过.{0,10}哪些|几次|多少次", re.IGNORECASE)
 
