@@ -77,6 +77,20 @@ def mean_metrics(rows: Iterable[dict[str, float]]) -> dict[str, float]:
     return {k: statistics.fmean(r[k] for r in rows) for k in rows[0]}
 
 
+def paired_interval(a: Sequence[float], b: Sequence[float], resamples: int = 2000,
+                    seed: int = 14) -> tuple[float, float]:
+    """95 % bootstrap interval of mean(a − b) over paired questions: the questions are drawn
+    again with replacement. A difference whose interval holds 0 is one that another draw of
+    questions of the same kind could undo."""
+    d = np.asarray(a, dtype=np.float64) - np.asarray(b, dtype=np.float64)
+    if d.size == 0:
+        return 0.0, 0.0
+    rng = np.random.default_rng(seed)
+    means = np.concatenate([d[rng.integers(0, d.size, (n, d.size))].mean(axis=1)
+                            for n in [200] * (resamples // 200)])  # in slices: LoCoMo has ~2k questions
+    return float(np.percentile(means, 2.5)), float(np.percentile(means, 97.5))
+
+
 def percentile(values: Sequence[float], q: float) -> float:
     if not values:
         return 0.0

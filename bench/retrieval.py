@@ -39,6 +39,7 @@ from common import (  # noqa: E402
     load_cache,
     mean_metrics,
     metrics,
+    paired_interval,
     percentile,
     save_cache,
     table,
@@ -284,7 +285,9 @@ def run_set(name: str, path: Path, embedder: str, limit: int | None, cached: dic
         cold_start_ = cold_start(cold_home, "cold", embedder, embedding or {},
                                  [(q["question"], vectors(q["question"])) for q in questions(convs[0][1])][:1])
         cold_start_["turns"] = turns
-    return {"systems": {s: summarise(rs) for s, rs in rows.items()}, "turns": n_turns, "cold_start": cold_start_,
+    systems = {s: summarise(rs) for s, rs in rows.items()}
+    return {"systems": systems, "turns": n_turns, "cold_start": cold_start_,
+            "versus_best_baseline_interval": versus_intervals(rows, systems),
             "conversations": len(convs), "embed_seconds": embed_s,
             "latency_ms": {"p50": percentile(latencies, 50), "p95": percentile(latencies, 95),
                            "first_in_scope_p50": percentile(scope_first, 50),
@@ -420,16 +423,35 @@ COLUMNS = ["R@5", "R@10", "NDCG@10", "MRR", "S_any@5", "S_all@5", "S_all@10"]
 MIN_CATEGORY = 10  # issue 14: memlane beats every baseline overall and in each category this large
 
 
+def _groups(systems: dict[str, Any]) -> list[str]:
+    return ["all", *[c for c, m in systems["memlane"]["by_category"].items() if m["n"] >= MIN_CATEGORY]]
+
+
 def versus_baselines(systems: dict[str, Any]) -> dict[str, dict[str, float]]:
     """{"all" or category (n ≥ MIN_CATEGORY): {metric: memlane − the best baseline's}}."""
     mine = systems["memlane"]
     groups = {"all": (mine["all"], [systems[b]["all"] for b in BASELINES if b in systems])}
-    for cat, m in mine["by_category"].items():
-        if m["n"] >= MIN_CATEGORY:
-            groups[cat] = (m, [systems[b]["by_category"][cat] for b in BASELINES
-                               if b in systems and cat in systems[b]["by_category"]])
+    for cat in _groups(systems)[1:]:
+        groups[cat] = (mine["by_category"][cat], [systems[b]["by_category"][cat] for b in BASELINES
+                                                  if b in systems and cat in systems[b]["by_category"]])
     return {g: {c: m[c] - max((o[c] for o in others), default=0.0) for c in COLUMNS}
             for g, (m, others) in groups.items()}
+
+
+def versus_intervals(rows: dict[str, list[dict[str, Any]]],
+                     systems: dict[str, Any]) -> dict[str, dict[str, list[float]]]:
+    """{group: {metric: [low, high]}}: the 95 % paired bootstrap interval of memlane minus the
+    best baseline (the one versus_baselines compares with), question by question. Every
+    system's rows are in the same question order."""
+    out: dict[str, dict[str, list[float]]] = {}
+    for g in _groups(systems):
+        picked = {s: [r for r in rs if g == "all" or r["category"] == g] for s, rs in rows.items()}
+        out[g] = {}
+        for c in COLUMNS:
+            totals = {b: sum(r[c] for r in picked[b]) for b in BASELINES if b in picked}
+            best = max(totals, key=totals.__getitem__)
+            out[g][c] = list(paired_interval([r[c] for r in picked["memlane"]], [r[c] for r in picked[best]]))
+    return out
 
 
 def report(name: str, res: dict[str, Any]) -> None:
@@ -448,10 +470,16 @@ def report(name: str, res: dict[str, Any]) -> None:
     gaps = res["versus_best_baseline"] = versus_baselines(systems)
     mine = {"all": systems["memlane"]["all"], **systems["memlane"]["by_category"]}
 
-    def mark(group: str, metric: str, d: float) -> str:  # ✗: not above; =: both at the ceiling
-        return f"{d:+.3f}" + ("" if d > 0 else " =" if d == 0 and mine[group][metric] >= 1.0 else " ✗")
+    spans = res.get("versus_best_baseline_interval", {})
 
-    console.print(table(f"{name}: memlane minus the best baseline (✗: not above it)",
+    def mark(group: str, metric: str, d: float) -> str:
+        if d == 0 and mine[group][metric] >= 1.0:
+            return f"{d:+.3f} ="
+        low, high = spans.get(group, {}).get(metric, (d, d))
+        return f"{d:+.3f}" + ("" if low > 0 else " ~" if high >= 0 else " ✗")
+
+    console.print(table(f"{name}: memlane minus the best baseline (=: both at 1.0; ~: the 95 % paired bootstrap "
+                        f"interval over questions holds 0; ✗: below it)",
                         ["questions", *COLUMNS],
                         [[g if g == "all" else f"{g} ({mine[g]['n']})", *[mark(g, c, d) for c, d in row.items()]]
                          for g, row in gaps.items()]))

@@ -109,3 +109,23 @@ def test_converter_refuses_bad_labels(tmp_path: Path, break_it: Callable[[list[d
     bad.write_text(json.dumps(labels, ensure_ascii=False), encoding="utf-8")
     with pytest.raises(ValueError, match=message):
         converter().convert(RAW, bad, "cn")
+
+
+def test_the_bench_tells_one_question_from_a_difference() -> None:
+    """The versus-baseline table's intervals: losing one question of 40 to the best baseline
+    is within what another draw of questions could undo; winning half of them is not."""
+    bench = _module("bench_retrieval", ROOT / "bench" / "retrieval.py")
+    n = 40
+    worse = [{"category": "x", **dict.fromkeys(bench.COLUMNS, 1.0)} for _ in range(n)]
+    rows = {"memlane": [dict(r, **{"S_any@5": 0.0 if i == 0 else 1.0, "R@10": 1.0 if i % 2 else 0.5})
+                        for i, r in enumerate(worse)],
+            bench.RRF: [dict(r, **{"R@10": 0.5}) for r in worse],  # the best baseline on S_any@5 …
+            bench.BM25: [dict(r, **{"S_any@5": 0.0, "R@10": 0.5}) for r in worse]}  # … not this one
+    systems = {s: bench.summarise(rs) for s, rs in rows.items()}
+    gaps, spans = bench.versus_baselines(systems), bench.versus_intervals(rows, systems)
+    assert set(spans) == {"all", "x"}
+    assert gaps["all"]["S_any@5"] == pytest.approx(-1 / n)
+    low, high = spans["all"]["S_any@5"]
+    assert low < 0 <= high
+    low, high = spans["all"]["R@10"]  # memlane +0.25 over both, on every other question
+    assert 0 < low < 0.25 < high

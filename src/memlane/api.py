@@ -133,6 +133,7 @@ class Memory:
                 self._open_side_store, self.embedder,
                 max_chars=self.config.embedding.max_chars, batch_size=self.config.embedding.batch_size,
                 passage_chars=self.config.embedding.passage_chars, max_passages=self.config.embedding.passages,
+                warm=NULL_TEXTS,
             )
             self._indexer.notify()  # pick up rows left unembedded by an earlier process
         self.events.check()
@@ -209,7 +210,8 @@ class Memory:
         """Embed every row still waiting for a vector, now, in this thread; returns how many."""
         e = self.config.embedding
         return index_pending(self.store, self.embedder, max_chars=e.max_chars, batch_size=e.batch_size,
-                             progress=progress, passage_chars=e.passage_chars, max_passages=e.passages)
+                             progress=progress, passage_chars=e.passage_chars, max_passages=e.passages,
+                             warm=NULL_TEXTS)
 
     # ---- turns ------------------------------------------------------------------------
 
