@@ -86,8 +86,9 @@ def paired_interval(a: Sequence[float], b: Sequence[float], resamples: int = 200
     if d.size == 0:
         return 0.0, 0.0
     rng = np.random.default_rng(seed)
-    means = np.concatenate([d[rng.integers(0, d.size, (n, d.size))].mean(axis=1)
-                            for n in [200] * (resamples // 200)])  # in slices: LoCoMo has ~2k questions
+    # 200 resamples at a time: LoCoMo has ~2k questions
+    means = np.concatenate([d[rng.integers(0, d.size, (min(200, resamples - i), d.size))].mean(axis=1)
+                            for i in range(0, resamples, 200)])
     return float(np.percentile(means, 2.5)), float(np.percentile(means, 97.5))
 
 

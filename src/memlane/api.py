@@ -41,7 +41,14 @@ from memlane.errors import ConfigError, MemlaneError, NotFound, ValidationError
 from memlane.events import Event, EventBus, RuleResult
 from memlane.heuristic import is_command
 from memlane.importers import Conversation, ConversationImport, message_key
-from memlane.indexing import BackgroundIndexer, QueryCache, embed_cached, index_pending, vector_key
+from memlane.indexing import (
+    BackgroundIndexer,
+    QueryCache,
+    embed_cached,
+    index_pending,
+    vector_key,
+    warm_cache,
+)
 from memlane.jobs import JobReport, JobRunner
 from memlane.llm import LLM, make_llm
 from memlane.models import (
@@ -209,9 +216,11 @@ class Memory:
     def flush(self, progress: Callable[[int], None] | None = None) -> int:
         """Embed every row still waiting for a vector, now, in this thread; returns how many."""
         e = self.config.embedding
-        return index_pending(self.store, self.embedder, max_chars=e.max_chars, batch_size=e.batch_size,
-                             progress=progress, passage_chars=e.passage_chars, max_passages=e.passages,
-                             warm=NULL_TEXTS)
+        done = index_pending(self.store, self.embedder, max_chars=e.max_chars, batch_size=e.batch_size,
+                             progress=progress, passage_chars=e.passage_chars, max_passages=e.passages)
+        if done and self._nulls is None:  # cached with the first rows: the next process's first search needs them
+            self._nulls = warm_cache(self.store, self.embedder, NULL_TEXTS)
+        return done
 
     # ---- turns ------------------------------------------------------------------------
 

@@ -92,6 +92,16 @@ def embed_cached(store: Store, embedder: Embedder, texts: Sequence[str], batch_s
     return np.stack([found[h] for h in hashes])
 
 
+def warm_cache(store: Store, embedder: Embedder, texts: Sequence[str]) -> np.ndarray | None:
+    """`texts` embedded and cached ahead of the search that needs them; None if the embedder
+    failed: only a head start, that search embeds them (and reports the failure) itself."""
+    try:
+        return embed_cached(store, embedder, texts)
+    except Exception as exc:
+        log.warning("could not cache the search's reference vectors ahead: %s", exc)
+        return None
+
+
 class QueryCache:
     """A small LRU of query vectors: agents repeat queries, and e5 costs ~10 ms a query."""
 
@@ -116,12 +126,9 @@ class QueryCache:
 
 def index_pending(store: Store, embedder: Embedder, *, max_chars: int, batch_size: int = 32,
                   limit: int | None = None, progress: Callable[[int], None] | None = None,
-                  passage_chars: int = 0, max_passages: int = 0, warm: Sequence[str] = ()) -> int:
+                  passage_chars: int = 0, max_passages: int = 0) -> int:
     """Embed rows that have no vector yet, in batches; returns how many were embedded. A long
-    turn gets its passages' vectors too (`passages`), in the same transaction as its own.
-    Once anything was embedded, `warm` (texts every search embeds: search.NULL_TEXTS) is
-    cached too, so that a fresh process's first search over these rows embeds nothing (it
-    took 36 ms of e5 in the first CLI call after an import)."""
+    turn gets its passages' vectors too (`passages`), in the same transaction as its own."""
     done = 0
     for corpus in CORPORA:
         while limit is None or done < limit:
@@ -147,22 +154,19 @@ def index_pending(store: Store, embedder: Embedder, *, max_chars: int, batch_siz
             done += len(rows)
             if progress:
                 progress(len(rows))
-    if done and warm:
-        try:
-            embed_cached(store, embedder, warm, batch_size)
-        except Exception as exc:  # only a head start: the first search embeds them (and reports) otherwise
-            log.warning("could not cache the search's reference vectors: %s", exc)
     return done
 
 
 class BackgroundIndexer:
-    """A daemon thread that embeds pending rows on its own database connection."""
+    """A daemon thread that embeds pending rows on its own database connection. After its
+    first rows it caches `warm` too, the texts every search embeds (search.NULL_TEXTS), so
+    that the next process's first search embeds only its query."""
 
     def __init__(self, open_store: Callable[[], Store], embedder: Embedder, *, max_chars: int, batch_size: int,
                  passage_chars: int = 0, max_passages: int = 0, warm: Sequence[str] = ()) -> None:
         self._open_store = open_store
         self._embedder = embedder
-        self._warm = tuple(warm)
+        self._warm = tuple(warm)  # emptied once cached
         self._max_chars = max_chars
         self._passages = (passage_chars, max_passages)
         self._batch_size = batch_size
@@ -196,9 +200,10 @@ class BackgroundIndexer:
                     while not self._stop and index_pending(
                         store, self._embedder, max_chars=self._max_chars, batch_size=self._batch_size,
                         limit=self._batch_size * 4, passage_chars=self._passages[0], max_passages=self._passages[1],
-                        warm=self._warm,
                     ):
-                        pass
+                        if self._warm:
+                            warm_cache(store, self._embedder, self._warm)
+                            self._warm = ()
                     self.error = None
                 except Exception as exc:  # the rows stay pending; the next notify retries (never dies)
                     self.error = exc
