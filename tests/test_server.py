@@ -121,7 +121,7 @@ def test_export_import_lands_in_the_importers_scope(live: Live) -> None:
         assert r.status_code == 200, r.text
         assert any("sailing" in m["content"] for m in b.get("/v1/memories").json()["memories"])
         assert "# " in a.get("/v1/export", params={"format": "md"}).text
-        error_shape(b.post("/v1/import", content=b"not an export\n"), 422)
+        error_shape(b.post("/v1/import", content=b"not an export\n", headers={"content-type": "application/x-ndjson"}), 422)
 
 
 def test_another_users_ids_are_not_found(live: Live) -> None:

@@ -127,7 +127,7 @@ class Memory:
         self.embedder: Embedder = embedder or make_embedder(self.config.embedding)
         self.store.ensure_vectors(self.embedder.model_id, self.embedder.dimensions)
         self._check_turn_keys()
-        self._query_vector = QueryCache(self.embedder)
+        self._query_vector = QueryCache(self.embedder, max_chars=self.config.embedding.max_query_chars)
         self._nulls: np.ndarray | None = None
         self._indexer: BackgroundIndexer | None = None
         self._importing = False
@@ -238,13 +238,23 @@ class Memory:
         and nothing is stored."""
         scope = Scope.of(user_id, agent_id)
         validate.ident("session_id", session_id)
-        msgs = self._messages(messages)
+        msgs = self._messages(messages, cap=self.config.store.max_messages_per_call)
+        chars = sum(len(m.content) for m in msgs)
+        if chars > self.config.store.max_call_chars:
+            raise ValidationError("messages", f"{chars} characters in one call; the limit is "
+                                  f"{self.config.store.max_call_chars} (store.max_call_chars): send them in "
+                                  "parts, or load a whole conversation with import")
         return self._store_turns(scope, session_id, msgs)
 
-    def _messages(self, messages: Any, field: str = "messages") -> _list[Message]:
+    def _messages(self, messages: Any, field: str = "messages", cap: int | None = None) -> _list[Message]:
         if isinstance(messages, str | bytes | dict | Message) or not isinstance(messages, Iterable):
             raise ValidationError(field, f"must be a list of messages, got {type(messages).__name__}")
-        msgs = [self._message(i, m, field) for i, m in enumerate(messages)]
+        msgs = []
+        for i, m in enumerate(messages):
+            if cap is not None and i >= cap:  # before reading the rest: a flood costs no more than the cap
+                raise ValidationError(field, f"more than {cap} messages in one call (store.max_messages_per_call): "
+                                      "send them in parts, or load a whole conversation with import")
+            msgs.append(self._message(i, m, field))
         if not msgs:
             raise ValidationError(field, "must contain at least one message")
         return msgs
@@ -734,6 +744,21 @@ class Memory:
             limit=validate.optional_integer("limit", limit, 0), offset=validate.integer("offset", offset, 0),
         )
 
+    def deleted(self, *, user_id: str, agent_id: str | None = None, limit: int = 100,
+                offset: int = 0) -> _list[MemoryEvent]:
+        """The DELETE events of the scope's memories that are still deleted and can be restored
+        (a hard delete keeps no text), last deleted first; each event's `before` is the memory."""
+        scope = Scope.of(user_id, agent_id)
+        limit = validate.integer("limit", limit, 1, 10_000)
+        offset = validate.integer("offset", offset, 0)
+        latest: dict[str, MemoryEvent] = {}
+        for event in self.store.events(scope, None, limit=10_000_000):
+            latest[event.memory_id] = event
+        gone = [e for e in latest.values() if e.kind == "DELETE" and e.before and e.before.get("content")
+                and self.store.get_memory(scope, e.memory_id) is None]
+        gone.sort(key=lambda e: e.id, reverse=True)
+        return gone[offset: offset + limit]
+
     def update(
         self,
         memory_id: str,
@@ -890,7 +915,7 @@ class Memory:
         function from text to vector (the caller's own embedder or cache), given the text the
         dense side embeds (`search.dense_text`)."""
         scope = Scope.of(user_id, agent_id)
-        validate.text("query", query, self.config.store.max_turn_chars, setting="store.max_turn_chars",
+        validate.text("query", query, self.config.search.max_query_chars, setting="search.max_query_chars",
                       required=False, controls=True)
         corpus = validate.choice("corpus", corpus, ("memories", "turns", "episodes"))
         limit = validate.optional_integer("limit", limit, 0, 10_000)  # 0: the default

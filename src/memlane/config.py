@@ -47,6 +47,11 @@ class StoreConfig(_Section):
     # 23,795 characters. Stored whole; only the first embedding.max_chars are embedded
     max_turn_chars: int = Field(200_000, ge=1)
     max_import_bytes: int = Field(200_000_000, ge=1)
+    # Not from a seed (issue 28): one add_messages call, so one request is bounded work: 50,000
+    # tiny messages cost 53 s of a server's CPU. A conversation is loaded whole by import
+    # (`memlane import`, POST /v1/import, import_conversations), which has no such cap
+    max_messages_per_call: int = Field(1_000, ge=1)
+    max_call_chars: int = Field(2_000_000, ge=1)  # the characters of all of one call's messages
     # not from a seed (issue 12): deleted text is zeroed in the file (SQLite secure_delete,
     # FTS5 secure-delete for memories and episodes; turns' index optimized after a forgetting
     # call, ~16 µs a stored turn). Off, forgotten text lingers in free pages and index
@@ -95,6 +100,11 @@ class EmbeddingConfig(_Section):
     # the most passages a turn gets (text past them is found by its words only); 0: one vector per row
     passages: int = Field(8, ge=0, le=32)
     background: bool = True  # turns are embedded behind ingest, never blocking add_messages
+    # Not from a seed (issue 28): the dense side embeds a query's first this many characters.
+    # e5 costs ~1 ms a token and holds the model while it runs: 2,000 Chinese characters took
+    # 2.6 s, every other search waiting behind it; 256 bounds a query near 0.2 s (Chinese) and
+    # 0.06 s (English), above every dev-set question (the full text is still matched by words)
+    max_query_chars: int = Field(256, ge=16)
 
 
 class LLMConfig(_Section):
@@ -212,6 +222,10 @@ class SearchConfig(_Section):
     # (a page pasted as the query: 50k distinct Chinese bigrams took 68 s on PostgreSQL, a
     # count per term); the longest dev-set questions (LongMemEval) hold under 40 words
     max_query_terms: int = Field(256, ge=1)
+    # Not from a seed (issue 28): the longest query any entry point takes (API, CLI, REST, MCP,
+    # the agent tools); longer is a ValidationError. A question fits many times over; a pasted
+    # page is a document to import, not a query. build_context reads a longer message's start
+    max_query_chars: int = Field(2_000, ge=16)
     activate_on_hit: bool = True  # seed 001/004: a hit updates last_activated / count
     # Not from a seed (issue 13, 18): the absolute relevance (`Hit.score`) below which a memory is
     # not injected by build_context nor returned by the search_memory / recall_memory tools.
@@ -456,10 +470,26 @@ class ServerConfig(_Section):
     port: int = Field(8765, ge=0, le=65535)
     # with no key configured and a loopback bind, requests run open as this one local user
     local_user: str = "local"
-    # a request body larger than this is refused with 413 before it is parsed; room for an
-    # import of a few thousand memories, far below what would strain the process
+    # Not from a seed (issue 28): the host names a loopback server answers to besides localhost,
+    # 127.0.0.1 and [::1] (any other is refused with 421: DNS rebinding). On another bind, with
+    # keys required, any name is answered unless this lists some; "*" answers every name
+    allowed_hosts: list[str] = []
+    # open mode (loopback, no key ever made) serves the local user but not the admin routes
+    # (status, purge of any user), unless the person starting the server asks: --open-admin
+    open_admin: bool = False
+    # bodies are refused with 413 before they are read past these sizes: an API or MCP call's
+    # JSON (a request's messages are capped by store.max_messages_per_call / max_call_chars
+    # too); an import (POST /v1/import) and the web UI's forms, room for a few thousand memories
+    max_json_bytes: int = Field(2_000_000, ge=1_024)
     max_body_bytes: int = Field(8_000_000, ge=1_024)
-    max_json_depth: int = Field(32, ge=2)  # deeper JSON is refused with 422 before it is parsed
+    max_json_depth: int = Field(32, ge=2)  # deeper JSON is refused with 422, parsed off the event loop
+    # a client that has not sent its request line and headers after this many seconds, or its
+    # body after body_seconds, is cut off (408): slow clients cannot hold connections open
+    header_seconds: float = Field(10.0, gt=0)
+    body_seconds: float = Field(30.0, gt=0)
+    max_header_bytes: int = Field(16_384, ge=1_024)  # a request's line and headers together
+    # connections and requests at once, past which uvicorn answers 503 at once (limit_concurrency)
+    max_connections: int = Field(256, ge=1)
     scheduler: bool = True  # run the consolidation scheduler inside the server
     shutdown_seconds: float = Field(10.0, ge=0)  # graceful shutdown waits this long for background work
     # an idle keep-alive connection is closed after this; longer than uvicorn's 5 s, so a busy

@@ -335,15 +335,17 @@ def build_context(
     # relevant memories for the query (seed 000), unless the profile relies on the tools (seed 002)
     hits: list[Hit] = []
     mem_text = ""
-    # a query without words (「？」, an emoji) has nothing to be relevant to
-    if cfg.auto_inject_memories and query and keywords(query) and cfg.memory_source == "files":
-        hits, mem_text = _file_hits(memory, scope, query, turns, budgets.memories, {m.id for m in core},
+    # a query without words (「？」, an emoji) has nothing to be relevant to; a message longer
+    # than a query may be (a pasted page) is searched by its start: a query's cost is bounded
+    asked = query[: memory.config.search.max_query_chars] if query else query
+    if cfg.auto_inject_memories and asked and keywords(asked) and cfg.memory_source == "files":
+        hits, mem_text = _file_hits(memory, scope, asked, turns, budgets.memories, {m.id for m in core},
                                     cfg.memory_heading or _HEAD[language]["memories"])
-    elif cfg.auto_inject_memories and query and keywords(query):
+    elif cfg.auto_inject_memories and asked and keywords(asked):
         shown = {m.id for m in core}
         # seed 000 "无命中时不注入": only memories relevant by an absolute measure. Showing a
         # memory is not using it (seed 003): never activates; `Memory.feedback` judges use
-        found = memory.search(query, user_id=user_id, agent_id=agent_id, limit=cfg.memory_max_hits + len(shown),
+        found = memory.search(asked, user_id=user_id, agent_id=agent_id, limit=cfg.memory_max_hits + len(shown),
                               activate=False, min_score=memory.config.search.min_relevance)
         packed = pack([h for h in found if h.id not in shown], budgets.memories, cfg.memory_max_hits,
                       snippet_chars=cfg.snippet_chars, heading=cfg.memory_heading or _HEAD[language]["memories"])

@@ -103,15 +103,19 @@ def warm_cache(store: Store, embedder: Embedder, texts: Sequence[str]) -> np.nda
 
 
 class QueryCache:
-    """A small LRU of query vectors: agents repeat queries, and e5 costs ~10 ms a query."""
+    """A small LRU of query vectors: agents repeat queries, and e5 costs ~10 ms a query. A text
+    longer than `max_chars` is embedded by its start (embedding.max_query_chars)."""
 
-    def __init__(self, embedder: Embedder, size: int = 256) -> None:
+    def __init__(self, embedder: Embedder, size: int = 256, max_chars: int | None = None) -> None:
         self._embedder = embedder
+        self._max_chars = max_chars  # a query's cost is bounded: only its start is embedded
         self._size = size
         self._items: OrderedDict[str, np.ndarray] = OrderedDict()
         self._lock = threading.Lock()
 
     def __call__(self, text: str) -> np.ndarray:
+        if self._max_chars is not None:
+            text = text[: self._max_chars]
         with self._lock:
             if text in self._items:
                 self._items.move_to_end(text)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.table import Table
@@ -108,6 +108,27 @@ def keys_revoke(
     out.print(f"revoked key {info.id}", highlight=False)
 
 
+@keys_app.command("reopen")
+def keys_reopen(as_json: JsonOpt = False) -> None:
+    """Run a loopback server open again (no key needed) once every key is revoked.
+
+    A server on a home where keys were made stays keyed after the last one is revoked, so a
+    key rotated by revoke-then-create never leaves a window open. This forgets the revoked keys.
+
+    Example: memlane keys revoke 3f9a1c2b7d4e; memlane keys reopen
+    """
+    keys = _keystore(_config())
+    try:
+        gone = keys.reopen()
+    finally:
+        keys.close()
+    if as_json:
+        _emit_json({"forgotten": gone, "open": True})
+        return
+    out.print(f"forgot {gone} revoked key(s): a loopback `memlane serve` on this home runs open again "
+              "(for server.local_user, within 10 s)", highlight=False)
+
+
 @app.command()
 def serve(
     host: Annotated[str | None, typer.Option("--host", help="Address to bind (default server.host, 127.0.0.1); "
@@ -118,6 +139,9 @@ def serve(
     log_level: Annotated[str, typer.Option("--log-level", help="debug, info, warning or error.")] = "info",
     workers: Annotated[int | None, typer.Option("--workers", "-w", min=1, max=64, help=(
         "Server processes on the one port, an engine each (default server.workers)."))] = None,
+    open_admin: Annotated[bool, typer.Option("--open-admin", help=(
+        "On loopback without keys, let the local user use the admin routes too (status, purge "
+        "any user); default server.open_admin."))] = False,
 ) -> None:
     """Serve the REST API (/v1, docs at /docs) and MCP over HTTP (/mcp) on one engine per process.
 
@@ -127,10 +151,13 @@ def serve(
 
     from memlane.server import create_app
     from memlane.server.auth import is_loopback
+    from memlane.server.protocol import uvicorn_options
 
     cfg = _config()
     if user:
         cfg.server.local_user = Scope.of(user).user_id
+    if open_admin:
+        cfg.server.open_admin = True
     bind = host or cfg.server.host
     if not is_loopback(bind):  # refuse before binding, not after
         keys = _keystore(cfg)
@@ -142,9 +169,7 @@ def serve(
             keys.close()
     level = log_level.lower()
     logging.basicConfig(level=level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    # no uvicorn access log: the server's own line per request (errors.Guard) has the request id too
-    options: dict[str, Any] = {"log_level": level, "access_log": False, "timeout_graceful_shutdown": int(cfg.server.shutdown_seconds) + 1,
-               "timeout_keep_alive": int(cfg.server.keep_alive_seconds)}
+    options = uvicorn_options(cfg.server, level)
     port = cfg.server.port if port is None else port
     n = cfg.server.workers if workers is None else workers
     if n > 1:

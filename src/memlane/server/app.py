@@ -27,7 +27,8 @@ from memlane.config import Config
 from memlane.lifecycle import Scheduler
 from memlane.server import routes
 from memlane.server.auth import AdminDep, Gate, MemoryDep, is_loopback
-from memlane.server.errors import Guard, SafeJSONResponse, install_handlers
+from memlane.server.errors import SafeJSONResponse, install_handlers
+from memlane.server.guard import Guard
 from memlane.server.keys import KeyStore
 
 log = logging.getLogger("memlane.server")
@@ -80,7 +81,7 @@ def create_app(config: Config, *, memory: Memory | None = None, host: str | None
         sched: Scheduler | None = None
         try:
             keys = KeyStore.open(config)
-            gate = Gate(keys, is_loopback(bind), config.server.local_user)
+            gate = Gate(keys, is_loopback(bind), config.server.local_user, config.server.open_admin)
             gate.check_startup(bind)
             if run_scheduler:
                 sched = Scheduler(mem)
@@ -143,5 +144,5 @@ def create_app(config: Config, *, memory: Memory | None = None, host: str | None
         from memlane.server.mcp import mount_http
 
         mount_http(app, mcp_server)
-    app.add_middleware(Guard, max_body=config.server.max_body_bytes, max_depth=config.server.max_json_depth)
+    app.add_middleware(Guard, server=config.server, bind=bind)
     return app

@@ -2,8 +2,11 @@
 
 `Authorization: Bearer <key>` names a key; the key's scope is the request's, whatever ids
 the request carries. An admin key acts on the scope named by the `X-Memlane-User` (and
-optional `X-Memlane-Agent`) headers. With no active key at all and a loopback bind, the
-server runs open for one local user (`server.local_user`); on any other bind it refuses.
+optional `X-Memlane-Agent`) headers. A loopback server on a home where no key was ever made
+runs open for one local user (`server.local_user`), without the admin routes unless it was
+started with `--open-admin`; on any other bind it refuses. Once a key has been made, the
+server stays keyed, also after every key is revoked (a key rotated by revoke-then-create
+leaves no open window), until a person runs `memlane keys reopen`.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Annotated
 
+import anyio
 from fastapi import Depends, Request
 
 from memlane.api import Memory
@@ -22,7 +26,7 @@ from memlane.server.errors import ApiError
 from memlane.server.keys import KeyStore, Principal
 
 OPEN_KEY_ID = "open"
-_ACTIVE_TTL = 1.0  # seconds a "some key exists" answer is reused: a new key closes open mode within 1 s
+_KEYED_TTL = 1.0  # seconds a "no key was ever made" answer is reused: a new key closes open mode within 1 s
 
 
 def is_loopback(host: str) -> bool:
@@ -41,7 +45,8 @@ class Gate:
     keys: KeyStore
     loopback: bool
     local_user: str
-    _active: tuple[float, bool] = field(default=(0.0, False))
+    open_admin: bool = False  # `memlane serve --open-admin`: the open-mode user may use admin routes
+    _keyed: tuple[float, bool] = field(default=(0.0, False))
 
     def check_startup(self, host: str) -> None:
         """Refuse a non-loopback bind without keys (the data would be open to the network)."""
@@ -50,14 +55,19 @@ class Gate:
                               "`memlane keys create --user USER` (or bind to 127.0.0.1)")
 
     def open_mode(self) -> bool:
+        """Loopback and no key ever made here (revoked keys count: keyed stays keyed)."""
         if not self.loopback:
             return False
-        at, active = self._active
+        at, keyed = self._keyed
         now = time.monotonic()
-        if now - at > _ACTIVE_TTL:
-            active = self.keys.any_active()
-            self._active = (now, active)
-        return not active
+        if keyed:  # for good: only `memlane keys reopen` (another process) reopens, re-read rarely
+            if now - at <= _KEYED_TTL * 10:
+                return False
+        elif now - at <= _KEYED_TTL:
+            return True
+        keyed = self.keys.any_made()
+        self._keyed = (now, keyed)
+        return not keyed
 
     def principal(self, authorization: str | None) -> Principal:
         """The caller, from the Authorization header; ApiError 401 when it names no active key."""
@@ -71,7 +81,7 @@ class Gate:
                 raise ApiError(401, "Unauthorized", "unknown or revoked API key", challenge)
             return found
         if self.open_mode():
-            return Principal(OPEN_KEY_ID, Scope.of(self.local_user), admin=True)  # the one local operator
+            return Principal(OPEN_KEY_ID, Scope.of(self.local_user), admin=self.open_admin)
         raise ApiError(401, "Unauthorized", "an API key is required: send `Authorization: Bearer <key>` "
                                             "(`memlane keys create --user USER` makes one)", challenge)
 
@@ -103,8 +113,13 @@ async def get_gate(request: Request) -> Gate:
 
 
 async def get_principal(request: Request) -> Principal:
-    """The caller of this request (401 without a valid key, outside open mode)."""
-    return (await get_gate(request)).principal(request.headers.get("authorization"))
+    """The caller of this request (401 without a valid key, outside open mode), as the guard
+    found it before reading the body."""
+    found: Principal | None = getattr(request.state, "principal", None)
+    if found is not None:
+        return found
+    gate = await get_gate(request)
+    return await anyio.to_thread.run_sync(gate.principal, request.headers.get("authorization"))
 
 
 async def get_scope(request: Request, principal: Annotated[Principal, Depends(get_principal)]) -> Scope:
@@ -115,7 +130,9 @@ async def get_scope(request: Request, principal: Annotated[Principal, Depends(ge
 async def require_admin(principal: Annotated[Principal, Depends(get_principal)]) -> Principal:
     """An admin key (403 for a user key)."""
     if not principal.admin:
-        raise ApiError(403, "Forbidden", "this route needs an admin key (`memlane keys create --admin`)")
+        raise ApiError(403, "Forbidden", "this route needs an admin key (`memlane keys create --admin`); "
+                                         "a loopback server without keys allows it when started with "
+                                         "`memlane serve --open-admin`")
     return principal
 
 

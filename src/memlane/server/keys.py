@@ -184,6 +184,20 @@ class KeyStore:
     def any_active(self) -> bool:
         return bool(self._q("SELECT 1 FROM api_keys WHERE revoked_at IS NULL LIMIT 1"))
 
+    def any_made(self) -> bool:
+        """Whether a key was ever made here (a revoked one too): a keyed server stays keyed."""
+        return bool(self._q("SELECT 1 FROM api_keys LIMIT 1"))
+
+    def reopen(self) -> int:
+        """Forget every revoked key, so a loopback server runs open again (`memlane keys
+        reopen`); refused while a key is active. Returns how many were forgotten."""
+        if self.any_active():
+            raise ValidationError("keys", "a key is still active: revoke every key first "
+                                          "(`memlane keys list`, `memlane keys revoke ID`)")
+        gone = len(self._q("SELECT id FROM api_keys"))
+        self._q("DELETE FROM api_keys WHERE revoked_at IS NOT NULL")
+        return gone
+
     def authenticate(self, key: str) -> Principal | None:
         """The principal of an active key, or None (unknown, malformed or revoked)."""
         if not key.startswith(PREFIX) or len(key) > MAX_KEY_CHARS:

@@ -1,27 +1,75 @@
 """The `/v1` REST routes: thin calls of the public `Memory` API in the request's scope.
 
 Every route takes its scope from `auth.get_scope` (the key's), never from the path or body,
-so another user's id is simply not found in this scope: 404, never their data.
+so another user's id is simply not found in this scope: 404, never their data. A JSON body
+is parsed in a worker thread (`JSONRoute`), never on the event loop that serves everyone.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import tempfile
+from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
+import anyio
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import PlainTextResponse, Response
+from fastapi.routing import APIRoute
+from starlette.exceptions import HTTPException
 
 from memlane import validate
+from memlane.errors import MemlaneError
 from memlane.server import schemas as s
 from memlane.server.auth import AdminDep, MemoryDep, ScopeDep, get_scope
 from memlane.server.errors import SafeJSONResponse
 from memlane.server.schemas import jsonable, who
 
-v1 = APIRouter(prefix="/v1", dependencies=[Depends(get_scope)])
-admin = APIRouter(prefix="/v1")  # scope-free admin routes (their own dependency)
+
+def parse_json(body: bytes, max_depth: int) -> Any:
+    """A request's JSON, refused (422) past `max_depth` levels of nesting."""
+    try:
+        value = json.loads(body)
+    except RecursionError:
+        value, depth = None, max_depth + 1
+    else:
+        depth, stack = 0, [(value, 1)]
+        while stack and depth <= max_depth:  # no recursion: a deep value cannot overflow the walk
+            v, d = stack.pop()
+            if isinstance(v, dict | list):
+                depth = max(depth, d)
+                stack.extend((c, d + 1) for c in (v.values() if isinstance(v, dict) else v))
+    if depth > max_depth:
+        raise HTTPException(422, f"body: JSON nested deeper than {max_depth} levels (server.max_json_depth)")
+    return value
+
+
+class _ThreadedJSON(Request):
+    async def json(self) -> Any:
+        if not hasattr(self, "_json"):
+            body = await self.body()
+            depth = self.app.state.config.server.max_json_depth
+            self._json = await anyio.to_thread.run_sync(parse_json, body, depth)
+        return self._json
+
+
+class JSONRoute(APIRoute):
+    """A route whose JSON body is parsed in a worker thread: 2 MB of `[0,0,…]` costs tens of
+    milliseconds to parse, which on the event loop every other request would wait for."""
+
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        handler = super().get_route_handler()
+
+        async def threaded(request: Request) -> Response:
+            return await handler(_ThreadedJSON(request.scope, request.receive))
+
+        return threaded
+
+
+v1 = APIRouter(prefix="/v1", dependencies=[Depends(get_scope)], route_class=JSONRoute)
+admin = APIRouter(prefix="/v1", route_class=JSONRoute)  # scope-free admin routes (their own dependency)
 Json = dict[str, Any]
 
 
@@ -45,11 +93,16 @@ def add_memory(body: s.NewMemory, mem: MemoryDep, scope: ScopeDep) -> Response:
 
 @v1.get("/memories", tags=["memories"])
 def list_memories(mem: MemoryDep, scope: ScopeDep, category: str | None = None,
-                  status: Literal["active", "archived"] | None = None, session_id: str | None = None,
+                  status: Literal["active", "archived", "deleted"] | None = None, session_id: str | None = None,
                   since: str | None = None, until: str | None = None,
                   limit: Annotated[int, Query(ge=1, le=1000)] = 100,
                   offset: Annotated[int, Query(ge=0)] = 0) -> Response:
-    """Memories of the scope, best score first, filtered and paged (`next_offset` is null on the last page)."""
+    """Memories of the scope, best score first, filtered and paged (`next_offset` is null on the
+    last page). `status=deleted`: the deleted ones that can still be restored, last deleted first."""
+    if status == "deleted":
+        gone = mem.deleted(**who(scope), limit=limit + 1, offset=offset)
+        return ok({"memories": [s.deleted_memory(e) for e in gone[:limit]], "limit": limit, "offset": offset,
+                   "next_offset": offset + limit if len(gone) > limit else None})
     rows = mem.list(**who(scope), category=category, status=status, session_id=session_id,
                     since=validate.optional_when("since", since), until=validate.optional_when("until", until),
                     limit=limit + 1, offset=offset)
@@ -74,8 +127,10 @@ def update_memory(memory_id: str, body: s.MemoryChange, mem: MemoryDep, scope: S
 
 @v1.delete("/memories/{memory_id}", tags=["memories"])
 def delete_memory(memory_id: str, mem: MemoryDep, scope: ScopeDep, hard: bool = False, reason: str = "") -> Response:
-    """Forget a memory (kept on the audit trail for `restore`, unless `hard`)."""
-    return ok(jsonable(mem.delete(memory_id, **who(scope), hard=hard, reason=reason, actor="api")))
+    """Forget a memory (kept on the audit trail for `restore`, unless `hard`); returns it as it
+    was, with `status: deleted`."""
+    gone = jsonable(mem.delete(memory_id, **who(scope), hard=hard, reason=reason, actor="api"))
+    return ok({**gone, "status": "deleted"})
 
 
 @v1.post("/memories/{memory_id}/pin", tags=["memories"])
@@ -139,8 +194,12 @@ def get_session(session_id: str, mem: MemoryDep, scope: ScopeDep) -> Response:
 
 @v1.post("/sessions/{session_id}/messages", status_code=201, tags=["sessions"])
 def add_messages(session_id: str, body: s.Messages, mem: MemoryDep, scope: ScopeDep) -> Response:
-    """Store turns durably; returns once they are committed (extraction follows in the background)."""
-    return ok({"turns": jsonable(mem.add_messages(session_id, body.messages, **who(scope)))}, 201)
+    """Store turns durably; returns once they are committed (extraction follows in the
+    background): each turn's id, seq and role, not the text sent (`GET .../turns` reads it)."""
+    turns = mem.add_messages(session_id, body.messages, **who(scope))
+    return ok({"session_id": session_id, "stored": len(turns),
+               "turns": [{"id": t.id, "seq": t.seq, "role": t.role, "created_at": t.created_at.isoformat()}
+                         for t in turns]}, 201)
 
 
 @v1.get("/sessions/{session_id}/turns", tags=["sessions"])
@@ -231,11 +290,26 @@ def _import_bytes(mem: Any, scope: Any, data: bytes) -> Response:
     with tempfile.TemporaryDirectory(prefix="memlane-import-") as tmp:
         path = Path(tmp) / "import.jsonl"
         path.write_bytes(data)
-        report = mem.import_(path, user_id=scope.user_id, agent_id=scope.agent_id)
-    out = jsonable(report)
-    if isinstance(out, dict):
-        out.pop("path", None)  # a temporary file of this server: nothing the client can use
-    return out
+        try:
+            report = mem.import_(path, user_id=scope.user_id, agent_id=scope.agent_id)
+        except MemlaneError as exc:  # its message may name the server's temporary file: "the body" instead
+            exc.args = tuple(_unplaced_value(a, str(path)) for a in exc.args)
+            if isinstance(getattr(exc, "field", None), str):
+                exc.field = _unplaced_value(exc.field, str(path))  # type: ignore[attr-defined]
+            raise
+    return _unplaced_value(jsonable(report), str(path))
+
+
+def _unplaced_value(value: Any, where: str) -> Any:
+    """The import report without this server's temporary file: no field says where it was
+    (`path`, `file`, any text naming it), as nothing the client can use."""
+    if isinstance(value, dict):
+        return {k: _unplaced_value(v, where) for k, v in value.items() if k not in ("path", "file")}
+    if isinstance(value, list):
+        return [_unplaced_value(v, where) for v in value]
+    if isinstance(value, str):
+        return value.replace(where, "the body")
+    return value
 
 
 @v1.get("/stats", tags=["admin"])

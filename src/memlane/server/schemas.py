@@ -9,11 +9,14 @@ from __future__ import annotations
 import dataclasses
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, model_validator
 
-from memlane.models import Scope
+from memlane.models import MemoryEvent, Scope
+
+# a number is a JSON number: `true` is not 1.0, nor "0.5" one half (pydantic's lax mode would say so)
+Number = StrictFloat | StrictInt
 
 
 class Body(BaseModel):
@@ -23,34 +26,41 @@ class Body(BaseModel):
 class NewMemory(Body):
     content: str
     category: str | None = None
-    importance: float | str | None = None
+    importance: Number | str | None = None
     metadata: dict[str, Any] | None = None
     pinned: bool = False
     expires_at: datetime | None = None
     session_id: str | None = None
     subject: str | None = None
     predicate: str | None = None
-    confidence: float = 1.0
+    confidence: Number = 1.0
 
 
 class MemoryChange(Body):
     content: str | None = None
     category: str | None = None
-    importance: float | str | None = None
-    score: float | None = None
+    importance: Number | str | None = None
+    score: Number | None = None
     metadata: dict[str, Any] | None = None
     pinned: bool | None = None
     status: Literal["active", "archived"] | None = None
     expires_at: datetime | None = None
     reason: str = ""
 
+    @model_validator(mode="after")
+    def _changes_something(self) -> MemoryChange:
+        if all(getattr(self, f) is None for f in self.model_fields_set - {"reason"}):
+            raise ValueError("names nothing to change: give content, category, importance, score, metadata, "
+                             "pinned, status or expires_at")
+        return self
+
 
 class SearchQuery(Body):
     query: str
     corpus: Literal["memories", "turns", "episodes"] = "memories"
-    limit: int | None = None
+    limit: Annotated[StrictInt, Field(ge=1, le=10_000)] | None = None
     filters: dict[str, Any] | None = None
-    min_score: float = 0.0
+    min_score: Annotated[Number, Field(ge=0, le=1)] = 0.0
 
 
 class NewSession(Body):
@@ -90,6 +100,13 @@ class Consolidate(Body):
 class Purge(Body):
     user_id: str
     agent_id: str | None = None
+
+
+def deleted_memory(event: MemoryEvent) -> dict[str, Any]:
+    """A deleted memory as `GET /v1/memories?status=deleted` lists it: as it was, and when,
+    by whom and why it was deleted (`POST /v1/memories/{id}/restore` brings it back)."""
+    return {**jsonable(event.before or {}), "id": event.memory_id, "status": "deleted",
+            "deleted_at": event.created_at.isoformat(), "deleted_by": event.actor, "reason": event.reason}
 
 
 def who(scope: Scope) -> dict[str, Any]:

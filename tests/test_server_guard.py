@@ -1,0 +1,263 @@
+"""A server safe to leave running (issue 28), through a real `memlane serve` on 127.0.0.1:
+only its own host names, no cross-site requests, a key before a body, bounded bodies and
+slow clients cut off, open mode that is not admin and does not come back by itself, and
+the REST answers a first user relies on."""
+
+from __future__ import annotations
+
+import json
+import re
+import socket
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from memlane.config import Config
+from memlane.server import create_app
+
+from .server_support import Server, cli, create_key, error_shape
+
+pytest.importorskip("fastapi")
+
+EVIL = "https://evil.example"
+
+
+def every_route() -> list[tuple[str, str]]:
+    """(method, path) of every route the app serves: REST, admin, MCP, web UI, its assets."""
+    app = create_app(Config(), host="127.0.0.1")
+    out: list[tuple[str, str]] = []
+
+    def walk(routes: list[Any]) -> None:
+        for route in routes:
+            if hasattr(route, "original_router"):  # an included router
+                walk(route.original_router.routes)
+                continue
+            path = re.sub(r"\{[^}]+\}", "x1", getattr(route, "path", "") or "/")
+            out.extend((method, path) for method in sorted(getattr(route, "methods", None) or {"GET"}))
+
+    walk(app.routes)
+    assert len(out) > 50 and ("POST", "/v1/admin/purge") in out and ("POST", "/forget") in out
+    assert ("POST", "/mcp") in out
+    return out
+
+
+ROUTES = every_route()
+
+
+@pytest.fixture(scope="module")
+def open_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    home = tmp_path_factory.mktemp("open") / "home"
+    server = Server(home, MEMLANE_SERVER__HEADER_SECONDS="1", MEMLANE_SERVER__BODY_SECONDS="1",
+                    MEMLANE_SERVER__MAX_JSON_BYTES="100000")
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="module")
+def keyed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Server, str, str]]:
+    home = tmp_path_factory.mktemp("keyed") / "home"
+    user, admin = create_key(home, "--user", "lin"), create_key(home, "--admin")
+    server = Server(home, MEMLANE_SERVER__MAX_JSON_BYTES="100000")
+    try:
+        yield server, user, admin
+    finally:
+        server.stop()
+
+
+def _send(server: Server, method: str, path: str, **kw: object) -> httpx.Response:
+    with httpx.Client(base_url=server.url, timeout=30) as c:
+        return c.request(method, path, **kw)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("mode", ["open", "keyed"])
+def test_no_route_answers_a_foreign_host(mode: str, open_server: Server, keyed: tuple[Server, str, str]) -> None:
+    """DNS rebinding: a page on a name that resolves to 127.0.0.1 reaches no route, with a
+    key or without; the server's own names still answer."""
+    server, key = (open_server, None) if mode == "open" else (keyed[0], keyed[2])
+    auth = {"Authorization": f"Bearer {key}"} if key else {}
+    for method, path in ROUTES:
+        for host in (f"rebind.evil.example:{server.port}", "evil.example", f"127.0.0.1.evil.example:{server.port}",
+                     "localhost.evil.example", ""):
+            r = _send(server, method, path, headers={"Host": host, **auth, "Content-Type": "application/json"},
+                      content=b"{}" if method in ("POST", "PUT", "PATCH") else None)
+            assert r.status_code == 421, (method, path, host, r.status_code, r.text[:200])
+    assert r.json()["error"] == "MisdirectedRequest"
+    for host in (f"localhost:{server.port}", f"127.0.0.1:{server.port}", f"LOCALHOST.:{server.port}"):
+        assert _send(server, "GET", "/healthz", headers={"Host": host}).status_code == 200, host
+
+
+def test_no_route_answers_a_cross_site_request(open_server: Server) -> None:
+    """A page of another site acts on no route of an open server: not by a form, not by a
+    no-preflight fetch, not by a read; a link to a web UI page still opens it."""
+    for method, path in ROUTES:
+        for headers in ({"Origin": EVIL}, {"Origin": "null"}, {"Sec-Fetch-Site": "cross-site"},
+                        {"Sec-Fetch-Site": "same-site", "Origin": f"http://localhost:{open_server.port + 1}"}):
+            body = {"content": b"x=1", "headers": {**headers, "Content-Type": "text/plain"}} \
+                if method in ("POST", "PUT", "PATCH") else {"headers": headers}
+            r = _send(open_server, method, path, **body)
+            assert r.status_code == 403, (method, path, headers, r.status_code, r.text[:200])
+    assert r.json()["error"] == "CrossSiteRequest"
+    nav = {"Sec-Fetch-Site": "cross-site", "Sec-Fetch-Mode": "navigate", "Sec-Fetch-Dest": "document"}
+    assert _send(open_server, "GET", "/memories", headers=nav).status_code in (200, 303)
+    assert _send(open_server, "GET", "/v1/export", headers=nav).status_code == 403
+    # the reported attack: memories planted by a text/plain POST from another site
+    line = json.dumps({"type": "memory", "content": "planted"})
+    r = _send(open_server, "POST", "/v1/import", content=line, headers={"Content-Type": "text/plain", "Origin": EVIL})
+    assert r.status_code == 403
+    assert "planted" not in _send(open_server, "GET", "/v1/export").text
+
+
+def test_a_state_change_needs_its_content_type(open_server: Server) -> None:
+    """Same origin too: a JSON route takes JSON, an import JSONL, nothing a plain form sends."""
+    for path, kind in (("/v1/consolidate", "text/plain"), ("/v1/memories", "application/x-www-form-urlencoded"),
+                       ("/v1/import", "multipart/form-data; boundary=x"), ("/v1/search", "text/plain"),
+                       ("/mcp", "text/plain")):
+        r = _send(open_server, "POST", path, content=b'{"content": "x", "query": "x"}', headers={"Content-Type": kind})
+        assert error_shape(r, 415)["error"] == "UnsupportedMediaType", path
+    r = _send(open_server, "POST", "/v1/consolidate", content=b"", headers={"Content-Type": "text/plain"})
+    assert r.status_code == 415
+    assert _send(open_server, "POST", "/v1/consolidate").status_code == 200  # no body, no type: fine
+
+
+def test_a_key_lets_a_foreign_origin_through(keyed: tuple[Server, str, str]) -> None:
+    server, user, _ = keyed
+    r = _send(server, "POST", "/v1/memories", json={"content": "from an extension"},
+              headers={"Authorization": f"Bearer {user}", "Origin": EVIL})
+    assert r.status_code == 201, r.text
+    r = _send(server, "POST", "/v1/memories", json={"content": "x"},
+              headers={"Authorization": "Bearer ml_forged_key", "Origin": EVIL})
+    assert error_shape(r, 401)
+
+
+def test_a_stranger_is_refused_before_the_body_is_read(keyed: tuple[Server, str, str]) -> None:
+    """No key: 401 while the announced body has not been sent at all (it costs nothing)."""
+    server = keyed[0]
+    with socket.create_connection(("127.0.0.1", server.port), timeout=10) as s:
+        s.sendall(f"POST /v1/import HTTP/1.1\r\nHost: 127.0.0.1:{server.port}\r\nContent-Type: application/x-ndjson\r\n"
+                  f"Content-Length: 8000000\r\n\r\n".encode())
+        head = s.recv(4096).decode("latin-1")
+    assert head.startswith("HTTP/1.1 401"), head
+    # with a key: too large is refused by its declared size, too deep is refused unparsed
+    key = {"Authorization": f"Bearer {keyed[1]}"}
+    r = _send(server, "POST", "/v1/search", content=b"[" * 200_000, headers={**key, "Content-Type": "application/json"})
+    assert error_shape(r, 413)["error"] == "PayloadTooLarge"
+    r = _send(server, "POST", "/v1/search", content=b"[" * 5_000 + b"]" * 5_000,
+              headers={**key, "Content-Type": "application/json"})
+    assert "nested deeper" in error_shape(r, 422)["detail"]
+    r = _send(server, "POST", "/v1/search", content=b"{not json", headers={**key, "Content-Type": "application/json"})
+    assert error_shape(r, 422)
+
+
+def test_slow_clients_are_cut_off(open_server: Server) -> None:
+    """A client that dribbles its headers, or its body, loses the connection after
+    server.header_seconds / server.body_seconds (1 s here); an idle one too."""
+    def closed_within(s: socket.socket, seconds: float) -> bytes:
+        s.settimeout(seconds)
+        data = b""
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            chunk = s.recv(4096)
+            if not chunk:
+                return data
+            data += chunk
+        raise AssertionError(f"still open after {seconds} s: {data[:200]!r}")
+
+    with socket.create_connection(("127.0.0.1", open_server.port), timeout=10) as s:
+        s.sendall(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n")  # the head never ends
+        closed_within(s, 8)
+    with socket.create_connection(("127.0.0.1", open_server.port), timeout=10) as s:
+        closed_within(s, 8)  # sends nothing at all
+    with socket.create_connection(("127.0.0.1", open_server.port), timeout=10) as s:
+        s.sendall(f"POST /v1/search HTTP/1.1\r\nHost: 127.0.0.1:{open_server.port}\r\nContent-Type: application/json"
+                  "\r\nContent-Length: 100\r\n\r\n{\"query\"".encode())
+        answer = closed_within(s, 8).decode("latin-1")
+    assert answer.startswith("HTTP/1.1 408") and "server.body_seconds" in answer, answer
+    assert _send(open_server, "GET", "/healthz").status_code == 200
+
+
+def test_open_mode_is_not_admin_and_keyed_stays_keyed(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    server = Server(home)
+    try:
+        with server.client() as c:
+            assert c.post("/v1/memories", json={"content": "the local user's note"}).status_code == 201
+            assert error_shape(c.post("/v1/admin/purge", json={"user_id": "someone"}), 403)
+            assert error_shape(c.get("/v1/admin/status"), 403)
+        key = create_key(home, "--user", "local")
+        key_id = key.split("_")[1]
+        assert cli(home, "keys", "revoke", key_id).returncode == 0
+        time.sleep(1.5)  # past the open-mode cache: revoking the last key does not reopen
+        with server.client() as c:
+            assert error_shape(c.get("/v1/memories"), 401)
+        done = cli(home, "keys", "reopen")
+        assert done.returncode == 0, done.stderr
+        deadline = time.monotonic() + 15
+        with server.client() as c:
+            while c.get("/v1/memories").status_code != 200:
+                assert time.monotonic() < deadline, "reopen did not take"
+                time.sleep(0.5)
+    finally:
+        server.stop()
+    active = create_key(home, "--user", "local")
+    refused = cli(home, "keys", "reopen")
+    assert refused.returncode != 0 and "revoke" in (refused.stderr + refused.stdout) and "Traceback" not in refused.stderr
+    assert active
+    # --open-admin: the person starting the server asks for it
+    admin_home = tmp_path / "admin-home"
+    server = Server(admin_home, "--open-admin")
+    try:
+        with server.client() as c:
+            assert c.get("/v1/admin/status").status_code == 200
+    finally:
+        server.stop()
+
+
+def test_one_request_is_bounded_work(keyed: tuple[Server, str, str]) -> None:
+    """The query limit, the message cap and the response size: one request cannot hold the
+    server for minutes."""
+    server, user, _ = keyed
+    with server.client(user) as c:
+        r = c.post("/v1/search", json={"query": "花" * 2_001})
+        body = error_shape(r, 422)
+        assert body["field"] == "query" and "search.max_query_chars" in body["detail"]
+        assert c.post("/v1/search", json={"query": "花" * 2_000}).status_code == 200
+        r = c.post("/v1/tools/call", json={"name": "search_memory", "arguments": {"query": "x" * 5_000}})
+        assert r.status_code in (200, 422) and "max_query_chars" in r.text
+        r = c.post("/v1/sessions/flood/messages", json={"messages": [{"content": "hi"}] * 1_001})
+        body = error_shape(r, 422)
+        assert body["field"] == "messages" and "import" in body["detail"]
+        r = c.post("/v1/sessions/flood/messages", json={"messages": [{"content": "a" * 30_000}] * 3})
+        assert r.status_code == 201
+        out = r.json()
+        assert out["stored"] == 3 and len(r.content) < 1_000 and "aaaa" not in r.text  # ids, not the payload
+        assert {"id", "seq", "role"} <= set(out["turns"][0])
+
+
+def test_rest_answers_a_first_user_relies_on(keyed: tuple[Server, str, str]) -> None:
+    server, user, _ = keyed
+    with server.client(user) as c:
+        mid = c.post("/v1/memories", json={"content": "the user sails on Sundays"}).json()["id"]
+        for change in ({"score": True}, {"importance": False}, {"score": "0.5"}, {}, {"reason": "nothing"},
+                       {"score": None}):
+            assert error_shape(c.patch(f"/v1/memories/{mid}", json=change), 422), change
+        assert c.get(f"/v1/memories/{mid}").json()["score"] != 1.0
+        for bad in ({"limit": 0}, {"limit": True}, {"min_score": 2}):
+            assert error_shape(c.post("/v1/search", json={"query": "sails", **bad}), 422), bad
+        gone = c.delete(f"/v1/memories/{mid}")
+        assert gone.status_code == 200 and gone.json()["status"] == "deleted"
+        listed = c.get("/v1/memories", params={"status": "deleted"}).json()["memories"]
+        assert [m["id"] for m in listed] == [mid] and listed[0]["content"] == "the user sails on Sundays"
+        assert listed[0]["deleted_by"] == "api"
+        assert c.post(f"/v1/memories/{mid}/restore").status_code == 200
+        assert c.get("/v1/memories", params={"status": "deleted"}).json()["memories"] == []
+        # an import's report and its errors never show the server's temporary file
+        export = c.get("/v1/export").content
+        for body in (export, b'{"type": "nonsense"}\n', b"\xff\xfe", b"[" * 10_000):
+            r = c.post("/v1/import", content=body, headers={"Content-Type": "application/x-ndjson"})
+            assert "memlane-import-" not in r.text and "/tmp" not in r.text and '"file":' not in r.text, r.text[:300]
