@@ -3,15 +3,18 @@
 
 from __future__ import annotations
 
+import contextlib
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
 import anyio
 import httpx
 import pytest
+
+from memlane.config import Config
 
 from .server_support import ROOT, Server, create_key, env, error_shape
 
@@ -24,6 +27,8 @@ TOOLS = {"add_memory", "search_memory", "search_conversation_traces", "recall_me
          "update_memory", "delete_memory", "add_messages", "build_context", "update_scratchpad"}
 READ_ONLY = {"search_memory", "search_conversation_traces", "recall_memory", "get_memory", "build_context"}
 DESTRUCTIVE = {"update_memory", "delete_memory"}
+FILES = {"memlane://scope/MEMORY.md", "memlane://scope/USER.md"}
+TRANSPORTS = ["stdio", "http"]
 
 
 @pytest.fixture(scope="module")
@@ -45,6 +50,20 @@ def http_client(server: Server, key: str) -> Any:
 
 def text(result: Any) -> str:
     return " ".join(getattr(c, "text", "") for c in result.content)
+
+
+@contextlib.asynccontextmanager
+async def connect(transport: str, served: tuple[Server, str, str], home: Path, **extra: str) -> AsyncIterator[Client]:
+    """A client of `memlane mcp --user lin` (stdio, in `home`) or of `/mcp` with lin's key."""
+    if transport == "stdio":
+        params = StdioServerParameters(command=sys.executable, args=["-m", "memlane", "mcp", "--user", "lin"],
+                                       env=env(home, **extra), cwd=str(ROOT))
+        async with Client(params) as c:
+            yield c
+    else:
+        server, a, _ = served
+        async with http_client(server, a) as hc, Client(streamable_http_client(f"{server.url}/mcp", http_client=hc)) as c:
+            yield c
 
 
 def test_tools_and_annotations(served: tuple[Server, str, str]) -> None:
@@ -88,7 +107,7 @@ def test_http_round_trip_in_the_keys_scope(served: tuple[Server, str, str]) -> N
             assert not pad.is_error
             md = await c.read_resource("memlane://scope/MEMORY.md")
             assert "oolong" in md.contents[0].text
-            with pytest.raises(Exception, match="no file"):
+            with pytest.raises(Exception, match="Unknown resource"):
                 await c.read_resource("memlane://scope/secrets.txt")
             missing = await c.call_tool("get_memory", {"memory_id": "0000000000"})
             assert missing.is_error and "not found" in text(missing)
@@ -136,3 +155,85 @@ def test_stdio_round_trip(tmp_path: Path) -> None:
     done = subprocess.run([sys.executable, "-m", "memlane", "list", "--user", "lin", "--json"],
                                         env=env(tmp_path / "home"), capture_output=True, text=True, timeout=120)
     assert "window seats" in done.stdout  # stored in the home, for the CLI and the server alike
+
+
+def test_http_lists_the_files_and_reads_them_in_the_keys_scope(served: tuple[Server, str, str]) -> None:
+    server, a, b = served
+
+    async def files(key: str, add: str) -> dict[str, str]:
+        async with http_client(server, key) as hc, Client(streamable_http_client(f"{server.url}/mcp", http_client=hc)) as c:
+            added = await c.call_tool("add_memory", {"content": add, "category": "preference"})
+            assert not added.is_error, text(added)
+            listed = {str(r.uri): r for r in (await c.list_resources()).resources}
+            assert set(listed) == FILES
+            assert all(r.mime_type == "text/markdown" for r in listed.values())
+            return {uri: (await c.read_resource(uri)).contents[0].text for uri in sorted(FILES)}
+
+    async def run() -> None:
+        lin = await files(a, "lin keeps bees on the roof")
+        mei = await files(b, "mei collects stamps from Iceland")
+        assert all("bees" in t and "stamps" not in t for t in lin.values()), lin
+        assert all("stamps" in t and "bees" not in t for t in mei.values()), mei  # never another key's user
+
+    anyio.run(run)
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_tool_schemas_list_the_allowed_values(transport: str, served: tuple[Server, str, str], tmp_path: Path) -> None:
+    categories = Config.load("default").policy.categories
+
+    async def run() -> None:
+        with anyio.fail_after(120):
+            async with connect(transport, served, tmp_path / "home") as c:
+                schemas = {t.name: t.input_schema["properties"] for t in (await c.list_tools()).tools}
+        for name in ("search_memory", "add_memory", "update_memory"):
+            assert schemas[name]["category"]["enum"] == categories, name
+        for name in ("add_memory", "update_memory"):
+            importance = schemas[name]["importance"]
+            assert {"type": "string", "enum": ["high", "medium", "low"]} in importance["anyOf"], name
+            assert {"type": "number", "minimum": 0, "maximum": 1} in importance["anyOf"], name
+            assert "high" in importance["description"], name
+
+    anyio.run(run)
+
+
+def test_tool_schemas_list_the_profiles_categories(served: tuple[Server, str, str], tmp_path: Path) -> None:
+    async def run() -> None:
+        with anyio.fail_after(120):
+            async with connect("stdio", served, tmp_path / "home", MEMLANE_PROFILE="companion") as c:
+                tools = {t.name: t.input_schema["properties"] for t in (await c.list_tools()).tools}
+                assert tools["add_memory"]["category"]["enum"] == ["system", "core", "fact", "episode"]
+                added = await c.call_tool("add_memory", {"content": "lin is a beekeeper", "category": "core"})
+                assert not added.is_error, text(added)
+
+    anyio.run(run)
+
+
+BAD_ARGUMENTS = [
+    ("search_memory", {"query": "tea", "limit": 0}, "limit: must be an integer from 1 to 20, got 0"),
+    ("search_memory", {"query": "tea", "limit": "abc"}, "limit: must be an integer from 1 to 20, got 'abc'"),
+    ("get_memory", {"memory_id": "x" * 70}, "memory_id: must be a string of at most 64 characters, got 70 characters"),
+    ("search_memory", {}, "query: is required (a string of at most"),
+    ("search_memory", {"query": "tea", "category": "nope"}, "category: unknown category 'nope'; profile 'default' allows: fact"),
+    ("add_memory", {"content": "lin likes tea", "category": "nope"}, "category: unknown category 'nope'"),
+    ("add_memory", {"content": "lin likes tea", "importance": ["high"]},
+     "importance: must be one of high, medium, low or a number from 0 to 1, got a list"),
+    ("add_messages", {"session_id": "s1", "messages": "hi"}, "messages: must be a list of objects, got 'hi'"),
+    ("add_messages", {"session_id": "s1", "messages": [1]}, "messages[0]: must be an object, got 1"),
+    ("update_memory", {"memory_id": "abc", "pinned": "maybe"}, "pinned: must be true or false, got 'maybe'"),
+]
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_bad_arguments_get_a_short_message(transport: str, served: tuple[Server, str, str], tmp_path: Path) -> None:
+    async def run() -> None:
+        with anyio.fail_after(120):
+            async with connect(transport, served, tmp_path / "home") as c:
+                for name, args, message in BAD_ARGUMENTS:
+                    result = await c.call_tool(name, args)
+                    said = text(result)
+                    assert result.is_error, (name, args, said)
+                    assert said.startswith(f"Error executing tool {name}: {message}"), (name, args, said)
+                    assert "\n" not in said and "pydantic" not in said and len(said) < 300, said
+
+    anyio.run(run)
