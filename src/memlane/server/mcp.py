@@ -33,6 +33,7 @@ from starlette.routing import Route
 
 from memlane import userprofile, validate
 from memlane.api import Memory
+from memlane.config import SearchConfig
 from memlane.errors import MemlaneError, NotFound
 from memlane.models import Scope
 from memlane.server.auth import Gate, is_loopback
@@ -47,7 +48,8 @@ INSTRUCTIONS = (
     "inform; dig into search_conversation_traces for exact past wording; add_memory what the user asks to "
     "remember; delete_memory what they ask to forget. build_context gives a ready system prompt.")
 
-Query = Annotated[str, Field(description="What to look for, in the user's language.", max_length=10_000)]
+Query = Annotated[str, Field(description="What to look for, in the user's language.",
+                             max_length=SearchConfig.model_fields["max_query_chars"].default)]
 Limit = Annotated[int, Field(ge=1, le=20, description="Most results to return.")]
 MemoryId = Annotated[str, Field(description="A memory id, as search_memory returns it.", max_length=64)]
 # the allowed categories are the engine's profile's: `tools/list` adds them as an enum (_PerRequest)
@@ -383,7 +385,8 @@ def _http_scope(rctx: ServerRequestContext[Any, Any]) -> Scope:
     if rctx.request is None or gate is None:
         raise ApiError(503, "Unavailable", "the memlane engine is not running")
     headers = rctx.request.headers
-    principal = gate.principal(headers.get("authorization"))
+    # as the guard found it before the body was read; asked again only outside `memlane serve`
+    principal = getattr(rctx.request.state, "principal", None) or gate.principal(headers.get("authorization"))
     return gate.scope_of(principal, headers.get("x-memlane-user"), headers.get("x-memlane-agent"))
 
 
@@ -412,7 +415,8 @@ class _KeyFirst:
         try:
             if gate is None:
                 raise ApiError(503, "Unavailable", "the server is starting or stopping")
-            gate.principal(headers.get("authorization"))
+            if scope.get("state", {}).get("principal") is None:  # the guard found it already, in a thread
+                gate.principal(headers.get("authorization"))
         except ApiError as exc:
             body = {"error": exc.error, "detail": exc.detail,
                     "request_id": scope.get("state", {}).get("request_id")}
