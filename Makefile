@@ -33,6 +33,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/lifecycle.py
 	$(BIN)/python bench/llm_cost.py
 	$(BIN)/python bench/reliability.py
+	$(BIN)/python bench/server_attack.py
 	$(BIN)/python bench/server.py
 	$(BIN)/python bench/server.py --backend postgres --servers 4 --seconds 20 --writer-seconds 20 --no-e5
 
