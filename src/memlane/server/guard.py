@@ -20,16 +20,18 @@ In this order, each refusal memlane's JSON error body:
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 import uuid
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
 from typing import Any
 from urllib.parse import urlsplit
 
 import anyio
 
 from memlane.config import ServerConfig
+from memlane.server.auth import OPEN_KEY_ID, is_loopback
 from memlane.server.errors import ApiError, SafeJSONResponse
 
 log = logging.getLogger("memlane.server")
@@ -64,8 +66,6 @@ def host_name(host: str) -> str:
 def allowed_hosts(bind: str, configured: list[str]) -> frozenset[str] | None:
     """The host names a server on `bind` answers to; None: any (a non-loopback bind without
     `server.allowed_hosts`, where every request needs a key and a rebound page has none)."""
-    from memlane.server.auth import is_loopback
-
     names = {host_name(h) for h in configured if h.strip()}
     if "*" in names:
         return None
@@ -87,6 +87,7 @@ class Guard:
     def __init__(self, app: Callable[..., Awaitable[None]], *, server: ServerConfig, bind: str) -> None:
         self.app, self.cfg = app, server
         self.hosts = allowed_hosts(bind, server.allowed_hosts)
+        self._turns = KeyTurns(server.max_requests_per_key, server.key_queue_seconds)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -111,9 +112,19 @@ class Guard:
             await self._authenticate(scope, headers)
             replay = await self._read_body(scope, receive, headers)
         except ApiError as exc:
-            await _refuse(scope, send_with_id, exc)
+            # a body not read is not drained either: the connection closes under it
+            await _refuse(scope, send_with_id, exc, close=_has_body(headers))
         else:
-            await self.app(scope, replay or receive, send_with_id)
+            principal = scope["state"].get("principal")
+            key_id = getattr(principal, "key_id", None)
+            if key_id is None or key_id == OPEN_KEY_ID:
+                await self.app(scope, replay or receive, send_with_id)
+                return
+            try:
+                async with self._turns.turn(key_id):
+                    await self.app(scope, replay or receive, send_with_id)
+            except ApiError as exc:
+                await _refuse(scope, send_with_id, exc, close=False)
         finally:
             client = scope.get("client")
             log.info("%s %s %s %s %s %.1fms", rid, client[0] if client else "-", scope.get("method"),
@@ -212,6 +223,36 @@ class Guard:
         return replay
 
 
+class KeyTurns:
+    """At most `per_key` requests of one API key run at once; the next wait their turn (on the
+    event loop, costing nothing) up to `patience` seconds, then 429. One key flooding the
+    server queues behind itself, and other keys' requests keep their share of the cores."""
+
+    def __init__(self, per_key: int, patience: float) -> None:
+        self.per_key, self.patience = per_key, patience
+        self._keys: dict[str, tuple[anyio.Semaphore, list[int]]] = {}
+
+    @contextlib.asynccontextmanager
+    async def turn(self, key_id: str) -> AsyncIterator[None]:
+        sem, users = self._keys.setdefault(key_id, (anyio.Semaphore(self.per_key), [0]))
+        users[0] += 1
+        try:
+            with anyio.move_on_after(self.patience) as waited:
+                await sem.acquire()
+            if waited.cancelled_caught:
+                raise ApiError(429, "TooManyRequests", f"this key has had {self.per_key} requests running for "
+                                                       f"{self.patience:g} s (server.max_requests_per_key); "
+                                                       "retry later", {"Retry-After": "1"})
+            try:
+                yield
+            finally:
+                sem.release()
+        finally:
+            users[0] -= 1
+            if users[0] == 0:
+                del self._keys[key_id]
+
+
 def cross_site(headers: dict[str, str]) -> bool:
     """A browser's request made by a page of another origin (a rebound name is caught by the
     Host check before this)."""
@@ -244,11 +285,11 @@ def _import_hint(path: str) -> str:
         "; import a larger file with `memlane import` on the server's machine"
 
 
-async def _refuse(scope: Scope, send: Send, exc: ApiError) -> None:
+async def _refuse(scope: Scope, send: Send, exc: ApiError, *, close: bool) -> None:
     body = {"error": exc.error, "detail": exc.detail, "request_id": scope["state"]["request_id"]}
     headers = dict(exc.headers or {})
-    if exc.status in (408, 413):
-        headers["Connection"] = "close"  # the rest of the body is not read
+    if close:
+        headers["Connection"] = "close"
     response = SafeJSONResponse(body, status_code=exc.status, headers=headers or None)
 
     async def no_body() -> Any:
