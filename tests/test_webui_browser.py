@@ -102,10 +102,10 @@ def test_search_edit_history_delete_undo(browser: Any, site: dict[str, Any]) -> 
     assert mem.get(target.id, user_id="lin").content == "用户对花生和腰果过敏"
     # the edit in its history, before → after, by the web UI
     page.goto(f"{site['base']}/memories/{target.id}")
-    update = page.locator("li.event", has_text="UPDATE").first
+    update = page.locator("li.event", has_text="Updated").first
     assert target.content in update.locator("td.b").first.inner_text()
     assert "用户对花生和腰果过敏" in update.locator("td.a").first.inner_text()
-    assert "web" in update.inner_text()
+    assert "web UI" in update.inner_text()
     # delete with confirmation, then undo — by keyboard alone: each step focuses the next button
     page.goto(site["base"] + "/memories")
     row_of(page, "用户对花生和腰果过敏").get_by_role("button", name="Delete").focus()
@@ -144,6 +144,13 @@ def test_purge_with_typed_confirmation(browser: Any, site: dict[str, Any]) -> No
     mem.add("林晓喜欢白茶", user_id="lin", category="preference")
     page = open_page(browser, site["base"], site["key"]["lin"])
     page.goto(site["base"] + "/forget")
+    page.get_by_label("Type lin to confirm").fill("lim")  # a typo: the form again, saying so
+    page.get_by_role("button", name="Forget everything").click()
+    page.get_by_text("Nothing was forgotten").wait_for()
+    sync_api.expect(page.get_by_label("Type lin to confirm")).to_be_focused()
+    assert page.get_by_role("navigation").get_by_role("link", name="Memories").is_visible()
+    assert mem.stats(user_id="lin").memories == 1
+    page.errors.clear()  # the browser logs the 422
     page.get_by_label("Type lin to confirm").fill("lin")
     page.get_by_role("button", name="Forget everything").click()
     page.get_by_text("Forgotten.").wait_for()
@@ -195,3 +202,21 @@ def test_screenshots_and_layout(browser: Any, site: dict[str, Any], tmp_path: Pa
     page.keyboard.press("Tab")
     assert page.evaluate("document.activeElement.className") == "skip"
     assert page.errors == []
+
+
+def test_a_bidi_override_in_a_memory_stays_inside_it(browser: Any, site: dict[str, Any], tmp_path: Path) -> None:
+    """U+202E in a memory reverses the memory's own text, never the page's words after it: the
+    tag after the content still sits to its right, in Chinese and English."""
+    mem = site["mem"]
+    m = mem.add("abc\u202edef ghi", user_id="lin", category="fact", pinned=True)
+    for lang in ("en", "zh"):
+        page = open_page(browser, site["base"], site["key"]["lin"], lang=lang)
+        cell = page.locator(f"#m-{m.id} td.content")
+        text, tag = cell.locator("a").bounding_box(), cell.locator("span.tag").first.bounding_box()
+        assert tag["x"] >= text["x"] + text["width"] - 1, (lang, text, tag)
+        page.goto(f"{site['base']}/memories/{m.id}")
+        big = page.get_by_test_id("memory-content").bounding_box()
+        facts = page.locator("dl.facts").bounding_box()
+        assert facts["y"] >= big["y"] + big["height"] - 1  # the page below the memory, in order
+        page.screenshot(path=str(tmp_path / f"bidi-{lang}.png"))
+        assert page.errors == []

@@ -26,7 +26,7 @@ from memlane.testing import ManualClock
 from memlane.webui import Fixed, Principal, WebUI
 from memlane.webui.i18n import MESSAGES
 from tests.conftest import T0
-from tests.webui_support import TableKeys, csrf_of, login, serve, token, ui_site
+from tests.webui_support import PageText, TableKeys, csrf_of, login, serve, token, ui_site
 
 LIN_SECRET = "林晓的猫叫橘子"
 
@@ -126,7 +126,7 @@ def test_another_users_key_never_sees_or_touches_lins_data(world: dict[str, Any]
     lins_file = mem.export(user_id="lin", format="md").replace(LIN_SECRET, "bob rewrote it")
     r = bob.post("/files/import", data={"text": lins_file, "csrf": csrf})  # lin's ids in bob's scope
     digest = re.search(r'name="digest" value="([0-9a-f]+)"', r.text)
-    assert digest and "ADD" in r.text, r.text[:500]  # new memories of bob's, never edits of lin's
+    assert digest and 'class="op-add"' in r.text and 'class="op-update"' not in r.text, r.text[:500]  # bob's own
     bob.post("/files/import", data={"text": lins_file, "apply": "1", "digest": digest.group(1), "csrf": csrf})
     assert mem.get(lin.id, user_id="lin").content == LIN_SECRET
     assert mem.get_turns("lin-s1", user_id="lin")
@@ -223,7 +223,7 @@ def test_import_shows_the_operations_then_applies_exactly_those(world: dict[str,
     assert LIN_SECRET in original
     edited = original.replace(LIN_SECRET, "林晓的猫叫橘子，今年四岁") + "\n### fact\n林晓住在杭州\n"
     preview = client.post("/files/import", data={"text": edited, "csrf": token(client, "/files")})
-    assert preview.status_code == 200 and "UPDATE" in preview.text and "ADD" in preview.text
+    assert preview.status_code == 200 and 'class="op-update"' in preview.text and 'class="op-add"' in preview.text
     assert mem.get(lin.id, user_id="lin").content == LIN_SECRET  # a dry run writes nothing
     digest = re.search(r'name="digest" value="([0-9a-f]+)"', preview.text).group(1)  # type: ignore[union-attr]
     changed = client.post("/files/import", data={"text": edited + "\n### fact\nsneaked in\n", "apply": "1",
@@ -431,7 +431,7 @@ def test_a_memorys_page_says_what_an_edit_replaced_and_where_it_came_from(world:
     client = login(world["base"], world["key"]["lin"])
     client.post(f"/memories/{lin.id}", data={"content": "林晓的猫叫橘子，四岁", "csrf": token(client)})
     page = client.get(f"/memories/{lin.id}").text
-    assert f"<del>{LIN_SECRET}</del>" in page and "UPDATE" in page and "<code>web</code>" in page
+    assert f"<del><bdi>{LIN_SECRET}</bdi></del>" in page and ">Updated<" in page and ">web UI<" in page
     extracted = next(m for m in mem.list(user_id="lin") if m.source_session == "lin-s1")
     page = client.get(f"/memories/{extracted.id}").text
     assert 'href="/conversations/lin-s1"' in page and "三岁了" in page  # the turns it came from
@@ -512,3 +512,183 @@ def test_an_agent_key_sees_its_users_shared_memories_read_only(make_memory: Call
         r = client.post(f"/memories/{shared.id}/delete", data={"csrf": token(client)})
         assert r.status_code == 404 and mem.get(shared.id, user_id="lin").content == shared.content
         assert client.get(f"/memories/{own.id}").status_code == 200
+
+
+ZH = {"Accept-Language": "zh-CN,zh;q=0.9"}
+# what may stay in Latin letters on a Chinese page: names, file names, acronyms, the switch
+ZH_LATIN_OK = {"memlane", "MEMORY", "USER", "md", "API", "LLM", "id", "Token", "token", "EN"}
+RAW_VALUES = re.compile(r"\b(ADD|UPDATE|DELETE|BOOST|RESTORE|SKIP|True|False|None|build_context|extraction_jobs|"
+                        r"memory_events|vector_scopes|vector_log|source_session|last_activated|heuristic|extractor)\b")
+
+
+def ui_words(html: str) -> str:
+    """The page's own words (user text, ids and code left out)."""
+    return " ".join(PageText.of(html).ui)
+
+
+@pytest.fixture
+def local(make_memory: Callable[..., Memory]) -> Iterator[dict[str, Any]]:
+    """The demo in the loopback user "me", one memory edited in the web UI, the UI serving it."""
+    from memlane.webui.session_pages import load_demo
+
+    mem = make_memory()
+    load_demo(mem, {"user_id": "me", "agent_id": None})
+    m = next(m for m in mem.list(user_id="me") if m.source_session)
+    mem.update(m.id, user_id="me", content=m.content + "!", pinned=True, verified=True, actor="web",
+               reason="edited in the web UI")
+    app = FastAPI()
+    WebUI(Fixed(mem, local_user="me")).mount(app)
+    with serve(app) as base:
+        yield {"mem": mem, "base": base, "m": m}
+
+
+def browser_like(base: str, headers: dict[str, str] | None = None) -> httpx.Client:
+    client = httpx.Client(base_url=base, follow_redirects=True, timeout=30, headers=headers or {})
+    client.get("/memories")  # the loopback user's cookie
+    return client
+
+
+def test_engine_values_are_shown_as_words_in_both_languages(local: dict[str, Any]) -> None:
+    """Categories, sources, history actions, fields, flags, job states, context blocks: labels,
+    never the engine's identifiers or Python's True / False; a Chinese page has no English."""
+    m = local["m"]
+    for lang, headers in (("en", {"Accept-Language": "en"}), ("zh", ZH)):
+        client = browser_like(local["base"], headers)
+        routes = ["/memories?status=any", f"/memories/{m.id}", f"/memories/{m.id}/edit", "/conversations",
+                  "/conversations?q=花生", "/conversations/demo-1", "/files", "/insight?q=晚饭吃什么", "/forget",
+                  "/memories/nope", "/memories?since=bad"]
+        for route in routes:
+            r = client.get(route)
+            words = ui_words(r.text)
+            assert not RAW_VALUES.search(words), (lang, route, RAW_VALUES.search(words))
+            if lang == "zh":
+                latin = set(re.findall(r"[A-Za-z_]{2,}", words)) - ZH_LATIN_OK
+                assert not latin, (route, latin)
+        page = client.get(f"/memories/{m.id}").text
+        history = page[page.index('id="hist-h"'):]
+        if lang == "zh":
+            assert ">修改<" in history and ">添加<" in history and "网页界面" in history
+            assert "<th scope=\"row\">已置顶</th><td class=\"b\">否</td><td class=\"a\">是</td>" in history
+            assert "在网页界面中编辑" in history  # the web UI's own reason, in words
+        else:
+            assert ">Updated<" in history and ">Added<" in history
+            assert "<th scope=\"row\">pinned</th><td class=\"b\">no</td><td class=\"a\">yes</td>" in history
+        table = client.get("/memories?status=any").text
+        assert ('class="src">直接添加</td>' if lang == "zh" else 'class="src">added directly</td>') in table
+        assert ('<option value="preference">偏好</option>' if lang == "zh" else
+                '<option value="preference">preference</option>') in table
+        assert ('class="cat">偏好</td>' if lang == "zh" else 'class="cat">preference</td>') in table
+
+
+def test_an_unknown_engine_value_shows_as_itself_escaped() -> None:
+    from memlane.webui.labels import label, shown
+
+    assert label("zh", "category", "fact") == "事实" and label("zh", "category", "<b>x</b>") == "<b>x</b>"
+    assert label("zh", "nonsense", "ADD") == "ADD"
+    assert shown("en", "pinned", False) == "no" and shown("zh", "verified", True) == "是"
+    assert shown("en", "content", "<i>x</i>") == "<bdi>&lt;i&gt;x&lt;/i&gt;</bdi>"
+    from memlane.webui.labels import LABELS
+    assert {g: set(v) for g, v in LABELS["en"].items()} == {g: set(v) for g, v in LABELS["zh"].items()}
+
+
+def test_the_context_heading_is_words_not_a_function_name(local: dict[str, Any]) -> None:
+    for headers, heading in (({"Accept-Language": "en"}, "What the agent is given"), (ZH, "智能体拿到的上下文")):
+        page = browser_like(local["base"], headers).get("/insight?q=晚饭吃什么").text
+        assert f'<h2 id="ctx-h">{heading}</h2>' in page and "build_context" not in page
+
+
+def test_forget_me_says_what_it_removed_in_words_never_table_names(local: dict[str, Any]) -> None:
+    for headers, words in (({"Accept-Language": "en"}, ["conversations", "history entries", "search index entries"]),
+                           (ZH, ["对话", "历史记录", "搜索索引条目"])):
+        client = browser_like(local["base"], headers)
+        r = client.post("/forget", data={"confirm": "me", "csrf": token(client, "/forget")})
+        assert r.status_code == 200
+        report = r.text[r.text.index("<table"):r.text.index("</table>")]
+        assert all(f'<th scope="row">{w}</th>' in report for w in words), report
+        assert not re.search(r"[a-z]+_[a-z]+", report), report  # no extraction_jobs, memory_events …
+        from memlane.webui.session_pages import load_demo
+        load_demo(local["mem"], {"user_id": "me", "agent_id": None})  # again for the other language
+    from memlane.webui.labels import removed
+    assert removed("en", {"memories": 2, "vector_log": 1, "vector_scopes": 2, "some_new_table": 4}, 0) == [
+        ("memories", 2), ("search index entries", 3), ("other records", 4), ("files", 0)]
+
+
+def test_no_message_holds_markdown_backticks_and_the_login_page_shows_code(world: dict[str, Any]) -> None:
+    for lang, messages in MESSAGES.items():
+        assert not [k for k, v in messages.items() if "`" in v], lang
+    for headers in ({"Accept-Language": "en"}, ZH):
+        page = httpx.get(world["base"] + "/login", headers=headers).text
+        assert "`" not in page and "<code>memlane keys create --user U</code>" in page
+
+
+RLO = "\u202e"
+
+
+def test_user_text_is_isolated_so_a_bidi_override_cannot_reorder_the_page(make_memory: Callable[..., Memory]) -> None:
+    """A right-to-left override in a memory, a turn, a session id, a user id, metadata or a
+    search sits inside a <bdi> (or an element with `dir`), or FSI … PDI where no markup goes."""
+    user, sid = f"u{RLO}1", f"s{RLO}1"
+    mem = make_memory()
+    m = mem.add(f"abc{RLO}def", user_id=user, category="fact", metadata={"note": f"x{RLO}y"})
+    mem.update(m.id, user_id=user, content=f"abc{RLO}xyz", metadata={"note": f"z{RLO}w"}, pinned=True)
+    mem.add_messages(sid, [{"role": "user", "content": f"hello {RLO}world"}], user_id=user)
+    mem.end_session(sid, user_id=user)
+    app = FastAPI()
+    WebUI(Fixed(mem, local_user=user)).mount(app)
+    with serve(app) as base:
+        client = browser_like(base, {"Accept-Language": "zh-CN"})
+        tok = token(client)
+        q = f"abc{RLO}"
+        pages = {route: client.get(route) for route in [
+            "/memories?status=any", f"/memories?q={q}", f"/memories/{m.id}", f"/memories/{m.id}/row",
+            f"/memories/{m.id}/edit", f"/memories/{m.id}/confirm-delete", "/conversations", f"/conversations?q={q}",
+            f"/conversations/{sid}", "/files", f"/insight?q={q}", "/forget", f"/memories?since={q}",
+            f"/memories/{RLO}nope"]}
+        pages["wrong confirm"] = client.post("/forget", data={"confirm": f"x{RLO}", "csrf": tok})
+        pages["wrong session"] = client.post(f"/conversations/{sid}/delete", data={"confirm": "x", "csrf": tok})
+        pages["preview"] = client.post("/files/import", data={"text": client.get("/files/MEMORY.md").text
+                                                              + f"\n### fact\nnew {RLO}one\n", "csrf": tok})
+    for route, r in pages.items():
+        assert r.status_code in (200, 404, 422), (route, r.status_code)
+        page = PageText.of(r.text)
+        assert page.leaks == [], (route, page.leaks)
+        assert RLO in r.text or r.status_code == 404, route
+    content = pages[f"/memories/{m.id}"].text
+    assert f'<p class="big" data-testid="memory-content" dir="auto">abc{RLO}xyz</p>' in content
+    assert f"<bdi>{user}</bdi>" in content  # signed in as
+    assert f'<td class="b"><bdi>{{&#34;note&#34;: &#34;x{RLO}y&#34;}}</bdi></td>' in content
+
+
+def test_a_wrong_confirmation_shows_the_form_again_with_what_was_wrong(world: dict[str, Any]) -> None:
+    mem = world["mem"]
+    for headers, said in (({"Accept-Language": "en"}, "Nothing was forgotten"), (ZH, "没有删除任何内容")):
+        client = login(world["base"], world["key"]["lin"], headers=headers)
+        r = client.post("/forget", data={"confirm": "lim", "csrf": token(client, "/forget")})
+        assert r.status_code == 422
+        assert said in r.text and "<bdi>lin</bdi>" in r.text  # what to type
+        assert '<form method="post" action="/forget">' in r.text and 'aria-invalid="true"' in r.text
+        assert '<nav aria-label=' in r.text and 'href="/memories"' in r.text  # the way back
+        assert mem.stats(user_id="lin").memories > 0
+    for headers, said in (({"Accept-Language": "en"}, "was not deleted"), (ZH, "对话未删除")):
+        client = login(world["base"], world["key"]["lin"], headers=headers)
+        r = client.post("/conversations/lin-s1/delete", data={"confirm": "lin-s", "csrf": token(client)})
+        assert r.status_code == 422 and said in r.text and "<bdi>lin-s1</bdi>" in r.text
+        assert 'action="/conversations/lin-s1/delete"' in r.text and 'aria-invalid="true"' in r.text
+        assert "三岁了" in r.text and '<nav aria-label=' in r.text  # the conversation, still there
+    assert mem.get_turns("lin-s1", user_id="lin")
+
+
+def test_other_errors_keep_the_layout_a_way_back_and_the_language(world: dict[str, Any]) -> None:
+    client = login(world["base"], world["key"]["lin"], headers=ZH)
+    csrf = token(client)
+    r = client.post("/files/import", data={"text": "  ", "csrf": csrf})  # nothing pasted: the Files page again
+    assert r.status_code == 422 and "请先粘贴修改后的 MEMORY.md" in r.text and 'id="import-text"' in r.text
+    r = client.post("/memories/bulk", data={"action": "archive", "csrf": csrf},
+                    headers={"Referer": world["base"] + "/memories?status=any"})  # nothing selected
+    assert r.status_code == 422 and "请先选择 1 到 500 条记忆" in r.text
+    assert '<nav aria-label="栏目">' in r.text and 'href="/memories?status=any"' in r.text  # back where it was
+    r = client.get("/memories/0000000000")
+    assert r.status_code == 404 and "未找到" in r.text and '<nav aria-label="栏目">' in r.text
+    r = client.get("/memories?since=2026-13-45")
+    assert r.status_code == 422 and "创建起始日" in r.text and "YYYY-MM-DD" in r.text
+    assert not re.search(r"[A-Za-z]{3,}", ui_words(r.text).replace("memlane", "")), ui_words(r.text)

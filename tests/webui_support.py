@@ -10,6 +10,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from html.parser import HTMLParser
 
 import httpx
 import uvicorn
@@ -122,3 +123,62 @@ def ui_site(mem: Memory, kind: str) -> Iterator[Site]:
             yield Site(base, {n: k for n, (k, _) in made.items()}, {n: i.id for n, (_, i) in made.items()}, revoke)
     finally:
         store.close()
+
+
+VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track", "wbr"}
+ISOLATING = {"bdi", "textarea"}  # and any element with a `dir` attribute
+VERBATIM = {"code", "pre"}  # ids, commands, prompts: not the UI's words, though not isolated
+
+
+class PageText(HTMLParser):
+    """A page's text as a person reads it, split in two: the UI's own words, and the text
+    inside isolating elements (<bdi>, an element with `dir`, a textarea…: user text). Also
+    every place a `marker` character sits outside an isolate (text or attribute)."""
+
+    def __init__(self, marker: str = "\u202e") -> None:
+        super().__init__(convert_charrefs=True)
+        self.marker = marker
+        self.stack: list[tuple[str, bool, bool]] = []  # (tag, isolates, verbatim)
+        self.ui: list[str] = []
+        self.user: list[str] = []
+        self.leaks: list[str] = []
+
+    def isolated(self) -> bool:
+        return any(iso for _, iso, _ in self.stack)
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        a = dict(attrs)
+        for name, value in a.items():
+            if value and self.marker in value and name not in ("href", "action", "hx-get", "hx-post"):
+                # an attribute takes no markup: FSI … PDI around the text, or `dir` on a control
+                wrapped = "\u2068" in value and value.index("\u2068") < value.index(self.marker) < value.rindex("\u2069")
+                if not wrapped and not (tag in ("input", "textarea") and name == "value" and "dir" in a):
+                    self.leaks.append(f"<{tag} {name}={value!r}>")
+        if tag not in VOID:
+            self.stack.append((tag, tag in ISOLATING or "dir" in a, tag in VERBATIM))
+
+    def handle_endtag(self, tag: str) -> None:
+        for i in range(len(self.stack) - 1, -1, -1):
+            if self.stack[i][0] == tag:
+                del self.stack[i:]
+                return
+
+    def handle_data(self, data: str) -> None:
+        tags = [t for t, _, _ in self.stack]
+        if "script" in tags or "style" in tags:
+            return
+        inside = self.isolated()
+        if "title" in tags:  # no markup there: FSI … PDI
+            if self.marker in data and not ("\u2068" in data and "\u2069" in data):
+                self.leaks.append(data)
+            return
+        if self.marker in data and not inside:
+            self.leaks.append(data)
+        (self.user if inside or any(v for _, _, v in self.stack) else self.ui).append(data)
+
+    @classmethod
+    def of(cls, html: str, marker: str = "\u202e") -> PageText:
+        page = cls(marker)
+        page.feed(html)
+        page.close()
+        return page

@@ -22,7 +22,7 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 
 from memlane.api import Memory
 from memlane.errors import BackendError, MemlaneError, NotFound, ValidationError
-from memlane.webui import i18n
+from memlane.webui import i18n, labels
 from memlane.webui.auth import (
     COOKIE,
     KeyStore,
@@ -146,6 +146,11 @@ class WebUI:
         self.env = Environment(loader=FileSystemLoader(HERE / "templates"),
                                autoescape=select_autoescape(["html", "svg"]), trim_blocks=True, lstrip_blocks=True)
         self.env.globals["urlencode"] = urlencode
+        # user text goes through `bdi` (markup) or `fsi` (a title, an attribute): isolated, a
+        # right-to-left override in a memory cannot reorder the page's own words around it
+        self.env.filters["bdi"] = labels.isolate
+        self.env.filters["fsi"] = labels.isolate_plain
+        self.env.filters["code"] = labels.code
         self.router = APIRouter(include_in_schema=False)
 
     # ---- engine calls ----------------------------------------------------------------
@@ -182,7 +187,7 @@ class WebUI:
         if request.method == "POST":
             if self._cross_site(request):
                 raise Denied(403, i18n.text(lang, "err_cross_site"))
-            form = await self.read_form(request, self.backend.memory(request).config.server.max_body_bytes)
+            form = await self.read_form(request, self.backend.memory(request).config.server.max_body_bytes, lang)
         mem = self.backend.memory(request)
         signer = self.signer_for(request)
         session = self.session_of(request)
@@ -216,13 +221,13 @@ class WebUI:
         return parts.netloc != request.headers.get("host", "")
 
     @staticmethod
-    async def read_form(request: Request, limit: int) -> dict[str, list[str]]:
+    async def read_form(request: Request, limit: int, lang: str = "en") -> dict[str, list[str]]:
         """The urlencoded form, at most `limit` bytes (`server.max_body_bytes`, as the API)."""
         kind = request.headers.get("content-type", "").split(";")[0].strip()
         if kind not in ("application/x-www-form-urlencoded", ""):
-            raise Denied(415, "send the form as application/x-www-form-urlencoded")
+            raise Denied(415, i18n.text(lang, "err_form_type"))
         declared = request.headers.get("content-length")
-        too_big = f"the form is larger than {limit} bytes (server.max_body_bytes)"
+        too_big = i18n.text(lang, "err_form_size", limit=limit)
         if declared is not None and (not declared.isdigit() or int(declared) > limit):
             raise Denied(413, too_big)
         body = b""
@@ -233,22 +238,26 @@ class WebUI:
         try:
             text = body.decode("utf-8")
         except UnicodeDecodeError:
-            raise Denied(400, "the form is not UTF-8") from None
+            raise Denied(400, i18n.text(lang, "err_form_encoding")) from None
         try:
             return parse_qs(text, keep_blank_values=True, max_num_fields=5000, errors="strict")
         except (ValueError, UnicodeDecodeError):
-            raise Denied(400, "the form could not be read") from None
+            raise Denied(400, i18n.text(lang, "err_form_unreadable")) from None
 
     # ---- responses -------------------------------------------------------------------
 
     def render(self, ctx: Ctx | None, template: str, *, lang: str | None = None, status: int = 200,
-               request: Request | None = None, **values: Any) -> HTMLResponse:
+               request: Request | None = None, session: WebSession | None = None, csrf: str = "",
+               **values: Any) -> HTMLResponse:
+        """A page (or fragment) in the request's language; without a `ctx`, the `session` and
+        `csrf` given (an error page still shows who is signed in and the navigation)."""
         language = ctx.lang if ctx is not None else (lang or "en")
         req = ctx.request if ctx is not None else request
         page = self.env.get_template(template).render(
-            t=i18n.translator(language), lang=language, ctx=ctx, csrf=ctx.csrf if ctx else "",
-            session=ctx.session if ctx else None, path=req.url.path if req else "/",
-            query=req.url.query if req else "", **values)
+            t=i18n.translator(language), label=labels.labeler(language),
+            shown=functools.partial(labels.shown, language), lang=language, ctx=ctx,
+            csrf=ctx.csrf if ctx else csrf, session=ctx.session if ctx else session,
+            path=req.url.path if req else "/", query=req.url.query if req else "", **values)
         response = HTMLResponse(page, status_code=status)
         if ctx is not None and ctx.new_cookie:
             self.set_session_cookie(response, ctx.new_cookie, ctx.request)
@@ -268,13 +277,40 @@ class WebUI:
         return RedirectResponse(safe_next(ctx.field("next") or None, back), status_code=303)
 
     def error(self, request: Request, status: int, message: str) -> Response:
+        """The error in the page's alert region (htmx), or a page in the site's layout: the
+        navigation when a session holds, and a link back to the page the request came from."""
         lang = i18n.negotiate(request)
         if request.headers.get("hx-request") == "true":
             # htmx swaps only 2xx by default: the error goes to the page's alert region
             response = self.env.get_template("_alert.html").render(message=message, t=i18n.translator(lang))
             return HTMLResponse(response, status_code=status, headers={"HX-Retarget": "#alert", "HX-Reswap": "innerHTML"})
-        return self.render(None, "error.html", lang=lang, status=status, request=request,
-                           message=message, code=status)
+        try:
+            session = self.session_of(request)
+        except MemlaneError:  # the key store is down too: the page without the navigation
+            session = None
+        csrf = self.signer_for(request).csrf(session.nonce) if session is not None else ""
+        referer = urlsplit(request.headers.get("referer") or "")
+        back = ""
+        if referer.netloc == request.headers.get("host", "") and referer.path:
+            back = safe_next(referer.path + (f"?{referer.query}" if referer.query else ""), "")
+        if back == request.url.path and request.method == "GET":
+            back = ""  # the failing page itself: no loop
+        return self.render(None, "error.html", lang=lang, status=status, request=request, session=session,
+                           csrf=csrf, message=message, code=status, back=back)
+
+    @staticmethod
+    def engine_error(lang: str, exc: MemlaneError) -> str:
+        """An engine error for a person: a translated lead, the field's label, then the
+        engine's own words (isolated: they may quote what was typed)."""
+        detail = str(exc)
+        if isinstance(exc, ValidationError):
+            field = exc.field
+            detail = detail.removeprefix(f"{field}: ")
+            return i18n.text(lang, "err_invalid", field=labels.label(lang, "field", field),
+                             detail=labels.isolate(detail))
+        if isinstance(exc, BackendError):
+            return i18n.text(lang, "err_backend", detail=labels.isolate(detail))
+        return i18n.text(lang, "err_conflict", detail=labels.isolate(detail))
 
     def handler(self, fn: Callable[[Request], Awaitable[Response]]) -> Callable[[Request], Awaitable[Response]]:
         """Maps the engine's errors and the guards' exceptions to pages or fragments."""
@@ -290,11 +326,11 @@ class WebUI:
             except NotFound:
                 response = self.error(request, 404, i18n.text(i18n.negotiate(request), "err_not_found"))
             except ValidationError as e:
-                response = self.error(request, 422, str(e))
+                response = self.error(request, 422, self.engine_error(i18n.negotiate(request), e))
             except BackendError as e:
-                response = self.error(request, 502, str(e))
+                response = self.error(request, 502, self.engine_error(i18n.negotiate(request), e))
             except MemlaneError as e:
-                response = self.error(request, 409, str(e))
+                response = self.error(request, 409, self.engine_error(i18n.negotiate(request), e))
             for name, value in (("Content-Security-Policy", CSP), ("X-Frame-Options", "DENY"),
                                 ("X-Content-Type-Options", "nosniff"), ("Referrer-Policy", "same-origin"),
                                 ("Cache-Control", "no-store")):

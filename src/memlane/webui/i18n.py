@@ -1,11 +1,12 @@
 """The UI's words in English and Chinese: the browser's Accept-Language picks, a cookie set
 by the language switch overrides. A key missing from one language is a test failure
-(tests/webui/test_webui_http.py), never an English word in a Chinese page."""
+(tests/test_webui_http.py), never an English word in a Chinese page."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
+from markupsafe import Markup, escape
 from starlette.requests import Request
 
 COOKIE = "memlane_lang"
@@ -17,7 +18,7 @@ MESSAGES: dict[str, dict[str, str]] = {
         "memories": "Memories", "conversations": "Conversations", "files": "Files", "insight": "Insight",
         "forget_me": "Forget me", "logout": "Log out", "signed_in_as": "Signed in as", "admin": "admin",
         "switch_user": "Switch user", "language": "Language",
-        "login": "Log in", "api_key": "API key", "login_help": "Paste an API key (`memlane keys create --user U` prints one). You see only that key's memories.",
+        "login": "Log in", "api_key": "API key", "login_help": "Paste an API key ({cmd} prints one). You see only that key's memories.",
         "pick_user": "Pick a user", "pick_user_help": "An admin key may look at any user's memories.",
         "user_id": "User id", "agent_id": "Agent id (optional)", "open": "Open",
         "search": "Search", "search_placeholder": "Search memories (words or meaning)",
@@ -62,7 +63,8 @@ MESSAGES: dict[str, dict[str, str]] = {
         "apply_changes": "Apply these changes", "no_changes": "The file says nothing new: nothing to apply.",
         "op": "Operation", "new": "new", "shared": "shared by the user (read-only for this agent)", "line": "Line", "imported": "Imported", "rendered": "Rendered", "source_text": "Text",
         "chart_scores": "Score distribution", "chart_categories": "Memories by category",
-        "chart_timeline": "Active, archived and deleted over time", "chart_context": "build_context: tokens per block against its budget",
+        "chart_timeline": "Active, archived and deleted over time", "chart_context": "Tokens per block of the context, against each block's budget",
+        "context_title": "What the agent is given", "system_prompt": "System prompt",
         "archive_below": "archive below", "jobs": "Extraction jobs", "job_status": "Status", "attempts": "Attempts",
         "next_at": "Next try", "last_error": "Last error", "no_jobs": "No extraction job is queued, running or failed.",
         "jobs_pending": "{n} waiting in the queue.",
@@ -74,25 +76,36 @@ MESSAGES: dict[str, dict[str, str]] = {
         "forget_done": "Forgotten.", "removed": "Removed",
         "notice_delete": "Deleted {n}.", "notice_archive": "Archived {n}.", "notice_activate": "Made {n} active.",
         "notice_restore": "Restored {n}.", "notice_deleted": "Conversation deleted ({n} turns).",
-        "notice_import": "Applied: {ops}", "error": "Error",
+        "notice_import": "Applied: {ops}", "list_sep": ", ", "error": "Error",
         "err_csrf": "This form expired or came from elsewhere. Reload the page and try again.",
         "err_cross_site": "Refused: the request came from another site.",
         "err_signed_out": "You are signed out. Reload the page to log in.",
         "err_bad_key": "That key is not valid (unknown or revoked).", "err_not_found": "Not found.",
         "err_admin_only": "Only an admin key can pick a user.",
         "err_demo_not_empty": "Demo data loads only into an empty user.",
-        "err_confirm_session": "type the session id exactly to delete it",
-        "err_confirm_purge": "type the user id exactly to forget everything",
-        "err_import_empty": "paste the edited MEMORY.md first",
-        "err_import_changed": "the text changed after the preview; show the changes again",
-        "back": "Back",
+        "err_confirm_session": "The conversation was not deleted: what you typed is not its session id. Type {sid} exactly to delete it.",
+        "err_confirm_purge": "Nothing was forgotten: what you typed is not your user id. Type {user} exactly to forget everything.",
+        "err_import_empty": "Paste the edited MEMORY.md (or choose the file) first.",
+        "err_import_changed": "The text changed after the preview, so nothing was written. These are the changes for the text as it is now: check them, then apply.",
+        "err_import_unicode": "The text holds characters that are not valid Unicode (a lone surrogate).",
+        "err_invalid": "Not accepted. {field}: {detail}", "err_backend": "A backend (LLM, embedder or database) failed: {detail}",
+        "err_conflict": "Not done: {detail}",
+        "err_form_type": "Send the form as application/x-www-form-urlencoded.",
+        "err_form_size": "The form is larger than {limit} bytes (server.max_body_bytes).",
+        "err_form_encoding": "The form is not UTF-8.", "err_form_unreadable": "The form could not be read.",
+        "err_bulk_action": "Choose delete, archive, make active or restore.",
+        "err_bulk_select": "Select from 1 to {n} memories first.",
+        "err_too_long": "is longer than {n} characters", "err_number": "must be a number from 0 to 1, not “{value}”",
+        "err_date": "must be a date as YYYY-MM-DD, not “{value}”", "err_choice": "must be one of {choices}, not “{value}”",
+        "err_page": "must be a page number from 1, not “{value}”", "err_flag": "must be 1 or 0, not “{value}”",
+        "back": "Back", "home": "Go to the memories",
     },
     "zh": {
         "app": "memlane", "skip": "跳到正文", "nav": "栏目",
         "memories": "记忆", "conversations": "对话", "files": "文件", "insight": "洞察",
         "forget_me": "忘记我", "logout": "退出", "signed_in_as": "当前用户", "admin": "管理员",
         "switch_user": "切换用户", "language": "语言",
-        "login": "登录", "api_key": "API 密钥", "login_help": "粘贴一个 API 密钥（`memlane keys create --user U` 会打印一个）。你只会看到这个密钥对应的记忆。",
+        "login": "登录", "api_key": "API 密钥", "login_help": "粘贴一个 API 密钥（{cmd} 会打印一个）。你只会看到这个密钥对应的记忆。",
         "pick_user": "选择用户", "pick_user_help": "管理员密钥可以查看任意用户的记忆。",
         "user_id": "用户 id", "agent_id": "智能体 id（可选）", "open": "打开",
         "search": "搜索", "search_placeholder": "搜索记忆（关键词或语义）",
@@ -137,7 +150,8 @@ MESSAGES: dict[str, dict[str, str]] = {
         "apply_changes": "应用这些变更", "no_changes": "文件没有新内容：无需应用。",
         "op": "操作", "new": "新", "shared": "用户共享（此智能体只读）", "line": "行", "imported": "已导入", "rendered": "渲染", "source_text": "原文",
         "chart_scores": "分数分布", "chart_categories": "各类别的记忆数",
-        "chart_timeline": "活跃、归档、删除随时间变化", "chart_context": "build_context：各区块的 token 与预算",
+        "chart_timeline": "活跃、归档、删除随时间变化", "chart_context": "上下文各区块的 token 数与预算",
+        "context_title": "智能体拿到的上下文", "system_prompt": "系统提示词",
         "archive_below": "归档阈值", "jobs": "提取任务", "job_status": "状态", "attempts": "尝试次数",
         "next_at": "下次尝试", "last_error": "最近错误", "no_jobs": "没有排队、运行中或失败的提取任务。",
         "jobs_pending": "队列中等待的任务：{n}。",
@@ -149,18 +163,29 @@ MESSAGES: dict[str, dict[str, str]] = {
         "forget_done": "已全部忘记。", "removed": "已移除",
         "notice_delete": "已删除 {n} 条。", "notice_archive": "已归档 {n} 条。", "notice_activate": "已将 {n} 条设为活跃。",
         "notice_restore": "已恢复 {n} 条。", "notice_deleted": "对话已删除（{n} 轮）。",
-        "notice_import": "已应用：{ops}", "error": "错误",
+        "notice_import": "已应用：{ops}", "list_sep": "，", "error": "错误",
         "err_csrf": "表单已过期或来自别处。请刷新页面后重试。",
         "err_cross_site": "已拒绝：请求来自其他网站。",
         "err_signed_out": "你已退出登录。请刷新页面重新登录。",
         "err_bad_key": "密钥无效（不存在或已吊销）。", "err_not_found": "未找到。",
         "err_admin_only": "只有管理员密钥可以选择用户。",
         "err_demo_not_empty": "演示数据只能载入空用户。",
-        "err_confirm_session": "请准确输入会话 id 以删除",
-        "err_confirm_purge": "请准确输入用户 id 以全部忘记",
-        "err_import_empty": "请先粘贴修改后的 MEMORY.md",
-        "err_import_changed": "预览之后文本被改动了，请重新查看变更",
-        "back": "返回",
+        "err_confirm_session": "对话未删除：输入的内容不是它的会话 id。请准确输入 {sid} 以删除。",
+        "err_confirm_purge": "没有删除任何内容：输入的内容不是你的用户 id。请准确输入 {user} 以全部忘记。",
+        "err_import_empty": "请先粘贴修改后的 MEMORY.md（或选择文件）。",
+        "err_import_changed": "预览之后文本被改动了，因此没有写入任何内容。下面是按当前文本计算的变更：请确认后再应用。",
+        "err_import_unicode": "文本含有无效的 Unicode 字符（孤立的代理项）。",
+        "err_invalid": "未被接受。{field}：{detail}", "err_backend": "后端（LLM、嵌入模型或数据库）出错：{detail}",
+        "err_conflict": "未执行：{detail}",
+        "err_form_type": "请以 application/x-www-form-urlencoded 格式提交表单。",
+        "err_form_size": "表单超过 {limit} 字节（server.max_body_bytes）。",
+        "err_form_encoding": "表单不是 UTF-8 编码。", "err_form_unreadable": "无法读取表单。",
+        "err_bulk_action": "请选择删除、归档、设为活跃或恢复。",
+        "err_bulk_select": "请先选择 1 到 {n} 条记忆。",
+        "err_too_long": "超过 {n} 个字符", "err_number": "必须是 0 到 1 之间的数，而不是“{value}”",
+        "err_date": "必须是 YYYY-MM-DD 格式的日期，而不是“{value}”", "err_choice": "必须是 {choices} 之一，而不是“{value}”",
+        "err_page": "必须是从 1 开始的页码，而不是“{value}”", "err_flag": "必须是 1 或 0，而不是“{value}”",
+        "back": "返回", "home": "回到记忆列表",
     },
 }
 
@@ -186,7 +211,11 @@ def negotiate(request: Request) -> str:
 
 
 def text(lang: str, key: str, **values: object) -> str:
+    """The message `key` in `lang` with `values` filled in; when a value is markup (an isolated
+    user id, a <code>), the result is markup too, every other part escaped."""
     template = MESSAGES.get(lang, MESSAGES["en"]).get(key) or MESSAGES["en"].get(key, key)
+    if any(isinstance(v, Markup) for v in values.values()):
+        return escape(template).format(**values)
     return template.format(**values) if values else template
 
 

@@ -37,7 +37,7 @@ def register(ui: WebUI) -> None:
     async def table(request: Request) -> Response:
         ctx = await ui.context(request)
         mem = ctx.mem
-        tq = TableQuery.parse(request.query_params)
+        tq = TableQuery.parse(request.query_params, ctx.lang)
         filters: dict[str, Any] = {"status": tq.engine_status(), "since": tq.since, "until": tq.until}
         if tq.category:
             filters["category"] = tq.category
@@ -72,9 +72,9 @@ def register(ui: WebUI) -> None:
         action = ctx.field("action")
         ids = list(dict.fromkeys(ctx.fields("ids")))
         if action not in ("delete", "archive", "activate", "restore"):
-            raise ValidationError("action", "must be delete, archive, activate or restore")
+            raise ValidationError("action", i18n.text(ctx.lang, "err_bulk_action"))
         if not ids or len(ids) > BULK_MAX:
-            raise ValidationError("ids", f"select from 1 to {BULK_MAX} memories")
+            raise ValidationError("ids", i18n.text(ctx.lang, "err_bulk_select", n=BULK_MAX))
 
         def apply() -> int:
             done = 0
@@ -156,9 +156,9 @@ def register(ui: WebUI) -> None:
         if "category" in ctx.form:
             changes["category"] = ctx.field("category")
         if "pinned" in ctx.form:
-            changes["pinned"] = flag(ctx.field("pinned"), "pinned")
+            changes["pinned"] = flag(ctx.field("pinned"), "pinned", ctx.lang)
         if "verified" in ctx.form:
-            changes["verified"] = flag(ctx.field("verified"), "verified")
+            changes["verified"] = flag(ctx.field("verified"), "verified", ctx.lang)
         if "status" in ctx.form:
             changes["status"] = ctx.field("status")
         reason = ctx.field("reason") or "edited in the web UI"
@@ -187,12 +187,12 @@ def register(ui: WebUI) -> None:
         return ui.done(ctx, lambda: row(ctx, m, flash=i18n.text(ctx.lang, "undone")), f"/memories/{memory_id}")
 
 
-def flag(value: str, name: str) -> bool:
+def flag(value: str, name: str, lang: str) -> bool:
     if value in ("1", "true", "on", "yes"):
         return True
     if value in ("0", "false", "off", "no"):
         return False
-    raise ValidationError(name, f"must be 1 or 0, got {value[:20]!r}")
+    raise ValidationError(name, i18n.text(lang, "err_flag", value=value[:20]))
 
 
 def diff(before: dict[str, Any] | None, after: dict[str, Any] | None) -> list[tuple[str, Any, Any]]:

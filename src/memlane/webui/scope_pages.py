@@ -14,8 +14,8 @@ from starlette.responses import Response
 
 from memlane.errors import ValidationError
 from memlane.markdown import MdOperation
-from memlane.webui import charts, i18n
-from memlane.webui.app import Ctx, Redirect
+from memlane.webui import charts, i18n, labels
+from memlane.webui.app import Ctx, Denied, Redirect
 from memlane.webui.auth import COOKIE
 from memlane.webui.views import histogram, render_markdown, timeline
 
@@ -41,25 +41,29 @@ def register(ui: WebUI) -> None:
         return ui.render(ctx, "conversations.html", sessions=sessions, q=q, hits=hits,
                          notice=request.query_params.get("notice", ""))
 
-    @ui.route("/conversations/{sid}")
-    async def conversation(request: Request) -> Response:
-        ctx = await ui.context(request)
+    async def conversation_page(ctx: Ctx, sid: str, *, error: str = "", status: int = 200) -> Response:
         mem = ctx.mem
-        sid = request.path_params["sid"]
         session = await ui.call(mem.get_session, sid, **ctx.scope)  # NotFound for another scope's id
         turns = await ui.call(mem.get_turns, sid, **ctx.scope)
         episodes = await ui.call(mem.episodes, **ctx.scope, session_id=sid)
         extracted = [m for m in await ui.call(mem.list, **ctx.scope, session_id=sid)]
-        return ui.render(ctx, "conversation.html", s=session, turns=turns, episodes=episodes, extracted=extracted)
+        return ui.render(ctx, "conversation.html", s=session, turns=turns, episodes=episodes, extracted=extracted,
+                         error=error, status=status)
+
+    @ui.route("/conversations/{sid}")
+    async def conversation(request: Request) -> Response:
+        ctx = await ui.context(request)
+        return await conversation_page(ctx, request.path_params["sid"])
 
     @ui.route("/conversations/{sid}/delete", ("POST",))
     async def delete_conversation(request: Request) -> Response:
         ctx = await ui.context(request, write=True)
         mem = ctx.mem
         sid = request.path_params["sid"]
-        if ctx.field("confirm") != sid:
-            raise ValidationError("confirm", i18n.text(ctx.lang, "err_confirm_session"))
         await ui.call(mem.get_session, sid, **ctx.scope)
+        if ctx.field("confirm") != sid:  # the page again, saying what was wrong; nothing deleted
+            return await conversation_page(ctx, sid, status=422, error=i18n.text(
+                ctx.lang, "err_confirm_session", sid=labels.isolate(sid)))
         report = await ui.call(mem.delete_session, sid, **ctx.scope)
         raise Redirect(f"/conversations?notice=deleted:{report['turns']}")
 
@@ -70,20 +74,22 @@ def register(ui: WebUI) -> None:
         user_md = ctx.mem.user_profile(**ctx.scope).read_text("utf-8")
         return memory_md, user_md
 
-    @ui.route("/files")
-    async def files(request: Request) -> Response:
-        ctx = await ui.context(request)
+    async def files_page(ctx: Ctx, *, error: str = "", status: int = 200) -> Response:
         memory_md, user_md = await ui.call(texts, ctx)
         return ui.render(ctx, "files.html", memory_md=memory_md, user_md=user_md,
                          memory_html=render_markdown(memory_md), user_html=render_markdown(user_md),
-                         notice=request.query_params.get("notice", ""))
+                         applied=applied_ops(ctx.request.query_params.get("notice", "")), error=error, status=status)
+
+    @ui.route("/files")
+    async def files(request: Request) -> Response:
+        return await files_page(await ui.context(request))
 
     @ui.route("/files/{name}")
     async def download(request: Request) -> Response:
         ctx = await ui.context(request)
         name = request.path_params["name"]
         if name not in ("MEMORY.md", "USER.md"):
-            raise ValidationError("name", "must be MEMORY.md or USER.md")
+            raise Denied(404, i18n.text(ctx.lang, "err_not_found"))
         memory_md, user_md = await ui.call(texts, ctx)
         return Response(memory_md if name == "MEMORY.md" else user_md, media_type="text/markdown; charset=utf-8",
                         headers={"Content-Disposition": f'attachment; filename="{name}"'})
@@ -96,17 +102,18 @@ def register(ui: WebUI) -> None:
         mem = ctx.mem
         text = ctx.field("text").replace("\r\n", "\n")  # a browser sends a textarea's lines as CRLF
         if not text.strip():
-            raise ValidationError("text", i18n.text(ctx.lang, "err_import_empty"))
+            return await files_page(ctx, error=i18n.text(ctx.lang, "err_import_empty"), status=422)
         digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
         apply = ctx.field("apply") == "1"
-        if apply and ctx.field("digest") != digest:
-            raise ValidationError("digest", i18n.text(ctx.lang, "err_import_changed"))
-        ops = await ui.call(md_import, mem, ctx.scope, text, dry_run=not apply)
-        if apply:
+        changed = apply and ctx.field("digest") != digest
+        ops = await ui.call(md_import, mem, ctx.scope, text, ctx.lang, dry_run=not apply or changed)
+        if apply and not changed:
             counts = Counter(op.op for op in ops)
             raise Redirect("/files?notice=" + ",".join(f"{k}:{v}" for k, v in sorted(counts.items())))
+        # a preview; after a changed text, the preview of the text as it is now, saying so
         return ui.render(ctx, "import_preview.html", ops=ops, text=text, digest=digest,
-                         counts=Counter(op.op for op in ops))
+                         counts=Counter(op.op for op in ops), status=422 if changed else 200,
+                         error=i18n.text(ctx.lang, "err_import_changed") if changed else "")
 
     # ---- insight ---------------------------------------------------------------------
 
@@ -122,20 +129,22 @@ def register(ui: WebUI) -> None:
         jobs = await ui.call(mem.extraction_jobs, **ctx.scope, status=("queued", "running", "failed"))
         pol = mem.config.policy
         hist = histogram([m.score for m in memories])
-        labels = [f"{i / 10:.1f}" for i in range(11)]
+        edges = [f"{i / 10:.1f}" for i in range(11)]
         days, series = timeline(audit, mem.clock().date())
         by_category = sorted(stats.memories_by_category.items(), key=lambda kv: -kv[1])
+        category_bars = [(labels.label(ctx.lang, "category", k), v) for k, v in by_category]
         context = await ui.call(mem.build_context, None, q, **ctx.scope) if q else None
         deleted = series["deleted"][-1] if series["deleted"] else 0
         return ui.render(
-            ctx, "insight.html", stats=stats, q=q, jobs=jobs, context=context, hist=hist, labels=labels,
+            ctx, "insight.html", stats=stats, q=q, jobs=jobs, context=context, hist=hist, labels=edges,
             by_category=by_category, deleted=deleted, days=days, series=series,
-            score_chart=charts.columns(hist, labels, t("chart_scores"), mark=pol.archive_below,
+            score_chart=charts.columns(hist, edges, t("chart_scores"), mark=pol.archive_below,
                                        mark_label=f"{t('archive_below')} {pol.archive_below:g}"),
-            category_chart=charts.bars(by_category, t("chart_categories")) if by_category else None,
+            category_chart=charts.bars(category_bars, t("chart_categories")) if by_category else None,
             timeline_chart=charts.lines([d.isoformat() for d in days], series,
                                         {k: t(k) for k in series}, t("chart_timeline")) if days else None,
-            context_chart=charts.bars([(b.name, b.tokens) for b in context.blocks], t("chart_context"),
+            context_chart=charts.bars([(labels.label(ctx.lang, "block", b.name), b.tokens) for b in context.blocks],
+                                      t("chart_context"),
                                       limits=[b.budget for b in context.blocks], width=760) if context else None,
         )
 
@@ -146,28 +155,42 @@ def register(ui: WebUI) -> None:
         ctx = await ui.context(request)
         mem = ctx.mem
         stats = await ui.call(mem.stats, **ctx.scope)
-        return ui.render(ctx, "forget.html", stats=stats, report=None)
+        return ui.render(ctx, "forget.html", stats=stats, removed=None)
 
     @ui.route("/forget", ("POST",))
     async def forget(request: Request) -> Response:
         ctx = await ui.context(request, write=True)
         mem = ctx.mem
-        if ctx.field("confirm") != ctx.session.user_id:
-            raise ValidationError("confirm", i18n.text(ctx.lang, "err_confirm_purge"))
+        if ctx.field("confirm") != ctx.session.user_id:  # the page again, saying what was wrong
+            stats = await ui.call(mem.stats, **ctx.scope)
+            return ui.render(ctx, "forget.html", stats=stats, removed=None, status=422, error=i18n.text(
+                ctx.lang, "err_confirm_purge", user=labels.isolate(ctx.session.user_id)))
         report = await ui.call(mem.purge, **ctx.scope, actor="web")
         stats = await ui.call(mem.stats, **ctx.scope)
-        response = ui.render(ctx, "forget.html", stats=stats, report=report)
+        removed = labels.removed(ctx.lang, report.counts, report.files, report.cached_vectors)
+        response = ui.render(ctx, "forget.html", stats=stats, removed=removed)
         if ctx.session.principal.key_id == "":  # the open local user starts afresh
             response.delete_cookie(COOKIE, path="/")
         return response
 
 
-def md_import(mem: Memory, scope: dict[str, Any], text: str, *, dry_run: bool) -> list[MdOperation]:
+def md_import(mem: Memory, scope: dict[str, Any], text: str, lang: str, *, dry_run: bool) -> list[MdOperation]:
     """`Memory.md_import` on the pasted text, written to a private temporary MEMORY.md."""
     with tempfile.TemporaryDirectory(prefix="memlane-webui-") as tmp:
         path = Path(tmp) / "MEMORY.md"
         try:
             path.write_text(text, "utf-8")
         except UnicodeEncodeError:
-            raise ValidationError("text", "holds characters that are not valid Unicode (a lone surrogate)") from None
+            raise ValidationError("text", i18n.text(lang, "err_import_unicode")) from None
         return mem.md_import(path, **scope, dry_run=dry_run)
+
+
+def applied_ops(notice: str) -> list[tuple[str, int]]:
+    """The Files page's notice after an import, "ADD:2,UPDATE:1", as (operation, count);
+    anything else in it is dropped (it came in a URL)."""
+    out = []
+    for part in notice.split(",")[:10]:
+        op, _, n = part.partition(":")
+        if op in ("ADD", "UPDATE", "DELETE", "SKIP") and n.isdigit() and len(n) < 10:
+            out.append((op, int(n)))
+    return out

@@ -38,7 +38,7 @@ def register(ui: WebUI) -> None:
     async def asset(request: Request) -> Response:
         name = request.path_params["name"]
         if name not in ASSETS:
-            raise Denied(404, "no such asset")
+            raise Denied(404, i18n.text(i18n.negotiate(request), "err_not_found"))
         return Response((HERE / "static" / name).read_bytes(), media_type=ASSETS[name],
                         headers={"Cache-Control": "public, max-age=3600"})
 
@@ -68,7 +68,7 @@ def register(ui: WebUI) -> None:
         lang = i18n.negotiate(request)
         if ui._cross_site(request):
             raise Denied(403, i18n.text(lang, "err_cross_site"))
-        form = await ui.read_form(request, ui.backend.memory(request).config.server.max_body_bytes)
+        form = await ui.read_form(request, ui.backend.memory(request).config.server.max_body_bytes, lang)
         nonce = request.cookies.get(LOGIN_COOKIE, "")
         signer = ui.signer_for(request)
         if not nonce or not signer.check_csrf("login|" + nonce, (form.get("csrf") or [""])[0]):
@@ -115,7 +115,7 @@ def register(ui: WebUI) -> None:
     async def language(request: Request) -> Response:
         code = request.path_params["code"]
         if code not in i18n.LANGUAGES:
-            raise Denied(404, "unknown language")
+            raise Denied(404, i18n.text(i18n.negotiate(request), "err_not_found"))
         response = RedirectResponse(safe_next(request.query_params.get("next"), "/"), status_code=303)
         response.set_cookie(i18n.COOKIE, code, max_age=365 * 24 * 3600, samesite="strict", path="/")
         return response

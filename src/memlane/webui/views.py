@@ -18,6 +18,7 @@ from memlane import policy
 from memlane.config import PolicyConfig
 from memlane.errors import ValidationError
 from memlane.models import MemoryEvent, MemoryRecord
+from memlane.webui.i18n import text
 
 FORECAST_DAYS = 3650  # not from a seed: past ten years a forecast says "not within 10 years"
 SORTS = ("score", "updated_at", "created_at", "last_activated", "activation_count", "content")
@@ -92,11 +93,12 @@ class TableQuery:
     page: int = 1
 
     @classmethod
-    def parse(cls, params: Any) -> TableQuery:
+    def parse(cls, params: Any, lang: str = "en") -> TableQuery:
+        """The query string's filters; a bad one is a ValidationError naming it, in `lang`."""
         def get(name: str) -> str:
             value = params.get(name, "")
             if len(value) > 2000:
-                raise ValidationError(name, "is longer than 2000 characters")
+                raise ValidationError(name, text(lang, "err_too_long", n=2000))
             return str(value).strip()
 
         def number(name: str) -> float | None:
@@ -106,9 +108,9 @@ class TableQuery:
             try:
                 value = float(raw)
             except ValueError:
-                raise ValidationError(name, f"must be a number from 0 to 1, got {raw!r}") from None
+                value = -1.0
             if not 0.0 <= value <= 1.0:
-                raise ValidationError(name, f"must be from 0 to 1, got {raw}")
+                raise ValidationError(name, text(lang, "err_number", value=raw))
             return value
 
         def day(name: str, end: bool) -> datetime | None:
@@ -118,19 +120,19 @@ class TableQuery:
             try:
                 d = date.fromisoformat(raw)
             except ValueError:
-                raise ValidationError(name, f"must be a date as YYYY-MM-DD, got {raw!r}") from None
+                raise ValidationError(name, text(lang, "err_date", value=raw)) from None
             start = datetime(d.year, d.month, d.day, tzinfo=UTC)
             return start + timedelta(days=1) - timedelta(microseconds=1) if end else start
 
         def choice(name: str, allowed: tuple[str, ...], default: str) -> str:
             raw = get(name) or default
             if raw not in allowed:
-                raise ValidationError(name, f"must be one of {', '.join(a or '(any)' for a in allowed)}, got {raw!r}")
+                raise ValidationError(name, text(lang, "err_choice", value=raw, choices=", ".join(a for a in allowed if a)))
             return raw
 
         raw_page = get("page") or "1"
         if not raw_page.isdigit() or not 1 <= int(raw_page) <= 1_000_000:
-            raise ValidationError("page", f"must be a page number from 1, got {raw_page!r}")
+            raise ValidationError("page", text(lang, "err_page", value=raw_page))
         return cls(
             q=get("q"), category=get("category"), status=choice("status", ("active", "archived", "any"), "active"),
             source=choice("source", ("", "user", "extractor", "heuristic", "system", "import"), ""),
@@ -220,7 +222,8 @@ def _inline(text: str) -> str:
 
 def render_markdown(text: str) -> Markup:
     """The subset of Markdown MEMORY.md and USER.md use (headings, lists, paragraphs, HTML
-    comments dropped), every character escaped first: a memory's text never becomes markup."""
+    comments dropped), every character escaped first: a memory's text never becomes markup.
+    Each block takes its direction from its own text (a memory's bidi controls stay in it)."""
     out: list[str] = []
     in_list = False
     in_comment = False
@@ -234,7 +237,7 @@ def render_markdown(text: str) -> Markup:
             if not in_list:
                 out.append("<ul>")
                 in_list = True
-            out.append(f"<li>{_inline(bullet.group(1))}</li>")
+            out.append(f'<li dir="auto">{_inline(bullet.group(1))}</li>')
             continue
         if in_list:
             out.append("</ul>")
@@ -242,9 +245,9 @@ def render_markdown(text: str) -> Markup:
         heading = re.match(r"^(#{1,6})\s+(.*)$", stripped)
         if heading:
             level = min(6, len(heading.group(1)) + 1)  # the page's own h1 stays the only one
-            out.append(f"<h{level}>{_inline(heading.group(2))}</h{level}>")
+            out.append(f'<h{level} dir="auto">{_inline(heading.group(2))}</h{level}>')
         elif stripped:
-            out.append(f"<p>{_inline(stripped)}</p>")
+            out.append(f'<p dir="auto">{_inline(stripped)}</p>')
     if in_list:
         out.append("</ul>")
     return Markup("\n".join(out))
