@@ -261,3 +261,41 @@ def test_rest_answers_a_first_user_relies_on(keyed: tuple[Server, str, str]) -> 
         for body in (export, b'{"type": "nonsense"}\n', b"\xff\xfe", b"[" * 10_000):
             r = c.post("/v1/import", content=body, headers={"Content-Type": "application/x-ndjson"})
             assert "memlane-import-" not in r.text and "/tmp" not in r.text and '"file":' not in r.text, r.text[:300]
+
+
+def test_one_key_runs_its_share_of_requests_at_once() -> None:
+    """server.max_requests_per_key: a key's third request waits for one of its two running
+    ones, another key's does not, and a wait past key_queue_seconds is a 429."""
+    import anyio
+
+    from memlane.server.errors import ApiError
+    from memlane.server.guard import KeyTurns
+
+    turns = KeyTurns(2, 0.3)
+    running: list[str] = []
+    most = {"k1": 0}
+    refused: list[int] = []
+
+    async def request(key: str, hold: float) -> None:
+        try:
+            async with turns.turn(key):
+                running.append(key)
+                most["k1"] = max(most["k1"], running.count("k1"))
+                await anyio.sleep(hold)
+                running.remove(key)
+        except ApiError as exc:
+            refused.append(exc.status)
+
+    async def main() -> None:
+        async with anyio.create_task_group() as tg:
+            for _ in range(3):
+                tg.start_soon(request, "k1", 0.1)
+            tg.start_soon(request, "k2", 0.05)
+        assert most["k1"] == 2 and not refused  # the third waited its turn, then ran
+        async with anyio.create_task_group() as tg:
+            for _ in range(3):
+                tg.start_soon(request, "k1", 1.0)
+        assert refused == [429]
+        assert turns._keys == {}  # nothing kept for a key with no request
+
+    anyio.run(main)
