@@ -299,3 +299,23 @@ def test_one_key_runs_its_share_of_requests_at_once() -> None:
         assert turns._keys == {}  # nothing kept for a key with no request
 
     anyio.run(main)
+
+
+def test_a_pasted_page_is_read_by_its_start(tmp_path: Path) -> None:
+    """Ending a session of pasted pages is bounded work: the offline extractor, summaries and
+    episode read each turn's first extraction.offline_turn_chars characters, so what hides past
+    them in a page is neither a memory nor an entity, and the same words at the start are."""
+    from memlane import Memory
+
+    mem = Memory(Config.load(store={"home": str(tmp_path / "home")}, embedding={"provider": "hash"},
+                             extraction={"offline_turn_chars": 2_000}))
+    filler = "这是一段很长的会议记录，讨论了项目的进度和预算安排。" * 200  # 5,200 characters
+    mem.add_messages("paste", [{"role": "user", "content": filler + "我对芒果过敏。"},
+                               {"role": "assistant", "content": "好的"},
+                               {"role": "user", "content": "我对花生过敏。" + filler}], user_id="u")
+    mem.end_session("paste", user_id="u", wait=True)
+    contents = " ".join(m.content for m in mem.list(user_id="u"))
+    assert "花生" in contents and "芒果" not in contents
+    episode = mem.episodes(user_id="u", session_id="paste")[0]
+    assert "芒果" not in " ".join(episode.entities)
+    mem.close()

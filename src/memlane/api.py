@@ -477,7 +477,7 @@ class Memory:
         max_per_session times a session (seed 002 §6)."""
         cfg = self.config.extraction
         users = [t for t in turns if t.role == "user"]
-        if any(is_command(t.content, self.config.extraction.heuristic_max_sentence_chars) for t in users):
+        if any(is_command(t.content[: cfg.offline_turn_chars], cfg.heuristic_max_sentence_chars) for t in users):
             applied = self.jobs.apply_commands(scope, session_id, self.clock())
             if applied is not None and applied.status == "locked" and self._background():
                 self.worker.notify()  # queued as a job: the worker applies them once the scope is free

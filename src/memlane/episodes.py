@@ -35,12 +35,14 @@ def first_sentence(text: str, max_chars: int) -> str:
     return cut(parts[0] if parts else text, max_chars)
 
 
-def extractive_summary(turns: Sequence[Turn], max_lines: int, line_chars: int = 160) -> str:
-    """The `max_lines` turns whose keywords recur most in the segment, in order, one line each."""
+def extractive_summary(turns: Sequence[Turn], max_lines: int, line_chars: int = 160,
+                       turn_chars: int | None = None) -> str:
+    """The `max_lines` turns whose keywords recur most in the segment, in order, one line each;
+    each turn read by its first `turn_chars` characters (extraction.offline_turn_chars)."""
     spoken = [t for t in turns if t.role in ("user", "assistant") and t.content.strip()]
     if not spoken:
         return ""
-    words = [set(keywords(t.content)) for t in spoken]
+    words = [set(keywords(t.content[:turn_chars])) for t in spoken]
     df = Counter(w for ws in words for w in ws)
 
     def weight(i: int) -> float:
@@ -62,7 +64,8 @@ def merge_summaries(previous: str, new: str, max_tokens: int) -> str:
     return text if estimate_tokens(text) <= max_tokens else cut(text, max_tokens)
 
 
-def summarize(llm: LLM | None, turns: Sequence[Turn], previous: str, *, max_lines: int, max_tokens: int) -> str:
+def summarize(llm: LLM | None, turns: Sequence[Turn], previous: str, *, max_lines: int, max_tokens: int,
+              turn_chars: int | None = None) -> str:
     """The new rolling summary of a session after `turns` are compacted (seed 004 §4.2)."""
     if llm is not None:
         try:
@@ -73,7 +76,7 @@ def summarize(llm: LLM | None, turns: Sequence[Turn], previous: str, *, max_line
             log.warning("compaction: the LLM returned an empty summary; using the extractive one")
         except BackendError as exc:  # the turns are stored; an extractive summary keeps the window honest
             log.warning("compaction: LLM summary failed (%s); using the extractive one", exc)
-    return merge_summaries(previous, extractive_summary(turns, max_lines), max_tokens)
+    return merge_summaries(previous, extractive_summary(turns, max_lines, turn_chars=turn_chars), max_tokens)
 
 
 def tools_used(turns: Sequence[Turn]) -> list[str]:
@@ -89,14 +92,15 @@ def tools_used(turns: Sequence[Turn]) -> list[str]:
     return names
 
 
-def entities(turns: Sequence[Turn], limit: int = 8) -> list[str]:
-    """The session's most repeated keywords (first appearance breaks ties)."""
+def entities(turns: Sequence[Turn], limit: int = 8, turn_chars: int | None = None) -> list[str]:
+    """The session's most repeated keywords (first appearance breaks ties), each turn read by
+    its first `turn_chars` characters."""
     counts: Counter[str] = Counter()
     order: dict[str, int] = {}
     for t in turns:
         if t.role not in ("user", "assistant"):
             continue
-        for w in keywords(t.content):
+        for w in keywords(t.content[:turn_chars]):
             if len(w) < 2:  # a lone CJK character is rarely a name
                 continue
             counts[w] += 1
@@ -125,17 +129,17 @@ def _strings(value: object) -> list[str]:
 
 
 def make_episode(llm: LLM | None, scope: Scope, session_id: str, turns: Sequence[Turn], now: datetime,
-                 *, max_lines: int) -> Episode:
+                 *, max_lines: int, turn_chars: int | None = None) -> Episode:
     """The episode of one session: summary, goal, outcome, entities, tools used, time span."""
     if not turns:
         raise ValueError("make_episode needs at least one turn")
     used = tools_used(turns)
     user_turns = [t for t in turns if t.role == "user" and t.content.strip()]
     reply_turns = [t for t in turns if t.role == "assistant" and t.content.strip()]
-    summary = " ".join(line.removeprefix("- ") for line in extractive_summary(turns, max_lines).split("\n"))
+    summary = " ".join(line.removeprefix("- ") for line in extractive_summary(turns, max_lines, turn_chars=turn_chars).split("\n"))
     goal = first_sentence(user_turns[0].content, 200) if user_turns else ""
     outcome = first_sentence(reply_turns[-1].content, 200) if reply_turns else ""
-    names = entities(turns)
+    names = entities(turns, turn_chars=turn_chars)
     tools = used
     if llm is not None:
         try:

@@ -220,17 +220,19 @@ class HeuristicExtractor:
     def extract(self, turns: Sequence[Turn], *, now: datetime) -> Extraction:
         result = Extraction(language=language_of(" ".join(t.content for t in turns if t.role == "user")))
         max_chars = self.config.extraction.heuristic_max_sentence_chars
+        read = self.config.extraction.offline_turn_chars
         for turn in turns:
             if turn.role != "user":
                 continue
-            splitter = _ZH_SENTENCE if language_of(turn.content) == "zh" else _EN_SENTENCE
-            for m in splitter.finditer(turn.content):
+            content = turn.content[:read]  # a pasted page is read by its start: bounded work
+            splitter = _ZH_SENTENCE if language_of(content) == "zh" else _EN_SENTENCE
+            for m in splitter.finditer(content):
                 sentence = m.group().strip()
                 if not sentence or len(sentence) > max_chars:
                     continue
                 if _is_command(sentence):
                     continue  # commands() handles these, in both modes
-                asked = bool(_QUESTION_END.match(turn.content[m.end():m.end() + 1]))
+                asked = bool(_QUESTION_END.match(content[m.end():m.end() + 1]))
                 if language_of(sentence) == "zh":
                     result.operations.extend(self._zh_clauses(sentence, now, asked=asked))
                     continue
@@ -416,7 +418,7 @@ def commands(turns: Sequence[Turn], config: Config, *, now: datetime, after_seq:
             continue
         if turn.role != "user":
             continue
-        units = _units(turn.content, config.extraction.heuristic_max_sentence_chars)
+        units = _units(turn.content[: config.extraction.offline_turn_chars], config.extraction.heuristic_max_sentence_chars)
         said = [t for k, t in units if k == "say"]
         here = _Topic(_joined(said)) if said else topic
         if turn.seq > after_seq:

@@ -205,7 +205,7 @@ def compact(memory: SessionParts, scope: Scope, session: Session, turns: Sequenc
         return session
     cfg = memory.config.session
     summary = summarize(memory.llm, turns, session.summary, max_lines=cfg.summary_max_lines,
-                        max_tokens=cfg.summary_tokens_max)
+                        max_tokens=cfg.summary_tokens_max, turn_chars=memory.config.extraction.offline_turn_chars)
     last = max(t.seq for t in turns)
     with memory.store.transaction():
         current = memory.store.get_session(scope, session.id) or session
@@ -235,7 +235,8 @@ def write_episode(memory: SessionParts, event: Event, *, offline: bool = False) 
     if len(turns) < memory.config.session.episode_min_messages:
         return None
     episode = make_episode(None if offline else memory.llm, scope, session_id, turns, memory.clock(),
-                           max_lines=memory.config.session.summary_max_lines)
+                           max_lines=memory.config.session.summary_max_lines,
+                           turn_chars=memory.config.extraction.offline_turn_chars)
     with memory.store.transaction():
         for old in memory.store.list_episodes(scope, session_id=session_id):
             memory.store.delete_episode(scope, old.id)
