@@ -38,8 +38,9 @@ def leaks(home: Path, secrets: Iterable[str] = SECRETS) -> list[tuple[str, str]]
 
 def _fill_other_user(m: Memory) -> None:
     """Enough rows of another user for the lexical postings to be saved to disk (≥ 1,000)."""
-    m.add_messages("b0", [{"role": "user", "content": f"bob talks about topic{i} and gardening"} for i in range(1050)],
-                   user_id="bob")
+    said = [{"role": "user", "content": f"bob talks about topic{i} and gardening"} for i in range(1050)]
+    for part in (said[:525], said[525:]):  # store.max_messages_per_call: 1,000 a call
+        m.add_messages("b0", part, user_id="bob")
     for i in range(20):
         m.add(f"bob grows tomato variety {i} in the garden", user_id="bob")
 

@@ -52,7 +52,7 @@ ROUTES = every_route()
 def open_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     home = tmp_path_factory.mktemp("open") / "home"
     server = Server(home, MEMLANE_SERVER__HEADER_SECONDS="1", MEMLANE_SERVER__BODY_SECONDS="1",
-                    MEMLANE_SERVER__MAX_JSON_BYTES="100000")
+                    MEMLANE_SERVER__MAX_JSON_BYTES="100000", MEMLANE_SERVER__ALLOWED_HOSTS="memlane.test")
     try:
         yield server
     finally:
@@ -83,12 +83,13 @@ def test_no_route_answers_a_foreign_host(mode: str, open_server: Server, keyed: 
     auth = {"Authorization": f"Bearer {key}"} if key else {}
     for method, path in ROUTES:
         for host in (f"rebind.evil.example:{server.port}", "evil.example", f"127.0.0.1.evil.example:{server.port}",
-                     "localhost.evil.example", ""):
+                     "localhost.evil.example", "", f"memlane.test.evil.example:{server.port}", "127.0.0.2"):
             r = _send(server, method, path, headers={"Host": host, **auth, "Content-Type": "application/json"},
                       content=b"{}" if method in ("POST", "PUT", "PATCH") else None)
             assert r.status_code == 421, (method, path, host, r.status_code, r.text[:200])
     assert r.json()["error"] == "MisdirectedRequest"
-    for host in (f"localhost:{server.port}", f"127.0.0.1:{server.port}", f"LOCALHOST.:{server.port}"):
+    own = [f"localhost:{server.port}", f"127.0.0.1:{server.port}", f"LOCALHOST.:{server.port}", f"[::1]:{server.port}"]
+    for host in own + ([f"memlane.test:{server.port}"] if mode == "open" else []):  # server.allowed_hosts
         assert _send(server, "GET", "/healthz", headers={"Host": host}).status_code == 200, host
 
 
@@ -318,4 +319,28 @@ def test_a_pasted_page_is_read_by_its_start(tmp_path: Path) -> None:
     assert "花生" in contents and "芒果" not in contents
     episode = mem.episodes(user_id="u", session_id="paste")[0]
     assert "芒果" not in " ".join(episode.entities)
+    mem.close()
+
+
+def test_the_python_api_caps_a_call_too(tmp_path: Path) -> None:
+    """`Memory.add_messages` refuses a flood before reading all of it (a generator of 50,000
+    is stopped at the cap), naming `messages` and pointing at import; nothing is stored."""
+    from memlane import Memory, ValidationError
+
+    mem = Memory(Config.load(store={"home": str(tmp_path / "home")}, embedding={"provider": "hash"}))
+    read = 0
+
+    def flood() -> Iterator[dict[str, str]]:
+        nonlocal read
+        for i in range(50_000):
+            read += 1
+            yield {"role": "user", "content": f"message {i}"}
+
+    with pytest.raises(ValidationError) as caught:
+        mem.add_messages("flood", flood(), user_id="u")
+    assert caught.value.field == "messages" and "import" in str(caught.value)
+    assert read <= mem.config.store.max_messages_per_call + 1
+    with pytest.raises(ValidationError, match="store.max_call_chars"):
+        mem.add_messages("big", [{"content": "x" * 150_000}] * 14, user_id="u")
+    assert mem.sessions(user_id="u") == []
     mem.close()

@@ -47,13 +47,12 @@ class StoreConfig(_Section):
     # 23,795 characters. Stored whole; only the first embedding.max_chars are embedded
     max_turn_chars: int = Field(200_000, ge=1)
     max_import_bytes: int = Field(200_000_000, ge=1)
-    # Not from a seed (issue 28): one add_messages call, so one request is bounded work: 50,000
-    # tiny messages cost 53 s of a server's CPU, and 1,000 held the store ~0.4 s (offline
-    # extraction runs in the call). An agent adds a turn or two a call; a conversation is loaded
-    # whole by import (`memlane import`, POST /v1/import, import_conversations), uncapped
-    max_messages_per_call: int = Field(100, ge=1)
-    # the characters of all of one call's messages: two of the longest turns (max_turn_chars)
-    max_call_chars: int = Field(400_000, ge=1)
+    # Not from a seed (issue 28): one add_messages call is bounded work: 50,000 tiny messages
+    # ran over 4 minutes (offline extraction runs in the call). A conversation is loaded whole
+    # by import (`memlane import`, POST /v1/import, import_conversations), uncapped; a server
+    # takes fewer a request (server.max_messages_per_request)
+    max_messages_per_call: int = Field(1_000, ge=1)
+    max_call_chars: int = Field(2_000_000, ge=1)  # the characters of all of one call's messages
     # not from a seed (issue 12): deleted text is zeroed in the file (SQLite secure_delete,
     # FTS5 secure-delete for memories and episodes; turns' index optimized after a forgetting
     # call, ~16 µs a stored turn). Off, forgotten text lingers in free pages and index
@@ -505,6 +504,10 @@ class ServerConfig(_Section):
     # one API key's requests running at once; more wait their turn up to key_queue_seconds,
     # then 429: a key flooding the server queues behind itself, other keys keep their share
     max_requests_per_key: int = Field(2, ge=1)
+    # one add_messages request over REST or MCP: 1,000 messages held the store ~0.4 s and every
+    # other user's search with it; an agent adds a turn or two at a time (bulk: POST /v1/import)
+    max_messages_per_request: int = Field(100, ge=1)
+    max_request_chars: int = Field(400_000, ge=1)  # their characters: two of the longest turns
     key_queue_seconds: float = Field(30.0, gt=0)
     scheduler: bool = True  # run the consolidation scheduler inside the server
     shutdown_seconds: float = Field(10.0, ge=0)  # graceful shutdown waits this long for background work
@@ -517,6 +520,22 @@ class ServerConfig(_Section):
     # server processes of one `memlane serve` on its port (forked, an engine each; worker 0 runs
     # the scheduler): more use more cores, each holds its own caches and embedding model
     workers: int = Field(1, ge=1, le=64)
+
+    @field_validator("allowed_hosts", mode="before")
+    @classmethod
+    def _hosts_from_text(cls, value: Any) -> Any:
+        """From the environment: "a.example,b.example" or a JSON list."""
+        if isinstance(value, str):
+            text = value.strip()
+            if text.startswith("["):
+                import json
+
+                try:
+                    return json.loads(text)
+                except ValueError:
+                    raise ValueError("is not a JSON list of host names") from None
+            return [h.strip() for h in text.split(",") if h.strip()]
+        return value
 
 
 class WebConfig(_Section):

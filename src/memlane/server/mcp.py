@@ -38,7 +38,7 @@ from memlane.errors import MemlaneError, NotFound
 from memlane.models import Scope
 from memlane.server.auth import Gate, is_loopback
 from memlane.server.errors import ApiError, SafeJSONResponse
-from memlane.server.schemas import jsonable, who
+from memlane.server.schemas import jsonable, request_messages, who
 
 Engine = Callable[[ServerRequestContext[Any, Any]], Memory]
 ScopeOf = Callable[[ServerRequestContext[Any, Any]], Scope]
@@ -322,7 +322,7 @@ def build_mcp(engine: Engine, scope: ScopeOf) -> MCPServer:
                      ctx: Context) -> dict[str, Any]:
         """Store conversation turns durably; memories are extracted from them in the background."""
         mem, sc = bound(ctx)
-        turns = _run(lambda: mem.add_messages(session_id, messages, **who(sc)))
+        turns = _run(lambda: mem.add_messages(session_id, request_messages(messages, mem.config.server), **who(sc)))
         return {"stored": len(turns), "turn_ids": [t["id"] for t in turns]}
 
     @tool(_READ)

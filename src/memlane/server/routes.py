@@ -196,7 +196,7 @@ def get_session(session_id: str, mem: MemoryDep, scope: ScopeDep) -> Response:
 def add_messages(session_id: str, body: s.Messages, mem: MemoryDep, scope: ScopeDep) -> Response:
     """Store turns durably; returns once they are committed (extraction follows in the
     background): each turn's id, seq and role, not the text sent (`GET .../turns` reads it)."""
-    turns = mem.add_messages(session_id, body.messages, **who(scope))
+    turns = mem.add_messages(session_id, s.request_messages(body.messages, mem.config.server), **who(scope))
     return ok({"session_id": session_id, "stored": len(turns),
                "turns": [{"id": t.id, "seq": t.seq, "role": t.role, "created_at": t.created_at.isoformat()}
                          for t in turns]}, 201)
