@@ -15,6 +15,7 @@ import pytest
 from memlane import Memory, ValidationError
 from memlane.markdown import parse_memory_md
 from memlane.models import Episode, Scope, Scratchpad
+from memlane.portable import is_export
 from memlane.testing import ManualClock
 
 T0 = datetime(2026, 1, 20, 9, 0, tzinfo=UTC)
@@ -175,3 +176,53 @@ def test_an_export_file_is_held_to_the_api_rules(memory: Memory, tmp_path: Path,
     # the scope that was not touched still round-trips through MEMORY.md
     memory.md_export(user_id="u1")
     assert memory.md_import(user_id="u1", dry_run=True) == []
+
+
+HEADER = '{"memlane_export": 1, "user_id": "u1", "agent_id": ""}\n'
+
+
+def test_an_export_nested_past_the_parser_names_its_line(memory: Memory, tmp_path: Path) -> None:
+    deep = tmp_path / "deep.jsonl"
+    deep.write_text(HEADER + '{"type": "memory", "record": ' + '{"a": ' * 100_000 + "1" + "}" * 100_000 + "}\n",
+                    encoding="utf-8")
+    with pytest.raises(ValidationError, match="deep.jsonl line 2: JSON nested too deeply"):
+        memory.import_(deep, user_id="u3")
+    header = tmp_path / "deep-header.jsonl"
+    header.write_text('{"memlane_export": ' + "[" * 100_000 + "]" * 100_000 + "}\n", encoding="utf-8")
+    assert not is_export(header)  # a RecursionError inside is no answer: it is not an export
+    with pytest.raises(ValidationError, match="line 1: JSON nested too deeply"):
+        memory.import_(header, user_id="u3")
+    digits = tmp_path / "digits.jsonl"
+    digits.write_text(HEADER + '{"type": "memory", "record": {"activation_count": ' + "9" * 5000 + "}}\n",
+                      encoding="utf-8")
+    with pytest.raises(ValidationError, match="line 2: holds an integer too long to read"):
+        memory.import_(digits, user_id="u3")
+    assert memory.stats(user_id="u3").events == 0
+
+
+@pytest.mark.parametrize(("make", "message"), [
+    (lambda p: None, "does not exist"),
+    (lambda p: p.mkdir(), "is a directory; give a file"),
+    (lambda p: p.write_bytes(b""), "is empty"),
+    (lambda p: p.write_text("\n \n", encoding="utf-8"), "is empty"),
+    (lambda p: p.write_bytes(bytes(range(256))), r"is not UTF-8 text \(byte 128\)"),
+])
+def test_a_file_that_is_no_export_says_what_it_is(memory: Memory, tmp_path: Path,
+                                                   make: Callable[[Path], object], message: str) -> None:
+    path = tmp_path / "lin.jsonl"
+    make(path)
+    with pytest.raises(ValidationError, match=message) as info:
+        memory.import_(path, user_id="u3")
+    assert info.value.field == "file" and str(path) in str(info.value)
+
+
+def test_a_device_is_not_read_as_an_export(memory: Memory) -> None:
+    with pytest.raises(ValidationError, match="not a regular file"):
+        memory.import_(Path(os.devnull), user_id="u3")
+
+
+def test_a_bad_scope_in_the_header_names_the_header(memory: Memory, tmp_path: Path) -> None:
+    path = tmp_path / "scope.jsonl"
+    path.write_text('{"memlane_export": 1, "user_id": "u1", "agent_id": 7}\n', encoding="utf-8")
+    with pytest.raises(ValidationError, match=r"agent_id: must be a string, got int \(.*scope.jsonl line 1: the header\)"):
+        memory.import_(path, user_id="u3")

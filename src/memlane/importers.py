@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import stat
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -44,15 +45,7 @@ def message_key(source: str, session_id: str, index: int, role: str, content: st
 def read_file(path: Path, max_bytes: int) -> list[Conversation]:
     """Parse any supported conversation file; errors name the file and the line."""
     path = Path(path)
-    if not path.is_file():
-        raise ValidationError("file", f"{path} does not exist or is not a file")
-    size = path.stat().st_size
-    if size > max_bytes:
-        raise ValidationError("file", f"{path} is {size} bytes; the limit is {max_bytes} (store.max_import_bytes)")
-    try:
-        text = path.read_text(encoding="utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise ValidationError("file", f"{path} is not UTF-8 text (byte {exc.start}); convert it to UTF-8") from None
+    text = read_text(path, max_bytes)
     if path.suffix.lower() == ".jsonl":
         convs = _from_jsonl(text, path)
     else:
@@ -62,11 +55,39 @@ def read_file(path: Path, max_bytes: int) -> list[Conversation]:
     return convs
 
 
+def read_text(path: Path, max_bytes: int) -> str:
+    """A file a person handed in, as text; else a ValidationError("file") saying what is wrong
+    with it: missing, a directory or device, unreadable, too large, not UTF-8, or empty."""
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        raise ValidationError("file", f"{path} does not exist") from None
+    except (OSError, ValueError) as exc:  # permission, a name too long, a NUL in the path
+        raise ValidationError("file", f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}") from None
+    if stat.S_ISDIR(st.st_mode):
+        raise ValidationError("file", f"{path} is a directory; give a file")
+    if not stat.S_ISREG(st.st_mode):
+        raise ValidationError("file", f"{path} is not a regular file (a device, pipe or socket); give a file")
+    if st.st_size > max_bytes:
+        raise ValidationError("file", f"{path} is {st.st_size} bytes; the limit is {max_bytes} (store.max_import_bytes)")
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise ValidationError("file", f"{path} is not UTF-8 text (byte {exc.start}); convert it to UTF-8") from None
+    except OSError as exc:
+        raise ValidationError("file", f"cannot read {path}: {exc.strerror or exc}") from None
+    if not text.strip():
+        raise ValidationError("file", f"{path} is empty")
+    return text
+
+
 def _loads(text: str, where: str) -> Any:
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
         raise ValidationError("file", f"{where}: not valid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from None
+    except ValueError as exc:  # an integer of more digits than Python converts
+        raise ValidationError("file", f"{where}: holds an integer too long to read ({str(exc).split(':')[0]})") from None
     except RecursionError:
         raise ValidationError("file", f"{where}: JSON nested too deeply to read") from None
 

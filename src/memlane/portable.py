@@ -29,6 +29,7 @@ from pydantic import ValidationError as PydanticValidationError
 from memlane import validate
 from memlane.config import MAX_ID_CHARS, Config
 from memlane.errors import ValidationError
+from memlane.importers import read_text
 from memlane.markdown import render_memory_md
 from memlane.models import (
     Episode,
@@ -82,11 +83,10 @@ def is_export(path: Path) -> bool:
     try:
         with path.open(encoding="utf-8-sig") as fh:
             first = fh.readline(4096)
-    except (OSError, UnicodeDecodeError):
-        return False
-    try:
         head = json.loads(first)
-    except json.JSONDecodeError:
+    # not text, not JSON, nested past the parser's depth (a RecursionError): not an export,
+    # and the conversation reader says what is wrong with it
+    except (OSError, ValueError, RecursionError):
         return False
     return isinstance(head, dict) and "memlane_export" in head
 
@@ -161,15 +161,7 @@ def check_record(kind: str, rec: Any, config: Config) -> Any:
 
 
 def _read(path: Path, config: Config) -> tuple[dict[str, Any], list[tuple[int, str, Any]]]:
-    max_bytes = config.store.max_import_bytes
-    if not path.is_file():
-        raise ValidationError("file", f"{path} does not exist or is not a file")
-    if path.stat().st_size > max_bytes:
-        raise ValidationError("file", f"{path} is larger than {max_bytes} bytes (store.max_import_bytes)")
-    try:
-        text = path.read_text(encoding="utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise ValidationError("file", f"{path} is not UTF-8 text (byte {exc.start})") from None
+    text = read_text(path, config.store.max_import_bytes)
     header: dict[str, Any] | None = None
     records: list[tuple[int, str, Any]] = []
     for n, line in enumerate(text.splitlines(), 1):
@@ -179,6 +171,9 @@ def _read(path: Path, config: Config) -> tuple[dict[str, Any], list[tuple[int, s
             obj = json.loads(line)
         except json.JSONDecodeError as exc:
             raise ValidationError("file", f"{path} line {n}: not valid JSON ({exc.msg})") from None
+        except ValueError as exc:  # an integer of more digits than Python converts
+            raise ValidationError("file", f"{path} line {n}: holds an integer too long to read "
+                                          f"({str(exc).split(':')[0]})") from None
         except RecursionError:
             raise ValidationError("file", f"{path} line {n}: JSON nested too deeply") from None
         if header is None:
@@ -195,8 +190,8 @@ def _read(path: Path, config: Config) -> tuple[dict[str, Any], list[tuple[int, s
             rec = _MODELS[kind].model_validate(obj.get("record"))
         except PydanticValidationError as exc:
             e = exc.errors()[0]
-            where = ".".join(str(p) for p in e["loc"])
-            raise ValidationError("file", f"{path} line {n}: {kind}.{where}: {e['msg'][:200]}") from None
+            where = ".".join([kind, *(str(p) for p in e["loc"])])
+            raise ValidationError("file", f"{path} line {n}: {where}: {e['msg'][:200]}") from None
         try:
             records.append((n, kind, check_record(kind, rec, config)))
         except ValidationError as exc:
@@ -211,7 +206,11 @@ def import_scope(mem: Porting, path: Path, *, user_id: str | None = None, agent_
     """Import a memlane JSONL export into `user_id` (default: the exported scope)."""
     path = Path(path)
     header, records = _read(path, mem.config)
-    scope = Scope.of(user_id or header.get("user_id"), agent_id if agent_id is not None else header.get("agent_id"))
+    try:
+        scope = Scope.of(user_id or header.get("user_id"), agent_id if agent_id is not None else header.get("agent_id"))
+    except ValidationError as exc:  # the header's scope: say where it came from
+        raise ValidationError(exc.field, f"{str(exc)[len(exc.field) + 2:]} ({path} line 1: the header); "
+                                         "nothing was imported") from None
     report = ImportReport(str(path), scope.user_id, scope.agent_id)
     store = mem.store
     own = {"user_id": scope.user_id, "agent_id": scope.agent_id}

@@ -9,11 +9,14 @@ registers them on `app`.
 from __future__ import annotations
 
 import importlib
+import io
 import json
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 import typer
+import typer.main
 
 from memlane.cli.common import app, err
 from memlane.errors import MemlaneError
@@ -29,8 +32,14 @@ def main(argv: Sequence[str] | None = None) -> None:
     """Console entry point: MemlaneError → one line on stderr, exit 1; usage error → exit 2."""
     args = list(argv) if argv is not None else sys.argv[1:]
     as_json = "--json" in args
+    if isinstance(sys.stdout, io.TextIOWrapper):
+        # a file name that is not UTF-8 comes in as lone surrogates; echoed back, it prints as
+        # \udcff (inside JSON, the same escape) instead of failing the write
+        sys.stdout.reconfigure(errors="backslashreplace")
+    command = typer.main.get_command(app)
+    _bare_flags(command, typer.Context(command, help_option_names=["-h", "--help"]))
     try:
-        code = app(args=args, prog_name="memlane", standalone_mode=False)
+        code = command.main(args=args, prog_name="memlane", standalone_mode=False)
     except typer.Abort:
         _fail(as_json, "Aborted", "interrupted", 1)
     except typer.TyperException as exc:  # usage errors: a missing --user, a bad --category ...
@@ -54,3 +63,14 @@ def _fail(as_json: bool, kind: str, detail: str, code: int, field: str | None = 
     else:
         err.print(f"[red]error:[/] {detail}", highlight=False)
     sys.exit(code)
+
+
+def _bare_flags(command: Any, ctx: typer.Context) -> None:
+    """Show each flag (--json, --yes, --version, -h ...) in help as a bare flag: this typer
+    prints a `<bool>` type beside it, as if it took a value."""
+    help_option = command.get_help_option(ctx)  # made once and cached on the command
+    for param in [*command.params, *([help_option] if help_option is not None else [])]:
+        if getattr(param, "is_flag", False):
+            param.metavar = ""
+    for sub in getattr(command, "commands", {}).values():
+        _bare_flags(sub, ctx)

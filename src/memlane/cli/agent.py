@@ -119,6 +119,9 @@ def consolidate(
     """
     if all_scopes == (user is not None):
         raise typer.BadParameter("give --user (or set MEMLANE_USER) for one scope, or --all for every scope")
+    if all_scopes and agent is not None:  # it would be ignored: --all runs every scope, agents' too
+        raise typer.BadParameter("--agent picks an agent within one --user's scope; --all runs every scope",
+                                 param_hint="--agent")
     with _memory() as mem:
         report = mem.consolidate(user_id=None if all_scopes else user, agent_id=agent, dry_run=dry_run)
     _print_consolidation(report, as_json)

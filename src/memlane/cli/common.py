@@ -6,6 +6,7 @@ Errors memlane raises on purpose print one line and exit 1; usage errors exit 2.
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -21,6 +22,7 @@ from rich.table import Table
 
 from memlane.api import Memory
 from memlane.config import PROFILES, Config
+from memlane.errors import ConfigError, ValidationError
 from memlane.importers import ConversationImport
 from memlane.models import Hit, MemoryRecord
 
@@ -76,7 +78,65 @@ def _config(home: Path | None = None) -> Config:
         overrides["embedding"] = {"provider": _state["embedder"]}
     if _state["profile"]:
         overrides["profile"] = _state["profile"]
-    return Config.from_env(home=home or _state["home"], **overrides)
+    try:
+        return Config.from_env(home=home or _state["home"], **overrides)
+    except OSError as exc:  # memlane.toml is a directory, or unreadable
+        raise ConfigError(f"cannot read {exc.filename}: {exc.strerror}; fix or remove the file") from exc
+
+
+def _store_config(home: Path | None = None) -> Config:
+    """`_config()` for a command that opens the store: the data directory checked first, so a
+    file there, a path that cannot be created or written, or a memlane.db that is no database
+    is one line saying what to do, not a traceback from deep inside the store."""
+    cfg = _config(home)
+    source = cfg.sources.get("store.home", "default")
+    where = {"argument": "--home", "env MEMLANE_HOME": "MEMLANE_HOME", "default": "the default"}.get(source, source)
+    _usable_dir(cfg.home, f"data directory {cfg.home} (from {where})",
+                "point --home or MEMLANE_HOME at a directory you can write (a missing one is created)")
+    if cfg.store.backend == "sqlite":
+        _sqlite_file(cfg.db_path, "move it away or choose another --home")
+    return cfg
+
+
+def _usable_dir(path: Path, what: str, fix: str) -> None:
+    """A directory memlane can write in, made if missing; else a ConfigError naming `what`."""
+    try:
+        str(path).encode("utf-8")
+    except UnicodeEncodeError:  # bytes that are not UTF-8 in the path: SQLite cannot open it
+        raise ConfigError(f"{what}: the path is not UTF-8 text; {fix}") from None
+    if path.exists() and not path.is_dir():
+        raise ConfigError(f"{what} is a file, not a directory; {fix}")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ConfigError(f"cannot create {what}: {exc.strerror}; {fix}") from exc
+    if not os.access(path, os.W_OK | os.X_OK):
+        raise ConfigError(f"{what} is not writable; {fix}")
+
+
+_SQLITE_HEADER = b"SQLite format 3\x00"  # the first 16 bytes of every SQLite database file
+
+
+def _sqlite_file(path: Path, fix: str) -> None:
+    """Nothing, a new (empty) file, or a SQLite database at `path`; else a ConfigError."""
+    try:
+        with path.open("rb") as fh:
+            head = fh.read(len(_SQLITE_HEADER))
+    except FileNotFoundError:
+        return
+    except OSError as exc:  # a directory of that name, no permission
+        raise ConfigError(f"cannot open the database {path}: {exc.strerror}; {fix}") from exc
+    if head and head != _SQLITE_HEADER:
+        raise ConfigError(f"{path} is not a SQLite database; {fix}")
+
+
+def _confirm(question: str, command: str) -> bool:
+    """Ask on the terminal. Without one (a pipe, cron, CI) there is no one to answer: say to
+    pass --yes (exit 1, as a refusal), rather than read end-of-file and report "interrupted"."""
+    if not sys.stdin.isatty():
+        raise ValidationError("--yes", f"`memlane {command}` asks for confirmation, which needs a terminal; "
+                                       "pass --yes to confirm non-interactively")
+    return typer.confirm(question)
 
 
 def _category(mem: Memory, category: str | None) -> str | None:
@@ -100,7 +160,7 @@ def _fit(text: str, width: int) -> str:
 
 @contextmanager
 def _memory(home: Path | None = None, *, background: bool = False) -> Iterator[Memory]:
-    cfg = _config(home)
+    cfg = _store_config(home)
     cfg.embedding.background = background  # one-shot commands embed in line, then exit
     mem = Memory(cfg)
     try:
@@ -149,8 +209,9 @@ def _hit_table(hits: Sequence[Hit], title: str) -> Table:
 
 
 def _progress() -> Progress:
+    # no bar where no one watches (a pipe, a log): it would leave only a blank line there
     return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
-                    console=err, transient=True)
+                    console=err, transient=True, disable=not err.is_terminal)
 
 
 def _parse_time(value: str | None, name: str) -> datetime | None:

@@ -4,15 +4,38 @@ backends (SQLite ↔ PostgreSQL)."""
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich.table import Table
 
-from memlane.cli.common import JsonOpt, _config, _emit_json, app, out
+from memlane import validate
+from memlane.cli.common import (
+    JsonOpt,
+    _emit_json,
+    _sqlite_file,
+    _store_config,
+    _usable_dir,
+    app,
+    out,
+)
 from memlane.errors import MemlaneError
-from memlane.store import open_store
+from memlane.store import Store, open_store
 from memlane.store.copy import copy_store, open_url
+
+
+def _open(url: str, option: str, *, create: bool) -> Store:
+    """`open_url`, the option's value checked first: one line of text, and for SQLite a
+    directory that can hold the file (when creating) and a file that is a database."""
+    validate.ident(option, url, limit=4096)
+    if not url.startswith(("postgresql://", "postgres://")):
+        path = Path(url.removeprefix("sqlite://"))
+        db = path / "memlane.db" if path.is_dir() else path
+        if create:
+            _usable_dir(db.parent, f"the directory of {option} {db}", f"give {option} a path you can write")
+        _sqlite_file(db, f"give {option} another path")
+    return open_url(url, create=create)
 
 
 @app.command("migrate")
@@ -27,7 +50,7 @@ def migrate(
 
     Example: MEMLANE_DATABASE_URL=postgresql://memlane@db/memlane memlane migrate
     """
-    store = open_url(database, create=True) if database else open_store(_config())
+    store = _open(database, "--database", create=True) if database is not None else open_store(_store_config())
     try:
         done = store.migrations()
     finally:
@@ -57,9 +80,9 @@ def copy(
 
     Example: memlane copy --from sqlite:///$HOME/.memlane/memlane.db --to postgresql://memlane@db/memlane
     """
-    src = open_url(source, create=False)
+    src = _open(source, "--from", create=False)
     try:
-        dst = open_url(destination, create=True)
+        dst = _open(destination, "--to", create=True)
         try:
             report = copy_store(src, dst, source, destination)
         finally:

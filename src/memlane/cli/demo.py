@@ -34,7 +34,7 @@ def demo(
     as_json: JsonOpt = False,
     serve_ui: Annotated[bool, typer.Option(
         "--serve", help="Then serve it: the web UI at http://127.0.0.1:8765 shows the demo user's memories.")] = False,
-    port: Annotated[int | None, typer.Option("--port", help="With --serve: the port (default server.port).")] = None,
+    port: Annotated[int | None, typer.Option("--port", min=1, max=65535, help="With --serve: the port (default server.port).")] = None,
 ) -> None:
     """Import a bundled Chinese + English conversation into a fresh data dir and search it.
 

@@ -18,6 +18,7 @@ from memlane.cli.common import (
     app,
     out,
 )
+from memlane.errors import ValidationError
 from memlane.markdown import atomic_write
 
 md_app = typer.Typer(
@@ -61,6 +62,9 @@ def md_import(
 
     Example: memlane md import --user lin --dry-run
     """
+    if path is not None and path.exists() and not path.is_file():  # the reader would call it missing
+        kind = "a directory" if path.is_dir() else "not a regular file (a device, pipe or socket)"
+        raise ValidationError("file", f"{path} is {kind}; give the MEMORY.md file to read")
     with _memory() as mem:
         ops = mem.md_import(path, user_id=user, agent_id=agent, dry_run=dry_run)
     if as_json:

@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from memlane.cli.common import AgentOpt, JsonOpt, _emit_json, _memory, app, err, out
+from memlane.cli.common import AgentOpt, JsonOpt, _confirm, _emit_json, _memory, app, err, out
 from memlane.forget import ForgetReport
 
 sessions_app = typer.Typer(
@@ -49,7 +49,7 @@ def purge(
     Example: memlane purge --user lin --yes
     """
     what = f"user {user!r}" + (f" (agent {agent!r})" if agent else " (all agents)")
-    if not yes and not typer.confirm(f"Forget everything of {what}? This cannot be undone"):
+    if not yes and not _confirm(f"Forget everything of {what}? This cannot be undone", "purge"):
         err.print("nothing was deleted")
         raise typer.Exit(1)
     with _memory() as mem:

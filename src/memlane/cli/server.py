@@ -8,7 +8,8 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.table import Table
 
-from memlane.cli.common import AgentOpt, JsonOpt, _config, _emit_json, app, err, out
+from memlane import validate
+from memlane.cli.common import AgentOpt, JsonOpt, _emit_json, _store_config, app, err, out
 from memlane.config import Config
 from memlane.errors import ConfigError
 from memlane.models import Scope
@@ -48,7 +49,7 @@ def keys_create(
     """
     if not admin and not user:
         raise typer.BadParameter("give --user (the key's scope) or --admin", param_hint="--user")
-    keys = _keystore(_config())
+    keys = _keystore(_store_config())
     try:
         key, info = keys.create(user_id=user, agent_id=agent, admin=admin, name=name)
     finally:
@@ -70,7 +71,7 @@ def keys_list(
 
     Example: memlane keys list --all
     """
-    keys = _keystore(_config())
+    keys = _keystore(_store_config())
     try:
         infos = keys.list(include_revoked=all_)
     finally:
@@ -97,7 +98,7 @@ def keys_revoke(
 
     Example: memlane keys revoke 3f9a1c2b7d4e
     """
-    keys = _keystore(_config())
+    keys = _keystore(_store_config())
     try:
         info = keys.revoke(key_id)
     finally:
@@ -117,7 +118,7 @@ def keys_reopen(as_json: JsonOpt = False) -> None:
 
     Example: memlane keys revoke 3f9a1c2b7d4e; memlane keys reopen
     """
-    keys = _keystore(_config())
+    keys = _keystore(_store_config())
     try:
         gone = keys.reopen()
     finally:
@@ -129,11 +130,14 @@ def keys_reopen(as_json: JsonOpt = False) -> None:
               "(for server.local_user, within 10 s)", highlight=False)
 
 
+_LOG_LEVELS = ("debug", "info", "warning", "error")
+
+
 @app.command()
 def serve(
     host: Annotated[str | None, typer.Option("--host", help="Address to bind (default server.host, 127.0.0.1); "
                                                             "any non-loopback address needs API keys.")] = None,
-    port: Annotated[int | None, typer.Option("--port", help="Port (default server.port, 8765).")] = None,
+    port: Annotated[int | None, typer.Option("--port", min=1, max=65535, help="Port (default server.port, 8765).")] = None,
     user: Annotated[str | None, typer.Option("--user", "-u", help="The local user of open mode (loopback, "
                                                                   "no keys); default server.local_user.")] = None,
     log_level: Annotated[str, typer.Option("--log-level", help="debug, info, warning or error.")] = "info",
@@ -153,7 +157,11 @@ def serve(
     from memlane.server.auth import is_loopback
     from memlane.server.protocol import uvicorn_options
 
-    cfg = _config()
+    if log_level.lower() not in _LOG_LEVELS:
+        raise typer.BadParameter(f"{log_level!r} is not one of {', '.join(_LOG_LEVELS)}", param_hint="--log-level")
+    if host is not None:
+        validate.ident("--host", host)  # getaddrinfo fails on a lone surrogate with a traceback
+    cfg = _store_config()
     if user:
         cfg.server.local_user = Scope.of(user).user_id
     if open_admin:
@@ -195,7 +203,7 @@ def mcp(
 
     logging.basicConfig(level=logging.WARNING)  # stdout is the protocol: logs go to stderr
     scope = Scope.of(user, agent)
-    mem = Memory(_config())
+    mem = Memory(_store_config())
     sched = Scheduler(mem) if mem.config.server.scheduler else None
     try:
         if sched is not None:
