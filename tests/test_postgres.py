@@ -389,7 +389,8 @@ def test_workers_on_a_fresh_home_serve_one_database(tmp_path: Path, pg_url: str)
     pytest.importorskip("fastapi")
     from .server_support import Server
 
-    server = Server(tmp_path / "home", "--workers", "2", MEMLANE_DATABASE_URL=pg_url)  # no such directory
+    server = Server(tmp_path / "home", "--workers", "2", "--open-admin",  # no such directory
+                    MEMLANE_DATABASE_URL=pg_url)
     try:
         with server.client() as c:
             mid = c.post("/v1/memories", json={"content": "the kiln fires at dawn"}).json()["id"]

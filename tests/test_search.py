@@ -343,13 +343,26 @@ def test_a_page_wider_than_the_index_beam_is_served(make_memory):
 
 
 def test_a_page_pasted_as_the_query_is_searched(memory):
-    # 20k distinct words: PostgreSQL's tsquery of them all exceeded its stack depth (a
-    # BackendError), and counting each one took minutes; the query's first words decide
+    # distinct words past search.max_query_terms: PostgreSQL's tsquery of them all exceeded its
+    # stack depth (a BackendError), and counting each one took minutes; the first words decide.
+    # Longer than search.max_query_chars, a query is refused (issue 28); build_context, whose
+    # query is the user's message, searches by its start
+    from memlane.errors import ValidationError
+
     memory.add_messages("s", [say("user", "the w3x violin lesson", 0), say("user", "an unrelated turn", 1)],
                         user_id="u1")
-    query = " ".join(f"w{i}x" for i in range(20_000))
+    limit = memory.config.search.max_query_chars
+    words = [f"w{i}x" for i in range(20_000)]
+    query = " ".join(words)[:limit].rsplit(" ", 1)[0]
+    assert len(query.split()) > memory.config.search.max_query_terms
     hits = memory.search(query, user_id="u1", corpus="turns", limit=1)
     assert [h.content for h in hits] == ["the w3x violin lesson"] and hits[0].highlights == ["w3x"]
+    with pytest.raises(ValidationError, match="search.max_query_chars") as caught:
+        memory.search(" ".join(words), user_id="u1", corpus="turns", limit=1)
+    assert caught.value.field == "query"
+    memory.add("the user takes a w3x violin lesson on Fridays", user_id="u1")
+    ctx = memory.build_context(None, " ".join(words), user_id="u1")
+    assert "violin" in ctx.render()
 
 
 @pytest.mark.parametrize("bad", ["nan", "width", "list", "none"])
