@@ -154,6 +154,9 @@ class Probe:
         self._threads = [threading.Thread(target=self._loop, args=(kind,), daemon=True) for kind in ("h", "s")]
 
     def __enter__(self) -> Probe:
+        auth = {"Authorization": f"Bearer {self.key}"} if self.key else {}
+        with httpx.Client(base_url=self.server.url, headers=auth, timeout=120) as c:  # warm: not measured
+            c.post("/v1/search", json={"query": QUESTIONS[0]})
         for t in self._threads:
             t.start()
         return self

@@ -489,8 +489,8 @@ class ServerConfig(_Section):
     # (status, purge of any user), unless the person starting the server asks: --open-admin
     open_admin: bool = False
     # bodies are refused with 413 before they are read past these sizes: an API or MCP call's
-    # JSON (a request's messages are capped by store.max_messages_per_call / max_call_chars
-    # too); an import (POST /v1/import) and the web UI's forms, room for a few thousand memories
+    # JSON, a web UI form (a request's messages are capped by max_messages_per_request too); an
+    # import (POST /v1/import, the web UI's import form), room for a few thousand memories
     max_json_bytes: int = Field(2_000_000, ge=1_024)
     max_body_bytes: int = Field(8_000_000, ge=1_024)
     max_json_depth: int = Field(32, ge=2)  # deeper JSON is refused with 422, parsed off the event loop

@@ -14,7 +14,7 @@ In this order, each refusal memlane's JSON error body:
 4. **Key** (401): an API or MCP request is authenticated before its body is read, so a
    stranger's body costs nothing.
 5. **Body** (413, 408): read whole, at most `server.max_json_bytes` (`max_body_bytes` for an
-   import and the web UI's forms), within `server.body_seconds`. The JSON itself is parsed
+   import, by the API or the web UI's form), within `server.body_seconds`. The JSON itself is parsed
    off the event loop, by the route (`routes.JSONRoute`).
 """
 
@@ -42,6 +42,7 @@ Send = Callable[[Any], Awaitable[None]]
 LOOPBACK_NAMES = ("localhost", "127.0.0.1", "[::1]")
 _API = ("/v1/", "/mcp")  # key-authenticated JSON; everything else is the web UI and public pages
 _IMPORT = ("/v1/import",)
+_UI_IMPORT = ("/files/import",)  # the web UI's import form; its other forms are small
 _JSON_TYPES = ("application/json",)
 _IMPORT_TYPES = ("application/json", "application/x-ndjson", "application/jsonl", "application/json-seq")
 _WRITES = ("POST", "PUT", "PATCH", "DELETE")
@@ -185,7 +186,7 @@ class Guard:
         if not _has_body(headers):
             return None
         path = scope.get("path", "")
-        big = path in _IMPORT or not path.startswith(_API)
+        big = path in _IMPORT or path in _UI_IMPORT
         limit, setting = ((self.cfg.max_body_bytes, "server.max_body_bytes") if big
                           else (self.cfg.max_json_bytes, "server.max_json_bytes"))
         length = headers.get("content-length")
