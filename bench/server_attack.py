@@ -14,8 +14,8 @@ first, in the same run (the baseline).
   without a key.
 - long queries: `--attackers` clients with a key searching with the longest query allowed
   (`search.max_query_chars` Chinese characters) and one past it.
-- message floods: `--attackers` clients with a key posting the most messages one call takes
-  (`store.max_messages_per_call`) and one more.
+- message floods: `--attackers` clients with a key posting the most messages one request takes
+  (`server.max_messages_per_request`) and one more.
 - slow clients: `--slow` connections dribbling their headers or bodies; how many are still
   open past `server.header_seconds` / `body_seconds` (target 0).
 
@@ -291,7 +291,7 @@ def main() -> None:
 
         big = b"[" + b"0," * 4_000_000 + b"0]"
         zh = "花生过敏" * (limits.search.max_query_chars // 4)
-        msgs = [{"content": f"flood {i}"} for i in range(limits.store.max_messages_per_call)]
+        msgs = [{"content": f"flood {i}"} for i in range(limits.server.max_messages_per_request)]
         k = {"Authorization": f"Bearer {mallory}"}
 
         def chunks() -> Any:

@@ -102,9 +102,9 @@ class EmbeddingConfig(_Section):
     passages: int = Field(8, ge=0, le=32)
     background: bool = True  # turns are embedded behind ingest, never blocking add_messages
     # Not from a seed (issue 28): the dense side embeds a query's first this many characters.
-    # e5 costs ~1 ms a token and holds the model while it runs: 2,000 Chinese characters took
-    # 2.6 s, every other search waiting behind it; 256 bounds a query near 0.2 s (Chinese) and
-    # 0.06 s (English), above every dev-set question (the full text is still matched by words)
+    # e5 costs ~1 ms a token: 2,000 Chinese characters took 2.6 s, every other search waiting
+    # behind it; 256 is above every dev-set question (the longest: 201 characters, 50 tokens),
+    # and the full text is still matched by its words
     max_query_chars: int = Field(256, ge=16)
     # Not from a seed (issue 28), e5: a query is embedded by at most this many tokens (~1 ms
     # each here), and the model is loaded this many times (~36 MB each) so that a search runs
@@ -230,9 +230,10 @@ class SearchConfig(_Section):
     # count per term); the longest dev-set questions (LongMemEval) hold under 40 words
     max_query_terms: int = Field(256, ge=1)
     # Not from a seed (issue 28): the longest query any entry point takes (API, CLI, REST, MCP,
-    # the agent tools); longer is a ValidationError. A question fits many times over; a pasted
-    # page is a document to import, not a query. build_context reads a longer message's start
-    max_query_chars: int = Field(2_000, ge=16)
+    # the agent tools); longer is a ValidationError. The longest dev-set question is 201
+    # characters; a pasted page is a document to import, not a query (its words cost ~30 ms of
+    # CPU a 1,000 characters to analyse). build_context reads a longer message's start
+    max_query_chars: int = Field(1_000, ge=16)
     activate_on_hit: bool = True  # seed 001/004: a hit updates last_activated / count
     # Not from a seed (issue 13, 18): the absolute relevance (`Hit.score`) below which a memory is
     # not injected by build_context nor returned by the search_memory / recall_memory tools.
@@ -501,9 +502,10 @@ class ServerConfig(_Section):
     max_header_bytes: int = Field(16_384, ge=1_024)  # a request's line and headers together
     # connections and requests at once, past which uvicorn answers 503 at once (limit_concurrency)
     max_connections: int = Field(256, ge=1)
-    # one API key's requests running at once; more wait their turn up to key_queue_seconds,
+    # one API key's requests running at once (bench/server_attack.py: with 2, one key's long
+    # queries doubled another user's search p95); more wait their turn up to key_queue_seconds,
     # then 429: a key flooding the server queues behind itself, other keys keep their share
-    max_requests_per_key: int = Field(2, ge=1)
+    max_requests_per_key: int = Field(1, ge=1)
     # one add_messages request over REST or MCP: 1,000 messages held the store ~0.4 s and every
     # other user's search with it; an agent adds a turn or two at a time (bulk: POST /v1/import)
     max_messages_per_request: int = Field(100, ge=1)
