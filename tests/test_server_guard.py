@@ -344,3 +344,27 @@ def test_the_python_api_caps_a_call_too(tmp_path: Path) -> None:
         mem.add_messages("big", [{"content": "x" * 150_000}] * 14, user_id="u")
     assert mem.sessions(user_id="u") == []
     mem.close()
+
+
+def test_adding_to_a_long_session_reads_only_its_new_part(tmp_path: Path) -> None:
+    """add_messages on a session of thousands of turns reads the turns past what was compacted
+    and extracted, not the whole session each time (its cost stayed flat, not growing with it)."""
+    from memlane import Memory
+
+    mem = Memory(Config.load(store={"home": str(tmp_path / "home")}, embedding={"provider": "hash"}))
+    batch = [{"role": "user", "content": f"I had a long day at work number {i}"} for i in range(100)]
+    for _ in range(30):
+        mem.add_messages("long", batch, user_id="u")
+    read: list[int] = []
+    real = mem.store.get_turns
+
+    def counting(*args: Any, **kw: Any) -> Any:
+        rows = real(*args, **kw)
+        read.append(len(rows))
+        return rows
+
+    mem.store.get_turns = counting  # type: ignore[method-assign]
+    mem.add_messages("long", batch, user_id="u")
+    cap = mem.config.session.compaction_cap
+    assert read and max(read) <= 2 * cap + len(batch), read  # 3,100 turns stored
+    mem.close()

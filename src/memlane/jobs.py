@@ -241,7 +241,7 @@ class JobRunner:
 
     def _extract_and_merge(self, job: ExtractionJob, scope: Scope, now: datetime, llm: LLM | None,
                            report: JobReport) -> None:
-        everything = self.store.get_turns(scope, session_id=job.session_id)
+        everything = self.store.get_turns(scope, session_id=job.session_id, after_seq=job.first_seq - 3)
         turns = [t for t in everything if job.first_seq <= t.seq <= job.last_seq]
         context = [t for t in everything if job.first_seq - 2 <= t.seq <= job.last_seq]
         session = self.store.get_session(scope, job.session_id)
@@ -295,8 +295,8 @@ class JobRunner:
         if session is None:
             return None
         done = int(session.metadata.get("commands_through", 0))
-        turns = [t for t in self.store.get_turns(scope, session_id=session_id)
-                 if t.seq > done - self.config.extraction.command_context_turns]
+        turns = self.store.get_turns(scope, session_id=session_id,
+                                     after_seq=done - self.config.extraction.command_context_turns)
         ops = commands(turns, self.config, now=now, after_seq=done)
         if not turns or not ops:
             return None

@@ -191,7 +191,8 @@ def maybe_compact(memory: SessionParts, scope: Scope, session_id: str) -> bool:
         through = compacted_through(session)
         if memory.store.next_seq(scope, session_id) - 1 - through <= cap:  # seqs are dense: no read needed
             return compacted
-        pending = [t for t in memory.store.get_turns(scope, session_id=session_id) if t.seq > through]
+        # only what is past the compacted part: a long session's earlier turns are not read again
+        pending = memory.store.get_turns(scope, session_id=session_id, after_seq=through)
         if len(pending) <= cap:
             return compacted
         compact(memory, scope, session, pending[: len(pending) // 2])

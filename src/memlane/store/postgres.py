@@ -777,12 +777,13 @@ class PostgresStore:
 
     def get_turns(self, scope: Scope, *, session_id: str | None = None, since: datetime | None = None,
                   until: datetime | None = None, limit: int | None = None, newest_first: bool = False,
-                  rowids: Sequence[int] | None = None) -> list[Turn]:
+                  rowids: Sequence[int] | None = None, after_seq: int | None = None) -> list[Turn]:
         self._scope(scope)
         where = ["user_id = %s", "agent_id = %s"]
         params: list[Any] = [scope.user_id, scope.agent_id]
         for cond, value in (("session_id = %s", session_id), ("created_at >= %s", ts(since)),
-                            ("created_at <= %s", ts(until))):
+                            ("created_at <= %s", ts(until)),
+                            ("seq > %s", None if after_seq is None else int(after_seq))):
             if value is not None:
                 where.append(cond)
                 params.append(value)

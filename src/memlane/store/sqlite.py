@@ -775,12 +775,16 @@ class SQLiteStore:
         limit: int | None = None,
         newest_first: bool = False,
         rowids: Sequence[int] | None = None,
+        after_seq: int | None = None,
     ) -> list[Turn]:
         where: list[str] = ["user_id = ?", "agent_id = ?"]
         params: list[Any] = [scope.user_id, scope.agent_id]
         if session_id is not None:
             where.append("session_id = ?")
             params.append(session_id)
+        if after_seq is not None:  # a session's turns past one: read from the (session, seq) index
+            where.append("seq > ?")
+            params.append(int(after_seq))
         if since is not None:
             where.append("created_at >= ?")
             params.append(ts(since))
