@@ -125,6 +125,9 @@ class Served:
         env.update(PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT / "src"), env.get("PYTHONPATH")])),
                    MEMLANE_HOME=str(home), MEMLANE_EMBEDDER="hash", MEMLANE_SERVER__SCHEDULER=str(scheduler).lower(),
                    MEMLANE_LIFECYCLE__SCHEDULER_POLL_SECONDS="1", MEMLANE_LIFECYCLE__SCHEDULE_HOURS="0.001")
+        # this bench measures throughput: a writer adds turns as fast as it can, past the turn
+        # budget one key has by default (bench/server_attack.py measures that policy)
+        env.setdefault("MEMLANE_SERVER__MAX_TURNS_PER_MINUTE", "1000000")
         if self.database_url:
             env["MEMLANE_DATABASE_URL"] = self.database_url
         env.update(self.extra_env)

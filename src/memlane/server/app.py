@@ -27,6 +27,7 @@ from memlane.config import Config
 from memlane.lifecycle import Scheduler
 from memlane.server import routes
 from memlane.server.auth import AdminDep, Gate, MemoryDep, is_loopback
+from memlane.server.budget import TurnBudget
 from memlane.server.errors import SafeJSONResponse, install_handlers
 from memlane.server.guard import Guard
 from memlane.server.keys import KeyStore
@@ -111,6 +112,7 @@ def create_app(config: Config, *, memory: Memory | None = None, host: str | None
                   description="Long-term memory for LLM agents. Authenticate with `Authorization: Bearer <key>`.")
     app.state.memory = None
     app.state.config = config
+    app.state.turn_budget = TurnBudget(config.server.max_turns_per_minute)
     app.state.bind = bind
     install_handlers(app)
     app.include_router(routes.v1)

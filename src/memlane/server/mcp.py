@@ -322,6 +322,7 @@ def build_mcp(engine: Engine, scope: ScopeOf) -> MCPServer:
                      ctx: Context) -> dict[str, Any]:
         """Store conversation turns durably; memories are extracted from them in the background."""
         mem, sc = bound(ctx)
+        _spend_turns(ctx.request_context, len(messages))
         turns = _run(lambda: mem.add_messages(session_id, request_messages(messages, mem.config.server), **who(sc)))
         return {"stored": len(turns), "turn_ids": [t["id"] for t in turns]}
 
@@ -371,6 +372,18 @@ def stdio_mcp(mem: Memory, scope: Scope) -> MCPServer:
 
 def _app_state(rctx: ServerRequestContext[Any, Any]) -> Any:
     return getattr(getattr(rctx.request, "app", None), "state", None)
+
+
+def _spend_turns(rctx: ServerRequestContext[Any, Any], turns: int) -> None:
+    """The key's turn budget inside `memlane serve` (server.max_turns_per_minute), as on REST."""
+    budget = getattr(_app_state(rctx), "turn_budget", None)
+    principal = getattr(getattr(rctx.request, "state", None), "principal", None)
+    if budget is None or principal is None:
+        return  # stdio: one person's own process
+    try:
+        budget.take(principal.key_id, turns)
+    except ApiError as exc:
+        raise ToolError(exc.detail) from None
 
 
 def _http_engine(rctx: ServerRequestContext[Any, Any]) -> Memory:

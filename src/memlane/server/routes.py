@@ -23,7 +23,7 @@ from starlette.exceptions import HTTPException
 from memlane import validate
 from memlane.errors import MemlaneError
 from memlane.server import schemas as s
-from memlane.server.auth import AdminDep, MemoryDep, ScopeDep, get_scope
+from memlane.server.auth import AdminDep, MemoryDep, PrincipalDep, ScopeDep, get_scope
 from memlane.server.errors import SafeJSONResponse
 from memlane.server.schemas import jsonable, who
 
@@ -193,10 +193,13 @@ def get_session(session_id: str, mem: MemoryDep, scope: ScopeDep) -> Response:
 
 
 @v1.post("/sessions/{session_id}/messages", status_code=201, tags=["sessions"])
-def add_messages(session_id: str, body: s.Messages, mem: MemoryDep, scope: ScopeDep) -> Response:
+def add_messages(session_id: str, body: s.Messages, mem: MemoryDep, scope: ScopeDep, principal: PrincipalDep,
+                 request: Request) -> Response:
     """Store turns durably; returns once they are committed (extraction follows in the
     background): each turn's id, seq and role, not the text sent (`GET .../turns` reads it)."""
-    turns = mem.add_messages(session_id, s.request_messages(body.messages, mem.config.server), **who(scope))
+    messages = s.request_messages(body.messages, mem.config.server)
+    request.app.state.turn_budget.take(principal.key_id, len(messages) if isinstance(messages, list) else 1)
+    turns = mem.add_messages(session_id, messages, **who(scope))
     return ok({"session_id": session_id, "stored": len(turns),
                "turns": [{"id": t.id, "seq": t.seq, "role": t.role, "created_at": t.created_at.isoformat()}
                          for t in turns]}, 201)
