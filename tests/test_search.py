@@ -351,10 +351,14 @@ def test_a_page_pasted_as_the_query_is_searched(memory):
 
     memory.add_messages("s", [say("user", "the w3x violin lesson", 0), say("user", "an unrelated turn", 1)],
                         user_id="u1")
+    from string import ascii_lowercase
+
+    from memlane.text import keywords
+
     limit = memory.config.search.max_query_chars
-    words = [f"w{i}x" for i in range(20_000)]
+    words = ["w3x"] + [a + b for a in ascii_lowercase for b in ascii_lowercase] + [f"w{i}x" for i in range(20_000)]
     query = " ".join(words)[:limit].rsplit(" ", 1)[0]
-    assert len(query.split()) > memory.config.search.max_query_terms
+    assert len(keywords(query)) > memory.config.search.max_query_terms
     hits = memory.search(query, user_id="u1", corpus="turns", limit=1)
     assert [h.content for h in hits] == ["the w3x violin lesson"] and hits[0].highlights == ["w3x"]
     with pytest.raises(ValidationError, match="search.max_query_chars") as caught:
