@@ -6,6 +6,8 @@ import multiprocessing
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import pytest
+
 from memlane import Memory
 from memlane.models import Episode, Scope, Scratchpad
 from memlane.store.sqlite import SQLiteStore
@@ -116,3 +118,16 @@ def test_changing_embedder_rebuilds_vectors_from_rows(make_memory, tmp_path):
     assert second.stats(user_id="u1").turns_unembedded == 0
     [hit] = [h for h in second.search("white tea", user_id="u1") if h.id == rec.id]
     assert hit.similarity > 0.3
+
+
+def test_a_file_that_is_no_database_is_named(tmp_path):
+    """A `memlane.db` that is not SQLite (or is damaged) is a BackendError naming the file and
+    what to do, from the library as from every entry point built on it; no apsw error escapes."""
+    from memlane import BackendError, Memory
+
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "memlane.db").write_bytes(b"this is not a database at all " * 20)
+    with pytest.raises(BackendError, match="is not a memlane database") as caught:
+        Memory(home=home)
+    assert str(home / "memlane.db") in str(caught.value)

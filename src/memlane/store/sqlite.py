@@ -82,15 +82,20 @@ class SQLiteStore:
             raise BackendError(f"cannot open database {self.path}: {exc}") from exc
         self._conn.set_busy_timeout(busy_timeout_ms)
         self._busy_timeout_ms = busy_timeout_ms
-        apsw.bestpractice.connection_wal(self._conn)
-        self._conn.pragma("synchronous", "NORMAL")
-        # freed cells and pages are overwritten with zeros: a deleted text leaves the file (store/erase.py)
-        self._conn.pragma("secure_delete", "ON" if secure_delete else "OFF")
         self._secure_delete = secure_delete
         self._lock = threading.RLock()
         self._depth = 0
         self._vector_dims: int | None = None
-        self._migrate(secure_delete)
+        try:  # the first statements read the file: a file that is no database fails here
+            apsw.bestpractice.connection_wal(self._conn)
+            self._conn.pragma("synchronous", "NORMAL")
+            # freed cells and pages are overwritten with zeros: a deleted text leaves the file (store/erase.py)
+            self._conn.pragma("secure_delete", "ON" if secure_delete else "OFF")
+            self._migrate(secure_delete)
+        except (apsw.NotADBError, apsw.CorruptError) as exc:
+            self._conn.close()
+            raise BackendError(f"{self.path} is not a memlane database, or it is damaged ({exc}): move it aside "
+                               "and start afresh there, or point MEMLANE_HOME (--home) at another directory") from exc
         in_transaction = lambda: self._depth > 0  # noqa: E731
         db = vindex.Access(self._conn, lambda: vindex.read_snapshot(self._conn, self._lock, in_transaction),
                            self.transaction, in_transaction)
