@@ -100,19 +100,9 @@ class Server:
 def every_route() -> list[tuple[str, str]]:
     from memlane.config import Config
     from memlane.server import create_app
+    from memlane.server.app import route_table
 
-    out: list[tuple[str, str]] = []
-
-    def walk(routes: list[Any]) -> None:
-        for route in routes:
-            if hasattr(route, "original_router"):
-                walk(route.original_router.routes)
-                continue
-            path = re.sub(r"\{[^}]+\}", "x1", getattr(route, "path", "") or "/")
-            out.extend((m, path) for m in sorted(getattr(route, "methods", None) or {"GET"}))
-
-    walk(create_app(Config(), host="127.0.0.1").routes)
-    return out
+    return [(m, re.sub(r"\{[^}]+\}", "x1", p)) for m, p in route_table(create_app(Config(), host="127.0.0.1"))]
 
 
 def sweep(server: Server, routes: list[tuple[str, str]], key: str | None) -> dict[str, Any]:

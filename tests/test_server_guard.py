@@ -18,6 +18,7 @@ import pytest
 
 from memlane.config import Config
 from memlane.server import create_app
+from memlane.server.app import route_table
 
 from .server_support import Server, cli, create_key, error_shape
 
@@ -27,19 +28,8 @@ EVIL = "https://evil.example"
 
 
 def every_route() -> list[tuple[str, str]]:
-    """(method, path) of every route the app serves: REST, admin, MCP, web UI, its assets."""
-    app = create_app(Config(), host="127.0.0.1")
-    out: list[tuple[str, str]] = []
-
-    def walk(routes: list[Any]) -> None:
-        for route in routes:
-            if hasattr(route, "original_router"):  # an included router
-                walk(route.original_router.routes)
-                continue
-            path = re.sub(r"\{[^}]+\}", "x1", getattr(route, "path", "") or "/")
-            out.extend((method, path) for method in sorted(getattr(route, "methods", None) or {"GET"}))
-
-    walk(app.routes)
+    """(method, path) of every route the app serves, its path parameters filled in."""
+    out = [(m, re.sub(r"\{[^}]+\}", "x1", p)) for m, p in route_table(create_app(Config(), host="127.0.0.1"))]
     assert len(out) > 50 and ("POST", "/v1/admin/purge") in out and ("POST", "/forget") in out
     assert ("POST", "/mcp") in out
     return out
@@ -106,6 +96,9 @@ def test_no_route_answers_a_cross_site_request(open_server: Server) -> None:
                 r = c.request(method, path, **body)  # type: ignore[arg-type]
                 assert r.status_code == 403, (method, path, headers, r.status_code, r.text[:200])
     assert r.json()["error"] == "CrossSiteRequest"
+    for origin in ("http://[", "http://[::1", "http://a:b:c", "ftp://", "\x7f"):  # malformed: refused, never a 500
+        r = _send(open_server, "POST", "/v1/memories", json={"content": "x"}, headers={"Origin": origin})
+        assert r.status_code == 403, (origin, r.status_code, r.text[:200])
     nav = {"Sec-Fetch-Site": "cross-site", "Sec-Fetch-Mode": "navigate", "Sec-Fetch-Dest": "document"}
     assert _send(open_server, "GET", "/memories", headers=nav).status_code in (200, 303)
     assert _send(open_server, "GET", "/v1/export", headers=nav).status_code == 403

@@ -239,11 +239,7 @@ class Memory:
         scope = Scope.of(user_id, agent_id)
         validate.ident("session_id", session_id)
         msgs = self._messages(messages, cap=self.config.store.max_messages_per_call)
-        chars = sum(len(m.content) for m in msgs)
-        if chars > self.config.store.max_call_chars:
-            raise ValidationError("messages", f"{chars} characters in one call; the limit is "
-                                  f"{self.config.store.max_call_chars} (store.max_call_chars): send them in "
-                                  "parts, or load a whole conversation with import")
+        self._batch(len(msgs), sum(len(m.content) for m in msgs))
         return self._store_turns(scope, session_id, msgs)
 
     def _messages(self, messages: Any, field: str = "messages", cap: int | None = None) -> _list[Message]:
@@ -252,12 +248,16 @@ class Memory:
         msgs = []
         for i, m in enumerate(messages):
             if cap is not None and i >= cap:  # before reading the rest: a flood costs no more than the cap
-                raise ValidationError(field, f"more than {cap} messages in one call (store.max_messages_per_call): "
-                                      "send them in parts, or load a whole conversation with import")
+                self._batch(i + 1, 0)
             msgs.append(self._message(i, m, field))
         if not msgs:
             raise ValidationError(field, "must contain at least one message")
         return msgs
+
+    def _batch(self, count: int, chars: int) -> None:
+        store = self.config.store
+        validate.batch("messages", count, chars, max_count=(store.max_messages_per_call, "store.max_messages_per_call"),
+                       max_chars=(store.max_call_chars, "store.max_call_chars"), bulk="import")
 
     def _store_turns(self, scope: Scope, session_id: str, msgs: Sequence[Message],
                      import_keys: Sequence[str] | None = None) -> _list[Turn]:

@@ -91,6 +91,16 @@ def optional_text(field: str, value: Any, limit: int, *, setting: str = "store.m
     return None if value is None else text(field, value, limit, setting=setting, required=False, controls=controls)
 
 
+def batch(field: str, count: int, chars: int, *, max_count: tuple[int, str], max_chars: tuple[int, str],
+          bulk: str) -> None:
+    """A batch of messages within its caps (each a limit and the setting naming it): one call
+    or request is bounded work, and a larger load goes through `bulk` (an import)."""
+    for n, (limit, setting), what in ((count, max_count, "messages"), (chars, max_chars, "characters")):
+        if n > limit:
+            raise ValidationError(field, f"more than {limit} {what} at once ({setting}): send them in parts, "
+                                  f"or load a whole conversation with {bulk}")
+
+
 def ident(field: str, value: Any, *, limit: int = MAX_ID_CHARS) -> str:
     """A user, agent or session id: non-blank, at most `limit` characters, no control characters."""
     if not isinstance(value, str):

@@ -58,6 +58,23 @@ def docs_page(schema: dict[str, Any]) -> str:
             "<a href=/openapi.json>/openapi.json</a>.</p><table>" + "".join(rows) + "</table>")
 
 
+def route_table(app: FastAPI) -> list[tuple[str, str]]:
+    """(method, path) of every route the app serves: REST, admin, MCP, the web UI and its
+    assets (what the guard's tests and `bench/server_attack.py` sweep)."""
+    out: list[tuple[str, str]] = []
+
+    def walk(routes: list[Any]) -> None:
+        for route in routes:
+            if hasattr(route, "original_router"):  # an included router
+                walk(route.original_router.routes)
+                continue
+            path = getattr(route, "path", "") or "/"
+            out.extend((method, path) for method in sorted(getattr(route, "methods", None) or {"GET"}))
+
+    walk(list(app.routes))
+    return out
+
+
 def create_app(config: Config, *, memory: Memory | None = None, host: str | None = None,
                mcp: bool = True, scheduler: bool | None = None) -> FastAPI:
     """The REST API (and MCP at /mcp) over one engine.

@@ -144,7 +144,7 @@ class Guard:
                            "to reach it under another name, add that name to server.allowed_hosts")
 
     def _check_site(self, scope: Scope, headers: dict[str, str]) -> None:
-        if not cross_site(headers) or "authorization" in headers:
+        if not cross_site(headers) or headers.get("authorization", "").strip():
             return  # a key can only be sent with the server's consent: it authenticates the request
         path = scope.get("path", "")
         navigation = (scope.get("method") in ("GET", "HEAD") and headers.get("sec-fetch-mode") == "navigate"
@@ -264,7 +264,10 @@ def cross_site(headers: dict[str, str]) -> bool:
         return False
     if origin.strip().lower() == "null":  # a sandboxed frame, a file:// page, a redirect chain
         return True
-    parts = urlsplit(origin.strip())
+    try:
+        parts = urlsplit(origin.strip())
+    except ValueError:  # "http://[": no origin of this server
+        return True
     return host_name(parts.netloc) != host_name(headers.get("host", "")) or \
         _port(parts.netloc, parts.scheme) != _port(headers.get("host", ""), parts.scheme)
 

@@ -13,8 +13,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, model_validator
 
+from memlane import validate
 from memlane.config import ServerConfig
-from memlane.errors import ValidationError
 from memlane.models import MemoryEvent, Scope
 
 # a number is a JSON number: `true` is not 1.0, nor "0.5" one half (pydantic's lax mode would say so)
@@ -115,15 +115,10 @@ def request_messages(messages: Any, server: ServerConfig) -> Any:
     """A REST or MCP request's messages within the server's per-request caps (a ValidationError
     naming `messages` past them); the engine checks each message."""
     if isinstance(messages, list):
-        if len(messages) > server.max_messages_per_request:
-            raise ValidationError("messages", f"{len(messages)} messages in one request; the limit is "
-                                  f"{server.max_messages_per_request} (server.max_messages_per_request): send them "
-                                  "in parts, or load a whole conversation with POST /v1/import")
         chars = sum(len(m["content"]) for m in messages if isinstance(m, dict) and isinstance(m.get("content"), str))
-        if chars > server.max_request_chars:
-            raise ValidationError("messages", f"{chars} characters in one request; the limit is "
-                                  f"{server.max_request_chars} (server.max_request_chars): send them in parts, "
-                                  "or load a whole conversation with POST /v1/import")
+        validate.batch("messages", len(messages), chars,
+                       max_count=(server.max_messages_per_request, "server.max_messages_per_request"),
+                       max_chars=(server.max_request_chars, "server.max_request_chars"), bulk="POST /v1/import")
     return messages
 
 
