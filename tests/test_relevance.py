@@ -63,7 +63,9 @@ def test_a_score_is_absolute_and_min_score_drops_weak_hits(make_memory) -> None:
     assert hits[0].id == peanut.id and hits[0].score == pytest.approx(alone) == pytest.approx(1.0)
     assert all(0.0 <= h.score <= 1.0 for h in hits)
     # the nearest of unrelated memories is still weak: not "near 0.9" as a rescaled score was
-    assert max(h.score for h in m.search("quantum chromodynamics", user_id="u", activate=False)) < 0.3
+    assert max(h.score for h in m.search("quantum chromodynamics", user_id="u", activate=False, min_score=0)) < 0.3
+    # by default a search returns nothing below the floor, as build_context injects nothing
+    assert m.search("quantum chromodynamics", user_id="u", activate=False) == []
     assert m.search("quantum chromodynamics", user_id="u", min_score=0.3) == []
     assert [h.id for h in m.search("过敏", user_id="u", min_score=0.3)] == [peanut.id]
     for bad in (-0.1, 1.5, "high", True):

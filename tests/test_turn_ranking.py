@@ -180,7 +180,7 @@ def test_an_agent_asked_about_last_time_means_its_own_last_conversation(
     mem.add("The user drinks jasmine tea.", user_id="u", agent_id="bot", session_id="bot1")
     mem.flush()
     hits = [h.id for h in mem.search("What did you say about my bees last time?", user_id="u", agent_id="bot",
-                                     limit=3, activate=False)]
+                                     limit=3, activate=False, min_score=0.0)]
     assert hits[0] == bees.id and car.id in hits  # the car is the user's own last conversation's
 
 

@@ -36,6 +36,7 @@ from memlane import undo as undoing
 from memlane.attachments import Attachments, SessionStates
 from memlane.config import MAX_ID_CHARS, Config
 from memlane.context import Context, build_context
+from memlane.crosslingual import PARALLEL, LanguageAxes, language_axes
 from memlane.embeddings import Embedder, make_embedder
 from memlane.errors import ConfigError, MemlaneError, NotFound, ValidationError
 from memlane.events import Event, EventBus, RuleResult
@@ -129,6 +130,7 @@ class Memory:
         self._check_turn_keys()
         self._query_vector = QueryCache(self.embedder, max_chars=self.config.embedding.max_query_chars)
         self._nulls: np.ndarray | None = None
+        self._axes: LanguageAxes | None | bool = False  # False: not computed yet
         self._indexer: BackgroundIndexer | None = None
         self._importing = False
         self._jobs: JobRunner | None = None
@@ -220,6 +222,7 @@ class Memory:
                              progress=progress, passage_chars=e.passage_chars, max_passages=e.passages)
         if done and self._nulls is None:  # cached with the first rows: the next process's first search needs them
             self._nulls = warm_cache(self.store, self.embedder, NULL_TEXTS)
+            warm_cache(self.store, self.embedder, [text for pair in PARALLEL for text in pair])
         return done
 
     # ---- turns ------------------------------------------------------------------------
@@ -469,7 +472,7 @@ class Memory:
     def _retrieve(self, scope: Scope, query: str, limit: int) -> _list[Hit]:
         # seed 003: being retrieved for the extractor is not being used; never activates
         return self.search(query, user_id=scope.user_id, agent_id=scope.agent_id or None, limit=limit,
-                           activate=False)
+                           activate=False, min_score=0.0)
 
     def _extraction_trigger(self, scope: Scope, session_id: str, turns: Sequence[Turn]) -> JobReport | None:
         """Extract during a session: at once when the user says "remember/forget …"
@@ -904,12 +907,16 @@ class Memory:
         corpus: Corpus = "memories",
         activate: bool | None = None,
         query_vector: np.ndarray | Callable[[str], np.ndarray] | None = None,
-        min_score: float = 0.0,
+        min_score: float | None = None,
     ) -> _list[Hit]:
         """Hybrid search of one corpus: "memories" (default), "turns" or "episodes".
 
         Hits come in rank order; `Hit.score` is an absolute relevance in [0, 1] (keywords held,
-        or the embedding's lift over unrelated text), so `min_score` drops weak hits.
+        or the embedding's lift over unrelated text). Hits below `min_score` are left out; by
+        default that is `search.min_relevance` for memories and episodes, the floor under which
+        nothing is injected into a context either, and 0 for turns (the trace, ranked by its
+        conversation as much as by its own words). Searching is reading: a memory returned
+        at or above the floor counts as used (`search.activate_on_hit`), one below it never.
 
         `query_vector` skips embedding the query: a vector the caller already has, or a
         function from text to vector (the caller's own embedder or cache), given the text the
@@ -927,14 +934,20 @@ class Memory:
             query_vector = lambda text: validate.vector("query_vector", given(text), dims)  # noqa: E731
         f = self._filters(filters)
         limit = limit or self.config.search.default_limit
+        floor = self.config.search.min_relevance
+        # memories and episodes are what an agent is given: weak ones are left out by default.
+        # A turn is ranked by its conversation too (its neighbours, its session): its own score
+        # says how much of the query it holds, not whether it belongs in the answer
+        default = 0.0 if corpus == "turns" else floor
+        min_score = default if min_score is None else validate.number("min_score", min_score, 0.0, 1.0)
         # an agent scope also reads its user's shared memories (`Scope.readable`); its turns
         # and episodes stay its own
         scopes = scope.readable() if corpus == "memories" else (scope,)
         lists = [run_search(
             self.store, self.config.search, corpus, s, query, limit=limit, now=self.clock(),
             query_vector=self._query_vector if query_vector is None else query_vector, filters=f,
-            min_score=validate.number("min_score", min_score, 0.0, 1.0), null_vectors=self._null_vectors(),
-            passages=self.config.embedding.passages, asked_in=scope,
+            min_score=min_score, null_vectors=self._null_vectors(),
+            passages=self.config.embedding.passages, asked_in=scope, language_axes=self._language_axes(),
             idle_after=timedelta(minutes=self.config.extraction.idle_minutes) if self.config.extraction.idle_minutes
             else None,
         ) for s in scopes]
@@ -943,7 +956,8 @@ class Memory:
         # a longer one: a full sort would pull a later-ranked hit of a longer list forward)
         hits = lists[0] if len(lists) == 1 else list(islice(heapq.merge(*lists, key=lambda h: -h.score), limit))
         if corpus == "memories" and (self.config.search.activate_on_hit if activate is None else activate):
-            self._activate(scope, [h.memory for h in hits if h.memory is not None])
+            # a weak hit is not a use: routine searching must not keep every memory from fading
+            self._activate(scope, [h.memory for h in hits if h.memory is not None and h.score >= floor])
         return hits
 
     def _null_vectors(self) -> np.ndarray:
@@ -951,6 +965,17 @@ class Memory:
         if self._nulls is None:
             self._nulls = embed_cached(self.store, self.embedder, list(NULL_TEXTS))
         return self._nulls
+
+    def _language_axes(self) -> LanguageAxes | None:
+        """Where this embedder keeps a text's language (crosslingual.py), from its vectors of
+        the parallel sentences: as passages (cached in the store), and as queries."""
+        if self._axes is False:
+            english = embed_cached(self.store, self.embedder, [en for en, _ in PARALLEL])
+            chinese = embed_cached(self.store, self.embedder, [zh for _, zh in PARALLEL])
+            asked = self.embedder.embed([text for pair in PARALLEL for text in pair], query=True)
+            self._axes = language_axes(english, chinese, asked[0::2], asked[1::2],
+                                       self.config.search.language_alignment_min)
+        return self._axes if isinstance(self._axes, LanguageAxes) else None
 
     def _activate(self, scope: Scope, memories: Sequence[MemoryRecord]) -> None:
         """Seed 001/004: a hit refreshes last_activated and counts; the score is untouched."""

@@ -160,6 +160,10 @@ class SearchConfig(_Section):
     # the old whole-table counts were kept until the table changed by a tenth). 0: always exact
     common_term_drift: float = Field(0.1, ge=0, le=1)
     w_dense: float = Field(0.2, ge=0)  # issue 3: best of 0.05–0.4 on LoCoMo
+    # The same for memories and episodes: one short statement each, which a question asks in
+    # other words as often as in its own (issue 29, bench/memories.py: R@5 over all stores
+    # 0.734 at 0.2, 0.772 at 0.5, 0.780 at 1, 0.784 at 2; the lexical side still decides ties)
+    memory_w_dense: float = Field(2.0, ge=0)
     neighbour_window: int = Field(2, ge=0)  # turns each side indexed as context (issue 3)
     neighbour_weight: float = Field(0.3, ge=0)  # bm25 column weight of that context
     # a turn's dense score is the weighted mean of its own and its neighbours' similarities
@@ -234,6 +238,17 @@ class SearchConfig(_Section):
     # characters; a pasted page is a document to import, not a query (its words cost ~30 ms of
     # CPU a 1,000 characters to analyse). build_context reads a longer message's start
     max_query_chars: int = Field(1_000, ge=16)
+    # Not from a seed (issue 29, bench/memories.py): in a memory or episode search, a query
+    # word that at least this share of the scope's rows hold ("The user…", "用户…") finds no
+    # candidates — its BM25 weight is nil, but the pool's best-normalised lexical score made
+    # every row holding it look like a match; scopes under `memory_common_min_docs` keep all
+    memory_common_share: float = Field(0.3, gt=0, le=1)
+    memory_common_min_docs: int = Field(10, ge=1)
+    # Not from a seed (issue 29, crosslingual.py): memory and episode queries leave out the
+    # embedder's language direction where its translations are nearer each other than
+    # unrelated sentences by at least this much cosine (e5: 0.11; the hash embedder: 0.01,
+    # no correction); > 1 turns the correction off
+    language_alignment_min: float = Field(0.05, ge=0)
     activate_on_hit: bool = True  # seed 001/004: a hit updates last_activated / count
     # Not from a seed (issue 13, 18): the absolute relevance (`Hit.score`) below which a memory is
     # not injected by build_context nor returned by the search_memory / recall_memory tools.

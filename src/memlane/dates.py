@@ -252,9 +252,25 @@ _OTHERS_ZH = re.compile(r"[和跟与](?![你您我])|[他她它]们?(?:[和跟�
 _CLAUSE = re.compile(r"[.?!;\n。？！；]")
 
 
+# The words with which a query names a conversation ("last time", "our first chat", "上次聊"):
+# they say which conversation, not what was said in it
+SESSION_WORDS = frozenset({
+    "first", "last", "latest", "recent", "recently", "time", "times", "conversation", "conversations", "talk",
+    "talks", "talked", "chat", "chats", "chatted", "discussion", "session", "spoke", "speak", "met", "said", "say",
+    "第一次", "头一次", "最早", "最初", "上次", "上一次", "上回", "最近", "聊天", "对话", "谈话", "交流", "聊", "谈",
+    "见面", "一次"})
+
+
 def named_session(text: str) -> str | None:
     """"first" or "last" when the text names a conversation by its order ("what did we talk
     about in our first conversation?", "上次我们聊了什么"), else None."""
+    found = session_reference(text)
+    return found[0] if found else None
+
+
+def session_reference(text: str) -> tuple[str, str] | None:
+    """("first" or "last", the words that name it: "last time", "上次") where the text names a
+    conversation by its order, else None."""
     lowered = text.lower()
     for (pattern, which), cues in zip(_SESSION_ORDER, _CUES, strict=True):
         if not any(cue in lowered for cue in cues):  # cheap: most queries hold none
@@ -266,7 +282,7 @@ def named_session(text: str) -> str | None:
             before, after = lowered[start : m.start()], lowered[m.end() : end]
             if not (_OTHERS_EN.search(before + m.group() + after) or _OTHERS_AFTER_EN.search(after)
                     or _OTHERS_ZH.search(before)):
-                return which
+                return which, m.group()
     return None
 
 

@@ -57,7 +57,7 @@ def review_mode(mem: MemoryRecord, pol: PolicyConfig) -> ReviewMode | None:
 
 def _related(memory: Finding, scope: Scope, query: str, exclude: str, k: int = 5) -> list[MemoryRecord]:
     hits = memory.search(query, user_id=scope.user_id, agent_id=scope.agent_id or None, limit=k + 1,
-                         filters={"status": None}, activate=False)
+                         filters={"status": None}, activate=False, min_score=0.0)
     return [h.memory for h in hits if h.memory is not None and h.memory.id != exclude][:k]
 
 

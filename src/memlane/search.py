@@ -18,7 +18,8 @@ from typing import Any
 import numpy as np
 
 from memlane.config import SearchConfig
-from memlane.dates import Span, mentioned_period, named_session
+from memlane.crosslingual import LanguageAxes, without_language
+from memlane.dates import SESSION_WORDS, Span, mentioned_period, session_reference
 from memlane.errors import ValidationError
 from memlane.models import Corpus, Episode, Hit, MemoryFacts, MemoryRecord, Scope, Turn, TurnPlace
 from memlane.store import Store, passage_rowids, vector_owner
@@ -151,16 +152,21 @@ def fuse_rrf(cands: dict[int, Candidate], rrf_k: int) -> None:
         c.relevance = r * (rrf_k + 1) / 2  # 1.0 for rank 1 on both sides
 
 
-def fuse_scores(cands: dict[int, Candidate], w_dense: float, dense: dict[int, float]) -> None:
+def fuse_scores(cands: dict[int, Candidate], w_dense: float, dense: dict[int, float],
+                groups: dict[int, bool] | None = None) -> None:
     """BM25 normalised by the pool's best + w_dense × dense similarity z-scored over the pool.
 
     Embedders differ in where their cosines sit (e5 puts unrelated text at 0.8), so the dense
-    side is standardised per query; the pool (lexical ∪ dense candidates) gives the statistics."""
+    side is standardised per query; the pool (lexical ∪ dense candidates) gives the statistics,
+    per group of rows where `groups` names one for each (their language: issue 29)."""
     best = max((-c.bm25 for c in cands.values() if c.bm25 is not None), default=0.0)
-    values = np.array(list(dense.values()), dtype=np.float64)
-    mean, std = (float(values.mean()), float(values.std())) if len(values) > 1 else (0.0, 0.0)
+    stats: dict[bool | None, tuple[float, float]] = {}
+    for g in {None} if groups is None else set(groups.values()):
+        values = np.array([v for r, v in dense.items() if groups is None or groups.get(r) == g], dtype=np.float64)
+        stats[g] = (float(values.mean()), float(values.std())) if len(values) > 1 else (0.0, 0.0)
     for rowid, c in cands.items():
         lexical = (-c.bm25 / best) if (c.bm25 is not None and best > 0) else 0.0
+        mean, std = stats.get(None if groups is None else groups.get(rowid), (0.0, 0.0))
         z = (dense[rowid] - mean) / std if (rowid in dense and std > 1e-9) else 0.0
         c.relevance = lexical + w_dense * z
 
@@ -182,10 +188,12 @@ def candidates(
     words: list[str] | None = None,
     passages: int = 0,
     include: Sequence[int] = (),
+    languages: LanguageAxes | None = None,
 ) -> dict[int, Candidate]:
     """Lexical ∪ dense candidates ∪ the rows in `include`, each scored on both sides where
     the data allows. A turn with passage vectors (`passages`: the most a turn has) is as
-    similar as its best one."""
+    similar as its best one. With `languages`, the dense side is standardised per language of
+    the rows: an embedder's cosines sit higher for rows in the query's language."""
     words = keywords(query, cfg.max_query_terms) if words is None else words
     match = fts_query(drop_common(store, corpus, scope, fts_terms(words)[: cfg.max_query_terms], cfg))
     weights = (1.0, cfg.neighbour_weight) if corpus == "turns" else (1.0,)
@@ -240,7 +248,12 @@ def candidates(
     if cfg.fusion == "rrf":
         fuse_rrf(cands, cfg.rrf_k)
     else:
-        fuse_scores(cands, cfg.w_dense, dense)
+        groups = None
+        if languages is not None and dense:
+            ids = list(dense)
+            along = store.similarities(corpus, scope, ids, languages.passage_axis)
+            groups = {r: languages.chinese(along.get(r, 0.0)) for r in ids}
+        fuse_scores(cands, cfg.w_dense if corpus == "turns" else cfg.memory_w_dense, dense, groups)
         if corpus == "turns" and window:
             window = [w._replace(question=w.question and w.length <= cfg.question_max_chars) for w in window]
             _turn_priors(window, cands, cfg.turn_length_prior, cfg.question_penalty, cfg.turn_length_cap)
@@ -452,15 +465,35 @@ NULL_TEXTS = ("你好，最近怎么样？", "Hello, how are you?", "今天是�
               "这是一个普通的句子。", "This is an ordinary sentence.", "谢谢", "Thank you.")
 
 
-def absolute_relevance(words: Sequence[str], held: Sequence[str], similarity: float, null: float | None) -> float:
+def absolute_relevance(words: Sequence[str], held: Sequence[str], similarity: float, null: float | None,
+                       weights: dict[str, float] | None = None) -> float:
     """An absolute relevance in [0, 1], the same whatever else the search found: the share of
-    the query's keywords the text holds (`held`, its highlights), or-ed with the cosine's lift
-    over the query's similarity to `NULL_TEXTS` (`null`; None: no dense side)."""
-    lexical = len(held) / len(words) if words else 0.0
+    the query's keywords the text holds (`held`, its highlights; by `weights` where given),
+    or-ed with the cosine's lift over the query's similarity to `NULL_TEXTS` (`null`; None:
+    no dense side)."""
+    if weights is None:
+        lexical = len(held) / len(words) if words else 0.0
+    else:
+        total = sum(weights.get(w, 0.0) for w in words)
+        lexical = sum(weights.get(w, 0.0) for w in held) / total if total > 0 else 0.0
     dense = 0.0
     if null is not None and similarity != 0.0 and null < 1.0:
         dense = min(1.0, max(0.0, (similarity - null) / (1.0 - null)))
     return 1.0 - (1.0 - lexical) * (1.0 - dense)
+
+
+def common_words(store: Store, corpus: Corpus, scope: Scope, words: Sequence[str], cfg: SearchConfig) -> set[str]:
+    """The query words at least `memory_common_share` of the scope's rows hold, in a scope of
+    `memory_common_min_docs` rows or more: "The user…", "用户…" in a scope of memories. They
+    say nothing about which row answers (issue 29: "where does the user work" scored 0.5
+    against every memory). Counted in the scope alone; a CJK word counts as held where its
+    rarest bigram is."""
+    terms = {w: [index_term(t) for t in fts_terms([w])] for w in words}
+    counts, total = store.scope_documents(corpus, scope, sorted({t for ts in terms.values() for t in ts}))
+    if total < cfg.memory_common_min_docs:
+        return set()
+    return {w for w, ts in terms.items() if min((counts.get(t, 0) for t in ts), default=0)
+            >= cfg.memory_common_share * total}
 
 
 def search(
@@ -479,13 +512,16 @@ def search(
     passages: int = 0,
     asked_in: Scope | None = None,
     idle_after: timedelta | None = None,
+    language_axes: LanguageAxes | None = None,
 ) -> list[Hit]:
     """Hits of one corpus for one scope, in rank order (relevance, importance, recency);
     each hit's `score` is its absolute `relevance`, and none is below `min_score`.
     `null_vectors`: `NULL_TEXTS` embedded (passages) by the embedder of the query.
     `asked_in`: the scope asking, when it reads another's rows (an agent its user's shared
     memories): "last time" is its conversation, not that scope's. `idle_after`: an open
-    session whose last turn is older than this is over, not going on (seed 001's idle timeout)."""
+    session whose last turn is older than this is over, not going on (seed 001's idle timeout).
+    `language_axes`: where the embedder keeps a text's language (crosslingual.py); a memory or
+    episode query leaves it out, so a question finds its answer in either language."""
     if not query or not query.strip():
         raise ValidationError("query", "must not be empty")
     if limit < 1:
@@ -507,22 +543,41 @@ def search(
             used.append(embedded[text])
         return embedded[text]
 
+    facts_corpus = corpus != "turns"  # memories and episodes: short statements, any language
+    languages = language_axes if facts_corpus else None
+    if languages is not None:
+        axes, given = languages.basis, query_vector
+        if isinstance(given, np.ndarray):
+            query_vector = without_language(given, axes)
+        elif given is not None:
+            query_vector = lambda text: without_language(given(text), axes)  # noqa: E731
+    # a word most of the scope's memories hold finds no candidates and is no relevance
+    weights: dict[str, float] | None = None
+    lexical_words = words
+    if facts_corpus and words and (common := common_words(store, corpus, scope, words, cfg)):
+        weights = {w: 0.0 if w in common else 1.0 for w in words}
+        lexical_words = [w for w in words if w not in common]
     if isinstance(query_vector, np.ndarray):
         used.append(query_vector)
     marked: dict[str, list[str]] = {}  # a text's highlights, found once: a long turn's cost
     null: float | None = None
 
-    def absolute(content: str, c: Candidate) -> float:
+    def absolute(content: str, c: Candidate, session: str | None = None) -> float:
         if content not in marked:
             marked[content] = highlights(words, content)
-        return absolute_relevance(words, marked[content], c.similarity, null)
+        rel = absolute_relevance(words, marked[content], c.similarity, null, weights)
+        # "what did we talk about last time": that conversation's rows answer it, whatever words
+        return max(rel, cfg.min_relevance) if named is not None and session == named else rel
 
     def dated(at: datetime | None) -> float:
         return cfg.date_prior * period.nearness(at, cfg.date_grace_days) if period and at else 0.0
     # "our first conversation", "上次我们聊": that session's rows are favoured, and its first
     # rows join the candidates (the query's words may find none of them)
-    named = (named_session_id(store, asked_in or scope, which, now, idle_after)
-             if cfg.named_session_prior > 0 and (which := named_session(query)) else None)
+    reference = session_reference(query) if cfg.named_session_prior > 0 else None
+    named = named_session_id(store, asked_in or scope, reference[0], now, idle_after) if reference else None
+    if reference:  # "last time" says which conversation, not what: no row is relevant by holding it
+        naming = SESSION_WORDS.intersection(keywords(reference[1]))
+        weights = {w: 0.0 if w in naming else (weights or {}).get(w, 1.0) for w in words}
     named_first = store.session_rows(corpus, scope, named, cfg.fts_candidates) if named is not None else []
 
     def _one_pool(pool: int, returned: set[int], want: int) -> tuple[list[tuple[int, Hit]], set[int], int]:
@@ -532,8 +587,8 @@ def search(
         says where to stop."""
         nonlocal null
         cands = candidates(store, cfg, corpus, scope, query, remembered if callable(query_vector) else query_vector,
-                           pool=pool, words=words, passages=passages,
-                           include=named_first)
+                           pool=pool, words=lexical_words, passages=passages,
+                           include=named_first, languages=languages)
         if not cands:
             return [], set(), 0
         if null is None and used and null_vectors is not None and null_vectors.shape[1:] == used[0].shape \
@@ -576,7 +631,7 @@ def search(
                     mem = records.get(rowid)
                     # the record is the last word: another writer may have deleted or changed it since
                     if mem is not None and _keep_memory(mem, filters, now) and len(hits) < want \
-                            and (rel := absolute(mem.content, cands[rowid])) >= min_score:
+                            and (rel := absolute(mem.content, cands[rowid], mem.source_session)) >= min_score:
                         hits.append((rowid, _hit("memories", mem.id, mem.content, rel, cands[rowid],
                                                  f"memory:{mem.id}", mem.created_at, memory=mem)))
                 if len(hits) >= want:
@@ -598,7 +653,7 @@ def search(
                     if turn is None or not _keep_turn(turn, filters):
                         continue
                     kept.add(rowid)
-                    if (rel := absolute(turn.content, c)) >= min_score:
+                    if (rel := absolute(turn.content, c, turn.session_id)) >= min_score:
                         hits.append((rowid, _hit("turns", turn.id, turn.content, rel, c,
                                                  f"turn:{turn.session_id}#{turn.seq}", turn.created_at, turn=turn)))
                 if len(hits) >= want:
@@ -610,7 +665,7 @@ def search(
                 if not (_keep_time(ep.ended_at, filters) and filters.session_id in (None, ep.session_id)):
                     continue
                 kept.add(rowid)
-                if rowid not in returned and (rel := absolute(ep.summary, c)) >= min_score:
+                if rowid not in returned and (rel := absolute(ep.summary, c, ep.session_id)) >= min_score:
                     near = dated(ep.ended_at) + (cfg.named_session_prior if ep.session_id == named else 0.0)
                     rank[rowid] = (cfg.w_similarity * (c.relevance + near) + cfg.w_importance * ep.score
                                    + cfg.w_recency * recency(ep.ended_at, now, cfg.recency_half_life_days))

@@ -63,8 +63,10 @@ def search(
     limit: Annotated[int, typer.Option("--limit", "-n", min=1)] = 10,
     corpus: Annotated[str, typer.Option("--in", help="memories, turns or episodes.")] = "memories",
     category: Annotated[str | None, typer.Option("--category", "-c")] = None,
-    min_score: Annotated[float, typer.Option("--min-score", min=0.0, max=1.0,
-                                             help="Drop hits less relevant than this (0-1).")] = 0.0,
+    min_score: Annotated[float | None, typer.Option(
+        "--min-score", min=0.0, max=1.0,
+        help="Drop hits less relevant than this (0-1); default: the relevance floor, search.min_relevance. "
+             "0 shows every hit found.")] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Hybrid search (full text + vectors) of memories, conversation turns or episodes.

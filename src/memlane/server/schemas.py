@@ -62,7 +62,8 @@ class SearchQuery(Body):
     corpus: Literal["memories", "turns", "episodes"] = "memories"
     limit: Annotated[StrictInt, Field(ge=1, le=10_000)] | None = None
     filters: dict[str, Any] | None = None
-    min_score: Annotated[Number, Field(ge=0, le=1)] = 0.0
+    # None: the relevance floor (search.min_relevance); 0 returns every hit found
+    min_score: Annotated[Number, Field(ge=0, le=1)] | None = None
 
 
 class NewSession(Body):

@@ -36,8 +36,8 @@ def register(ui: WebUI) -> None:
         mem = ctx.mem
         q = request.query_params.get("q", "").strip()
         sessions = await ui.call(mem.sessions, **ctx.scope)
-        hits = await ui.call(mem.search, q, **ctx.scope, corpus="turns", limit=TURN_HITS,
-                             min_score=mem.config.search.min_relevance) if q else []
+        # the API's defaults, as REST and the CLI search: turns are ranked by their conversation too
+        hits = await ui.call(mem.search, q, **ctx.scope, corpus="turns", limit=TURN_HITS) if q else []
         return ui.render(ctx, "conversations.html", sessions=sessions, q=q, hits=hits,
                          notice=request.query_params.get("notice", ""))
 
