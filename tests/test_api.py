@@ -7,6 +7,7 @@ import asyncio
 import pytest
 
 from memlane import AsyncMemory, NotFound, ValidationError
+from memlane.models import Scope
 
 
 @pytest.mark.parametrize(
@@ -20,6 +21,7 @@ from memlane import AsyncMemory, NotFound, ValidationError
         (lambda m: m.add("x", user_id="u1", importance="urgent"), "importance"),
         (lambda m: m.add("x", user_id=""), "user_id"),
         (lambda m: m.add("x", user_id=None), "user_id"),
+        (lambda m: m.add("x", user_id="u1", source="robot"), "source"),
         (lambda m: m.add("x" * 20_000, user_id="u1"), "content"),
         (lambda m: m.add_messages("s", [{"role": "user", "content": " "}], user_id="u1"), "messages[0].content"),
         (lambda m: m.add_messages("s", [{"role": "robot", "content": "hi"}], user_id="u1"), "messages[0].role"),
@@ -113,6 +115,24 @@ def test_update_reembeds_and_is_audited(memory):
     assert memory.search("coffee", user_id="u1", limit=1, min_score=0.0)[0].bm25_rank is None  # old words gone from FTS
     kinds = [(e.kind, (e.before or {}).get("content"), (e.after or {}).get("content")) for e in memory.history(rec.id, user_id="u1")]
     assert kinds == [("ADD", None, "likes coffee"), ("UPDATE", "likes coffee", "prefers green tea")]
+
+
+def test_an_agents_memory_is_stored_as_such_and_a_person_confirms_it(memory):
+    """source "agent" on either store, read back from the row (not a cache); confirming it and an
+    agent's rewrite are each one audited UPDATE saying who."""
+    said = memory.tools(user_id="u1").call("remember", {"content": "the user waters the orchids on Sundays"})
+    rec = memory.store.get_memory(Scope.of("u1"), said["id"])
+    assert rec is not None and (rec.source, rec.verified, rec.pinned) == ("agent", False, False)
+    assert [m.id for m in memory.list(user_id="u1")] == [rec.id]
+    memory.update(rec.id, user_id="u1", verified=True, actor="web")
+    memory.update(rec.id, user_id="u1", content="the user waters the orchids on Saturdays", source="agent",
+                  verified=False, actor="agent")
+    with pytest.raises(ValidationError) as info:
+        memory.update(rec.id, user_id="u1", source="robot")
+    assert info.value.field == "source"
+    trail = [(e.kind, e.actor, e.after["source"], e.after["verified"]) for e in memory.history(rec.id, user_id="u1")]
+    assert trail == [("ADD", "agent", "agent", False), ("UPDATE", "web", "agent", True),
+                     ("UPDATE", "agent", "agent", False)]
 
 
 def test_list_filters_by_category_status_session_and_time(memory):

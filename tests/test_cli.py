@@ -351,3 +351,36 @@ def test_fuzzed_arguments_are_refused_by_name_never_with_a_traceback(tmp_path):
         assert code == 0 and "Traceback" not in output, (args[:3], output[-2000:])
     refused = [(r, c) for i, (r, c) in enumerate(zip(results, cases, strict=True)) if i < len(bad) or i >= len(bad) + len(valid)]
     assert_refused([r for r, _ in refused], [c for _, c in refused], needles)
+
+
+def test_verify_confirms_an_agents_memory_and_it_stops_fading(tmp_path):
+    """`memlane verify ID` is a person confirming what an agent stored (audited, actor cli);
+    `edit --unverify` takes it back. Confirmed, a memory no longer fades; unconfirmed, it does."""
+    from datetime import UTC, datetime, timedelta
+
+    from memlane import Memory
+    from memlane.testing import ManualClock
+    from tests.conftest import make_config
+
+    clock = ManualClock(datetime.now(UTC))
+    with Memory(make_config(tmp_path), clock=clock) as mem:
+        tools = mem.tools(user_id="lin")
+        kept, dropped = (tools.call("remember", {"content": c})["id"] for c in (
+            "lin waters the orchids on Sundays", "lin once tried pottery"))
+    done = json.loads(run(tmp_path, "verify", kept, "--user", "lin", "--json").stdout)
+    assert (done["id"], done["source"], done["verified"]) == (kept, "agent", True)
+    assert "already verified" in run(tmp_path, "verify", kept, "--user", "lin").stdout
+    assert "✓" in run(tmp_path, "list", "--user", "lin").stdout
+    run(tmp_path, "edit", dropped, "--verify", "--user", "lin")
+    undone = json.loads(run(tmp_path, "edit", dropped, "--unverify", "--user", "lin", "--json").stdout)
+    assert undone["verified"] is False
+    history = json.loads(run(tmp_path, "history", kept, "--user", "lin", "--json").stdout)
+    assert [(e["kind"], e["actor"], e["reason"]) for e in history] == [
+        ("ADD", "agent", ""), ("UPDATE", "cli", "confirmed by a person")]  # the second verify wrote nothing
+    assert "nothing changed" in run(tmp_path, "edit", kept, "--verify", "--user", "lin", check=2).stderr
+
+    clock.now += timedelta(days=400)
+    with Memory(make_config(tmp_path), clock=clock) as mem:
+        mem.consolidate(user_id="lin")
+        assert (mem.get(kept, user_id="lin").score, mem.get(kept, user_id="lin").status) == (0.6, "active")
+        assert dropped not in {m.id for m in mem.list(user_id="lin")}

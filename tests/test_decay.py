@@ -221,6 +221,45 @@ def test_pinned_core_and_user_verified_never_decay(make_memory: MakeMemory, prof
     assert (got.score, got.status) == (0.4, "active")
 
 
+@pytest.mark.parametrize("profile", ["default", "scored-markdown", "progressive", "companion", "consolidator"])
+def test_an_agents_memory_fades_like_an_extracted_one_until_a_person_verifies_it(make_memory: MakeMemory,
+                                                                               profile: str) -> None:
+    clock = Clock()
+    mem = make_memory(profile, clock=clock)
+    cat = mem.config.policy.default_category
+    tools = mem.tools(user_id="u1")
+
+    def remembered(content: str) -> str:
+        return str(tools.call("remember", {"content": content, "category": cat, "importance": "low"})["id"])
+
+    agents = remembered("用户曾尝试用 Vue 写前端")
+    twin = extracted(mem, "用户周末常去西湖边跑步", cat, "low").id
+    confirmed = remembered("用户的女儿叫小满")
+    mem.update(confirmed, user_id="u1", verified=True, actor="web")  # a person confirmed it at once
+    later = remembered("用户在学弹尤克里里")
+
+    def now(memory_id: str) -> tuple[float, str] | None:
+        got = {m.id: m for m in mem.list(user_id="u1")}.get(memory_id)
+        return None if got is None else (round(got.score, 12), got.status)
+
+    seen = []
+    for day in (30, 76, 120, 400):
+        clock.at_day(day)
+        mem.consolidate(user_id="u1")
+        assert now(agents) == now(twin), day  # the agent's word weighs what an extractor's does
+        seen.append(now(agents))
+        assert now(confirmed) == (0.4, "active"), day
+        if day == 30:  # a person verifies it after it has faded some: it stays where it is from then on
+            mem.update(later, user_id="u1", verified=True, actor="cli")
+            held = now(later)
+            assert held is not None and held[0] < 0.4
+        assert now(later) == held, day
+    assert seen[0] is not None and seen[0][0] < 0.4  # decayed ...
+    assert seen[-1] is None or seen[-1][1] == "archived"  # ... and archived or deleted by the thresholds
+    kinds = [e.kind for e in mem.history(agents, user_id="u1")]
+    assert "DECAY" in kinds or "ARCHIVE" in kinds or "DELETE" in kinds
+
+
 # ---- seed 002: retention priorities, demote and delete (profile progressive) -------------------
 
 

@@ -72,6 +72,29 @@ def test_jsonl_round_trip_is_lossless(make_memory: Callable[..., Memory], tmp_pa
     assert snapshot(dst, "u1") == snapshot(src, "u1")
 
 
+def test_an_agents_memory_keeps_its_source_and_confirmation_through_export(make_memory: Callable[..., Memory],
+                                                                           tmp_path: Path) -> None:
+    src = make_memory(clock=ManualClock(T0))
+    tools = src.tools(user_id="u1", session_id="s1")
+    fading = tools.call("remember", {"content": "the user waters the orchids on Sundays"})["id"]
+    confirmed = tools.call("remember", {"content": "the user plays the ukulele"})["id"]
+    src.update(confirmed, user_id="u1", verified=True, actor="web")
+    path = tmp_path / "u1.jsonl"
+    path.write_text(src.export(user_id="u1"), encoding="utf-8")
+    dst = make_memory(home=tmp_path / "other")
+    dst.import_(path)
+    got = {m.id: (m.source, m.verified, m.pinned) for m in dst.list(user_id="u1")}
+    assert got == {fading: ("agent", False, False), confirmed: ("agent", True, False)}
+    assert snapshot(dst, "u1") == snapshot(src, "u1")  # the audit trail too: who confirmed it, when
+    # a source memlane does not know is refused by line, and nothing is written
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(path.read_text(encoding="utf-8").replace('"source": "agent"', '"source": "robot"', 1),
+                   encoding="utf-8")
+    with pytest.raises(ValidationError, match=r"line \d+: memory.source"):
+        dst.import_(bad, user_id="u3")
+    assert dst.list(user_id="u3") == []
+
+
 def test_import_into_another_user_of_the_same_store(memory: Memory, tmp_path: Path) -> None:
     populate(memory)
     path = tmp_path / "u1.jsonl"

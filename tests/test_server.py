@@ -5,8 +5,9 @@ open mode, the bind check) are in tests/test_server_processes.py."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from datetime import timedelta
 from urllib.parse import quote
 
 import httpx
@@ -14,9 +15,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from memlane import Memory
+from memlane.testing import ManualClock
+from tests.conftest import T0
+
 from .server_support import Server, create_key, error_shape
 
 pytest.importorskip("fastapi")
+
+from tests.webui_support import ui_site  # noqa: E402  (uvicorn + fastapi)
 
 
 @dataclass
@@ -274,3 +281,38 @@ def test_openapi_lists_the_routes(live: Live) -> None:
     assert {"/v1/memories", "/v1/search", "/v1/context", "/v1/sessions/{session_id}/messages"} <= set(paths)
     page = httpx.get(f"{live.server.url}/docs", timeout=30).text
     assert "/v1/sessions/{session_id}/messages" in page and "<script" not in page and "://" not in page
+
+
+def test_a_person_confirms_an_agents_memory_over_rest(make_memory: Callable[..., Memory]) -> None:
+    """POST /v1/memories keeps a person's (or an app's) memory as it was; `source: "agent"` and
+    the agent tools store an unconfirmed one; `/verify` or a PATCH confirms it (audited, actor
+    api), and from then on it no longer fades. The app in-process, so the clock can be moved."""
+    clock = ManualClock(T0)
+    mem = make_memory(clock=clock)
+    with ui_site(mem, "server") as site, httpx.Client(
+            base_url=site.base, headers={"Authorization": f"Bearer {site.key['lin']}"}, timeout=30) as c:
+        added = c.post("/v1/memories", json={"content": "用户对花生过敏", "category": "fact"}).json()
+        assert (added["source"], added["verified"]) == ("user", False)  # as before this change
+        said = c.post("/v1/memories", json={"content": "lin waters the orchids on Sundays", "source": "agent"}).json()
+        assert (said["source"], said["verified"], said["pinned"]) == ("agent", False, False)
+        assert error_shape(c.post("/v1/memories", json={"content": "x", "source": "system"}), 422)
+        called = c.post("/v1/tools/call", json={"name": "remember", "arguments": {"content": "lin keeps bees"}})
+        bees = called.json()["result"]["id"]
+        unconfirmed = c.post("/v1/tools/call", json={"name": "remember",
+                                                     "arguments": {"content": "lin plays the ukulele"}}).json()
+        assert c.get(f"/v1/memories/{bees}").json()["source"] == "agent"
+
+        assert c.post(f"/v1/memories/{said['id']}/verify").json()["verified"] is True
+        assert c.patch(f"/v1/memories/{bees}", json={"verified": True}).json()["verified"] is True
+        events = c.get(f"/v1/memories/{said['id']}/history").json()["events"]
+        assert (events[-1]["kind"], events[-1]["actor"], events[-1]["reason"]) == (
+            "UPDATE", "api", "confirmed by a person")
+        assert events[-1]["before"]["verified"] is False and events[-1]["after"]["verified"] is True
+
+        clock.now = T0 + timedelta(days=400)  # far past every threshold
+        assert c.post("/v1/consolidate", json={}).status_code == 200
+        for mid in (said["id"], bees):
+            kept = c.get(f"/v1/memories/{mid}").json()
+            assert (kept["score"], kept["status"], kept["source"]) == (0.6, "active", "agent"), kept
+        error_shape(c.get(f"/v1/memories/{unconfirmed['result']['id']}"), 404)  # faded away
+        assert c.delete(f"/v1/memories/{bees}/verify").json()["verified"] is False

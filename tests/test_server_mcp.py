@@ -6,7 +6,7 @@ from __future__ import annotations
 import contextlib
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +14,9 @@ import anyio
 import httpx
 import pytest
 
+from memlane import Memory
 from memlane.config import Config
+from memlane.models import Scope
 
 from .server_support import ROOT, Server, create_key, env, error_shape
 
@@ -22,6 +24,8 @@ pytest.importorskip("mcp")
 
 from mcp import Client, StdioServerParameters  # noqa: E402
 from mcp.client.streamable_http import streamable_http_client  # noqa: E402
+
+from memlane.server.mcp import build_mcp  # noqa: E402
 
 TOOLS = {"add_memory", "search_memory", "search_conversation_traces", "recall_memory", "get_memory",
          "update_memory", "delete_memory", "add_messages", "build_context", "update_scratchpad"}
@@ -220,7 +224,9 @@ BAD_ARGUMENTS = [
      "importance: must be one of high, medium, low or a number from 0 to 1, got a list"),
     ("add_messages", {"session_id": "s1", "messages": "hi"}, "messages: must be a list of objects, got 'hi'"),
     ("add_messages", {"session_id": "s1", "messages": [1]}, "messages[0]: must be an object, got 1"),
-    ("update_memory", {"memory_id": "abc", "pinned": "maybe"}, "pinned: must be true or false, got 'maybe'"),
+    ("update_memory", {"memory_id": "abc", "verified": True}, "verified: an agent cannot set it; a person confirms"),
+    ("update_memory", {"memory_id": "abc", "pinned": True}, "pinned: an agent cannot set it"),
+    ("add_memory", {"content": "lin likes tea", "source": "user"}, "source: an agent cannot set it"),
 ]
 
 
@@ -235,5 +241,42 @@ def test_bad_arguments_get_a_short_message(transport: str, served: tuple[Server,
                     assert result.is_error, (name, args, said)
                     assert said.startswith(f"Error executing tool {name}: {message}"), (name, args, said)
                     assert "\n" not in said and "pydantic" not in said and len(said) < 300, said
+
+    anyio.run(run)
+
+
+def test_an_agent_writes_unconfirmed_memories_and_cannot_confirm_them(make_memory: Callable[..., Memory]) -> None:
+    """What an agent stores over MCP is its own word (source agent, not verified, not pinned):
+    it fades until a person confirms it, and no tool lets the agent confirm it itself."""
+    mem = make_memory()
+    server = build_mcp(lambda rctx: mem, lambda rctx: Scope.of("lin"))
+
+    def state(memory_id: str) -> tuple[str, bool, bool]:
+        rec = mem.get(memory_id, user_id="lin")
+        return rec.source, rec.verified, rec.pinned
+
+    async def run() -> None:
+        async with Client(server) as c:
+            schemas = {t.name: t.input_schema["properties"] for t in (await c.list_tools()).tools}
+            assert not {"verified", "pinned", "source"} & (set(schemas["update_memory"]) | set(schemas["add_memory"]))
+            added = await c.call_tool("add_memory", {"content": "lin drinks jasmine tea", "importance": "high"})
+            mid = added.structured_content["id"]
+            assert state(mid) == ("agent", False, False)
+            for arg in ("verified", "pinned"):
+                refused = await c.call_tool("update_memory", {"memory_id": mid, arg: True})
+                assert refused.is_error and f"{arg}: an agent cannot set it" in text(refused)
+            assert state(mid) == ("agent", False, False)
+            assert [e.kind for e in mem.history(mid, user_id="lin")] == ["ADD"]  # nothing half done
+
+            person = mem.add("lin is allergic to peanuts", user_id="lin", verified=True, pinned=True, actor="web")
+            reranked = await c.call_tool("update_memory", {"memory_id": person.id, "importance": "high"})
+            assert not reranked.is_error and state(person.id) == ("user", True, True)  # still the person's words
+            # text the agent rewrites is its own: unconfirmed again, until a person confirms it anew
+            rewritten = await c.call_tool("update_memory", {"memory_id": person.id,
+                                                            "content": "lin is allergic to peanuts and cashews"})
+            assert not rewritten.is_error and state(person.id) == ("agent", False, False)
+            last = mem.history(person.id, user_id="lin")[-1]
+            assert (last.kind, last.actor, last.before["verified"], last.after["source"]) == (
+                "UPDATE", "agent", True, "agent")
 
     anyio.run(run)

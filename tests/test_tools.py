@@ -92,7 +92,8 @@ def test_remember_forget_and_scratchpad_tools(memory: Memory):
     tools = memory.tools(user_id="u", session_id="s1")
     added = tools.call("remember", {"content": "用户每天早上九点看A股", "importance": "high"})
     rec = memory.get(added["id"], user_id="u")
-    assert (rec.source, rec.verified, rec.source_session, rec.score) == ("user", True, "s1", 0.8)
+    # the model's choice, not the person's word: unconfirmed, and it may fade
+    assert (rec.source, rec.verified, rec.pinned, rec.source_session, rec.score) == ("agent", False, False, "s1", 0.8)
     gone = tools.call("forget", {"memory_id": added["id"]})
     assert gone["deleted"] == added["id"] and memory.list(user_id="u") == []
     assert memory.history(added["id"], user_id="u")[-1].actor == "agent"
@@ -119,3 +120,28 @@ def test_tools_never_cross_scopes(memory: Memory):
     bob = memory.tools(user_id="bob")
     assert bob.call("search_memory", {"query": "vault code"}) == {"memories": [], "episodes": []}
     assert bob.call("search_conversation_traces", {"query": "vault"}) == {"turns": []}
+
+
+def test_remembering_again_reinforces_but_never_confirms(memory: Memory):
+    tools = memory.tools(user_id="u", session_id="s1")
+    first = tools.call("remember", {"content": "the user waters the orchids on Sundays"})
+    again = tools.call("remember", {"content": "the user waters the orchids on Sundays", "importance": "high"})
+    assert again["already_known"] is True and again["id"] == first["id"]
+    rec = memory.get(first["id"], user_id="u")
+    assert (rec.source, rec.verified, rec.pinned, rec.score) == ("agent", False, False, 0.8)
+    # a memory a person confirmed stays confirmed when the agent remembers it too
+    person = memory.add("the user is allergic to peanuts", user_id="u", verified=True, actor="cli")
+    assert tools.call("remember", {"content": "the user is allergic to peanuts"})["id"] == person.id
+    assert memory.get(person.id, user_id="u").verified is True
+
+
+def test_an_agent_cannot_confirm_or_pin_through_a_tool_call(memory: Memory):
+    tools = memory.tools(user_id="u")
+    for extra in ({"verified": True}, {"pinned": True}, {"source": "user"}):
+        out = tools.call("remember", {"content": "the user lives in Hangzhou", **extra})
+        assert "unexpected keyword argument" in out["error"], extra
+    assert memory.list(user_id="u") == []
+    # the same call in an SDK's shape is refused the same way
+    msg = tools.handle({"id": "z", "type": "function", "function": {
+        "name": "remember", "arguments": json.dumps({"content": "the user lives in Hangzhou", "verified": True})}})
+    assert "error" in json.loads(msg["content"]) and memory.list(user_id="u") == []

@@ -81,7 +81,7 @@ def calls(mid: str) -> dict[str, tuple[Callable[..., Any], dict[str, Any]]]:
                              "expires_at": None, "session_id": "s1", "subject": None, "source": "user"}),
         "update": (Memory.update, {"memory_id": mid, "user_id": "u1", "content": "likes black tea", "score": 0.5,
                                    "category": "preference", "metadata": {"a": 1}, "pinned": True,
-                                   "status": "active", "kind": "UPDATE", "reason": "r"}),
+                                   "status": "active", "kind": "UPDATE", "reason": "r", "source": "agent"}),
         "get": (Memory.get, {"memory_id": mid, "user_id": "u1", "agent_id": None}),
         "delete": (Memory.delete, {"memory_id": mid, "user_id": "u1", "reason": "asked"}),
         "history": (Memory.history, {"memory_id": mid, "user_id": "u1"}),

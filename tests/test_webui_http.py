@@ -216,6 +216,38 @@ def test_the_forecast_is_when_consolidation_archives(world: dict[str, Any]) -> N
     assert mem.get(m.id, user_id="lin").status == "archived"
 
 
+def test_a_person_verifies_an_agents_memory_on_its_page_and_in_the_list(world: dict[str, Any]) -> None:
+    """An agent's memory says it is unconfirmed and fading; the verify button (on its page, and
+    a row of the table) confirms it, audited as the web UI's, and it stops fading."""
+    mem, clock = world["mem"], world["clock"]
+    tools = mem.tools(user_id="lin")
+    on_page, in_row, left = (tools.call("remember", {"content": c})["id"] for c in (
+        "lin waters the orchids on Sundays", "lin plays the ukulele", "lin once tried pottery"))
+    client = login(world["base"], world["key"]["lin"], headers={"Accept-Language": "en"})
+    page = client.get(f"/memories/{on_page}").text
+    assert "written by the agent" in page and 'data-testid="agent-unconfirmed"' in page and "archived around" in page
+    listed = client.get("/memories", params={"source": "agent"}).text
+    assert {on_page, in_row, left} <= set(re.findall(r'name="ids" value="(\w+)"', listed))
+    assert world["lin"].id not in listed  # a person's own memory is not the agent's
+
+    r = client.post(f"/memories/{on_page}", data={"csrf": token(client), "verified": "1",
+                                                  "next": f"/memories/{on_page}"})
+    assert r.status_code == 200 and "never fades" in r.text and 'data-testid="agent-unconfirmed"' not in r.text
+    r = client.post(f"/memories/{in_row}", data={"csrf": token(client), "verified": "1"}, headers={"HX-Request": "true"})
+    assert r.status_code == 200 and "✓ Verified" in r.text and MESSAGES["en"]["unverify"] in r.text
+    for mid, reason in ((on_page, "verified in the web UI"), (in_row, "verified in the web UI")):
+        last = mem.history(mid, user_id="lin")[-1]
+        assert (last.kind, last.actor, last.reason, last.after["verified"]) == ("UPDATE", "web", reason, True)
+    zh = login(world["base"], world["key"]["lin"], headers=ZH).get(f"/memories/{on_page}").text
+    assert "智能体写入" in zh and "在网页界面中确认" in zh
+
+    clock.now = T0 + timedelta(days=400)
+    mem.consolidate(user_id="lin")
+    assert [(mem.get(m, user_id="lin").score, mem.get(m, user_id="lin").status) for m in (on_page, in_row)] == [
+        (0.6, "active")] * 2
+    assert left not in {m.id for m in mem.list(user_id="lin")}  # unconfirmed, it faded away
+
+
 def test_import_shows_the_operations_then_applies_exactly_those(world: dict[str, Any]) -> None:
     mem, lin = world["mem"], world["lin"]
     client = login(world["base"], world["key"]["lin"])

@@ -780,6 +780,7 @@ class Memory:
         reason: str = "",
         kind: str = "UPDATE",
         verified: bool | None = None,
+        source: Source | None = None,
     ) -> MemoryRecord:
         """Change a memory; new content is re-indexed and re-embedded. Audited.
 
@@ -801,6 +802,8 @@ class Memory:
             changes["pinned"] = validate.boolean("pinned", pinned)
         if verified is not None:  # a person confirmed it (seed 003 `verified`)
             changes["verified"] = validate.boolean("verified", verified)
+        if source is not None:  # whose words the memory now holds (an agent's rewrite: "agent")
+            changes["source"] = validate.choice("source", source, get_args(Source))
         if status is not None:
             changes["status"] = validate.choice("status", status, ("active", "archived"))
         if expires_at is not None:

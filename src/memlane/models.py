@@ -17,7 +17,9 @@ from memlane.errors import ValidationError
 Role = Literal["user", "assistant", "system", "tool"]
 ArchiveState = Literal["false", "pending", "true"]
 Status = Literal["active", "archived"]
-Source = Literal["user", "extractor", "heuristic", "system", "import"]
+# who wrote a memory: a person ("user"), an extractor, memlane itself, an import, or an LLM
+# agent through its tools ("agent": its own choice, not the person's word, so not verified)
+Source = Literal["user", "extractor", "heuristic", "system", "import", "agent"]
 EventKind = Literal["ADD", "UPDATE", "BOOST", "DELETE", "DECAY", "ARCHIVE", "PROMOTE", "RESTORE", "DEMOTE", "PURGE"]
 
 

@@ -18,7 +18,9 @@ arguments and results). Seed 001 §4.2: `recall_memory` reaches archived memorie
 A handler's failure the model can fix (unknown id, bad argument) comes back as
 `{"error": "..."}` in the tool message, so the conversation goes on; anything else raises.
 `remember` does not store a near-duplicate of a memory the scope reads: it reinforces that
-one (seed 004 §6, the same test as extraction's, `jobs.near_duplicate`).
+one (seed 004 §6, the same test as extraction's, `jobs.near_duplicate`). What it stores is
+`source="agent"`, not verified and not pinned: the model's choice is not the person's word,
+so it decays like an extracted memory until a person confirms it (web UI, CLI, REST).
 """
 
 from __future__ import annotations
@@ -361,14 +363,16 @@ class MemoryTools:
                     continue
                 twin, sim = dup
                 floor = mem._importance(importance) if importance is not None else 0.0
-                after = reinforced(twin, mem.config.policy, mem.clock(), floor=floor).model_copy(
-                    update={"verified": True})
+                # reinforced, never confirmed: the twin keeps whatever verified / pinned it had
+                after = reinforced(twin, mem.config.policy, mem.clock(), floor=floor)
                 mem.store.update_memory(after, content_changed=False)
                 mem.store.add_event(s, twin.id, "BOOST", twin.snapshot(), after.snapshot(), "agent",
                                     f"remembered again (similarity {sim:.3f}): {text}", after.updated_at)
                 break
             else:
-                rec = mem.add(text, category=category, importance=importance, source="user", verified=True,
+                # the model chose to store it: an agent's memory, unconfirmed, ageing like an
+                # extracted one until a person verifies it (the user's own "记住…" is the rule's)
+                rec = mem.add(text, category=category, importance=importance, source="agent", verified=False,
                               session_id=self.session_id, actor="agent", **self._scope())
                 return {"id": rec.id, "content": rec.content, "category": rec.category, "score": rec.score}
         mem._after_memory_change(s)

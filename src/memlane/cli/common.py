@@ -194,7 +194,8 @@ def _memory_table(mems: Sequence[MemoryRecord], title: str = "Memories") -> Tabl
         table.add_column(col, no_wrap=True)
     table.add_column("content", overflow="fold", ratio=1)
     for m in mems:
-        mark = "📌" if m.pinned else ("archived" if m.status != "active" else "")
+        # ✓: a person confirmed it; an unmarked agent's or extractor's memory still fades
+        mark = "📌" if m.pinned else ("archived" if m.status != "active" else "✓" if m.verified else "")
         table.add_row(m.id, m.category, f"{m.score:.2f}" + (f" {mark}" if mark else ""), m.content)
     return table
 

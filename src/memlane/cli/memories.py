@@ -1,5 +1,5 @@
-"""Commands on memories and conversation turns: add, search, list, show, edit, delete, restore, undo,
-history, stats, import."""
+"""Commands on memories and conversation turns: add, search, list, show, edit, verify, delete, restore,
+undo, history, stats, import."""
 
 from __future__ import annotations
 
@@ -142,28 +142,55 @@ def edit(
     category: Annotated[str | None, typer.Option("--category", "-c")] = None,
     importance: Annotated[str | None, typer.Option("--importance", "-i")] = None,
     pin: Annotated[bool | None, typer.Option("--pin/--unpin")] = None,
+    verify: Annotated[bool | None, typer.Option("--verify/--unverify", help="Confirm it (it stops fading), "
+                                                "or withdraw the confirmation.")] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Change a memory; the change is audited.
 
     Example: memlane edit 3f9a1c2b7d --content "用户对花生和腰果过敏" --user lin
     """
-    if content is None and category is None and importance is None and pin is None:
-        raise typer.BadParameter("nothing to change: give --content, --category, --importance or --pin/--unpin")
+    if content is None and category is None and importance is None and pin is None and verify is None:
+        raise typer.BadParameter("nothing to change: give --content, --category, --importance, --pin/--unpin "
+                                 "or --verify/--unverify")
     with _memory() as mem:
         before = mem.get(memory_id, user_id=user, agent_id=agent)
         # values it already holds are no change: an edit that changes nothing is not audited
         content = None if content == before.content else content
         category = None if category == before.category else category
         pin = None if pin == before.pinned else pin
-        if content is None and category is None and importance is None and pin is None:
+        verify = None if verify == before.verified else verify
+        if content is None and category is None and importance is None and pin is None and verify is None:
             raise typer.BadParameter(f"memory {memory_id} already holds these values; nothing changed")
         rec = mem.update(memory_id, user_id=user, agent_id=agent, content=content, category=category,
-                         importance=importance, pinned=pin, actor="cli")
+                         importance=importance, pinned=pin, verified=verify, actor="cli")
     if as_json:
         _emit_json(rec)
     else:
         out.print(f"updated [bold]{rec.id}[/]: {rec.content}")
+
+
+@app.command()
+def verify(
+    memory_id: Annotated[str, typer.Argument(help="The memory's id (`memlane list` shows them).")],
+    user: UserOpt,
+    agent: AgentOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Confirm a memory as a person: one an agent or an extractor wrote becomes verified and
+    stops fading. Audited (actor cli); `memlane edit ID --unverify` takes it back.
+
+    Example: memlane verify 3f9a1c2b7d --user lin
+    """
+    with _memory() as mem:
+        before = mem.get(memory_id, user_id=user, agent_id=agent)
+        rec = before if before.verified else mem.update(memory_id, user_id=user, agent_id=agent, verified=True,
+                                                       actor="cli", reason="confirmed by a person")
+    if as_json:
+        _emit_json(rec)
+    else:
+        already = " (already verified)" if before.verified else ""
+        out.print(f"verified [bold]{rec.id}[/]{already}: {rec.content}")
 
 
 @app.command()

@@ -103,6 +103,18 @@ def _tool(bound: tuple[Memory, Scope], name: str, args: dict[str, Any], session_
     return result
 
 
+def agent_update(mem: Memory, scope: Scope, memory_id: str, content: str | None, category: str | None,
+                 importance: str | float | None) -> Any:
+    """An agent's change of a memory. It may neither pin nor verify (only a person confirms a
+    memory: web UI, CLI, REST), and text it rewrites is its own words: `source="agent"`, not
+    verified, not pinned, so it ages like an extracted memory until a person confirms it again."""
+    own: dict[str, Any] = {}
+    if content is not None and content != mem.get(memory_id, **who(scope)).content:
+        own = {"source": "agent", "verified": False, "pinned": False}
+    return mem.update(memory_id, **who(scope), content=content, category=category, importance=importance,
+                      actor="agent", **own)
+
+
 def scope_file(mem: Memory, scope: Scope, name: str) -> str:
     """The text of the scope's MEMORY.md (rendered from the store) or USER.md."""
     if name == "MEMORY.md":
@@ -172,11 +184,21 @@ def _explain(exc: ArgumentError, schema: dict[str, Any]) -> str:
     return "; ".join(lines.values())
 
 
+# what only a person decides about a memory; the SDK drops an argument a tool does not take,
+# so an agent asking for one would be told it succeeded: it is told no instead
+PERSON_ONLY = ("verified", "pinned", "source")
+
+
 class _Tool(Tool):
     """A tool whose argument errors read like memlane's own (`_explain`), not pydantic's dump;
     only this server's tools, the SDK's behaviour elsewhere is left as it is."""
 
     async def run(self, arguments: dict[str, Any], context: Context[Any, Any], convert_result: bool = False) -> Any:
+        taken = self.parameters.get("properties", {})
+        for name in PERSON_ONLY:
+            if name in arguments and name not in taken:
+                raise ToolError(f"Error executing tool {self.name}: {name}: an agent cannot set it; a person "
+                                "confirms or pins a memory (web UI, `memlane verify`, REST)")
         try:
             return await super().run(arguments, context, convert_result)
         except ToolError as exc:
@@ -304,11 +326,10 @@ def build_mcp(engine: Engine, scope: ScopeOf) -> MCPServer:
     @tool(_CHANGE)
     def update_memory(memory_id: MemoryId, ctx: Context, content: str | None = None,
                       category: Annotated[str | None, Field(description="Its new category.")] = None,
-                      importance: Importance = None, pinned: bool | None = None) -> dict[str, Any]:
+                      importance: Importance = None) -> dict[str, Any]:
         """Correct or re-rank a memory (new content replaces the old; the audit trail keeps both)."""
         mem, sc = bound(ctx)
-        return _run(lambda: mem.update(memory_id, **who(sc), content=content,
-                                       category=category, importance=importance, pinned=pinned, actor="agent"))
+        return _run(lambda: agent_update(mem, sc, memory_id, content, category, importance))
 
     @tool(_DELETE)
     def delete_memory(memory_id: MemoryId, ctx: Context, reason: str = "") -> dict[str, Any]:

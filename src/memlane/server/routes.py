@@ -87,7 +87,7 @@ def add_memory(body: s.NewMemory, mem: MemoryDep, scope: ScopeDep) -> Response:
     rec = mem.add(body.content, **who(scope), category=body.category, importance=body.importance,
                   metadata=body.metadata, pinned=body.pinned, expires_at=body.expires_at,
                   session_id=body.session_id, subject=body.subject, predicate=body.predicate,
-                  confidence=body.confidence, actor="api")
+                  confidence=body.confidence, source=body.source, actor="api")
     return ok(jsonable(rec), 201)
 
 
@@ -121,7 +121,8 @@ def update_memory(memory_id: str, body: s.MemoryChange, mem: MemoryDep, scope: S
     """Change a memory (new content is re-embedded); audited as UPDATE."""
     rec = mem.update(memory_id, **who(scope), content=body.content, category=body.category,
                      importance=body.importance, score=body.score, metadata=body.metadata, pinned=body.pinned,
-                     status=body.status, expires_at=body.expires_at, reason=body.reason, actor="api")
+                     verified=body.verified, status=body.status, expires_at=body.expires_at, reason=body.reason,
+                     actor="api")
     return ok(jsonable(rec))
 
 
@@ -142,6 +143,19 @@ def pin_memory(memory_id: str, mem: MemoryDep, scope: ScopeDep) -> Response:
 @v1.delete("/memories/{memory_id}/pin", tags=["memories"])
 def unpin_memory(memory_id: str, mem: MemoryDep, scope: ScopeDep) -> Response:
     return ok(jsonable(mem.update(memory_id, **who(scope), pinned=False, actor="api")))
+
+
+@v1.post("/memories/{memory_id}/verify", tags=["memories"])
+def verify_memory(memory_id: str, mem: MemoryDep, scope: ScopeDep) -> Response:
+    """A person confirms a memory (an agent's or an extractor's): verified, it no longer decays."""
+    return ok(jsonable(mem.update(memory_id, **who(scope), verified=True, actor="api",
+                                 reason="confirmed by a person")))
+
+
+@v1.delete("/memories/{memory_id}/verify", tags=["memories"])
+def unverify_memory(memory_id: str, mem: MemoryDep, scope: ScopeDep) -> Response:
+    return ok(jsonable(mem.update(memory_id, **who(scope), verified=False, actor="api",
+                                 reason="confirmation withdrawn")))
 
 
 @v1.get("/memories/{memory_id}/history", tags=["memories"])

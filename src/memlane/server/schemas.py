@@ -36,6 +36,9 @@ class NewMemory(Body):
     subject: str | None = None
     predicate: str | None = None
     confidence: Number = 1.0
+    # "user": a person, or an app acting for one, added it (as before); "agent": an LLM agent
+    # chose to, so it is unconfirmed and ages until a person verifies it
+    source: Literal["user", "agent"] = "user"
 
 
 class MemoryChange(Body):
@@ -45,6 +48,7 @@ class MemoryChange(Body):
     score: Number | None = None
     metadata: dict[str, Any] | None = None
     pinned: bool | None = None
+    verified: bool | None = None  # true: a person confirmed it
     status: Literal["active", "archived"] | None = None
     expires_at: datetime | None = None
     reason: str = ""
@@ -53,7 +57,7 @@ class MemoryChange(Body):
     def _changes_something(self) -> MemoryChange:
         if all(getattr(self, f) is None for f in self.model_fields_set - {"reason"}):
             raise ValueError("names nothing to change: give content, category, importance, score, metadata, "
-                             "pinned, status or expires_at")
+                             "pinned, verified, status or expires_at")
         return self
 
 

@@ -25,7 +25,7 @@ LABELS: dict[str, dict[str, dict[str, str]]] = {
         },
         "source": {
             "user": "added directly", "extractor": "extracted by the LLM", "heuristic": "extracted by rules",
-            "system": "system", "import": "imported",
+            "system": "system", "import": "imported", "agent": "written by the agent",
         },
         "status": {"active": "active", "archived": "archived", "deleted": "deleted"},
         "event": {
@@ -59,6 +59,8 @@ LABELS: dict[str, dict[str, dict[str, str]]] = {
             "bulk archive in the web UI": "archived with others in the web UI",
             "bulk activate in the web UI": "made active with others in the web UI",
             "attachment expired": "attachment expired", "used in the conversation": "used in the conversation",
+            "confirmed by a person": "confirmed by a person", "confirmation withdrawn": "confirmation withdrawn",
+            "verified in the web UI": "verified in the web UI", "unverified in the web UI": "confirmation withdrawn in the web UI",
         },
         "role": {"user": "user", "assistant": "assistant", "system": "system", "tool": "tool"},
         "kind": {"semantic": "semantic", "episodic": "episodic", "procedural": "procedural"},
@@ -78,7 +80,8 @@ LABELS: dict[str, dict[str, dict[str, str]]] = {
             "decision": "决定", "skill": "技能", "todo": "待办", "project": "项目", "episode": "情节", "core": "核心",
             "skill_usage": "技能使用", "error": "错误", "system": "系统", "knowledge": "知识",
         },
-        "source": {"user": "直接添加", "extractor": "LLM 提取", "heuristic": "规则提取", "system": "系统", "import": "导入"},
+        "source": {"user": "直接添加", "extractor": "LLM 提取", "heuristic": "规则提取", "system": "系统", "import": "导入",
+                   "agent": "智能体写入"},
         "status": {"active": "活跃", "archived": "已归档", "deleted": "已删除"},
         "event": {
             "ADD": "添加", "UPDATE": "修改", "BOOST": "强化", "DELETE": "删除", "DECAY": "衰减", "ARCHIVE": "归档",
@@ -105,7 +108,9 @@ LABELS: dict[str, dict[str, dict[str, str]]] = {
             "edited in the web UI": "在网页界面中编辑", "deleted in the web UI": "在网页界面中删除",
             "bulk delete in the web UI": "在网页界面中批量删除", "bulk archive in the web UI": "在网页界面中批量归档",
             "bulk activate in the web UI": "在网页界面中批量设为活跃", "attachment expired": "附件已过期",
-            "used in the conversation": "在对话中用到",
+            "used in the conversation": "在对话中用到", "confirmed by a person": "由本人确认",
+            "confirmation withdrawn": "撤销确认", "verified in the web UI": "在网页界面中确认",
+            "unverified in the web UI": "在网页界面中撤销确认",
         },
         "role": {"user": "用户", "assistant": "助手", "system": "系统", "tool": "工具"},
         "kind": {"semantic": "语义", "episodic": "情节", "procedural": "程序性"},

@@ -14,7 +14,7 @@ from memlane.errors import NotFound, ValidationError
 from memlane.models import MemoryRecord
 from memlane.webui import i18n
 from memlane.webui.app import Ctx, Redirect, safe_next
-from memlane.webui.views import TableQuery, forecast
+from memlane.webui.views import SOURCES, TableQuery, forecast
 
 if TYPE_CHECKING:
     from memlane.webui.app import WebUI
@@ -58,8 +58,8 @@ def register(ui: WebUI) -> None:
         now, pol = mem.clock(), mem.config.policy
         stats = await ui.call(mem.stats, **ctx.scope)
         values: dict[str, Any] = {"tq": tq, "rows": [(m, forecast(m, pol, now)) for m in shown], "total": len(rows),
-                  "pages": pages, "relevance": relevance, "categories": pol.categories, "stats": stats,
-                  "archive_below": pol.archive_below, "notice": request.query_params.get("notice", ""),
+                  "pages": pages, "relevance": relevance, "categories": pol.categories, "sources": SOURCES,
+                  "stats": stats, "archive_below": pol.archive_below, "notice": request.query_params.get("notice", ""),
                   "undo_ids": request.query_params.getlist("undo")[:BULK_MAX]}
         if ctx.htmx and request.headers.get("hx-target") == "results":
             return ui.render(ctx, "_memory_results.html", **values)
@@ -161,7 +161,11 @@ def register(ui: WebUI) -> None:
             changes["verified"] = flag(ctx.field("verified"), "verified", ctx.lang)
         if "status" in ctx.form:
             changes["status"] = ctx.field("status")
-        reason = ctx.field("reason") or "edited in the web UI"
+        # a person's verify button: the history says so in words, not as a generic edit
+        said = "edited in the web UI"
+        if set(changes) == {"verified"}:
+            said = "verified in the web UI" if changes["verified"] else "unverified in the web UI"
+        reason = ctx.field("reason") or said
         m = await ui.call(mem.update, memory_id, **ctx.scope, **changes, actor="web", reason=reason)
         return ui.done(ctx, lambda: row(ctx, m, flash=i18n.text(ctx.lang, "saved")), f"/memories/{m.id}")
 

@@ -10,17 +10,18 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
-from typing import Any
+from typing import Any, get_args
 
 from markupsafe import Markup
 
 from memlane import policy
 from memlane.config import PolicyConfig
 from memlane.errors import ValidationError
-from memlane.models import MemoryEvent, MemoryRecord
+from memlane.models import MemoryEvent, MemoryRecord, Source
 from memlane.webui.i18n import text
 
 FORECAST_DAYS = 3650  # not from a seed: past ten years a forecast says "not within 10 years"
+SOURCES: tuple[str, ...] = get_args(Source)  # the memories filter offers every source
 SORTS = ("score", "updated_at", "created_at", "last_activated", "activation_count", "content")
 
 
@@ -135,7 +136,7 @@ class TableQuery:
             raise ValidationError("page", text(lang, "err_page", value=raw_page))
         return cls(
             q=get("q"), category=get("category"), status=choice("status", ("active", "archived", "any"), "active"),
-            source=choice("source", ("", "user", "extractor", "heuristic", "system", "import"), ""),
+            source=choice("source", ("", *SOURCES), ""),
             verified=choice("verified", ("", "yes", "no"), ""), pinned=choice("pinned", ("", "yes", "no"), ""),
             min_score=number("min_score"), max_score=number("max_score"),
             since=day("since", False), until=day("until", True),
