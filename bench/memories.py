@@ -195,9 +195,11 @@ def rank_store(mem: Memory, store: Store, questions: Iterable[tuple[str, str, li
             for s, r in ranked.items():
                 row[f"{s}:R@5"], row[f"{s}:R@10"] = recall(r, set(answers), 5), recall(r, set(answers), 10)
             # the answers an agent would be shown: at or above the floor
-            row["answer_above_floor"] = float(max((scores.get(a, 0.0) for a in answers), default=0.0) >= floor)
+            row["answer_score"] = max((scores.get(a, 0.0) for a in answers), default=0.0)
+            row["answer_above_floor"] = float(row["answer_score"] >= floor)
         else:
-            row["nothing_above_floor"] = float(max(scores.values(), default=0.0) < floor)
+            row["top_score"] = max(scores.values(), default=0.0)
+            row["nothing_above_floor"] = float(row["top_score"] < floor)
         rows.append(row)
     return rows
 
@@ -250,6 +252,18 @@ def summarise(rows: list[dict[str, Any]], groups: Callable[[dict[str, Any]], lis
     return out
 
 
+def floor_study(rows: list[dict[str, Any]]) -> list[dict[str, float]]:
+    """What each relevance floor would do, on the stores small enough to ask questions with
+    no answer: the share of answered questions whose answer reaches it, and of the others
+    left with nothing at or above it."""
+    small = [r for r in rows if r["size"] <= 50]
+    answered = [r["answer_score"] for r in small if "answer_score" in r]
+    empty = [r["top_score"] for r in small if "top_score" in r]
+    return [{"floor": f, "answer_above": float(np.mean([s >= f for s in answered])) if answered else 0.0,
+             "none_clean": float(np.mean([s < f for s in empty])) if empty else 0.0}
+            for f in (0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.5)]
+
+
 def run(sizes: list[int], langs: list[str], profiles_limit: int | None, big_profiles: int,
         embedder: str, cached: dict[str, np.ndarray], search: dict[str, Any] | None = None,
         data: Path = DATA, keep: Path | None = None) -> dict[str, Any]:
@@ -293,6 +307,7 @@ def run(sizes: list[int], langs: list[str], profiles_limit: int | None, big_prof
         "by_pairing": summarise(rows, lambda r: [r["pairing"], "all"]),
         "by_kind": summarise(rows, lambda r: [f"{r['kind']} @{r['size']}"]),
         "by_store": summarise(rows, lambda r: [f"{r['store']} store @{r['size']}"]),
+        "floors": floor_study(rows),
         "latency_ms": {str(size): {"p50": percentile(v, 50), "p95": percentile(v, 95)} for size, v in latencies.items()},
         "latency_with_embedding_ms": {"size": big, "p50": percentile(user_seen, 50), "p95": percentile(user_seen, 95)},
         "rows": rows,
@@ -369,6 +384,9 @@ def report(res: dict[str, Any]) -> None:
                 rows.append([g, 0, "", "", "", "", "", "", "", f"{fmt(m['none_clean'])} ({m['none_n']})"])
         console.print(table(title, ["group", "n", *[f"{s} R@5" for s in SYSTEMS], "memlane R@10",
                                     "vs best baseline R@5 [95%]", "answer ≥ floor", "no answer: clean (n)"], rows))
+    console.print(table("Relevance floor: answers that reach it, questions without an answer left empty (stores of 50)",
+                        ["floor", "answer ≥ floor", "no answer: nothing ≥ floor"],
+                        [[f["floor"], f["answer_above"], f["none_clean"]] for f in res["floors"]]))
     lat = res["latency_ms"]
     console.print("search latency, engine (query vector given), ms: " +
                   ", ".join(f"{size} memories p50 {v['p50']:.1f} p95 {v['p95']:.1f}" for size, v in lat.items()))

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from memlane import BackendError, Config
+from memlane.crosslingual import PARALLEL_TEXTS
 from memlane.embeddings import make_embedder
 from memlane.embeddings.hashing import HashEmbedder
 from memlane.search import NULL_TEXTS
@@ -68,7 +69,8 @@ def test_nothing_is_embedded_twice(make_memory):
     mem.add("same words", user_id="u2")
     mem.add_messages("s", [{"role": "user", "content": "same words"}, {"role": "user", "content": "other"}], user_id="u1")
     # and search's reference texts, once, cached with the first rows (next test)
-    assert sorted(emb.texts) == sorted(["other", "same words", *NULL_TEXTS])
+    # (the language directions' sentences once as passages and once as queries: two embeddings)
+    assert sorted(emb.texts) == sorted(["other", "same words", *NULL_TEXTS, *PARALLEL_TEXTS, *PARALLEL_TEXTS])
     assert mem.stats(user_id="u1").turns_unembedded == 0
 
 

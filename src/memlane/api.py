@@ -36,7 +36,7 @@ from memlane import undo as undoing
 from memlane.attachments import Attachments, SessionStates
 from memlane.config import MAX_ID_CHARS, Config
 from memlane.context import Context, build_context
-from memlane.crosslingual import PARALLEL, LanguageAxes, language_axes
+from memlane.crosslingual import PARALLEL_TEXTS, LanguageAxes, language_axes
 from memlane.embeddings import Embedder, make_embedder
 from memlane.errors import ConfigError, MemlaneError, NotFound, ValidationError
 from memlane.events import Event, EventBus, RuleResult
@@ -142,7 +142,7 @@ class Memory:
                 self._open_side_store, self.embedder,
                 max_chars=self.config.embedding.max_chars, batch_size=self.config.embedding.batch_size,
                 passage_chars=self.config.embedding.passage_chars, max_passages=self.config.embedding.passages,
-                warm=NULL_TEXTS,
+                warm=(*NULL_TEXTS, *PARALLEL_TEXTS), warm_queries=PARALLEL_TEXTS,
             )
             self._indexer.notify()  # pick up rows left unembedded by an earlier process
         self.events.check()
@@ -222,7 +222,8 @@ class Memory:
                              progress=progress, passage_chars=e.passage_chars, max_passages=e.passages)
         if done and self._nulls is None:  # cached with the first rows: the next process's first search needs them
             self._nulls = warm_cache(self.store, self.embedder, NULL_TEXTS)
-            warm_cache(self.store, self.embedder, [text for pair in PARALLEL for text in pair])
+            warm_cache(self.store, self.embedder, PARALLEL_TEXTS)  # the language directions' texts
+            warm_cache(self.store, self.embedder, PARALLEL_TEXTS, query=True)
         return done
 
     # ---- turns ------------------------------------------------------------------------
@@ -973,10 +974,9 @@ class Memory:
         """Where this embedder keeps a text's language (crosslingual.py), from its vectors of
         the parallel sentences: as passages (cached in the store), and as queries."""
         if self._axes is False:
-            english = embed_cached(self.store, self.embedder, [en for en, _ in PARALLEL])
-            chinese = embed_cached(self.store, self.embedder, [zh for _, zh in PARALLEL])
-            asked = self.embedder.embed([text for pair in PARALLEL for text in pair], query=True)
-            self._axes = language_axes(english, chinese, asked[0::2], asked[1::2],
+            passages = embed_cached(self.store, self.embedder, PARALLEL_TEXTS)
+            asked = embed_cached(self.store, self.embedder, PARALLEL_TEXTS, query=True)
+            self._axes = language_axes(passages[0::2], passages[1::2], asked[0::2], asked[1::2],
                                        self.config.search.language_alignment_min)
         return self._axes if isinstance(self._axes, LanguageAxes) else None
 

@@ -65,6 +65,9 @@ class LanguageAxes:
         return along_axis > self.midpoint
 
 
+PARALLEL_TEXTS: tuple[str, ...] = tuple(text for pair in PARALLEL for text in pair)  # English, Chinese, …
+
+
 def language_axes(english: np.ndarray, chinese: np.ndarray, english_queries: np.ndarray,
                   chinese_queries: np.ndarray, min_alignment: float) -> LanguageAxes | None:
     """The language directions from the embedded `PARALLEL` pairs (rows in the same order), as

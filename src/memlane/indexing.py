@@ -71,10 +71,13 @@ def vector_keys(text: str, max_chars: int, passage_chars: int = 0, max_passages:
     return [vector_key(text, max_chars), *extra]
 
 
-def embed_cached(store: Store, embedder: Embedder, texts: Sequence[str], batch_size: int = 32) -> np.ndarray:
-    """Passage vectors for `texts`, from the cache where possible; new ones are cached."""
+def embed_cached(store: Store, embedder: Embedder, texts: Sequence[str], batch_size: int = 32,
+                 query: bool = False) -> np.ndarray:
+    """Passage vectors for `texts` (query vectors with `query`: an embedder may embed the two
+    apart, so they are cached apart), from the cache where possible; new ones are cached."""
+    model = f"{embedder.model_id}#query" if query else embedder.model_id
     hashes = [content_hash(t) for t in texts]
-    found = store.cache_get(embedder.model_id, list(dict.fromkeys(hashes)))
+    found = store.cache_get(model, list(dict.fromkeys(hashes)))
     missing = list(dict.fromkeys(h for h in hashes if h not in found))
     if missing:
         by_hash = dict(zip(hashes, texts, strict=True))
@@ -83,20 +86,20 @@ def embed_cached(store: Store, embedder: Embedder, texts: Sequence[str], batch_s
         fresh: dict[str, np.ndarray] = {}
         for i in range(0, len(missing), batch_size):
             chunk = missing[i : i + batch_size]
-            vecs = embedder.embed([by_hash[h] for h in chunk])
+            vecs = embedder.embed([by_hash[h] for h in chunk], query=query)
             fresh.update(zip(chunk, vecs, strict=True))
-        store.cache_put(embedder.model_id, fresh)
+        store.cache_put(model, fresh)
         found.update(fresh)
     if not texts:
         return np.zeros((0, embedder.dimensions), dtype=np.float32)
     return np.stack([found[h] for h in hashes])
 
 
-def warm_cache(store: Store, embedder: Embedder, texts: Sequence[str]) -> np.ndarray | None:
+def warm_cache(store: Store, embedder: Embedder, texts: Sequence[str], query: bool = False) -> np.ndarray | None:
     """`texts` embedded and cached ahead of the search that needs them; None if the embedder
     failed: only a head start, that search embeds them (and reports the failure) itself."""
     try:
-        return embed_cached(store, embedder, texts)
+        return embed_cached(store, embedder, texts, query=query)
     except Exception as exc:
         log.warning("could not cache the search's reference vectors ahead: %s", exc)
         return None
@@ -163,14 +166,17 @@ def index_pending(store: Store, embedder: Embedder, *, max_chars: int, batch_siz
 
 class BackgroundIndexer:
     """A daemon thread that embeds pending rows on its own database connection. After its
-    first rows it caches `warm` too, the texts every search embeds (search.NULL_TEXTS), so
-    that the next process's first search embeds only its query."""
+    first rows it caches `warm` too, the texts every search embeds (search.NULL_TEXTS, and
+    crosslingual.PARALLEL also as queries: `warm_queries`), so that the next process's first
+    search embeds only its query."""
 
     def __init__(self, open_store: Callable[[], Store], embedder: Embedder, *, max_chars: int, batch_size: int,
-                 passage_chars: int = 0, max_passages: int = 0, warm: Sequence[str] = ()) -> None:
+                 passage_chars: int = 0, max_passages: int = 0, warm: Sequence[str] = (),
+                 warm_queries: Sequence[str] = ()) -> None:
         self._open_store = open_store
         self._embedder = embedder
         self._warm = tuple(warm)  # emptied once cached
+        self._warm_queries = tuple(warm_queries)
         self._max_chars = max_chars
         self._passages = (passage_chars, max_passages)
         self._batch_size = batch_size
@@ -207,6 +213,7 @@ class BackgroundIndexer:
                     ):
                         if self._warm:
                             warm_cache(store, self._embedder, self._warm)
+                            warm_cache(store, self._embedder, self._warm_queries, query=True)
                             self._warm = ()
                     self.error = None
                 except Exception as exc:  # the rows stay pending; the next notify retries (never dies)

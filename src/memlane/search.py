@@ -93,7 +93,10 @@ def dense_text(store: Store, corpus: Corpus, scope: Scope, query: str, cfg: Sear
     conversation (小林 as well as Caroline). They pull the query towards every row alike
     (issue 3: +1 pt R@10 on LoCoMo). The query itself when nothing would be left or the
     scope is small."""
-    if cfg.dense_common_share >= 1:
+    facts = corpus != "turns"  # a scope of memories is small sooner: its own thresholds (issue 29)
+    share = cfg.memory_common_share if facts else cfg.dense_common_share
+    min_docs = cfg.memory_common_min_docs if facts else cfg.dense_common_min_docs
+    if share >= 1:
         return query
     spans, seen = [], set()
     for span in _query_words(query):  # the first words, up to max_query_terms index terms
@@ -105,10 +108,10 @@ def dense_text(store: Store, corpus: Corpus, scope: Scope, query: str, cfg: Sear
         return query
     # counted in the rows' own text: a turn's neighbours column holds every speaker's name
     counts, total = store.scope_documents(corpus, scope, list({t for *_, ts in spans for t in ts}), column=0)
-    if total < cfg.dense_common_min_docs:
+    if total < min_docs:
         return query
     # a CJK word counts as held where all its bigrams are: the least held one bounds it
-    common = [(a, b) for a, b, ts in spans if min(counts.get(t, 0) for t in ts) >= cfg.dense_common_share * total]
+    common = [(a, b) for a, b, ts in spans if min(counts.get(t, 0) for t in ts) >= share * total]
     if not common or len(common) == len(spans):
         return query
     out, pos = [], 0

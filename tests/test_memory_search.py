@@ -1,0 +1,140 @@
+"""Memory search as an agent receives it (issue 29): either language finds the other, a word
+every memory holds is no relevance, and searching is reading — below the floor nothing is
+returned by default, over any surface, and nothing below it counts as use."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import httpx
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from memlane import Memory
+from memlane.crosslingual import PARALLEL, language_axes
+from memlane.testing import HashEmbedder
+from tests.conftest import T0
+
+# one user's memories, half in each language, each answering one question in the other
+MIXED = {
+    "works": "The user works as a nurse at St. Mary's Hospital.",
+    "tea": "The user prefers green tea to coffee.",
+    "sister": "The user's sister Anna lives in Lyon.",
+    "cello": "The user plays the cello in a community orchestra.",
+    "porto": "The user grew up in Porto.",
+    "marathon": "The user is training for a half marathon in March.",
+    "peanut": "用户对花生过敏。",
+    "cat": "用户养了一只叫麻薯的猫。",
+    "vegetarian": "用户吃素。",
+    "noise": "用户不喜欢吵闹的餐厅。",
+    "bike": "用户每天骑自行车上班。",
+    "dentist": "用户下周二要去看牙医。",
+}
+ACROSS = [  # a question in one language, its answer written in the other
+    ("用户在哪里上班？", "works"), ("用户的妹妹住在哪个城市？", "sister"), ("用户会什么乐器？", "cello"),
+    ("Is the user allergic to anything?", "peanut"), ("Does the user have a pet?", "cat"),
+    ("How does the user get to work?", "bike"),
+]
+
+
+@pytest.fixture(scope="module")
+def e5() -> object:
+    from memlane.embeddings.local import E5Embedder
+
+    return E5Embedder()
+
+
+def _filled(make_memory: Callable[..., Memory], e5: object, **search: object) -> tuple[Memory, dict[str, str]]:
+    mem = make_memory(embedding={"provider": "e5"}, embedder=e5, search=search)
+    ids = {key: mem.add(text, user_id="u").id for key, text in MIXED.items()}
+    return mem, ids
+
+
+def test_a_question_finds_its_answer_in_the_other_language(make_memory: Callable[..., Memory], e5: object) -> None:
+    mem, ids = _filled(make_memory, e5)
+    for question, key in ACROSS:
+        top = [h.id for h in mem.search(question, user_id="u", limit=3, activate=False, min_score=0)]
+        assert ids[key] in top, (question, [MIXED[k] for k, i in ids.items() if i in top])
+    # the embedder alone puts every memory of the question's language first: the correction is what finds them
+    plain, plain_ids = _filled(make_memory, e5, language_alignment_min=2.0)
+    found = sum(plain_ids[key] in [h.id for h in plain.search(q, user_id="u", limit=3, activate=False, min_score=0)]
+                for q, key in ACROSS)
+    assert found < len(ACROSS)
+
+
+def test_only_an_embedder_that_aligns_languages_gets_a_correction(e5: object) -> None:
+    english, chinese = [en for en, _ in PARALLEL], [zh for _, zh in PARALLEL]
+    for embedder, aligned in ((e5, True), (HashEmbedder(), False)):
+        axes = language_axes(embedder.embed(english), embedder.embed(chinese),  # type: ignore[attr-defined]
+                             embedder.embed(english, query=True), embedder.embed(chinese, query=True),  # type: ignore[attr-defined]
+                             0.05)
+        assert (axes is not None) is aligned
+        if axes is not None:  # the direction tells the languages apart
+            assert all(axes.chinese(float(v @ axes.passage_axis)) for v in embedder.embed(["用户喜欢爬山。"]))  # type: ignore[attr-defined]
+            assert not any(axes.chinese(float(v @ axes.passage_axis))
+                           for v in embedder.embed(["The user likes hiking."]))  # type: ignore[attr-defined]
+            assert np.allclose(axes.basis @ axes.basis.T, np.eye(len(axes.basis)), atol=1e-5)
+
+
+def test_a_word_every_memory_holds_is_no_relevance(make_memory: Callable[..., Memory]) -> None:
+    mem = make_memory()
+    facts = ["The user is vegetarian.", "The user's sister lives in Lyon.", "The user prefers green tea.",
+             "The user plays the cello.", "The user grew up in Porto.", "The user has a cat named Mochi.",
+             "The user runs every morning.", "The user dislikes noisy restaurants.", "The user reads sci-fi novels.",
+             "The user works at Acme as a data engineer."]
+    ids = [mem.add(f, user_id="u").id for f in facts]
+    weak = mem.search("which car does the user own", user_id="u", activate=False, min_score=0)
+    assert all(h.score < mem.config.search.min_relevance for h in weak)  # "user" alone: relevance to none
+    hits = mem.search("where does the user work", user_id="u", activate=False)
+    assert [h.id for h in hits] == [ids[-1]]
+    # the same in Chinese: 用户 is in every memory
+    zh = make_memory(home=mem.config.home.parent / "zh")
+    for f in ["用户吃素", "用户的妹妹住在里昂", "用户喜欢绿茶", "用户会拉大提琴", "用户在波尔图长大", "用户养了一只猫",
+              "用户每天早上跑步", "用户不喜欢吵闹的餐厅", "用户喜欢读科幻小说", "用户在Acme公司当数据工程师"]:
+        zh.add(f, user_id="u")
+    assert [h.content for h in zh.search("用户在哪家公司工作", user_id="u", activate=False)] == ["用户在Acme公司当数据工程师"]
+
+
+def test_searching_is_reading_below_the_floor(make_memory: Callable[..., Memory]) -> None:
+    mem = make_memory(clock=lambda: T0)
+    peanut = mem.add("用户对花生过敏", user_id="u")
+    others = [mem.add(t, user_id="u") for t in ("The user prefers pytest.", "用户喜欢川菜", "The user likes jazz.")]
+    floor = mem.config.search.min_relevance
+    assert mem.search("quantum chromodynamics", user_id="u") == []  # nothing relevant: nothing returned
+    everything = mem.search("quantum chromodynamics", user_id="u", min_score=0)  # asked for: returned, not used
+    assert everything and all(h.score < floor for h in everything)
+    assert all(mem.get(m.id, user_id="u").activation_count == 0 for m in [peanut, *others])
+    hits = mem.search("花生过敏", user_id="u", min_score=0)  # a relevant hit is a use; the weak ones beside it not
+    assert hits[0].id == peanut.id and hits[0].score >= floor
+    assert mem.get(peanut.id, user_id="u").activation_count == 1
+    assert all(mem.get(m.id, user_id="u").activation_count == 0 for m in others)
+    # turns are the trace, ranked by their conversation: every hit found, as before
+    mem.add_messages("s", [{"role": "user", "content": "Did you try the ramen place?"},
+                           {"role": "assistant", "content": "Yes, the tonkotsu broth was great."}], user_id="u")
+    mem.flush()
+    assert len(mem.search("ramen", user_id="u", corpus="turns")) == 2
+
+
+def test_the_cli_and_rest_leave_out_weak_hits_as_the_api_does(make_memory: Callable[..., Memory], tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("uvicorn")
+    from memlane.cli import app
+    from tests.webui_support import ui_site
+
+    home = tmp_path / "home"
+    mem = make_memory(home=home)
+    mem.add("用户对花生过敏", user_id="lin")
+    mem.add("The user likes jazz.", user_id="lin")
+    with ui_site(mem, "server") as site, httpx.Client(
+            base_url=site.base, headers={"Authorization": f"Bearer {site.key['lin']}"}, timeout=30) as c:
+        assert c.post("/v1/search", json={"query": "quantum physics"}).json()["hits"] == []
+        assert len(c.post("/v1/search", json={"query": "quantum physics", "min_score": 0}).json()["hits"]) == 2
+        assert [h["content"] for h in c.post("/v1/search", json={"query": "花生"}).json()["hits"]] == ["用户对花生过敏"]
+    mem.close()
+    monkeypatch.setenv("MEMLANE_HOME", str(home))
+    monkeypatch.setenv("MEMLANE_EMBEDDER", "hash")
+    runner = CliRunner()
+    assert "no memories match" in runner.invoke(app, ["search", "quantum physics", "--user", "lin"]).output
+    assert "jazz" in runner.invoke(app, ["search", "quantum physics", "--user", "lin", "--min-score", "0"]).output
