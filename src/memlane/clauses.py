@@ -57,7 +57,7 @@ def has_cjk_text(text: str) -> bool:
 # ---- Chinese --------------------------------------------------------------------------------
 
 ZH_SENTENCE = re.compile(r"[^。！？!?\n～~…]+[。！？!?～~…]*")
-_ZH_PUNCT = re.compile(r"[，,；;：:、]\s*|\s+|[\U0001F300-\U0001FAFF\u2600-\u27BF]+")
+_ZH_PUNCT = re.compile(r"[，,；;：:]\s*|(?<=[\u4e00-\u9fff])\s+(?=[\u4e00-\u9fff])|[\U0001F300-\U0001FAFF\u2600-\u27BF]+")
 ZH_FILLER = re.compile(r"^(?:对了|另外|还有就是|还有|而且|并且|同时|其实|嗯+|哦+|噢|啊|呀|所以|但是|但|不过|可是|是的|好的|好吧|"
                        r"好主意|然后|因为|顺便说一下|顺便说一句|顺便提一下|顺便|话说|说起来|对对|对|哈哈+|呵呵|嘿嘿|诶|欸|哎|"
                        r"先记一下哈|先说一下|谢谢|嗯嗯|好|行|ok|OK)[，,、\s～~]*")
@@ -92,10 +92,16 @@ _ZH_CHAIN = re.compile(r"(?:而且|并且|同时|但是|可是|不过(?!敏)|也
 _ZH_CONJ_START = re.compile(r"^(?:也|还|而且|并且|同时|另外|但|不过|可是|还有|以及)")
 _ZH_ALSO = re.compile(r"^(?:也|还|又)(?!是|行|好|不错|可以)")
 # "养了一只橘猫" / "有两只猫" introduce things; "叫橘子" / "一只叫年糕" then describe them
-_ENTITY_END = re.compile(r"(?:[一两二三四五六七八九十几]|\d+)(?:只|个|条|位|匹|辆|套|台|家|所|头|盆)[\u4e00-\u9fff]{1,8}$")
+_ENTITY_END = re.compile(r"(?:[一两二三四五六七八九十几]|\d+|了|有)(?:只|个|条|位|匹|辆|套|台|家|所|头|盆)[\u4e00-\u9fff]{1,8}$")
 _DESCRIBES = re.compile(r"^(?:它|他|她)?(?:叫|名字叫|名叫|今年|已经|才|快|是(?:只|一只|个|一个|条)|[一二三四五六七八九十两\d]+岁|"
                         r"[一两二三四五六七八九十\d](?:只|个|条|位)(?:叫|是))")
 _ZH_ASKED = re.compile(r"[?？]")
+
+
+def opens_with_predicate(clause: str) -> bool:
+    """Whether a Chinese clause opens with a verb, an adverb or a time word (its subject
+    left out), rather than with a noun ("成都", "咖啡也戒了")."""
+    return _ZH_PREDICATE.match(clause) is not None
 
 
 def zh_subject(clause: str) -> str | None:
@@ -268,11 +274,12 @@ def _en_pieces(sentence: str) -> list[tuple[str, str]]:
     s = _SUBORDINATE.sub("", _en_ellipsis(s))
     out: list[tuple[str, str]] = []
     start, carried, kind0 = 0, "", ""
+    subject = _en_subject(s)  # whom a clause opening with a verb is about: "My brother lives … and works …"
     be = bool(_BE.search(s[:40]))
     for m in _EN_SPLIT.finditer(s):
         left, right = s[start:m.start()], s[m.end():]
         kind = _en_opens(right, be)
-        if kind == "verb" and re.search(r"\bso\s+$", m.group(), re.I):
+        if kind == "verb" and (re.search(r"\bso\s+$", m.group(), re.I) or subject is None):
             kind = None  # ", so use it in samples": a request to the assistant, not the user's doing
         dash = bool(re.search(r"[-–—]", m.group()))
         if dash and kind is None:
@@ -280,13 +287,27 @@ def _en_pieces(sentence: str) -> list[tuple[str, str]]:
         if kind is None or not (_is_clause(left) or dash):
             continue
         out.append((kind0, carried + left))
-        carried = "I " if kind == "verb" else "I'm " if kind == "be" else ""
+        carried = (subject or "I ") if kind == "verb" else "I'm " if kind == "be" else ""
         kind0 = kind
         if kind in ("self", "kin", "other"):
             be = bool(_BE.search(right[:40]))
+            subject = _en_subject(right)
         start = m.end()
     out.append((kind0, carried + s[start:]))
     return [(k, _SUBORDINATE.sub("", _strip_en_filler(p))) for k, p in out if p.strip()]
+
+
+def _en_subject(text: str) -> str | None:
+    """The subject a clause opens with, as a verb after it would take it: "I ", "my brother ",
+    "she "; None for anyone else's."""
+    t = _strip_en_filler(text)
+    kin = _EN_KIN.match(t)
+    if kin is not None:
+        return kin.group() + " "
+    pronoun = re.match(r"^(?:he|she)\b", t, re.I)
+    if pronoun is not None:
+        return pronoun.group() + " "
+    return None if _EN_OTHER.match(t) else "I "
 
 
 def _strip_en_filler(text: str) -> str:
@@ -297,10 +318,12 @@ def _strip_en_filler(text: str) -> str:
 
 
 def _is_clause(text: str) -> bool:
-    """Whether a piece says something of its own (a subject or a verb), not just "Next month"."""
+    """Whether a piece says something of its own (a verb), not just "Next month" or "My
+    manager, Tom"."""
     t = text.strip()
-    return bool(re.search(r"\b(?:i|i'm|i've|i'd|im|my|we|our|is|are|am|was|were|has|have|had|do|does|did|"
-                          r"can|will|would)\b", t, re.I) or _EN_VERB.match(t) or _en_opens(t, False))
+    return bool(re.search(r"\b(?:i|we|they|he|she)\s+\w|\b(?:i'm|i've|i'd|im|is|are|am|was|were|has|have|had|do|"
+                          r"does|did|can|will|would)\b|'s\s", t, re.I)
+                or any(_EN_VERB.match(t[m.start():]) for m in re.finditer(r"\b\w", t)))
 
 
 # ---- the reader -----------------------------------------------------------------------------
@@ -499,5 +522,6 @@ def en_clauses(sentence: str) -> list[str]:
     return [c.text for c in Reader().read(sentence)]
 
 
-__all__ = ["EN_FILLER", "EN_SENTENCE", "ZH_FILLER", "ZH_SENTENCE", "Clause", "Reader", "en_clauses", "unquoted",
+__all__ = ["EN_FILLER", "EN_SENTENCE", "ZH_FILLER", "ZH_SENTENCE", "Clause", "Reader", "en_clauses",
+           "opens_with_predicate", "unquoted",
            "zh_clauses", "zh_subject"]

@@ -421,6 +421,8 @@ _UPCOMING_ZH: list[tuple[re.Pattern[str], Any]] = [
      lambda t, g: _next_month(t, _zh_count(g[0]) or 0)),
     (re.compile(r"(下下|下)个?月\s*(\d{1,2})\s*[日号]"), lambda t, g: _day_of_month(t, int(g[1]), 2 if g[0] == "下下" else 1)),
     (re.compile(r"(?<![\d月年周期])(\d{1,2})\s*[日号](?![\d])"), lambda t, g: _day_of_month(t, int(g[0]))),
+    (re.compile(rf"(今年|明年|后年)\s*{_ZH_MONTH}\s*月(?:份)?(?:[初中底末]|上旬|中旬|下旬)?"),
+     lambda t, g: _month_end(t.year + ("今明后".index(g[0][0])), _zh_count(g[1]) or 0)),
     (re.compile(r"大后天"), lambda t, g: t + timedelta(days=3)),
     (re.compile(r"(?<!大)后天"), lambda t, g: t + timedelta(days=2)),
     (re.compile(r"明[天早晚日]"), lambda t, g: t + timedelta(days=1)),
@@ -494,7 +496,7 @@ def upcoming(text: str, today: date) -> date | None:
 # relative names of one day: what a memory should also say as a date ("明天" is a different
 # day tomorrow; "明天（4月26日）" is not)
 _RELATIVE_DAY = re.compile(r"\b(?:the\s+)?day after tomorrow\b|\btomorrow\b|\btoday\b|\btonight\b|"
-                           rf"\b(?:next|this|coming|on)\s+{_WEEKDAY}\b|\bon\s+the\s+\d{{1,2}}(?:st|nd|rd|th)\b|"
+                           rf"\b(?:next|this|coming|on)\s+{_WEEKDAY}\b|\bon\s+the\s+\d{{1,2}}(?:st|nd|rd|th)\b(?!\s+of\b)|"
                            r"大后天|(?<!大)后天|明天|今天|今晚|(?<!每)(?<!每个)(?:下下|下|这|本)?个?(?:周|星期|礼拜)[一二三四五六日天]|"
                            r"(?:下下|下)个?月\s*\d{1,2}\s*[日号]|(?<![\d月年周期])\d{1,2}\s*[日号](?!\d)")
 
