@@ -245,6 +245,12 @@ def test_standing_rules_and_answers_to_the_assistant_s_questions():
     assert contents("A:你在哪个城市？", "成都") == ["用户：成都"]
 
 
+def test_a_short_quoted_word_is_the_user_s_a_quoted_passage_is_not():
+    assert contents("from now on don't call me 'sport', I find it odd") == [
+        "The user asks: from now on don't call the user 'sport'."]
+    assert contents("Can you check this: 'I have lived in Rome since 2019. I love it.' Thanks") == []
+
+
 def test_a_person_named_in_passing_is_kept_apart_from_the_plan():
     got = said("我和男朋友阿杰下个月要去日本玩")
     assert ("用户的男朋友叫阿杰", "fact", None) in got

@@ -46,8 +46,14 @@ _QUOTED = re.compile(r"“[^”]{2,}”|「[^」]{2,}」|『[^』]{2,}』|‘[^�
 
 
 def unquoted(text: str) -> str:
-    """The text with its quoted passages cut out (each ends a sentence where it stood)."""
-    return _QUOTED.sub(lambda m: "。" if has_cjk_text(m.group()) or has_cjk_text(text) else ". ", text)
+    """The text with its quoted passages cut out (each ends a sentence where it stood). A
+    short quoted word or name stays: "don't call me 'buddy'", "sign them 'Best, Lucía'"."""
+    def cut(m: re.Match[str]) -> str:
+        passage = m.group()[1:-1]
+        if len(passage) < 25 and not re.search(r"[。！？.!?]\s*\S", passage):
+            return m.group()
+        return "。" if has_cjk_text(passage) or has_cjk_text(text) else ". "
+    return _QUOTED.sub(cut, text)
 
 
 def has_cjk_text(text: str) -> bool:

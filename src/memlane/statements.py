@@ -172,7 +172,7 @@ def same_words(text: str) -> str:
 
 def tidy(x: str) -> str:
     """The text without the punctuation and dashes around it."""
-    return x.strip().lstrip("-–— ").rstrip("。.!！?？;；,，:：-–— ")
+    return x.strip().lstrip("-–—,，;；:： ").rstrip("。.!！?？;；,，:：-–— ")
 
 
 # ---- what is no statement about the user ----------------------------------------------------
