@@ -32,6 +32,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/scale.py --backend sqlite,postgres --sizes 10k,100k-multi,100k,1m --ingest
 	$(BIN)/python bench/lifecycle.py
 	$(BIN)/python bench/llm_cost.py
+	$(BIN)/python bench/extraction.py
 	$(BIN)/python bench/reliability.py
 	$(BIN)/python bench/server_attack.py
 	$(BIN)/python bench/server.py

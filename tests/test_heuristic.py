@@ -4,12 +4,13 @@ plus the user's own "remember / forget" (seed 001 §6 phase 1.5) in both modes."
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from importlib import resources
 
 import pytest
 
 from memlane import Config
+from memlane.dates import upcoming
 from memlane.heuristic import HeuristicExtractor
 from memlane.importers import parse
 from memlane.models import Turn
@@ -136,3 +137,131 @@ def test_sample_conversation_yields_sensible_memories_offline(memory):
     assert len(got) >= 10
     pinned = [m for m in memory.list(user_id="lin") if m.pinned]
     assert [m.source for m in pinned] == ["user"]  # "Remember that my manager's name is Priya…"
+
+
+# ---- issue 29: one fact per clause, subjects kept, plans dated, nothing from small talk ------
+
+JAN = datetime(2026, 1, 10, 9, tzinfo=UTC)  # a Saturday
+
+
+def said(*messages: str, at: datetime = JAN) -> list[tuple[str, str, datetime | None]]:
+    """(content, category, expires_at) of what a conversation yields; "A:" marks the assistant."""
+    turns = [Turn(id=f"t{i}", user_id="u", session_id="s", seq=i + 1,
+                  role="assistant" if m.startswith("A:") else "user", content=m.removeprefix("A:"),
+                  created_at=at, token_count=1) for i, m in enumerate(messages)]
+    ops = HeuristicExtractor(Config.load()).extract(turns, now=at).operations
+    return [(op.content or "", op.category or "", op.expires_at) for op in ops if op.op == "ADD"]
+
+
+def contents(*messages: str, at: datetime = JAN) -> list[str]:
+    return [c for c, _, _ in said(*messages, at=at)]
+
+
+def test_each_clause_is_a_fact_with_its_subject_carried_in():
+    assert set(contents("我不吃香菜，也对芒果过敏")) == {"用户不吃香菜", "用户对芒果过敏"}
+    assert contents("My name is Ming and I work as a data engineer at Acme") == [
+        "The user's name is Ming.", "The user works as a data engineer at Acme."]
+    assert contents("My brother lives in Austin and works as a nurse.") == [
+        "The user's brother lives in Austin.", "The user's brother works as a nurse."]
+    assert contents("我女儿今年上一年级了，她特别喜欢画画") == ["用户的女儿今年上一年级了", "用户的女儿特别喜欢画画"]
+
+
+def test_a_name_is_kept_whole_and_only_a_name():
+    assert contents("my name is Mary Ann Lee and i love tea") == ["The user's name is Mary Ann Lee.", "The user likes tea."]
+    assert contents("Call me maybe") == []
+    # "叫旺财" names the dog the clause before introduced, not the user
+    assert contents("我养了条金毛，叫旺财，三岁了") == ["用户养了条金毛，叫旺财，三岁了"]
+
+
+def test_a_clause_that_only_goes_on_joins_the_fact_before_it():
+    [trip] = contents("下周三我要去北京出差，大概待三天，周五晚上回来")
+    assert "北京出差" in trip and "待三天" in trip
+
+
+def test_she_and_he_name_the_person_the_user_named_before():
+    got = contents("my sister's wedding is in April, I'm the maid of honour", "A:Congrats!",
+                   "her name's Priya and her fiancé is Tom")
+    assert "The user's sister's name's Priya." in got and "The user's sister's fiancé is Tom." in got
+
+
+@pytest.mark.parametrize("messages", [
+    ["在吗", "A:在的", "哈哈没事，随便聊聊"],
+    ["今天好热啊，不想出门"],
+    ["帮我写一首关于秋天的诗", "A:好的", "不错，再短一点"],
+    ["把这句话翻译成日语：我明天要去东京出差"],
+    ["我朋友的表哥在新西兰养羊，结果他对羊毛过敏", "A:哈哈", "后来听说他改养奶牛了"],
+    ["如果我中了五百万，你觉得我该先买房还是先辞职？"],
+    ["hi, how are you", "A:Great!", "haha ok, just checking you're alive"],
+    ["my friend's cousin is allergic to cats and she just adopted two kittens", "A:Oh no", "she says she'll be fine"],
+    ["Can you proofread this? 'I am allergic to nuts and I live in Oslo.'"],
+    ["translate this: I am moving to Tokyo tomorrow"],
+    ["I'm so tired today"],
+    ["ugh this code won't compile, can you look at it?"],
+])
+def test_small_talk_questions_requests_and_other_peoples_news_yield_nothing(messages):
+    assert contents(*messages) == []
+
+
+def test_a_plan_is_kept_until_the_day_it_names_plus_a_margin():
+    [(race, cat, until)] = said("Training for a half marathon in March")
+    assert race == "The user is training for a half marathon in March."
+    assert until == datetime(2026, 4, 8, tzinfo=UTC)  # March 31 + 7 days (extraction.plan_margin_days)
+    [(_, cat, until)] = said("下周三我要做产品评审")
+    assert cat == "todo" and until == datetime(2026, 1, 22, tzinfo=UTC)  # Wednesday 14th + 7
+    # said elsewhere in the message, the date still counts, and is said
+    [(race, _, until)] = said("I'm training for the Berlin half marathon. It's at the end of August.")
+    assert "(by August 31)" in race and until == datetime(2026, 9, 8, tzinfo=UTC)
+
+
+def test_today_s_condition_lasts_the_day_and_a_relative_day_in_a_lasting_fact_is_dated():
+    [(sick, _, until)] = said("我今天嗓子发炎了，请了一天假在家")
+    assert sick.startswith("用户今天嗓子发炎了") and until == datetime(2026, 1, 11, tzinfo=UTC)
+    assert contents("我明天生日，要30岁了") == ["用户明天（1月11日）生日，要30岁了"]
+
+
+def test_a_correction_keeps_only_the_corrected_value():
+    got = contents("my sister's wedding is on the 11th of April", "A:Lovely!", "wait sorry, it's the 18th not the 11th")
+    assert got == ["The user's sister's wedding is on the 18th of April."]
+    assert contents("I'm in Seattle", "A:Try Kizuki.", "I live in Portland, Oregon, not Seattle") == [
+        "The user lives in Portland, Oregon, not Seattle."]
+    assert contents("我住北京海淀", "A:好的", "不对，我是在上海不是北京，现在住徐汇") == ["用户是在上海不是北京，现在住徐汇"]
+
+
+def test_a_corrected_command_is_forgotten_and_remembered_anew(memory):
+    memory.add_messages("s1", [{"role": "user", "content": "帮我记一下，下周一下午3点和房东谈续租的事"},
+                               {"role": "assistant", "content": "记下了"},
+                               {"role": "user", "content": "哦不对，是下周二，不是周一"}], user_id="u1")
+    memory.end_session("s1", user_id="u1")
+    [m] = memory.list(user_id="u1")
+    assert m.content == "下周二下午3点和房东谈续租的事" and m.pinned and m.source == "user"
+
+
+def test_standing_rules_and_answers_to_the_assistant_s_questions():
+    assert contents("以后回答我都用中文吧，别夹英文单词") == ["用户要求：以后回答用户都用中文吧", "用户要求：别夹英文单词"]
+    assert contents("from now on always answer me in Chinese, even if I write in English") == [
+        "The user asks: from now on always answer the user in Chinese, even if the user writes in English."]
+    assert contents("A:What's the role?", "product designer, fully remote") == [
+        "The user: product designer, fully remote."]
+    assert contents("A:你在哪个城市？", "成都") == ["用户：成都"]
+
+
+def test_a_short_quoted_word_is_the_user_s_a_quoted_passage_is_not():
+    assert contents("from now on don't call me 'sport', I find it odd") == [
+        "The user asks: from now on don't call the user 'sport'."]
+    assert contents("Can you check this: 'I have lived in Rome since 2019. I love it.' Thanks") == []
+
+
+def test_a_person_named_in_passing_is_kept_apart_from_the_plan():
+    got = said("我和男朋友阿杰下个月要去日本玩")
+    assert ("用户的男朋友叫阿杰", "fact", None) in got
+    assert any(c.startswith("用户和男朋友阿杰下个月要去日本玩") and cat == "todo" and until for c, cat, until in got)
+
+
+@pytest.mark.parametrize(("text", "day"), [
+    ("in March", date(2026, 3, 31)), ("next Wednesday", date(2026, 1, 14)), ("5月20号", date(2026, 5, 20)),
+    ("下个月", date(2026, 2, 28)), ("下个月15号", date(2026, 2, 15)), ("on the 27th", date(2026, 1, 27)),
+    ("明年三月", date(2027, 3, 31)), ("in two weeks", date(2026, 1, 24)), ("this weekend", date(2026, 1, 11)),
+    ("I was born on March 3, 1990", None), ("last March", None), ("我每周三跑步", None), ("I may go", None),
+])
+def test_upcoming_names_the_last_day_of_the_future_a_text_names(text, day):
+    assert upcoming(text, JAN.date()) == day

@@ -453,6 +453,10 @@ class ExtractionConfig(_Section):
     # (a pasted log or document; turns may hold 200,000 characters) is no statement of the
     # user's, and matching the patterns costs time quadratic in it (40k chars: 27 s; 1k: 20 ms)
     heuristic_max_sentence_chars: int = Field(1_000, ge=16)
+    # not from a seed (issue 29): a plan the offline extractor dates ("a half marathon in
+    # March", "下周三要做产品评审") is kept until the last day its words name plus this many
+    # days: it is still talked about just after ("how did the race go?"), then gone
+    plan_margin_days: int = Field(7, ge=0)
     # Not from a seed (issue 28): the offline extractor, the extractive summaries and episodes
     # read each turn's first this many characters. A pasted page is read by its start: a
     # session of 1.2 M characters took 54 s to end (42 s summarising), in the request

@@ -18,6 +18,7 @@ import re
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 from itertools import islice
+from typing import Any
 
 _MONTHS = ["january", "february", "march", "april", "may", "june", "july", "august", "september",
            "october", "november", "december"]
@@ -326,3 +327,202 @@ def _month(name: str) -> int:
 def _valid(p: Period) -> Period | None:
     ok = p.month is None or 1 <= p.month <= 12
     return p if ok and (p.day is None or 1 <= p.day <= 31) else None
+
+
+# ---- what lies ahead: how long a plan stays true (issue 29) ---------------------------------
+#
+# "Training for a half marathon in March" is true until March is over; "下周三要做产品评审"
+# until that Wednesday. `upcoming` reads the future a statement names and gives its last day,
+# so a plan's memory is kept until then (plus a margin, `extraction.plan_margin_days`) rather
+# than a fixed month. Dates already past ("last March", "昨天") name no future and are left out.
+
+_WEEKDAYS = ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"]
+_WEEKDAY = r"(monday|tuesday|wednesday|thursday|friday|saturday|sunday|mon|tue|tues|wed|thu|thur|thurs|fri|sat|sun)"
+_ZH_WEEKDAYS = "一二三四五六日"  # 天 is 日
+_SEASON_END = {"spring": (5, 31), "summer": (8, 31), "autumn": (11, 30), "fall": (11, 30), "winter": (2, 28),
+               "春": (5, 31), "夏": (8, 31), "秋": (11, 30), "冬": (2, 28), "暑假": (8, 31), "寒假": (2, 28)}
+_ZH_MONTH = r"(\d{1,2}|十[一二]?|[一二三四五六七八九])"
+
+
+def _month_end(year: int, month: int) -> date:
+    first_next = date(year + month // 12, month % 12 + 1, 1)
+    return first_next - timedelta(days=1)
+
+
+def _next_month(today: date, month: int, day: int | None = None) -> date:
+    """The coming `month` (this year's, unless it is over): its `day`, else its last day."""
+    year = today.year
+    end = _month_end(year, month) if day is None else date(year, month, day)
+    if end < today:
+        year += 1
+        end = _month_end(year, month) if day is None else date(year, month, day)
+    return end
+
+
+def _week_end(today: date, weeks_ahead: int) -> date:
+    return today + timedelta(days=6 - today.weekday() + 7 * weeks_ahead)
+
+
+def _weekday(today: date, wd: int, which: str) -> date:
+    """"next" → that day of next calendar week; "this" → of this week (if still ahead);
+    otherwise the first such day after today."""
+    if which == "next":
+        return today + timedelta(days=7 - today.weekday() + wd)
+    ahead = (wd - today.weekday()) % 7
+    if which == "this" and ahead == 0:
+        return today
+    return today + timedelta(days=ahead or 7)
+
+
+def _ahead(today: date, n: int, unit: str) -> date:
+    return today + timedelta(days=n * _DAYS[unit])
+
+
+def _season(today: date, name: str, which: str = "") -> date:
+    month, day = _SEASON_END[name]
+    end = date(today.year + (1 if month < 3 and today.month > 2 else 0), month, day)
+    if end < today:
+        end = end.replace(year=end.year + 1)
+    return end.replace(year=end.year + 1) if which == "next" and end.year == today.year else end
+
+
+def _zh_count(word: str) -> int | None:
+    return 2 if word == "两" else _count(word)
+
+
+_UPCOMING_EN: list[tuple[re.Pattern[str], Any]] = [
+    (re.compile(r"\b(20\d\d)-(\d\d)-(\d\d)\b"), lambda t, g: date(int(g[0]), int(g[1]), int(g[2]))),
+    (re.compile(rf"\b{_MONTH}\s+{_DAY},?\s+{_YEAR}\b"), lambda t, g: date(int(g[2]), _month(g[0]), int(g[1]))),
+    (re.compile(rf"\b{_DAY}\s+(?:of\s+)?{_MONTH},?\s+{_YEAR}\b"), lambda t, g: date(int(g[2]), _month(g[1]), int(g[0]))),
+    (re.compile(rf"\b{_MONTH},?\s+{_YEAR}\b"), lambda t, g: _month_end(int(g[1]), _month(g[0]))),
+    # "may" alone is a verb: a month without a day needs a word before it
+    (re.compile(rf"\b(?:on|by|until|till|before|after|from|since|this|next|the|in|during|early|late|mid|end of|"
+                rf"start of|beginning of)\s+{_MONTH}\s+{_DAY}\b(?!\s*(?:[:%.]|(?:am|pm)\b))"),
+     lambda t, g: _next_month(t, _month(g[0]), int(g[1]))),
+    (re.compile(rf"\b{_MONTH}\s+{_DAY}\b(?!\s*(?:[:%.]|(?:am|pm|days?|weeks?|months?|years?|hours?|minutes?|times?)\b))"),
+     lambda t, g: _next_month(t, _month(g[0]), int(g[1]))),
+    (re.compile(rf"\b(?:the\s+)?{_DAY}\s+of\s+{_MONTH}\b"), lambda t, g: _next_month(t, _month(g[1]), int(g[0]))),
+    (re.compile(rf"\b(?:in|by|during|until|till|before|through|this|next|early|late|mid|end of|start of|"
+                rf"beginning of)[\s-]+{_MONTH}(?!\s+\d)\b"), lambda t, g: _next_month(t, _month(g[0]))),
+    (re.compile(r"\b(?:in|by|during|until|till|before|through)\s+(20\d\d)\b"), lambda t, g: date(int(g[0]), 12, 31)),
+    (re.compile(r"\b(?:on|by|until|till|before|from|back on|after)\s+the\s+(\d{1,2})(?:st|nd|rd|th)\b(?!\s+(?:of|century))"),
+     lambda t, g: _day_of_month(t, int(g[0]))),
+    (re.compile(r"\b(this|next|in the|in|by|until|over the)\s+(spring|summer|autumn|fall|winter)\b"),
+     lambda t, g: _season(t, g[1], g[0])),
+    (re.compile(r"\b(?:the\s+)?day after tomorrow\b"), lambda t, g: t + timedelta(days=2)),
+    (re.compile(r"\btomorrow\b"), lambda t, g: t + timedelta(days=1)),
+    (re.compile(r"\b(?:tonight|today|this (?:morning|afternoon|evening))\b"), lambda t, g: t),
+    (re.compile(rf"\b(next|this|coming|on|by|until|till|before)\s+{_WEEKDAY}\b"),
+     lambda t, g: _weekday(t, _weekday_index(g[1]), "next" if g[0] == "next" else "this" if g[0] == "this" else "")),
+    (re.compile(r"\b(this|next)\s+weekend\b"), lambda t, g: _week_end(t, 1 if g[0] == "next" else 0)),
+    (re.compile(r"\b(?:this|the)\s+week\b"), lambda t, g: _week_end(t, 0)),
+    (re.compile(r"\bnext\s+week\b"), lambda t, g: _week_end(t, 1)),
+    (re.compile(r"\b(?:this month|end of the month|later this month)\b"), lambda t, g: _month_end(t.year, t.month)),
+    (re.compile(r"\bnext month\b"), lambda t, g: _month_end(t.year + t.month // 12, t.month % 12 + 1)),
+    (re.compile(r"\b(?:this year|end of the year|later this year|year[- ]end)\b"), lambda t, g: date(t.year, 12, 31)),
+    (re.compile(r"\bnext year\b"), lambda t, g: date(t.year + 1, 12, 31)),
+    (re.compile(rf"\b(?:in|within|after)\s+(?:the\s+next\s+)?{_NUMBER}\s+{_UNIT}\b"),
+     lambda t, g: _ahead(t, _count(g[0]) or 1, g[1])),
+    (re.compile(rf"\b{_NUMBER}\s+{_UNIT}\s+from\s+(?:now|today)\b"), lambda t, g: _ahead(t, _count(g[0]) or 1, g[1])),
+    (re.compile(rf"\bfor\s+the\s+next\s+{_NUMBER}\s+{_UNIT}\b"), lambda t, g: _ahead(t, _count(g[0]) or 1, g[1])),
+]
+
+_UPCOMING_ZH: list[tuple[re.Pattern[str], Any]] = [
+    (re.compile(r"((?:20)\d\d)\s*年\s*(\d{1,2})\s*月\s*(\d{1,2})\s*[日号]"),
+     lambda t, g: date(int(g[0]), int(g[1]), int(g[2]))),
+    (re.compile(r"((?:20)\d\d)\s*年\s*(\d{1,2})\s*月"), lambda t, g: _month_end(int(g[0]), int(g[1]))),
+    (re.compile(rf"(?<![\d年上去])(?<!上个){_ZH_MONTH}\s*月\s*(\d{{1,2}}|[一二三]?十[一二三四五六七八九]?|[一二三四五六七八九])\s*[日号]"),
+     lambda t, g: _next_month(t, _zh_count(g[0]) or 0, _zh_count(g[1]))),
+    (re.compile(rf"(?<![\d年上去个])(?<!上个){_ZH_MONTH}\s*月(?:份)?(?:[初中底末]|上旬|中旬|下旬)?(?![\d一二三四五六七八九十])"),
+     lambda t, g: _next_month(t, _zh_count(g[0]) or 0)),
+    (re.compile(r"(下下|下)个?月\s*(\d{1,2})\s*[日号]"), lambda t, g: _day_of_month(t, int(g[1]), 2 if g[0] == "下下" else 1)),
+    (re.compile(r"(?<![\d月年周期])(\d{1,2})\s*[日号](?![\d])"), lambda t, g: _day_of_month(t, int(g[0]))),
+    (re.compile(rf"(今年|明年|后年)\s*{_ZH_MONTH}\s*月(?:份)?(?:[初中底末]|上旬|中旬|下旬)?"),
+     lambda t, g: _month_end(t.year + ("今明后".index(g[0][0])), _zh_count(g[1]) or 0)),
+    (re.compile(r"大后天"), lambda t, g: t + timedelta(days=3)),
+    (re.compile(r"(?<!大)后天"), lambda t, g: t + timedelta(days=2)),
+    (re.compile(r"明[天早晚日]"), lambda t, g: t + timedelta(days=1)),
+    (re.compile(r"今[天晚早日]"), lambda t, g: t),
+    (re.compile(r"(?<!每)(?<!每个)(下下|下|这|本)?(?:个)?(?:周|星期|礼拜)([一二三四五六日天])"),
+     lambda t, g: _zh_weekday(t, g[0] or "", g[1])),
+    (re.compile(r"(下下|下)(?:个)?(?:周|星期|礼拜)(?![一二三四五六日天])"), lambda t, g: _week_end(t, 2 if g[0] == "下下" else 1)),
+    (re.compile(r"(?:这|本)(?:个)?(?:周|星期|礼拜)(?![一二三四五六日天])|(?<![上下])周末"), lambda t, g: _week_end(t, 0)),
+    (re.compile(r"(下下|下)个?月"), lambda t, g: _month_end(*_add_months(t, 2 if g[0] == "下下" else 1))),
+    (re.compile(r"(?:这个月|本月|月底|月末)"), lambda t, g: _month_end(t.year, t.month)),
+    (re.compile(r"后年"), lambda t, g: date(t.year + 2, 12, 31)),
+    (re.compile(r"明年"), lambda t, g: date(t.year + 1, 12, 31)),
+    (re.compile(r"今年|年底|年末|年内"), lambda t, g: date(t.year, 12, 31)),
+    (re.compile(r"(暑假|寒假)|(?:今年|这个|明年)?([春夏秋冬])天"), lambda t, g: _season(t, g[0] or g[1])),
+    (re.compile(rf"{_ZH_NOT_AFTER}{_ZH_NUMBER}\s*{_ZH_UNIT}(?:以后|之后|后|内|以内)"),
+     lambda t, g: _ahead(t, _zh_count(g[0]) or 1, g[1])),
+    (re.compile(rf"(?:再过|过)\s*{_ZH_NUMBER}\s*{_ZH_UNIT}"), lambda t, g: _ahead(t, _zh_count(g[0]) or 1, g[1])),
+]
+
+
+def _zh_weekday(today: date, which: str, day: str) -> date:
+    """周三 / 这周三 / 下周三 / 下下周三."""
+    wd = _ZH_WEEKDAYS.index("日" if day == "天" else day)
+    if which in ("下", "下下"):
+        return _weekday(today, wd, "next") + timedelta(days=7 if which == "下下" else 0)
+    return _weekday(today, wd, "this" if which in ("这", "本") else "")
+
+
+def _day_of_month(today: date, day: int, months_ahead: int = 0) -> date:
+    """The coming `day` of a month ("on the 27th", "15号"): this month's unless it is past;
+    `months_ahead` months on when the month is named ("下个月15号")."""
+    year, month = _add_months(today, months_ahead)
+    found = date(year, month, day)
+    if months_ahead == 0 and found < today:
+        year, month = _add_months(today, 1)
+        found = date(year, month, day)
+    return found
+
+
+def _weekday_index(name: str) -> int:
+    return next(i for i, d in enumerate(_WEEKDAYS) if d.startswith(name[:3]))
+
+
+def _add_months(today: date, n: int) -> tuple[int, int]:
+    months = today.year * 12 + today.month - 1 + n
+    return months // 12, months % 12 + 1
+
+
+def upcoming(text: str, today: date) -> date | None:
+    """The last day of the future the text names, counted from `today`: "in March" → March 31
+    (of next year once March is over), "next Wednesday", "5月20号", "下个月" → its last day,
+    "in two weeks" → 14 days on. The latest such day when it names several; None when it
+    names none, or only days already past."""
+    lowered = text.lower()
+    found: list[date] = []
+    taken: list[tuple[int, int]] = []  # "March 3, 1990" is read whole: never again as "March 3"
+    for pattern, resolve in (*_UPCOMING_EN, *_UPCOMING_ZH):
+        for m in islice(pattern.finditer(lowered), 8):
+            if any(m.start() < end and start < m.end() for start, end in taken):
+                continue
+            taken.append(m.span())
+            try:
+                day = resolve(today, m.groups())
+            except (ValueError, OverflowError, KeyError, StopIteration):  # "February 30", a month 13
+                continue
+            if isinstance(day, date) and day >= today:
+                found.append(day)
+    return max(found) if found else None
+
+
+# relative names of one day: what a memory should also say as a date ("明天" is a different
+# day tomorrow; "明天（4月26日）" is not)
+_RELATIVE_DAY = re.compile(r"\b(?:the\s+)?day after tomorrow\b|\btomorrow\b|\btoday\b|\btonight\b|"
+                           rf"\b(?:next|this|coming|on)\s+{_WEEKDAY}\b|\bon\s+the\s+\d{{1,2}}(?:st|nd|rd|th)\b(?!\s+of\b)|"
+                           r"大后天|(?<!大)后天|明天|今天|今晚|(?<!每)(?<!每个)(?:下下|下|这|本)?个?(?:周|星期|礼拜)[一二三四五六日天]|"
+                           r"(?:下下|下)个?月\s*\d{1,2}\s*[日号]|(?<![\d月年周期])\d{1,2}\s*[日号](?!\d)")
+
+
+def relative_days(text: str, today: date) -> list[tuple[int, int, date]]:
+    """(start, end, day) of each relative name of one day in the text ("tomorrow", "next
+    Wednesday", "明天", "下周三", "15号"), counted from `today`; days already past left out."""
+    out = []
+    for m in islice(_RELATIVE_DAY.finditer(text.lower()), 8):
+        day = upcoming(m.group(), today) if not re.search(r"today|tonight|今天|今晚", m.group()) else today
+        if day is not None:
+            out.append((m.start(), m.end(), day))
+    return out

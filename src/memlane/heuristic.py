@@ -1,8 +1,14 @@
 """The offline extractor: Chinese and English patterns for what users state explicitly.
 
 Used when no LLM is configured (`Memory.llm is None`); it yields the same `Operation`s as
-the LLM path, with `source="heuristic"`. It only catches first-person statements of a known
-shape (我叫…, 我对…过敏, I prefer…, I'm allergic to…); an LLM reads far more.
+the LLM path, with `source="heuristic"`. It catches first-person statements of a known shape
+(我叫…, 我对…过敏, I prefer…, I'm allergic to…); an LLM reads far more.
+
+A message is read one clause at a time (`memlane.clauses`: "我不吃香菜，也对芒果过敏" is two
+facts about the user), never from a question, a hypothetical or the assistant's words. A plan
+keeps its memory until the day its words name (`memlane.dates.upcoming`: "in March", "下周三")
+plus `extraction.plan_margin_days`; one without a date, its rule's duration. A correction in
+the same conversation ("不对，是周四" / "actually, it's Thursday") replaces what it corrects.
 
 `commands()` runs in both modes: the user's own "记住…/remember that…" becomes a pinned,
 verified memory from the user, and "忘掉…/forget…" a FORGET the worker resolves to DELETEs
@@ -14,76 +20,29 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from datetime import datetime
+from datetime import UTC, date, datetime
 
+from memlane import statements as st
 from memlane import validate
+from memlane.clauses import EN_SENTENCE, ZH_SENTENCE, Clause, Reader, opens_with_predicate, unquoted
 from memlane.config import Config
+from memlane.dates import upcoming
 from memlane.extraction import Extraction, Operation
 from memlane.models import Turn
 from memlane.policy import category_for, initial_score, retention
+from memlane.statements import conjugated, same_words, third_person  # re-exported: jobs, the tests
 from memlane.text import has_cjk, language_of
 
-_ZH_SENTENCE = re.compile(r"[^。！？!?\n]+")
-_ZH_CLAUSE = re.compile(r"[，,；;：:]")
-_EN_SENTENCE = re.compile(r"[^.!?;\n]+(?:\.\d[^.!?;\n]*)*")
+# the commands' own readings (remember / forget): unchanged by the clause reader's
+_ZH_SENTENCE = ZH_SENTENCE
+_EN_SENTENCE = EN_SENTENCE
 _ZH_FILLER = re.compile(r"^(?:对了|另外|还有|而且|其实|嗯|哦|所以|但是|不过|是的|好的|好主意|然后|因为|顺便说一下|顺便)[，,、\s]*")
-_EN_CLAUSE = re.compile(r",\s*(?:so|and|but|because|while)\s+(?=I\b)", re.I)
 _EN_FILLER = re.compile(r"^(?:by the way|also|oh|ok|okay|well|so|and|but|actually|btw|yes|yeah|hi|hello)\b[,\s]*", re.I)
-
-
-@dataclass(frozen=True)
-class Rule:
-    pattern: re.Pattern[str]
-    template: str
-    category: str
-    importance: str = "medium"
-    duration: str | None = None
-    predicate: str | None = None
-    rest: bool = False  # keep the rest of the sentence after the clause (它叫橘子，三岁了…)
 
 
 def _r(p: str) -> re.Pattern[str]:
     return re.compile(p, re.IGNORECASE)
 
-
-_ZH_TIME = r"(?:下周[一二三四五六日天]?|下个?星期[一二三四五六日天]?|下个?月|明天|后天|本周[一二三四五六日天]?|这周[一二三四五六日天]?|周[一二三四五六日天]|月底|年底|\d+月\d+[日号])"
-_ZH_RULES = [
-    Rule(_r(r"^我对(?P<x>.{1,20}?)过敏"), "用户对{x}过敏", "fact", "high", None, "过敏"),
-    Rule(_r(r"^我(?:的名字)?(?:叫|是)(?!了|过|个|一|在)(?P<x>[\u4e00-\u9fff·A-Za-z]{2,8})$"), "用户叫{x}", "fact", "high", None, "名字"),
-    Rule(_r(r"^我的名字(?:是|叫)(?P<x>.{1,16})$"), "用户叫{x}", "fact", "high", None, "名字"),
-    Rule(_r(r"^我(?P<a>(?:现在|已经|从来|一般|平时|基本)?)不(?P<v>吃|喝)(?P<x>.{1,30})"), "用户{a}不{v}{x}", "preference", "high", None, "饮食"),
-    Rule(_r(r"^我(?P<a>比较|很|非常|特别|最|挺|超|更)?(?P<v>讨厌|不喜欢|受不了|不爱)(?P<x>.{1,40})"), "用户{a}{v}{x}", "preference", "medium", None, "不喜欢", True),
-    Rule(_r(r"^我(?P<a>比较|很|非常|特别|最|挺|超|更|一直)?(?P<v>喜欢|爱|偏好|偏爱)(?P<x>.{2,40})"), "用户{a}{v}{x}", "preference", "medium", None, "喜欢", True),
-    Rule(_r(rf"^(?:我)?(?P<x>{_ZH_TIME}.*要.+)"), "用户{x}", "todo", "high", "30d", "计划", True),
-    Rule(_r(rf"^(?P<x>.*要在{_ZH_TIME}.+)"), "用户{x}", "todo", "high", "30d", "计划", True),
-    Rule(_r(r"^我(?P<x>(?:现在|目前)?在.+?(?:当|做|担任|工作|上班|上学|读书).*)"), "用户{x}", "fact", "medium", None, "工作", True),
-    Rule(_r(r"^我(?P<x>家里?养了.+|养了.+)"), "用户{x}", "fact", "medium", None, "宠物", True),
-    Rule(_r(r"^我(?P<r>女儿|儿子|孩子|老婆|妻子|丈夫|老公|妈妈|爸爸|母亲|父亲|哥哥|姐姐|弟弟|妹妹|男朋友|女朋友|经理|老板|领导)(?P<x>.+)"), "用户的{r}{x}", "fact", "medium", None, "家人", True),
-    Rule(_r(r"^(?P<t>每天|每周|每晚|周末|平时|早上|晚上)?我(?P<x>(?:一般|经常|通常|总是|每天|习惯).+)"), "用户{t}{x}", "workflow", "medium", None, "习惯", True),
-    Rule(_r(r"^我们(?P<x>.*(?:用|使用|采用).+)"), "用户团队{x}", "project", "medium", None, "技术栈", True),
-    Rule(_r(r"^(?P<x>(?:以后|今后|下次|之后|周末|晚上)?.*(?:千万别|别再|不要再|别给我|不要给我|别帮我|不要帮我|以后别|以后不要).+)"), "用户要求：{x}", "rule", "high", None, "要求"),
-]
-
-_EN_TIME = r"(?:next (?:week|month|year|monday|tuesday|wednesday|thursday|friday|saturday|sunday)|tomorrow|tonight|this (?:week|weekend|friday|month)|on (?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)|by (?:monday|tuesday|wednesday|thursday|friday|the end of))"
-_EN_RULES = [
-    Rule(_r(r"\bI(?:'m| am) (?:very |severely |badly )?allergic to (?P<x>[^,;]+)"), "The user is allergic to {x}", "fact", "high", None, "allergic to"),
-    Rule(_r(r"\bmy name is (?P<x>[A-Za-z][\w'-]*(?: [A-Z][\w'-]*)?)"), "The user's name is {x}", "fact", "high", None, "name"),
-    Rule(_r(r"\b(?:call me|I(?:'m| am) called) (?P<x>[A-Z][\w'-]*)"), "The user's name is {x}", "fact", "high", None, "name"),
-    Rule(_r(r"\bI (?:don't|do not|never|can't|cannot|no longer) (?P<v>eat|drink) (?P<x>[^,;]+?)(?: any ?more)?(?=[,;]|$)"), "The user does not {v} {x}", "preference", "high", None, "diet"),
-    Rule(_r(r"\bI (?:really |strongly |much |also |usually )?prefer (?P<x>[^,;]+)"), "The user prefers {x}", "preference", "medium", None, "prefers"),
-    Rule(_r(r"\bI (?:really |also |absolutely )?(?:hate|dislike|can't stand|don't like|do not like) (?P<x>[^,;]+)"), "The user dislikes {x}", "preference", "medium", None, "dislikes"),
-    Rule(_r(r"\bI (?:really |also |absolutely )?(?:like|love|enjoy) (?P<x>[^,;]+)"), "The user likes {x}", "preference", "medium", None, "likes"),
-    Rule(_r(rf"(?P<t>{_EN_TIME})?[^,;]*?\bI (?P<v>have to|need to|must|will|am going to|'m going to|plan to) (?P<x>[^,;]+)"), "The user {v} {x}", "todo", "high", "30d", "plans"),
-    Rule(_r(r"\bI(?:'m| am) (?P<v>training|practicing|practising|preparing|studying|saving) for (?P<x>[^,;]+)"), "The user is {v} for {x}", "fact", "medium", "30d", "preparing for"),
-    Rule(_r(r"\bI work (?P<p>at|for|as|on) (?P<x>[^,;]+)"), "The user works {p} {x}", "fact", "medium", None, "works"),
-    Rule(_r(r"\bI (?P<v>run|swim|go|do|play|train|cook|read|work out|walk|visit|call|check) (?P<x>[^,;]*\b(?:every|each|on) [^,;]+)"), "The user {v} {x}", "workflow", "medium", None, "habit"),
-    Rule(_r(r"^my (?P<x>(?:wife|husband|partner|daughter|son|kids?|children|mother|mom|father|dad|sister|brother|manager|boss|dog|cat)\b.+)"), "The user's {x}", "fact", "medium", None, "family"),
-    Rule(_r(r"^(?:please )?(?P<v>always|never) (?P<x>[^,;]+)"), "The user asks to {v} {x}", "rule", "high", None, "asks"),
-]
-_THIRD_PERSON = {"have to": "has to", "need to": "needs to", "am going to": "is going to", "'m going to": "is going to",
-                 "plan to": "plans to", "go": "goes", "do": "does", "run": "runs", "swim": "swims", "play": "plays",
-                 "train": "trains", "cook": "cooks", "read": "reads", "work out": "works out", "walk": "walks",
-                 "visit": "visits", "call": "calls", "check": "checks"}
 
 _ZH_REMEMBER = _r(r"^(?:请|帮我)?(?:记住|记下|记一下|记得)(?:了|吧)?[：:，,\s]*(?P<x>.*)$")
 _ZH_FORGET = _r(r"^(?:请|帮我)?(?:忘掉|忘记|别再记着|不要再记着)(?:关于)?(?P<x>.*?)(?:这件事|的事|吧|这条|这个记忆)?$")
@@ -101,114 +60,34 @@ _ACK_WORD = _r(r"^(?:你好|您好|hi|hello|hey|好的|好滴|好嘞|好|嗯+|�
                r"yes|yeah|no problem|great|cool|perfect)(?![\w])[\s,，.。!！~、]*")
 _ACK_TAIL = _r(r"^(?:我)?(?:会|已经|已)?(?:记住|记下|记好)(?:了|啦)?(?:的|啦)?|"
                r"I(?:'ll| will| have|'ve)? (?:remember|noted?|keep in mind)(?: (?:that|it|this))?")
-_QUESTION_END = re.compile(r"[?？]")
-# Not statements about the user (issue 18): a question (我对什么过敏？ / Do I prefer tea?), a
-# hypothetical (如果我… / if I…) or a doubt (I wonder if I…). The offline extractor skips them.
-_ZH_ASKING = re.compile(r"什么|怎么|为什么|为何|哪(?!怕)|谁|几点|几个|几岁|几天|几次|几号|多少|多久|是否|"
-                        r"([\u4e00-\u9fff])[不没]\1|(?:吗|呢|么|吧|嘛)$")
-_ZH_HYPOTHETICAL = re.compile(r"^(?:如果|假如|要是|万一|假设|倘若|假使|如若|若是|即使|就算|哪怕|设想|想象一下|难道)")
-_EN_ASKING = _r(r"^(?:(?:what|who|whom|whose|which|where|when|why|how)\b(?!\s+I\b)|"
-                r"(?:do|does|did|is|are|am|was|were|can|could|would|will|shall|should|may|might|have|has|had|must)"
-                r"(?:n't)?\s+(?:I|you|we|they|he|she|it|my|the|there|this|that)\b)")
-_EN_HYPOTHETICAL = _r(r"\b(?:if|unless|whether|suppose|supposing|imagine|imagining|assume|assuming|in case|"
-                      r"wonder|wondering|not sure|unsure|don't know|do not know|doubt|pretend|hypothetically|wish)\b")
-# what a value must not be: a bare pronoun or a word that names nothing ("I like it", "my
-# name is important"); a fact's value also not a negation ("my name is not important")
-_EN_NO_VALUE = _r(r"^(?:it|this|that|these|those|them|you|him|her|one|something|anything|everything|important|"
-                  r"unimportant|irrelevant|secret|private|unknown|mind)$")
-_EN_NEGATED = _r(r"^(?:not|no|never|none|nothing|nobody|neither|n't)\b")
-_ZH_QUESTION = re.compile(r"(?:吗|呢|么|什么|怎么|为什么|哪|谁|几点|多少)$")
-_EN_QUESTION = _r(r"^(?:what|who|where|when|why|how|do|does|did|is|are|can|could|would|will|should)\b")
+def _today(turn: Turn, now: datetime) -> date:
+    """The day the user spoke: what "tomorrow" and "next March" count from."""
+    at = turn.created_at or now
+    return (at if at.tzinfo else at.replace(tzinfo=UTC)).astimezone(UTC).date()
 
 
-def _third_person_zh(text: str) -> str:
-    text = re.sub(r"我(?!们)", "用户", text)
-    return text.replace("我们", "用户的团队")
+@dataclass(frozen=True)
+class _Ctx:
+    """Where a clause was said: the job's clock, the day the user spoke, whether the message
+    sets standing rules ("from now on…"), and the whole message (a plan's date may sit in
+    another sentence of it)."""
+
+    now: datetime
+    today: date
+    standing: bool
+    message: str = ""
 
 
-_ADVERBS = (r"really|also|usually|always|never|often|sometimes|just|still|absolutely|strongly|totally|generally|"
-            r"normally|rarely|seldom|only|even|already|mostly|definitely|actually|truly|much|hardly|mainly|"
-            r"personally|typically|regularly")
-_SUBJECT_VERB = re.compile(rf"\bI\s+((?:(?:{_ADVERBS})\s+)*)([A-Za-z][A-Za-z']*)", re.IGNORECASE)
-_VERB_AS_IS = {  # modals and common irregular past forms: the same after "the user"
-    "can", "could", "will", "would", "shall", "should", "may", "might", "must", "can't", "cannot", "won't",
-    "wouldn't", "shouldn't", "couldn't", "mustn't", "was", "wasn't", "were", "had", "hadn't", "did", "didn't",
-    "went", "got", "made", "said", "took", "came", "saw", "knew", "thought", "ran", "ate", "drank", "bought",
-    "brought", "left", "met", "felt", "found", "gave", "told", "kept", "lost", "paid", "sent", "spent", "sold",
-    "wrote", "began", "became", "broke", "chose", "drove", "fell", "forgot", "flew", "grew", "heard", "held",
-    "meant", "sat", "slept", "spoke", "stood", "swam", "taught", "understood", "won", "woke", "wore", "quit",
-}
-_VERB_IRREGULAR = {"am": "is", "'m": "is", "have": "has", "haven't": "hasn't", "do": "does", "don't": "doesn't",
-                   "go": "goes", "be": "is", "ain't": "isn't"}
-_NOT_A_VERB = {"and", "or", "but", "nor", "so", "too", "then", "now", "here", "there", "at", "in", "on", "with",
-               "to", "for", "of", "from", "a", "an", "the", "myself", "alone", "both", "either"}
+@dataclass
+class _Said:
+    """One kept statement of this job: the operation it gave (None for a command the user
+    gave, which `commands()` stored already), the sentence it came from and that sentence's
+    place in the conversation."""
 
-
-def conjugated(verb: str) -> str:
-    """A verb after "I" as it reads after "the user": prefer → prefers, have → has, go → goes;
-    modals and past forms unchanged."""
-    low = verb.lower()
-    if low in _VERB_IRREGULAR:
-        return _VERB_IRREGULAR[low]
-    if low in _VERB_AS_IS or low in _NOT_A_VERB or (low.endswith("ed") and not low.endswith("eed")):
-        return verb
-    if re.search(r"(?:s|sh|ch|x|z|o)$", low):
-        return verb + "es"
-    if re.search(r"[^aeiou]y$", low):
-        return verb[:-1] + "ies"
-    return verb + "s"
-
-
-def _third_person_en(text: str) -> str:
-    subs = [(r"\bI'm\b", "the user is"), (r"\bI've\b", "the user has"), (r"\bI'll\b", "the user will"),
-            (r"\bI'd\b", "the user would")]
-    for pat, rep in subs:
-        text = re.sub(pat, rep, text, flags=re.IGNORECASE)
-    # "My wife and I love hiking": a plural subject, its verb stays as it is
-    text = re.sub(r"^((?:my|our) \w+|[A-Z][a-z]+) and I\b", r"\1 and the user", text, flags=re.IGNORECASE)
-    # "I hate olives" → "the user hates olives": the verb agrees with its new subject
-    text = _SUBJECT_VERB.sub(lambda m: f"the user {m.group(1)}{conjugated(m.group(2))}", text)
-    subs = [(r"\bmy\b", "the user's"), (r"\bmine\b", "the user's"), (r"\bmyself\b", "themselves"),
-            (r"\bme\b", "the user"), (r"\bI\b", "the user")]
-    for pat, rep in subs:
-        text = re.sub(pat, rep, text, flags=re.IGNORECASE)
-    return text
-
-
-def third_person(text: str) -> str:
-    """The user's words as a memory about "the user" / 用户, in the language they used."""
-    text = text.strip().rstrip("。.!！?？;；,， ")
-    if has_cjk(text) and language_of(text) == "zh":
-        return _third_person_zh(text)
-    out = _third_person_en(text)
-    return out[:1].upper() + out[1:] + "."
-
-
-def same_words(text: str) -> str:
-    """`text` read as a statement about the user, lower-cased, without punctuation or spaces:
-    equal for "我每周二跑步" and "用户每周二跑步", "I hate olives" and "The user hates olives."."""
-    return re.sub(r"[\W_]+", "", third_person(text).lower())
-
-
-def _clauses(sentence: str) -> list[str]:
-    """Clauses of a Chinese sentence, fillers dropped; a clause without a subject after a
-    我-clause inherits it (我叫林晓，在一家公司当工程师 → 我在一家公司当工程师)."""
-    parts = [_ZH_FILLER.sub("", p.strip()) for p in _ZH_CLAUSE.split(sentence)]
-    out: list[str] = []
-    first_person = False
-    for p in parts:
-        if not p:
-            continue
-        if p.startswith("我"):
-            first_person = True
-        elif first_person and p[0] in "在养不很比最喜讨对每住做是有要想":
-            p = "我" + p
-        out.append(p)
-    return out
-
-
-def _tidy(x: str) -> str:
-    return x.strip().rstrip("。.!！?？;；,，:： ")
+    op: Operation | None
+    sentence: str
+    order: int = 0
+    text: str = ""  # a command's words (what a correction may rewrite)
 
 
 class HeuristicExtractor:
@@ -219,99 +98,301 @@ class HeuristicExtractor:
 
     def extract(self, turns: Sequence[Turn], *, now: datetime) -> Extraction:
         result = Extraction(language=language_of(" ".join(t.content for t in turns if t.role == "user")))
-        max_chars = self.config.extraction.heuristic_max_sentence_chars
-        read = self.config.extraction.offline_turn_chars
+        reader = Reader()
+        said: list[_Said] = []
+        asked = False  # the assistant's last message asked something: a bare reply answers it
+        standing = False  # the user is setting rules: "另外…" / "also…" in the next message goes on
+        order = 0
         for turn in turns:
+            if turn.role == "assistant":
+                asked = bool(re.search(r"[?？]\s*$|[吗呢]\s*$", turn.content.strip()))
+                continue  # the assistant's words are not the user's facts
             if turn.role != "user":
                 continue
-            content = turn.content[:read]  # a pasted page is read by its start: bounded work
-            splitter = _ZH_SENTENCE if language_of(content) == "zh" else _EN_SENTENCE
-            for m in splitter.finditer(content):
-                sentence = m.group().strip()
-                if not sentence or len(sentence) > max_chars:
-                    continue
-                if _is_command(sentence):
-                    continue  # commands() handles these, in both modes
-                asked = bool(_QUESTION_END.match(content[m.end():m.end() + 1]))
-                if language_of(sentence) == "zh":
-                    result.operations.extend(self._zh_clauses(sentence, now, asked=asked))
-                    continue
-                if asked or _EN_ASKING.match(_EN_FILLER.sub("", sentence)) or _EN_HYPOTHETICAL.match(
-                        _EN_FILLER.sub("", sentence)):
-                    continue  # a question or a hypothetical states nothing about the user
-                for clause in _EN_CLAUSE.split(sentence):
-                    op = self.statement(clause, now=now)
-                    if op is not None:
-                        result.operations.append(op)
-        result.operations = _fitting(result.operations, self.config)
+            text = unquoted(turn.content[: self.config.extraction.offline_turn_chars])  # a pasted page: its start
+            standing = bool(st.ZH_STANDING.search(text) or st.EN_STANDING.search(text)
+                            or (standing and st.GOES_ON.match(text.strip())))
+            ctx = _Ctx(now, _today(turn, now), standing, text)
+            items, sentences = self._turn(text, reader, ctx, asked, order)
+            said += items
+            for k, sentence in sentences:
+                said = self._corrected(said, k, sentence, now)
+            order += len(sentences) + 1
+            asked = False
+        ops = [s.op for s in said if s.op is not None]
+        result.operations = _fitting(ops + self._named(ops, now), self.config)
         return result
 
-    def statement(self, sentence: str, *, now: datetime) -> Operation | None:
-        """The first rule an English sentence (or one Chinese clause) matches, as an ADD.
-        Nothing for a question, a hypothetical, or a value that is a negation or a pronoun."""
+    def _turn(self, text: str, reader: Reader, ctx: _Ctx, asked: bool,
+              order: int) -> tuple[list[_Said], list[tuple[int, str]]]:
+        """What one user message states, and its sentences with their places."""
+        splitter = ZH_SENTENCE if language_of(text) == "zh" else EN_SENTENCE
+        kept: list[str] = []
+        out: list[_Said] = []
+        places: dict[str, int] = {}
+        for m in splitter.finditer(text):
+            sentence = m.group().strip()
+            if not sentence or len(sentence) > self.config.extraction.heuristic_max_sentence_chars:
+                continue
+            places.setdefault(sentence, order + len(places))
+            if _is_command(sentence):  # commands() handles these, in both modes
+                what = (_command(sentence) or ("", "", True))[1] or (_tail(sentence) or ("", ""))[0]
+                if what:
+                    out.append(_Said(None, sentence, places[sentence], what))
+                continue
+            kept.append(_material_cut(sentence))
+        skip = ""
+        for clause in reader.read("\n".join(kept), after_question=asked):
+            where = places.get(clause.sentence, order + len(places))
+            if clause.sentence == skip:
+                continue
+            if st.hypothetical(clause):
+                skip = clause.sentence  # from a hypothetical clause on, nothing in the sentence holds
+                continue
+            if _joins(clause, out):
+                continue
+            op = self._clause(clause, ctx)
+            if op is not None:
+                out.append(_Said(op, clause.sentence, where))
+        return out, sorted((k, sentence) for sentence, k in places.items())
+
+    # -- one clause --
+
+    def _clause(self, c: Clause, ctx: _Ctx) -> Operation | None:
+        """The operation one clause gives, if it says something about the user."""
+        if c.asked or c.about == "other" or not c.text or st.consumed(c):
+            return None
+        if c.lang == "zh":
+            return self._zh_clause(c, ctx)
+        return self._en_clause(c, ctx)
+
+    def _zh_clause(self, c: Clause, ctx: _Ctx) -> Operation | None:
+        now, today, standing = ctx.now, ctx.today, ctx.standing
+        text = c.text
+        if st.ZH_STANDING_LEAD.match(c.said) and not st.ZH_ASKING.search(text.rstrip("吧")):
+            return self._add("用户要求：" + st.third_person_zh(st.tidy(c.said)), st.STANDING_RULE, now)  # "以后回答我都用中文吧"
+        if st.ZH_ASKING.search(text) or re.search(r"啥(?!都)", text):
+            return None
+        said = c.said if c.carried else re.sub(r"^我", "", text)
+        if st.ZH_REQUEST.search(said) and (c.carried or not st.ZH_ENDING_REQUEST.search(said)) or st.ZH_REQUEST.match(text):
+            if (standing or st.ZH_STANDING.search(text)) and st.ZH_HOW_TO_ANSWER.search(said):
+                return self._add("用户要求：" + st.third_person_zh(st.tidy(c.said)), st.STANDING_RULE, now)
+            return None  # a request for now ("帮我查一下"), or a courtesy ("以后请多关照")
+        if c.carried and st.in_question(c):
+            return None  # "家里有豆腐和西兰花，做啥好": the setting of a question, not a fact
+        found = st.zh_rule(text)
+        if found is not None and not (c.carried and found[0].predicate == "名字"):  # "…一条金毛，叫旺财": the dog's
+            rule, m = found
+            groups = {k: st.tidy(v or "") for k, v in m.groupdict().items()}
+            groups["x"] = st.third_person_zh(groups["x"])
+            content = rule.template.format(**groups)
+            if rule.template == "用户{x}" and groups["x"].count("用户"):
+                content = groups["x"]  # "下周三我要…": the user is named in the words already
+            return self._dated_plan(content, rule, ctx, (text, c.sentence))
+        if not self._zh_says_something(c, said):
+            return None
+        generic = st.zh_generic(text, today)
+        content = st.third_person_zh(st.tidy(text))
+        if c.carried and c.about == "user" and not opens_with_predicate(c.said):
+            content = "用户：" + st.third_person_zh(st.tidy(c.said))  # "成都", "咖啡也戒了快半年了": the user's, said bare
+        return self._generic_add(content, generic, ctx, (text, c.sentence),
+                                 health_today=bool(st.ZH_TODAY.search(text) and st.ZH_HEALTH.search(text)))
+
+    @staticmethod
+    def _zh_says_something(c: Clause, said: str) -> bool:
+        body = st.tidy(said)
+        size = len(re.findall(r"[\u4e00-\u9fffA-Za-z0-9]", body))
+        if st.ZH_HEDGE.match(body) or size < 2 or st.ZH_EMPTY.match(body) or st.ZH_CRAVING.match(body):
+            return False  # "到了", "我知道", "想吃火锅了": the moment, not the person
+        if st.ZH_TODAY.search(c.text) or (c.carried and st.ZH_TODAY.search(c.sentence)):
+            return bool(st.ZH_HEALTH.search(c.text))  # today's condition holds a day; today's mood, not at all
+        return not (st.ZH_MOMENT.search(body) and len(body) <= 10)
+
+    def _en_clause(self, c: Clause, ctx: _Ctx) -> Operation | None:
+        now, today, standing = ctx.now, ctx.today, ctx.standing
+        s = st.EN_TRAILING.sub("", st.tidy(c.text))
+        if st.EN_ASKING.match(s):
+            return None
+        if c.about in ("request", "none"):
+            if standing or (c.about == "request" and st.EN_STANDING.search(s)):
+                ask = st.third_person_en(st.EN_POLITE.sub("", s))
+                return self._add(f"The user asks: {ask}.", st.STANDING_RULE, now)
+            return None
+        if st.EN_HYPOTHETICAL.search(s):
+            return None
+        if c.about == "answer":
+            if st.EN_MOMENT.search(s) or re.search(r"\byou\b", s, re.I) or len(s.split()) < 2:
+                return None
+            return self._generic_add(f"The user: {s}.", st.Generic("fact", None, "answer"), ctx, (s,))
+        if any(rule.pattern.search(s) for rule in st.EN_RULES):
+            return self.statement(s, now=now, today=today, context=c.sentence, message=ctx.message)
+        if st.EN_MOMENT.search(s) or (st.EN_TODAY.search(s) and not st.EN_HEALTH.search(s)):
+            return None
+        content = st.third_person(s)
+        if st.EN_OBJECT_PRONOUN.match(content) or len(re.findall(r"[A-Za-z0-9]+", content)) < 4:
+            return None  # "The user loved it.", "gets these once a month": a thing said elsewhere
+        generic = st.en_generic(s, today)
+        return self._generic_add(content, generic, ctx, (s, c.sentence),
+                                 health_today=bool(st.EN_TODAY.search(s) and st.EN_HEALTH.search(s)))
+
+    def statement(self, sentence: str, *, now: datetime, today: date | None = None,
+                  context: str = "", message: str = "") -> Operation | None:
+        """The first rule an English clause matches, as an ADD. Nothing for a question, a
+        hypothetical, or a value that is a negation or a pronoun. `context`: the whole
+        sentence, where a plan's date may sit outside its clause."""
         if language_of(sentence) == "zh":
             return None
         s = _EN_FILLER.sub("", sentence.strip())
-        if _EN_ASKING.match(s):
+        if st.EN_ASKING.match(s):
             return None
-        for rule in _EN_RULES:
+        for rule in st.EN_RULES:
             m = rule.pattern.search(s)
             if m:
-                value = _tidy(m.group("x") or "")
-                if (_EN_HYPOTHETICAL.search(s[:m.start()]) or _EN_NO_VALUE.match(value)
-                        or (rule.category == "fact" and _EN_NEGATED.match(value))):
+                value = st.tidy(st.EN_VALUE_END.sub("", m.group("x") or ""))
+                if (st.EN_HYPOTHETICAL.search(s[:m.start()]) or st.EN_NO_VALUE.match(value)
+                        or (rule.category == "fact" and st.EN_NEGATED.match(value))):
                     return None  # "I wonder if I like sushi", "my name is not important"
-                groups = {k: _tidy(v or "") for k, v in m.groupdict().items()}
+                groups = {k: st.tidy(v or "") for k, v in m.groupdict().items()}
+                groups["x"] = value
                 if "v" in groups:
-                    groups["v"] = _THIRD_PERSON.get(groups["v"].lower(), groups["v"].lower())
-                groups["x"] = _third_person_en(groups.get("x", ""))
-                content = " ".join(rule.template.format(**groups).split())
-                return self._add(content + ".", rule, now)
+                    groups["v"] = st.THIRD_PERSON.get(groups["v"].lower(), groups["v"].lower())
+                groups["x"] = st.third_person_en(groups.get("x", ""))
+                content = " ".join(rule.template.format(**groups).split()) + "."
+                ctx = _Ctx(now, today or now.date(), False, message)
+                return self._dated_plan(content, rule, ctx, (sentence, context))
         return None
 
-    def _zh_clauses(self, sentence: str, now: datetime, *, asked: bool = False) -> list[Operation]:
-        """Operations from the clauses of a Chinese sentence; `asked`: it ended with "？", so
-        its last clause is a question. A question clause states nothing; from a hypothetical
-        clause (如果/假如…) on, nothing in the sentence does."""
-        clauses = _clauses(sentence)
-        for i, clause in enumerate(clauses):
-            if _ZH_HYPOTHETICAL.match(clause):
-                clauses = clauses[:i]
-                break
-        if asked and clauses:
-            clauses[-1] = ""  # the "？" belongs to the last clause: 我对花生过敏，你推荐什么？
-        clauses = [c if c and not _ZH_ASKING.search(c) else "" for c in clauses]
-        ops: list[Operation] = []
-        i = 0
-        while i < len(clauses):
-            clause = clauses[i]
-            for rule in (_ZH_RULES if clause else ()):
-                m = rule.pattern.search(clause)
-                if not m:
-                    continue
-                groups = {k: _tidy(v or "") for k, v in m.groupdict().items()}
-                if rule.rest and i + 1 < len(clauses):
-                    # the rest of the statement, up to a question clause ("" here)
-                    rest = list(clauses[i + 1:])
-                    rest = rest[:rest.index("")] if "" in rest else rest
-                    groups["x"] = "，".join([groups["x"], *rest])
-                    i += len(rest)
-                groups["x"] = _third_person_zh(groups["x"])
-                ops.append(self._add(rule.template.format(**groups), rule, now))
-                break
-            i += 1
+    def _zh_clauses(self, sentence: str, now: datetime, *, asked: bool = False,
+                    today: date | None = None) -> list[Operation]:
+        """Operations from the clauses of one Chinese sentence (a fresh reader)."""
+        ops = []
+        for c in Reader().read(sentence + ("？" if asked else "")):
+            op = self._clause(c, _Ctx(now, today or now.date(), False, sentence))
+            if op is not None:
+                ops.append(op)
         return ops
 
-    def _add(self, content: str, rule: Rule, now: datetime) -> Operation:
+    # -- corrections, and the people the user names --
+
+    def _corrected(self, said: list[_Said], k: int, sentence: str, now: datetime) -> list[_Said]:
+        """Apply sentence `k`'s correction, if it makes one, to what was said before it: the
+        statement holding the wrong value is dropped when the correction states the fact again
+        ("I live in Portland, Oregon, not Seattle"), else its value is replaced ("it's the 18th
+        not the 11th"); a command the user gave is forgotten and remembered corrected."""
+        fix = st.correction(sentence)
+        if fix is None:
+            return said
+        x, y = fix
+        restated = any(s.order == k and s.op is not None and x.lower() in (s.op.content or "").lower() for s in said)
+        out: list[_Said] = []
+        for s in said:
+            words = (s.op.content if s.op is not None else s.text) or ""
+            if s.order >= k or y.lower() not in words.lower() or (s.op is not None and s.op.op == "FORGET"):
+                out.append(s)
+            elif s.op is None:
+                fixed = st.replaced(s.text, y, x)
+                out.append(_Said(Operation("FORGET", query=s.text, source="user",
+                                           reason=f"the user corrected it: {st.tidy(sentence)[:200]}"), "", s.order))
+                out.append(_Said(_remember(_Topic(fixed), self.config, now), s.sentence, s.order, fixed))
+            elif not restated:
+                out.append(replace(s, op=replace(s.op, content=st.replaced(words, y, x))))
+        return out
+
+    def _named(self, ops: list[Operation], now: datetime) -> list[Operation]:
+        """A person or pet the user names in passing, kept on its own: "我和男朋友阿杰下个月要去
+        日本" also says who 阿杰 is, and that outlives the trip."""
+        out: list[Operation] = []
+        have = " ".join(op.content or "" for op in ops)
+        for op in ops:
+            content = op.content or ""
+            m = st.ZH_NAMED_KIN.search(content.replace("用户和", "用户")) or st.EN_NAMED_KIN.match(
+                re.sub(r"^The user's\b", "my", content))
+            if m is None or op.category == "fact" and op.expires_at is None:
+                continue
+            kin, name = m.group("kin"), m.group("name")
+            fact = f"用户的{kin}叫{name}" if has_cjk(content) else f"The user's {kin.lower()} is named {name}."
+            if fact not in have:
+                out.append(self._add(fact, st.Rule(re.compile(""), "", "fact", "medium", None, "family"), now))
+                have += fact
+        return out
+
+    # -- durations --
+
+    @staticmethod
+    def _day(rule: st.Rule, texts: Sequence[str], today: date) -> date | None:
+        """The last day a plan's words name (its clause first, then its sentence)."""
+        if rule.duration is None:
+            return None
+        return next((d for t in texts if t and (d := upcoming(t, today)) is not None), None)
+
+    def _dated_plan(self, content: str, rule: st.Rule, ctx: _Ctx, texts: Sequence[str]) -> Operation:
+        """An ADD whose relative days are also said as dates; a plan kept until its day. A plan
+        whose own sentence names no day takes the one its message names elsewhere ("I'm
+        training for the Berlin half marathon … end of August"), and says it."""
+        day = self._day(rule, texts, ctx.today)
+        if day is None and rule.duration is not None:
+            day = self._day(rule, (ctx.message,), ctx.today)
+            if day is not None:
+                by = f"（{day.month}月{day.day}日前）" if has_cjk(content) else f" (by {day.strftime('%B')} {day.day})"
+                content = content.rstrip("。.") + by + ("" if has_cjk(content) else ".")
+        op = self._add(content, rule, ctx.now, day)
+        if op.expires_at is None:  # kept for good: "明天" must still say which day when read next year
+            op = replace(op, content=st.dated(content, ctx.today))
+        return op
+
+    def _generic_add(self, content: str, g: st.Generic, ctx: _Ctx, texts: Sequence[str],
+                     *, health_today: bool = False) -> Operation:
+        rule = st.Rule(re.compile(""), "", g.category, "medium", g.duration, g.predicate)
+        if health_today:  # "今天嗓子发炎了": true today, not next week
+            return replace(self._add(content, rule, ctx.now), expires_at=st.until(ctx.today, 0))
+        return self._dated_plan(content, rule, ctx, texts)
+
+    def _add(self, content: str, rule: st.Rule, now: datetime, day: date | None = None) -> Operation:
         pol = self.config.policy
         category = category_for(rule.category, pol) or pol.default_category
-        until, priority = retention(rule.duration, category, now, pol)  # seed 002 §4: the type's default
+        expires, priority = retention(rule.duration, category, now, pol)  # seed 002 §4: the type's default
+        if day is not None:  # a dated plan: until its day is over, and a little after
+            expires = st.until(day, self.config.extraction.plan_margin_days)
         return Operation(
             "ADD", content=content, category=category,
-            score=initial_score(rule.importance, pol), expires_at=until,
+            score=initial_score(rule.importance, pol), expires_at=expires,
             subject="用户" if has_cjk(content) else "user", predicate=rule.predicate,
             confidence=self.config.extraction.heuristic_confidence, source="heuristic", priority=priority,
         )
+
+
+def _joins(c: Clause, out: list[_Said]) -> bool:
+    """A Chinese clause that only goes on about the statement before it ("下周三要去北京出差，
+    大概待三天，周五晚上回来") joins it; one opened by a conjunction ("也对芒果过敏"), or
+    with a fact a rule knows, stands alone."""
+    if c.lang != "zh" or not c.carried or c.chained or c.asked or not out or c.about == "other":
+        return False
+    last = out[-1]
+    if last.op is None or last.sentence != c.sentence or last.op.category == "rule" or st.zh_rule(c.text) is not None:
+        return False
+    said = st.tidy(c.said)
+    if (st.ZH_ASKING.search(said) or st.ZH_REQUEST.search(said) or st.ZH_HEDGE.match(said)
+            or (st.ZH_MOMENT.search(said) and len(said) <= 4) or st.consumed(c) or st.in_question(c)):
+        return False
+    content = last.op.content or ""
+    out[-1] = replace(last, op=replace(last.op, content=f"{st.tidy(content)}，{st.third_person_zh(said)}"))
+    return True
+
+
+_EN_REQUEST_VERB = re.compile(r"\b(?:translate|summari[sz]e|proofread|rewrite|rephrase|fix|check|edit|improve|"
+                              r"correct|explain|format|shorten|polish)\b", re.I)
+
+
+def _material_cut(sentence: str) -> str:
+    """A request and the material it is about ("把这句话翻译成日语：我明天要去东京出差",
+    "translate this: …"): the material after the colon is not the user speaking."""
+    m = re.search(r"[：:]", sentence)
+    if m is None:
+        return sentence
+    head = _ZH_FILLER.sub("", _EN_FILLER.sub("", sentence[:m.start()].strip()))
+    if st.ZH_REQUEST.match(head) or _EN_REQUEST_VERB.search(head) or re.search(r"翻译|改写|润色|总结|解释|校对|检查", head):
+        return sentence[:m.start()]
+    return sentence
 
 
 def _command(sentence: str) -> tuple[str, str, bool] | None:
@@ -321,7 +402,7 @@ def _command(sentence: str) -> tuple[str, str, bool] | None:
     for kind, patterns in (("remember", (_ZH_REMEMBER, _EN_REMEMBER)), ("forget", (_ZH_FORGET, _EN_FORGET))):
         m = patterns[0].match(s) or patterns[1].match(s)
         if m is not None:
-            what = _tidy(_DEICTIC_LEAD.sub("", m.group("x") or ""))
+            what = st.tidy(_DEICTIC_LEAD.sub("", m.group("x") or ""))
             return (kind, "", True) if what.lower() in _DEICTIC else (kind, what, False)
     return None
 
@@ -332,7 +413,7 @@ def _tail(sentence: str) -> tuple[str, str] | None:
     m = _ZH_TAIL.match(s) or _EN_TAIL.match(s)
     if m is None:
         return None
-    return _tidy(m.group("rest")), "forget" if re.search(r"忘|forget", m.group("cmd"), re.I) else "remember"
+    return st.tidy(m.group("rest")), "forget" if re.search(r"忘|forget", m.group("cmd"), re.I) else "remember"
 
 
 def _is_command(sentence: str) -> bool:
@@ -345,13 +426,13 @@ def is_ack(text: str) -> bool:
     t = text.strip()
     while (m := _ACK_WORD.match(t)) is not None and m.end() > 0:
         t = t[m.end():]
-    t = _tidy(t)
+    t = st.tidy(t)
     return not t or _ACK_TAIL.fullmatch(t) is not None
 
 
 def _is_question(sentence: str, end: str) -> bool:
-    s = _tidy(sentence)
-    return bool(_QUESTION_END.match(end)) or bool(_ZH_QUESTION.search(s)) or bool(_EN_QUESTION.match(s))
+    s = st.tidy(sentence)
+    return bool(st.QUESTION_END.match(end)) or bool(st.ZH_QUESTION.search(s)) or bool(st.EN_QUESTION.match(s))
 
 
 def _units(text: str, max_chars: int | None = None) -> list[tuple[str, str]]:
@@ -365,7 +446,7 @@ def _units(text: str, max_chars: int | None = None) -> list[tuple[str, str]]:
         if not sentence:
             continue
         if max_chars is not None and len(sentence) > max_chars:
-            out.append(("say", _tidy(sentence)))
+            out.append(("say", st.tidy(sentence)))
         elif (cmd := _command(sentence)) is not None:
             kind, what, back = cmd
             out.append((kind + "?", "") if back else (kind, what))
@@ -374,7 +455,7 @@ def _units(text: str, max_chars: int | None = None) -> list[tuple[str, str]]:
         elif _is_question(sentence, text[m.end():m.end() + 1]):
             out.append(("ask", sentence))
         elif not is_ack(sentence):
-            out.append(("say", _tidy(sentence)))
+            out.append(("say", st.tidy(sentence)))
     return out
 
 
@@ -413,7 +494,7 @@ def commands(turns: Sequence[Turn], config: Config, *, now: datetime, after_seq:
     for turn in turns:
         if turn.role == "assistant":
             if (asked or not topic.text) and not is_ack(turn.content):
-                topic = _Topic(_tidy(turn.content), own=False)
+                topic = _Topic(st.tidy(turn.content), own=False)
             asked = False
             continue
         if turn.role != "user":
@@ -435,7 +516,7 @@ def commands(turns: Sequence[Turn], config: Config, *, now: datetime, after_seq:
                     ops = [op for op in ops if not (op.op == "ADD" and op.reason == _REMEMBERED
                                                     and op.content == _remember(ref, config, now).content)]
                     ops.append(Operation("FORGET", query=ref.text, source="user",
-                                         reason=f"the user asked to forget: {_tidy(turn.content)[:200]}"))
+                                         reason=f"the user asked to forget: {st.tidy(turn.content)[:200]}"))
         explicit = [w for k, w in units if k in ("remember", "forget") and w]
         if said or explicit:
             topic, asked = (here if said else _Topic(explicit[-1])), False
@@ -464,7 +545,7 @@ def _remember(ref: _Topic, config: Config, now: datetime) -> Operation:
     if len(ref.text) <= config.extraction.heuristic_max_sentence_chars:
         guess = heur.statement(ref.text, now=now) or next(iter(heur._zh_clauses(ref.text, now)), None)
     pol = config.policy
-    content = third_person(ref.text) if ref.own else ref.text
+    content = st.third_person(ref.text) if ref.own else ref.text
     return Operation(
         "ADD", content=content, category=guess.category if guess else pol.default_category,
         score=initial_score("high", pol), expires_at=guess.expires_at if guess else None,

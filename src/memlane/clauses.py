@@ -1,0 +1,533 @@
+"""A user's messages cut into clauses, each a statement with its subject (issue 29).
+
+The offline extractor reads one fact per clause. People chain facts with commas and
+conjunctions and say the subject once: "我不吃香菜，也对芒果过敏" is two facts about 我, "My
+name is Ming and I work as a data engineer at Acme" two about "I", "我儿子5岁，叫豆豆" two
+about 我儿子. So a clause that opens with a predicate takes the subject before it; one that
+opens with "她" / "he" takes the person the user last named ("my sister … her name's Priya");
+a person two steps away ("我朋友的表哥", "my friend's cousin") is nobody the user's memory
+is about, and neither is what follows about them.
+
+A Chinese clause without a subject is the user's unless the sentence is about someone else:
+in chat, a speaker drops 我 ("接字节的offer！下个月15号入职"). An English one needs its
+subject, said or carried ("…and work as a data engineer"; "Training for a marathon").
+
+Quoted text (a letter to proofread, a sentence to translate) is not the user speaking and is
+left out. A conjunction splits only where a new predicate follows it: "猫和狗", "salt and
+pepper", "我还是喜欢茶" stay whole. A clause that only describes the thing the clause before
+it introduced ("养了一只橘猫，叫橘子": the cat is called 橘子) stays with it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from memlane.text import language_of
+
+
+@dataclass
+class Clause:
+    """One clause of a user's message, ready to be read as a statement."""
+
+    text: str  # its words, the subject carried in and a pronoun replaced by whom it names
+    about: str  # "user", "kin" (someone or something of the user's), "other" (anyone else)
+    asked: bool = False  # a question, or part of one
+    carried: bool = False  # the subject was not said in the clause itself
+    sentence: str = ""  # the sentence it is part of (dates, "from now on")
+    lang: str = "en"
+    said: str = ""  # the clause as said, before a subject was carried in
+    chained: bool = False  # opened by a conjunction ("也对芒果过敏"): a fact of its own
+
+
+# quoted passages: pasted text to translate or proofread, a joke to explain
+_QUOTED = re.compile(r"“[^”]{2,}”|「[^」]{2,}」|『[^』]{2,}』|‘[^’]{2,}’|\"[^\"]{2,}\"|(?<![A-Za-z])'[^'\n]{2,}?'(?![A-Za-z])")
+
+
+def unquoted(text: str) -> str:
+    """The text with its quoted passages cut out (each ends a sentence where it stood). A
+    short quoted word or name stays: "don't call me 'buddy'", "sign them 'Best, Lucía'"."""
+    def cut(m: re.Match[str]) -> str:
+        passage = m.group()[1:-1]
+        if len(passage) < 25 and not re.search(r"[。！？.!?]\s*\S", passage):
+            return m.group()
+        return "。" if has_cjk_text(passage) or has_cjk_text(text) else ". "
+    return _QUOTED.sub(cut, text)
+
+
+def has_cjk_text(text: str) -> bool:
+    return any("\u4e00" <= ch <= "\u9fff" for ch in text)
+
+
+# ---- Chinese --------------------------------------------------------------------------------
+
+ZH_SENTENCE = re.compile(r"[^。！？!?\n～~…]+[。！？!?～~…]*")
+_ZH_PUNCT = re.compile(r"[，,；;：:]\s*|(?<=[\u4e00-\u9fff])\s+(?=[\u4e00-\u9fff])|[\U0001F300-\U0001FAFF\u2600-\u27BF]+")
+ZH_FILLER = re.compile(r"^(?:对了|另外|还有就是|还有|而且|并且|同时|其实|嗯+|哦+|噢|啊|呀|所以|但是|但|不过|可是|是的|好的|好吧|"
+                       r"好主意|然后|因为|顺便说一下|顺便说一句|顺便提一下|顺便|话说|说起来|对对|对|哈哈+|呵呵|嘿嘿|诶|欸|哎|"
+                       r"先记一下哈|先说一下|谢谢|嗯嗯|好|行|ok|OK)[，,、\s～~]*")
+# words a clause may open with when its subject was said before: adverbs, modal and common
+# verbs, prepositions, time words (a part-of-speech list, not phrases of any data set)
+_ZH_PREDICATE = re.compile(
+    r"^(?:也|还|都|又|再|就|才|已经|已|正在|正|在|刚刚|刚|一直|从来|从小|从|平时|平常|一般|经常|通常|总是|常常|老是|偶尔|"
+    r"每|不|没|很|非常|特别|比较|挺|超|最|更|太|有点|喜欢|爱(?!情|人|好)|讨厌|对|住|做|干|是|有|要|想|打算|计划|准备|会|能|可以|"
+    r"得|需要|养|叫|当|学|来自|来|去|到|搬|用|开|买|吃|喝|穿|听|看|玩|跑|练|参加|负责|带|送|接|目前|现在|今年|明年|"
+    r"下周|下个?月|下个?星期|明天|后天|周末|本科|毕业|属|姓|戒|减|怕|晕|过敏|单身|结婚|离婚|怀孕|信|打|骑|游|睡|起|"
+    r"早上|晚上|中午|上午|下午|周[一二三四五六日天]|星期[一二三四五六日天]|\d+月|[一二三四五六七八九十]+月|\d+岁|"
+    r"[一二三四五六七八九十两]+岁|考|申请|报|换|租|戴|恐|怀|患|得了|查出)")
+_KIN = (r"女儿|儿子|孩子|小孩|宝宝|老婆|妻子|太太|爱人|丈夫|老公|先生|妈妈|爸爸|母亲|父亲|爸妈|父母|哥哥|姐姐|弟弟|妹妹|"
+        r"男朋友|女朋友|男友|女友|对象|未婚妻|未婚夫|爷爷|奶奶|外婆|外公|姥姥|姥爷|经理|老板|领导|同事|室友|朋友|闺蜜|"
+        r"猫|狗|医生|房东|家人|公婆|岳父|岳母|婆婆|表哥|表姐|表弟|表妹|堂哥|堂姐|邻居|同学|老师")
+_ZH_SELF = re.compile(r"^(?:我们|咱们|我(?!的?(?:" + _KIN + r")))(?:的)?")
+_ZH_KIN = re.compile(rf"^(?:我(?:的|家)?|咱)(?:{_KIN})(?:[\u4e00-\u9fff]{{0,3}}?(?=叫|是|对|在|今年|也|很|特别|喜欢|不|有|下周|[，,]|$))?")
+# bare at a clause's start, these are the user's own: "老板叫郑凯", "猫平时不进卧室"
+_ZH_BARE_KIN = re.compile(r"^(?:老婆|妻子|太太|老公|丈夫|女儿|儿子|孩子|宝宝|老板|领导|经理|猫|狗|爸妈|父母|妈妈|爸爸|医生|房东)")
+# a person of a person: 我朋友的表哥, 我同事的表弟
+_ZH_REMOTE = re.compile(rf"^(?:我的?|咱)(?:{_KIN})的(?:{_KIN}|[\u4e00-\u9fff]{{1,3}}(?:哥|姐|弟|妹|叔|姨|舅|妈|爸))")
+_ZH_PRONOUN = re.compile(r"^(?:他们|她们|它们|他(?!人)|她|它)")
+# someone else inside the clause, with no 我: 听说他改养奶牛了, 结果他对羊毛过敏
+_ZH_THIRD = re.compile(r"^(?!.*我).*(?:(?<![其吉])他|她|(?<!其)它|听说|据说)")
+_ZH_TIME_LEAD = re.compile(r"^(?:(?:下下|下|这|本)?个?(?:周|星期|礼拜)[一二三四五六日天]?|明天|后天|今天|今晚|周末|下个?月(?:初|底|中)?|"
+                           r"\d{1,2}月\d{1,2}[日号]|\d{1,2}月(?:份)?|\d{1,2}[日号]|明年|今年|最近|现在|目前|平时|以后|那天|"
+                           r"早上|晚上|上午|下午|中午)+")
+_ZH_KIN_ANY = re.compile(rf"(?:我|和|跟|与)(?:的|家)?({_KIN})([\u4e00-\u9fff]{{2}}(?=$|[，,。是也的对在今很喜不有要吃下和去])|"
+                         rf"[A-Za-z]+)?")
+_ZH_OTHER = re.compile(r"^(?:你|您|这|那|大家|别人|有人|人家|谁)")
+_ZH_CHAIN = re.compile(r"(?:而且|并且|同时|但是|可是|不过(?!敏)|也(?!许)|还(?!是|好|行|不错|可以|挺|有))")
+_ZH_CONJ_START = re.compile(r"^(?:也|还|而且|并且|同时|另外|但|不过|可是|还有|以及)")
+_ZH_ALSO = re.compile(r"^(?:也|还|又)(?!是|行|好|不错|可以)")
+# "养了一只橘猫" / "有两只猫" introduce things; "叫橘子" / "一只叫年糕" then describe them
+_ENTITY_END = re.compile(r"(?:[一两二三四五六七八九十几]|\d+|了|有)(?:只|个|条|位|匹|辆|套|台|家|所|头|盆)[\u4e00-\u9fff]{1,8}$")
+_DESCRIBES = re.compile(r"^(?:它|他|她)?(?:叫|名字叫|名叫|今年|已经|才|快|是(?:只|一只|个|一个|条)|[一二三四五六七八九十两\d]+岁|"
+                        r"[一两二三四五六七八九十\d](?:只|个|条|位)(?:叫|是))")
+_ZH_ASKED = re.compile(r"[?？]")
+
+
+def opens_with_predicate(clause: str) -> bool:
+    """Whether a Chinese clause opens with a verb, an adverb or a time word (its subject
+    left out), rather than with a noun ("成都", "咖啡也戒了")."""
+    return _ZH_PREDICATE.match(clause) is not None
+
+
+def zh_subject(clause: str) -> str | None:
+    """The user-side subject a Chinese clause opens with: 我, 我们, 我女儿, 我的经理…"""
+    m = _ZH_KIN.match(clause) or _ZH_SELF.match(clause)
+    return m.group() if m else None
+
+
+def _zh_chained(piece: str) -> list[tuple[str, bool]]:
+    """One comma-free piece cut before each conjunction that starts a new predicate; with
+    each part, whether a conjunction opened it."""
+    out: list[tuple[str, bool]] = []
+    start = 0
+    for m in _ZH_CHAIN.finditer(piece):
+        left, right = piece[start:m.start()], piece[m.end():]
+        subject = zh_subject(left) or ""
+        opens = subject or _ZH_PREDICATE.match(left.strip())  # "爱情片也一般般": a topic, no predicate yet
+        if opens and len(left) - len(subject) >= 3 and right and _ZH_PREDICATE.match(right):
+            out.append((left, start > 0 or bool(_ZH_CONJ_START.match(left.strip()))))
+            start = m.end()
+    out.append((piece[start:], start > 0 or bool(_ZH_CONJ_START.match(piece.strip()))))
+    return out
+
+
+def _strip_zh_filler(p: str) -> str:
+    p = p.strip()
+    while (m := ZH_FILLER.match(p)) is not None and m.end() > 0:
+        p = p[m.end():].strip()
+    return p
+
+
+# ---- English --------------------------------------------------------------------------------
+
+EN_SENTENCE = re.compile(r"[^.!?;\n]+(?:\.(?:\d|[a-z]\.)[^.!?;\n]*)*[.!?;]*")
+EN_FILLER = re.compile(r"^(?:by the way|also|oh|ooh|ok|okay|well|so|and|but|actually|btw|yes|yeah|yep|hi|hello|hey|"
+                       r"anyway|plus|oh and|and also|haha+|lol|hmm+|hm|ugh|wow|nice|perfect|great|cool|thanks|thx|ta|"
+                       r"fwiw|tbh|ah|right|sure|alright|hah|heh|hehe|omg|um+|uh+|big news|guess what|fun fact|"
+                       r"quick update|update|[-–—]+)(?:\b|(?<=[-–—]))[,!.:\s]*", re.I)
+_EN_SPLIT = re.compile(r"\s*,\s*(?:(?:and|but|so|plus|or|because|while|though|although|whereas)\s+)?(?:also\s+)?"
+                       r"|\s+(?:and|but|plus|because|while|though|although|whereas)\s+(?:also\s+)?"
+                       r"|\s+[-–—]+\s+", re.I)
+_ADVERB = (r"really|also|usually|always|never|often|sometimes|just|still|absolutely|totally|generally|normally|"
+           r"rarely|only|even|already|mostly|definitely|actually|recently|currently|now|mainly|typically|"
+           r"regularly|occasionally|basically|kind of|sort of|pretty much")
+_EN_SELF = re.compile(r"^(?:i|i'm|i've|i'd|i'll|im|we|we're|we've|we'll|me and|as a|as an)\b", re.I)
+_EN_KIN_WORDS = (r"wife|husband|partner|girlfriend|boyfriend|fianc[ée]e?|daughter|son|kids?|children|child|baby|"
+                 r"mom|mum|mother|dad|father|parents|sister|brother|siblings?|grandma|grandpa|grandmother|"
+                 r"grandfather|aunt|uncle|cousin|niece|nephew|boss|manager|colleague|coworker|co-worker|roommate|"
+                 r"flatmate|friend|best friend|dog|cat|puppy|kitten|pet|doctor|physio|therapist|landlord|team|"
+                 r"family|in-laws|neighbou?r")
+_EN_KIN = re.compile(rf"^(?:my|our)\s+(?:(?:little|older|younger|big|best|new|current|old)\s+)?(?:{_EN_KIN_WORDS})\b"
+                     r"(?:\s+(?-i:[A-Z][a-z]+))?", re.I)
+_EN_KIN_ANY = re.compile(rf"\b(?:my|our)\s+(?:(?:little|older|younger|big|best|new|current|old)\s+)?(?:{_EN_KIN_WORDS})\b"
+                         r"(?:\s+(?-i:[A-Z][a-z]+))?", re.I)
+# words of time or circumstance before the subject: "Next week I…", "On Fridays my…", "When I fly I…"
+_EN_LEAD = re.compile(r"^(?:(?:next|this|last|on|in|at|by|every|each|after|before|when|whenever|while|once|during|"
+                      r"from|until|tomorrow|today|tonight|yesterday|week|weekend|weekends|month|year|morning|"
+                      r"mornings|evening|evenings|night|nights|(?:mon|tues|wednes|thurs|fri|satur|sun)days?|the|a|"
+                      r"few|couple|of|days|weeks|months|years|later|soon|lately|sometimes|then|\d+\w*),?\s+)+"
+                      r"(?=(?:i|i'm|i've|i'll|i'd|my|we|we're)\b)", re.I)
+_EN_MINE = re.compile(r"^(?:my|our)\b", re.I)
+_EN_BARE_KIN = re.compile(rf"^(?:{_EN_KIN_WORDS})\b(?=\s+(?:is|was|said|says|thinks|wants|has|likes|loves|hates|"
+                          r"works|lives|told|recommended|suggested|gets|got|will|can|can't)\b)", re.I)
+_EN_REMOTE = re.compile(rf"^(?:my|our)\s+(?:{_EN_KIN_WORDS})'s\s+(?:{_EN_KIN_WORDS})\b", re.I)
+_EN_PRONOUN = re.compile(r"^(?:he|she|he's|she's|her|his|him)\b", re.I)
+_EN_OTHER = re.compile(r"^(?:they|it|you|it's|that|that's|there|there's|this|these|those|their|they're|your|"
+                       r"you're|people|someone|everyone|anyone)\b", re.I)
+_EN_ASK = re.compile(r"^(?:(?:what|how|where|when|why|who|which)(?:'s|'re|\s+(?:is|are|was|were|do|does|did|can|could|"
+                     r"should|would|will|to|about|much|many|long|often|else)\b)|what's|can you|could you|would you|"
+                     r"will you|do you|any|is there|are there|is it|should i|can i|could i|do i|did i|am i|would i|"
+                     r"shall|wdyt|thoughts)\b", re.I)
+_EN_REQUEST = re.compile(r"^(?:from now on|going forward|in (?:the )?future|pls|plz|please|can you|could you|would you|help me|remind me|tell me|give me|show me|"
+                         r"let me know|make|write|explain|summari[sz]e|translate|proofread|recommend|suggest|find|"
+                         r"list|check|fix|keep|stop|use|don't|do not|always|never|avoid|answer|reply|respond|call me|"
+                         r"no more)\b", re.I)
+# verbs a first-person clause opens with once "I" was said: "…and work as a data engineer"
+_EN_VERB = re.compile(
+    rf"^(?:(?:{_ADVERB})\s+)*(?:am|have|has|had|do|don't|does|doesn't|did|didn't|never|can|can't|cannot|could|"
+    r"will|won't|would|should|must|need|needs|want|wants|plan|plans|work|works|worked|live|lives|lived|like|"
+    r"likes|love|loves|loved|enjoy|enjoys|hate|hates|dislike|prefer|prefers|speak|speaks|use|uses|play|plays|run|"
+    r"runs|go|goes|went|moved|move|study|studies|studied|learn|learned|teach|teaches|own|owns|drive|drives|"
+    r"eat|eats|drink|drinks|cook|cooks|read|reads|write|writes|watch|watches|practice|practise|train|trains|"
+    r"visit|visits|take|takes|keep|keeps|try|tries|got|get|gets|started|start|quit|stopped|became|grew|was|"
+    r"were|sleep|wake|volunteer|volunteers|coach|coaches|collect|collects|bike|cycle|swim|swims|hike|hikes|"
+    r"grew up|was born|belong|support|follow|manage|manages|lead|leads|ride|rides|wear|wears|"
+    r"avoid|avoids|can't stand|attend|attends|switched|decided)\b", re.I)
+# what "I'm" carries into "…and training for a marathon", "…and allergic to nuts"
+_EN_BE_CARRIED = re.compile(r"^(?:(?:also|now|currently|still|really)\s+)?(?:[a-z]+ing|allergic|married|divorced|"
+                            r"single|based|from|originally|retired|pregnant|vegan|vegetarian|lactose|gluten|"
+                            r"intolerant|engaged|left-handed|right-handed)\b", re.I)
+_NOT_GERUND = re.compile(r"^(?:thing|nothing|something|anything|everything|morning|evening|king|ring|spring|string|"
+                         r"wedding|building|meeting|during|ceiling|pudding|clothing|feeling|sibling|darling|"
+                         r"being|earring|awning|lightning|painting|ping|sing|bring|sting|swing|wing|thing)$", re.I)
+_BE = re.compile(r"\b(?:i'm|i am|im)\b", re.I)
+# "like" and "just" that are no verb: "like I said", "like under 150 words", "just checking"
+_NOT_VERB = re.compile(r"^(?:like|just)\s+(?:i|you|he|she|we|they|that|this|under|over|about|around|once|twice|maybe|"
+                       r"totally|really|literally|a|an|the|\d)\b|^just\s+\w+ing\b", re.I)
+_VERB_ELLIPSIS = re.compile(r"^(?:love|loves|like|likes|enjoy|hate|prefer|work|live|moved|need|plan|planning|"
+                            r"allergic|vegan|vegetarian|currently|usually|mostly)\b", re.I)
+# "start date is May 4th", "goal is sub 1:50": a bare noun says "my"
+_EN_BARE_NOUN = re.compile(r"^(?!(?:the|a|an|this|that|it|there|he|she|they|you|we|what|which|who)\b)"
+                           r"(?P<n>[a-z][a-z-]*(?:\s+[a-z][a-z-]*)?)\s+is\s+", re.I)
+# "…, it's remote", "…, which is great": says more of what the clause before it named
+_EN_DESCRIBES = re.compile(r"^(?:it's|it is|which is|which was)\s+(?!in\b|on\b|at\b|for\b|to\b|like\b)\w+", re.I)
+# what a bare noun names when it is the user's: "start date is May 4th", "goal is sub 1:50"
+_EN_ATTRIBUTE = re.compile(r"\b(?:date|goal|target|budget|name|birthday|deadline|job|role|title|plan|address|number|"
+                           r"size|schedule|salary|commute|flight|appointment|exam|interview|favou?rite|pb|time)$", re.I)
+_EN_POSSESSIVE = re.compile(r"\bmy\b", re.I)
+# "fantasy is ok-ish", "plain paragraphs are better": a bare noun judged, the speaker's taste
+_EN_EVALUATION = re.compile(r"^(?!(?:the|a|an|this|that|it|there|he|she|they|you|we|what|which|who)\b)[a-z][a-z-]*"
+                            r"(?:\s+[a-z][a-z-]*)?\s+(?:is|are)\s+(?:(?:so|too|really|pretty|kinda|just)\s+)?(?:"
+                            r"ok-ish|okay-ish|great|good|bad|better|worse|best|the best|overrated|underrated|boring|"
+                            r"annoying|amazing|awesome|terrible|meh|so-so|not for me|my favou?rite)\b", re.I)
+_SUBORDINATE = re.compile(r"^(?:since|because|as|cause|cuz|given that|now that)\s+(?=i\b|i'm\b|my\b)", re.I)
+_AS_A = re.compile(r"^as an? ", re.I)
+
+
+def _en_opens(text: str, be: bool) -> str | None:
+    """How a piece after a comma or conjunction continues: "self" (its own first-person
+    subject), "kin", "other" (someone else's), "ask" (a question), "verb" ("I" carried in),
+    "be" ("I'm" carried in), or None when it is no clause ("salt and pepper")."""
+    t = text.strip()
+    if re.match(r"^(?:i|me)\s+(?:are|were|have been)\b", t, re.I):
+        return None  # "my partner Alex and I are moving": one subject of two people
+    if _EN_SELF.match(t) or _SUBORDINATE.match(t):
+        return "self"
+    if _EN_MINE.match(t) or _EN_PRONOUN.match(t):
+        return "kin"
+    if _EN_ASK.match(t):
+        return "ask"
+    if re.match(r"^[a-z]+\s+me\b", t, re.I) and not _EN_VERB.match(t):
+        return "request"  # "wish me luck", "send me the list"
+    if _EN_VERB.match(t) and not _NOT_VERB.match(t):
+        return "verb"
+    word = re.match(r"^(?:(?:also|now|currently|still|really)\s+)?([a-z'-]+)", t, re.I)
+    if be and _EN_BE_CARRIED.match(t) and word and not _NOT_GERUND.match(word.group(1)):
+        return "be"
+    if _EN_OTHER.match(t) or _EN_REQUEST.match(t) or re.match(r"^[A-Z][a-z]+\s+(?:is|was|has|works|lives|loves|likes)\b", t):
+        return "other"
+    return None
+
+
+def _en_ellipsis(text: str) -> str:
+    """A sentence said without its "I": "Training for a half marathon in March" → "I'm
+    training…", "Love hiking" → "I love hiking", "as a nurse, …" → "I'm a nurse, …"; a gerund
+    that is the subject ("Swimming is fun") is left alone."""
+    if _AS_A.match(text):
+        return "I'm " + text[3:]
+    if re.match(r"^not\s+(?:into|a fan|a big fan|big on|keen|interested|a huge fan)\b", text, re.I):
+        return "I'm " + text
+    m = re.match(r"^([A-Za-z'-]+)(\s+\S+)?", text)
+    if m is None:
+        return text
+    first, after = m.group(1), (m.group(2) or "").strip().lower()
+    if after in ("is", "was", "are", "were", "has", "makes", "helps", "keeps", "'s"):
+        return text
+    if first.lower().endswith("ing") and len(first) > 4 and not _NOT_GERUND.match(first):
+        return "I'm " + text[:1].lower() + text[1:]
+    if _VERB_ELLIPSIS.match(text) and after not in ("i", "you", "he", "she", "we", "they", "it", "that", "this"):
+        prefix = "I'm " if first.lower() in ("allergic", "vegan", "vegetarian", "currently") else "I "
+        return prefix + text[:1].lower() + text[1:]
+    return text
+
+
+def _en_pieces(sentence: str) -> list[tuple[str, str]]:
+    """(kind, piece) for each clause of an English sentence, "I" or "I'm" carried into a
+    clause that opens with a verb; a lead-in with no clause of its own ("Next month, …")
+    stays with what follows."""
+    s = _strip_en_filler(sentence)
+    s = _SUBORDINATE.sub("", _en_ellipsis(s))
+    out: list[tuple[str, str]] = []
+    start, carried, kind0 = 0, "", ""
+    subject = _en_subject(s)  # whom a clause opening with a verb is about: "My brother lives … and works …"
+    be = bool(_BE.search(s[:40]))
+    for m in _EN_SPLIT.finditer(s):
+        left, right = s[start:m.start()], s[m.end():]
+        kind = _en_opens(right, be)
+        if kind == "verb" and (re.search(r"\bso\s+$", m.group(), re.I) or subject is None):
+            kind = None  # ", so use it in samples": a request to the assistant, not the user's doing
+        dash = bool(re.search(r"[-–—]", m.group()))
+        if dash and kind is None:
+            kind = "other"
+        if kind is None or not (_is_clause(left) or dash):
+            continue
+        out.append((kind0, carried + left))
+        carried = (subject or "I ") if kind == "verb" else "I'm " if kind == "be" else ""
+        kind0 = kind
+        if kind in ("self", "kin", "other"):
+            be = bool(_BE.search(right[:40]))
+            subject = _en_subject(right)
+        start = m.end()
+    out.append((kind0, carried + s[start:]))
+    return [(k, _SUBORDINATE.sub("", _strip_en_filler(p))) for k, p in out if p.strip()]
+
+
+def _en_subject(text: str) -> str | None:
+    """The subject a clause opens with, as a verb after it would take it: "I ", "my brother ",
+    "she "; None for anyone else's."""
+    t = _strip_en_filler(text)
+    kin = _EN_KIN.match(t)
+    if kin is not None:
+        return kin.group() + " "
+    pronoun = re.match(r"^(?:he|she)\b", t, re.I)
+    if pronoun is not None:
+        return pronoun.group() + " "
+    return None if _EN_OTHER.match(t) else "I "
+
+
+def _strip_en_filler(text: str) -> str:
+    s = text.strip()
+    while (m := EN_FILLER.match(s)) is not None and m.end() > 0:
+        s = s[m.end():].strip()
+    return s
+
+
+def _is_clause(text: str) -> bool:
+    """Whether a piece says something of its own (a verb), not just "Next month" or "My
+    manager, Tom"."""
+    t = text.strip()
+    return bool(re.search(r"\b(?:i|we|they|he|she)\s+\w|\b(?:i'm|i've|i'd|im|is|are|am|was|were|has|have|had|do|"
+                          r"does|did|can|will|would)\b|'s\s", t, re.I)
+                or any(_EN_VERB.match(t[m.start():]) for m in re.finditer(r"\b\w", t)))
+
+
+# ---- the reader -----------------------------------------------------------------------------
+
+
+@dataclass
+class Reader:
+    """Reads one user's messages in order, remembering whom "she" / "他" names."""
+
+    referent: str | None = None  # the user's person or thing last named: "my sister", "我老婆"
+    remote: bool = False  # the last person named is nobody of the user's (我朋友的表哥)
+    names: set[str] = field(default_factory=set)  # names the user gave their people and pets
+
+    def read(self, text: str, *, after_question: bool = False) -> Iterator[Clause]:
+        """The clauses of one user message. `after_question`: the assistant just asked
+        something, so a bare phrase ("后端开发" / "product designer") answers about the user."""
+        text = unquoted(text)
+        if language_of(text) == "zh":
+            yield from self._zh(text, after_question)
+        else:
+            yield from self._en(text, after_question)
+
+    # -- Chinese --
+
+    def _zh(self, text: str, after_question: bool) -> Iterator[Clause]:
+        topic: str | None = "我"  # a Chinese speaker drops 我: a bare clause is theirs
+        for m in ZH_SENTENCE.finditer(text):
+            sentence = m.group().strip()
+            if not sentence:
+                continue
+            asked = bool(_ZH_ASKED.search(sentence[-2:]))
+            body = sentence.rstrip("。！？!?～~… ")
+            pieces = [p for part in _ZH_PUNCT.split(body) for p in _zh_chained(part)]
+            out: list[Clause] = []
+            for raw, chained in pieces:
+                p = _strip_zh_filler(raw)
+                if not p:
+                    continue
+                if out and _ENTITY_END.search(out[-1].text) and _DESCRIBES.match(p):
+                    out[-1].text = f"{out[-1].text}，{p}"  # describes the thing just introduced
+                    self._learn_zh(p)
+                    continue
+                clause, topic = self._zh_clause(p, topic)
+                clause.sentence, clause.lang, clause.said, clause.chained = sentence, "zh", p, chained
+                out.append(clause)
+            if asked and out:
+                out[-1].asked = True  # the "？" belongs to the last clause: 我对花生过敏，你推荐什么？
+            yield from out
+
+    def _zh_clause(self, p: str, topic: str | None) -> tuple[Clause, str | None]:
+        lead = _ZH_TIME_LEAD.match(p)
+        when, core = (p[:lead.end()], p[lead.end():]) if lead else ("", p)  # "下周三我要…": 我 after a time
+        clause, topic = self._zh_subject(when, core, p, topic)
+        self._learn_zh(clause.text)
+        return clause, topic
+
+    def _zh_subject(self, when: str, core: str, p: str, topic: str | None) -> tuple[Clause, str | None]:
+        if _ZH_REMOTE.match(core):
+            self.referent, self.remote = None, True
+            return Clause(p, "other"), None
+        kin = _ZH_KIN.match(core)
+        if kin is not None:
+            return Clause(p, "kin"), kin.group()
+        own = _ZH_SELF.match(core)
+        if own is not None:
+            body = _ZH_ALSO.sub("", core[own.end():], count=1)  # "我也对芒果过敏" says "我对芒果过敏"
+            return Clause(when + core[:own.end()] + body, "user"), "我"
+        pronoun = _ZH_PRONOUN.match(core)
+        if pronoun is not None:
+            if self.referent is None or self.remote or pronoun.group().endswith("们"):
+                return Clause(p, "other"), None
+            return Clause(when + self.referent + core[pronoun.end():], "kin"), self.referent
+        bare = _ZH_BARE_KIN.match(core)
+        if bare is not None:
+            self.referent, self.remote = "我的" + bare.group(), False
+            return Clause(when + "我的" + core, "kin"), "我的" + bare.group()
+        name = next((n for n in self.names if core.startswith(n)), None)
+        if name is not None:
+            return Clause(p, "kin"), name
+        if _ZH_OTHER.match(core) or topic is None or _ZH_THIRD.search(core):
+            return Clause(p, "other"), topic
+        if "我" in core:  # "医生让我少吃盐", "住的话我比较喜欢民宿": the user is in it already
+            return Clause(p, "user"), topic
+        body = _ZH_ALSO.sub("", p, count=1)
+        return Clause(topic + body, "user" if topic == "我" else "kin", carried=True), topic
+
+    def _learn_zh(self, text: str) -> None:
+        """The names and the people a clause mentions: whom a later 她 / 他 means."""
+        for m in re.finditer(r"(?:叫|名叫|名字叫|全名|全名叫)([\u4e00-\u9fff]{2,3}?)(?=$|[，,。是也的对在今很喜不有要吃下和去])", text):
+            self.names.add(m.group(1))
+        found = None
+        for m in _ZH_KIN_ANY.finditer(text):
+            found = m
+        if found is not None and not _ZH_REMOTE.search(text):
+            name = found.group(2) or ""
+            if name:
+                self.names.add(name)
+            self.referent, self.remote = "我" + found.group(1) + name, False
+
+    # -- English --
+
+    def _en(self, text: str, after_question: bool) -> Iterator[Clause]:
+        sentences = [m.group().strip() for m in EN_SENTENCE.finditer(text) if m.group().strip()]
+        for n, sentence in enumerate(sentences):
+            asked = sentence.endswith("?")
+            body = sentence.rstrip(".!?; ")
+            pieces = _en_pieces(body)
+            out: list[Clause] = []
+            for kind, p in pieces:
+                if not p:
+                    continue
+                if out and out[-1].about in ("user", "kin") and _EN_DESCRIBES.match(p):
+                    out[-1].text = f"{out[-1].text}, {p}"  # "…at Fernleaf and it's remote": the job is
+                    continue
+                clause = self._en_clause(p, kind)
+                if clause.about == "none" and after_question and n == 0 and not out:
+                    clause.about = "answer"  # "product designer, fully remote"
+                clause.sentence, clause.lang, clause.said = sentence, "en", p
+                out.append(clause)
+            if asked and out:
+                # the "?" asks in the last clause; a tag ("…, right?") asks about the whole
+                last = out[-1]
+                last.asked = True
+                if len(last.text.split()) <= 2 and len(out) > 1:
+                    for c in out:
+                        c.asked = True
+            yield from out
+
+    def _en_clause(self, p: str, kind: str) -> Clause:
+        clause = self._en_about(p, kind)
+        if clause.about in ("user", "kin"):
+            named = [m for m in _EN_KIN_ANY.finditer(p)]
+            if named and not re.match(rf"'s\s+(?:{_EN_KIN_WORDS})\b", p[named[-1].end():], re.I):
+                self.referent, self.remote = named[-1].group(), False  # not "my friend's cousin"
+        return clause
+
+    def _en_about(self, p: str, kind: str) -> Clause:
+        lead = _EN_LEAD.match(p)
+        if lead is not None and lead.end() > 0:  # "Next week I have to…", "When I fly I prefer…"
+            clause = self._en_about(p[lead.end():], kind)
+            return Clause(p[:lead.end()] + clause.text, clause.about, clause.asked, clause.carried)
+        if kind == "ask" or _EN_ASK.match(p):
+            return Clause(p, "other", asked=True)
+        if _EN_REMOTE.match(p):
+            self.referent, self.remote = None, True
+            return Clause(p, "other")
+        kin = _EN_KIN.match(p)
+        if kin is not None:
+            self.referent, self.remote = kin.group(), False
+            self._learn_en_names(p)
+            return Clause(p, "kin")
+        if _EN_SELF.match(p) or kind in ("verb", "be") or re.match(r"^my\b", p, re.I):
+            self._learn_en_names(p)
+            return Clause(p, "user", carried=kind in ("verb", "be"))
+        if _EN_BARE_KIN.match(p):
+            self.referent, self.remote = "my " + _EN_BARE_KIN.match(p).group(), False  # type: ignore[union-attr]
+            return Clause("my " + p, "kin")
+        pronoun = _EN_PRONOUN.match(p)
+        if pronoun is not None:
+            if self.referent is None or self.remote:
+                return Clause(p, "other")
+            word = pronoun.group().lower()
+            who = self.referent + ("'s" if word in ("her", "his") else "")
+            rest = p[pronoun.end():]
+            if word in ("he's", "she's"):
+                rest = " is" + rest
+            return Clause(who + rest, "kin")
+        if any(p.startswith(n) for n in self.names):
+            return Clause(p, "kin")
+        if _EN_REQUEST.match(p) or kind == "request":
+            return Clause(p, "request")
+        bare = _EN_BARE_NOUN.match(p)
+        if bare is not None and not _EN_OTHER.match(p) and _EN_ATTRIBUTE.search(bare.group("n")):
+            return Clause("my " + p, "user", carried=True)  # "start date is May 4th"
+        if _EN_POSSESSIVE.search(p) and not _EN_OTHER.match(p):
+            return Clause(p, "user")  # "the reason for the rush is my contract…"
+        if _EN_EVALUATION.match(p):
+            return Clause("I think " + p[:1].lower() + p[1:], "user", carried=True)  # "fantasy is ok-ish"
+        return Clause(p, "none")
+
+    def _learn_en_names(self, p: str) -> None:
+        for m in re.finditer(r"\b(?:named|called|name's|name is)\s+((?-i:[A-Z][a-z]+))", p, re.I):
+            self.names.add(m.group(1))
+        kin = _EN_KIN.match(p)
+        if kin is not None and (name := re.search(r"(?-i:[A-Z][a-z]+)$", kin.group())):
+            self.names.add(name.group())
+
+
+def zh_clauses(sentence: str) -> list[str]:
+    """The clauses of one Chinese sentence as the reader gives them (a fresh reader)."""
+    return [c.text for c in Reader().read(sentence)]
+
+
+def en_clauses(sentence: str) -> list[str]:
+    """The clauses of one English sentence as the reader gives them (a fresh reader)."""
+    return [c.text for c in Reader().read(sentence)]
+
+
+__all__ = ["EN_FILLER", "EN_SENTENCE", "ZH_FILLER", "ZH_SENTENCE", "Clause", "Reader", "en_clauses",
+           "opens_with_predicate", "unquoted",
+           "zh_clauses", "zh_subject"]

@@ -1,0 +1,369 @@
+"""How a user's words read as statements about the user (issue 29): the patterns of what
+people say of themselves (我对…过敏, I prefer…), the words that make a clause no statement
+(a request to the assistant, a feeling of the moment, chat about the chat, a question), the
+same words said of "the user" / 用户, corrections and dates. Text in, text out: the offline
+extractor (`memlane.heuristic`) decides with these what a conversation leaves behind.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, time, timedelta
+
+from memlane.clauses import EN_FILLER, Clause
+from memlane.dates import relative_days, upcoming
+from memlane.text import has_cjk, language_of
+
+
+@dataclass(frozen=True)
+class Rule:
+    """A shape of statement and how a memory says it: "我对{x}过敏" → "用户对{x}过敏"."""
+
+    pattern: re.Pattern[str]
+    template: str
+    category: str
+    importance: str = "medium"
+    duration: str | None = None  # a plan's: kept until the date it names, else this long
+    predicate: str | None = None
+
+
+def _r(p: str) -> re.Pattern[str]:
+    return re.compile(p, re.IGNORECASE)
+
+
+_ZH_TIME = r"(?:下周[一二三四五六日天]?|下个?星期[一二三四五六日天]?|下个?月|明天|后天|本周[一二三四五六日天]?|这周[一二三四五六日天]?|周[一二三四五六日天]|月底|年底|\d+月\d+[日号])"
+_ZH_RULES = [
+    Rule(_r(r"^我对(?P<x>.{1,20}?)过敏"), "用户对{x}过敏", "fact", "high", None, "过敏"),
+    Rule(_r(r"^我(?:的名字)?叫(?!了|过|个|一|在)(?P<x>[\u4e00-\u9fff·A-Za-z]{2,8})$"), "用户叫{x}", "fact", "high", None, "名字"),
+    Rule(_r(r"^我的名字(?:是|叫)(?P<x>.{1,16})$"), "用户叫{x}", "fact", "high", None, "名字"),
+    Rule(_r(r"^我(?P<a>(?:现在|已经|从来|一般|平时|基本)?)不(?P<v>吃|喝)(?P<x>.{1,30})"), "用户{a}不{v}{x}", "preference", "high", None, "饮食"),
+    Rule(_r(r"^我(?P<a>比较|很|非常|特别|最|挺|超|更)?(?P<v>讨厌|不喜欢|受不了|不爱)(?P<x>.{1,40})"), "用户{a}{v}{x}", "preference", "medium", None, "不喜欢"),
+    Rule(_r(r"^我(?P<a>比较|很|非常|特别|最|挺|超|更|一直)?(?P<v>喜欢|爱|偏好|偏爱)(?P<x>.{2,40})"), "用户{a}{v}{x}", "preference", "medium", None, "喜欢"),
+    Rule(_r(rf"^(?:我)?(?P<x>{_ZH_TIME}.*要.+)"), "用户{x}", "todo", "high", "30d", "计划"),
+    Rule(_r(rf"^(?P<x>.*要在{_ZH_TIME}.+)"), "用户{x}", "todo", "high", "30d", "计划"),
+    Rule(_r(r"^我(?P<x>(?:现在|目前)?在.+?(?:当|做|担任|工作|上班|上学|读书).*)"), "用户{x}", "fact", "medium", None, "工作"),
+    Rule(_r(r"^我(?P<x>家里?养了.+|养了.+)"), "用户{x}", "fact", "medium", None, "宠物"),
+    Rule(_r(r"^我(?P<r>女儿|儿子|孩子|老婆|妻子|丈夫|老公|妈妈|爸爸|母亲|父亲|哥哥|姐姐|弟弟|妹妹|男朋友|女朋友|经理|老板|领导)(?P<x>.+)"), "用户的{r}{x}", "fact", "medium", None, "家人"),
+    Rule(_r(r"^(?P<t>每天|每周|每晚|周末|平时|早上|晚上)?我(?P<x>(?:一般|经常|通常|总是|每天|习惯).+)"), "用户{t}{x}", "workflow", "medium", None, "习惯"),
+    Rule(_r(r"^我们(?P<x>.*(?:用|使用|采用).+)"), "用户团队{x}", "project", "medium", None, "技术栈"),
+    Rule(_r(r"^(?P<x>(?:以后|今后|下次|之后|周末|晚上)?.*(?:千万别|别再|不要再|别给我|不要给我|别帮我|不要帮我|以后别|以后不要).+)"), "用户要求：{x}", "rule", "high", None, "要求"),
+]
+
+# a value runs to its clause's comma, and on through what only narrows it ("sci-fi, especially Ted Chiang")
+_VAL = r"[^,;]+(?:,\s*(?:especially|particularly|mainly|mostly|including|such as|like)\b[^,;]+)*"
+_EN_TIME = r"(?:next (?:week|month|year|monday|tuesday|wednesday|thursday|friday|saturday|sunday)|tomorrow|tonight|this (?:week|weekend|friday|month)|on (?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)|by (?:monday|tuesday|wednesday|thursday|friday|the end of))"
+EN_RULES = [
+    Rule(_r(rf"\bI(?:'m| am) (?:very |severely |badly )?allergic to (?P<x>{_VAL})"), "The user is allergic to {x}", "fact", "high", None, "allergic to"),
+    # a name is its capitalised words, all of them ("Mary Ann Lee"), and never the "and" after it
+    Rule(_r(r"\bmy name is (?P<x>(?-i:[A-Z][\w'-]*(?:\s+[A-Z][\w'-]*)*)|[a-z][\w'-]*)"), "The user's name is {x}",
+         "fact", "high", None, "name"),
+    Rule(_r(r"\b(?:call me|I(?:'m| am) called) (?P<x>(?-i:[A-Z][\w'-]*(?:\s+[A-Z][\w'-]*)*))"), "The user's name is {x}",
+         "fact", "high", None, "name"),
+    Rule(re.compile(r"^I(?:'m| am) (?P<x>[A-Z][a-z'-]+(?:\s+[A-Z][a-z'-]+)+)$"), "The user's name is {x}", "fact", "high",
+         None, "name"),
+    Rule(_r(r"\bI (?:don't|do not|never|can't|cannot|no longer) (?P<v>eat|drink) (?P<x>[^,;]+?)(?: any ?more)?(?=[,;]|$)"), "The user does not {v} {x}", "preference", "high", None, "diet"),
+    Rule(_r(rf"\bI (?:really |strongly |much |also |usually )?prefer (?P<x>{_VAL})"), "The user prefers {x}", "preference", "medium", None, "prefers"),
+    Rule(_r(rf"\bI (?:really |also |absolutely )?(?:hate|dislike|can't stand|don't like|do not like) (?P<x>{_VAL})"), "The user dislikes {x}", "preference", "medium", None, "dislikes"),
+    Rule(_r(rf"\bI (?:really |also |absolutely )?(?:like|love|enjoy) (?P<x>{_VAL})"), "The user likes {x}", "preference", "medium", None, "likes"),
+    Rule(_r(rf"(?P<t>{_EN_TIME})?[^,;]*?\bI (?P<v>have to|need to|must|will|am going to|'m going to|plan to) (?P<x>[^,;]+)"), "The user {v} {x}", "todo", "high", "30d", "plans"),
+    Rule(_r(r"\bI(?:'m| am) (?P<v>training|practicing|practising|preparing|studying|saving) for (?P<x>[^,;]+)"), "The user is {v} for {x}", "fact", "medium", "30d", "preparing for"),
+    Rule(_r(r"\bI work (?P<p>at|for|as|on) (?P<x>[^,;]+)"), "The user works {p} {x}", "fact", "medium", None, "works"),
+    Rule(_r(r"\bI (?P<v>run|swim|go|do|play|train|cook|read|work out|walk|visit|call|check) (?P<x>[^,;]*\b(?:every|each|on) [^,;]+)"), "The user {v} {x}", "workflow", "medium", None, "habit"),
+    Rule(_r(r"^my (?P<x>(?:wife|husband|partner|daughter|son|kids?|children|mother|mom|father|dad|sister|brother|manager|boss|dog|cat)\b.+)"), "The user's {x}", "fact", "medium", None, "family"),
+    Rule(_r(r"^(?:please )?(?P<v>always|never) (?P<x>[^,;]+)"), "The user asks to {v} {x}", "rule", "high", None, "asks"),
+]
+THIRD_PERSON = {"have to": "has to", "need to": "needs to", "am going to": "is going to", "'m going to": "is going to",
+                 "plan to": "plans to", "go": "goes", "do": "does", "run": "runs", "swim": "swims", "play": "plays",
+                 "train": "trains", "cook": "cooks", "read": "reads", "work out": "works out", "walk": "walks",
+                 "visit": "visits", "call": "calls", "check": "checks"}
+
+QUESTION_END = re.compile(r"[?？]")
+# Not statements about the user (issue 18): a question (我对什么过敏？ / Do I prefer tea?), a
+# hypothetical (如果我… / if I…) or a doubt (I wonder if I…). The offline extractor skips them.
+ZH_ASKING = re.compile(r"什么|怎么|为什么|为何|哪(?!怕)|谁|(?<!好)(?:几点|几个|几岁|几天|几次|几号)|几$|多少|多久|多大|多远|是否|"
+                        r"([\u4e00-\u9fff])[不没]\1|(?:吗|呢|么|吧|嘛)$")
+_ZH_HYPOTHETICAL = re.compile(r"^(?:如果|假如|要是|万一|假设|倘若|假使|如若|若是|即使|就算|哪怕|设想|想象一下|难道)")
+EN_ASKING = _r(r"^(?:(?:what|who|whom|whose|which|where|when|why|how)\b(?!\s+I\b)|"
+                r"(?:do|does|did|is|are|am|was|were|can|could|would|will|shall|should|may|might|have|has|had|must)"
+                r"(?:n't)?\s+(?:I|you|we|they|he|she|it|my|the|there|this|that)\b)")
+EN_HYPOTHETICAL = _r(r"\b(?:if|unless|whether|suppose|supposing|imagine|imagining|assume|assuming|in case|"
+                      r"wonder|wondering|not sure|unsure|don't know|do not know|doubt|pretend|hypothetically|wish)\b")
+# what a value must not be: a bare pronoun or a word that names nothing ("I like it", "my
+# name is important"); a fact's value also not a negation ("my name is not important")
+EN_NO_VALUE = _r(r"^(?:it|this|that|these|those|them|you|him|her|one|something|anything|everything|important|"
+                  r"unimportant|irrelevant|secret|private|unknown|mind)$")
+EN_NEGATED = _r(r"^(?:not|no|never|none|nothing|nobody|neither|n't)\b")
+ZH_QUESTION = re.compile(r"(?:吗|呢|么|什么|怎么|为什么|哪|谁|几点|多少)$")
+EN_QUESTION = _r(r"^(?:what|who|where|when|why|how|do|does|did|is|are|can|could|would|will|should)\b")
+
+
+def third_person_zh(text: str) -> str:
+    text = re.sub(r"我们(?=公司|家|学校|团队|部门|小区|班|单位|组)", "用户的", text)  # 我们公司: the user's company
+    text = re.sub(r"我(?!们)", "用户", text)
+    return text.replace("我们", "用户的团队")
+
+
+_ADVERBS = (r"really|also|usually|always|never|often|sometimes|just|still|absolutely|strongly|totally|generally|"
+            r"normally|rarely|seldom|only|even|already|mostly|definitely|actually|truly|much|hardly|mainly|"
+            r"personally|typically|regularly")
+_SUBJECT_VERB = re.compile(rf"\bI\s+((?:(?:{_ADVERBS})\s+)*)([A-Za-z][A-Za-z']*)", re.IGNORECASE)
+_VERB_AS_IS = {  # modals and common irregular past forms: the same after "the user"
+    "can", "could", "will", "would", "shall", "should", "may", "might", "must", "can't", "cannot", "won't",
+    "wouldn't", "shouldn't", "couldn't", "mustn't", "was", "wasn't", "were", "had", "hadn't", "did", "didn't",
+    "went", "got", "made", "said", "took", "came", "saw", "knew", "thought", "ran", "ate", "drank", "bought",
+    "brought", "left", "met", "felt", "found", "gave", "told", "kept", "lost", "paid", "sent", "spent", "sold",
+    "wrote", "began", "became", "broke", "chose", "drove", "fell", "forgot", "flew", "grew", "heard", "held",
+    "meant", "sat", "slept", "spoke", "stood", "swam", "taught", "understood", "won", "woke", "wore", "quit",
+}
+_VERB_IRREGULAR = {"am": "is", "'m": "is", "have": "has", "haven't": "hasn't", "do": "does", "don't": "doesn't",
+                   "go": "goes", "be": "is", "ain't": "isn't"}
+_NOT_A_VERB = {"and", "or", "but", "nor", "so", "too", "then", "now", "here", "there", "at", "in", "on", "with",
+               "to", "for", "of", "from", "a", "an", "the", "myself", "alone", "both", "either"}
+
+
+def conjugated(verb: str) -> str:
+    """A verb after "I" as it reads after "the user": prefer → prefers, have → has, go → goes;
+    modals and past forms unchanged."""
+    low = verb.lower()
+    if low in _VERB_IRREGULAR:
+        return _VERB_IRREGULAR[low]
+    if low in _VERB_AS_IS or low in _NOT_A_VERB or (low.endswith("ed") and not low.endswith("eed")):
+        return verb
+    if re.search(r"(?:s|sh|ch|x|z|o)$", low):
+        return verb + "es"
+    if re.search(r"[^aeiou]y$", low):
+        return verb[:-1] + "ies"
+    return verb + "s"
+
+
+def third_person_en(text: str) -> str:
+    subs = [(r"\bI'm\b", "the user is"), (r"\bI've\b", "the user has"), (r"\bI'll\b", "the user will"),
+            (r"\bI'd\b", "the user would")]
+    for pat, rep in subs:
+        text = re.sub(pat, rep, text, flags=re.IGNORECASE)
+    # "My wife and I love hiking": a plural subject, its verb stays as it is
+    text = re.sub(r"^((?:(?:my|our) )?\w+(?: [A-Z][a-z]+)?) and I\b", r"\1 and the user", text, flags=re.IGNORECASE)
+    # "I hate olives" → "the user hates olives": the verb agrees with its new subject
+    text = _SUBJECT_VERB.sub(lambda m: f"the user {m.group(1)}{conjugated(m.group(2))}", text)
+    subs = [(r"\bmy\b", "the user's"), (r"\bmine\b", "the user's"), (r"\bmyself\b", "themselves"),
+            (r"\bme\b", "the user"), (r"\bI\b", "the user"), (r"\bour\b", "the user's"),
+            (r"\bwe're\b", "the user and others are"), (r"\bwe've\b", "the user and others have"),
+            (r"\bwe\b", "the user and others")]
+    for pat, rep in subs:
+        text = re.sub(pat, rep, text, flags=re.IGNORECASE)
+    return text
+
+
+def third_person(text: str) -> str:
+    """The user's words as a memory about "the user" / 用户, in the language they used."""
+    text = text.strip().rstrip("。.!！?？;；,， ")
+    if has_cjk(text) and language_of(text) == "zh":
+        return third_person_zh(text)
+    out = third_person_en(text)
+    return out[:1].upper() + out[1:] + "."
+
+
+def same_words(text: str) -> str:
+    """`text` read as a statement about the user, lower-cased, without punctuation or spaces:
+    equal for "我每周二跑步" and "用户每周二跑步", "I hate olives" and "The user hates olives."."""
+    return re.sub(r"[\W_]+", "", third_person(text).lower())
+
+
+def tidy(x: str) -> str:
+    """The text without the punctuation and dashes around it."""
+    return x.strip().lstrip("-–—,，;；:： ").rstrip("。.!！?？;；,，:：-–— ")
+
+
+# ---- what is no statement about the user ----------------------------------------------------
+#
+# General word classes, not phrases of any conversation: a request to the assistant, a
+# feeling of the moment, chat about the chat, a hedge or hearsay. A clause of these says
+# nothing the user's memory should keep, unless the user makes it a standing rule ("以后…",
+# "from now on…").
+
+ZH_REQUEST = re.compile(r"^(?:帮我|帮忙|请|麻烦|给我|给你|你|您|推荐|告诉我|介绍|写|改|翻译|找|查|看看|想想|别|不要|不用|换|讲|"
+                         r"说说|算|解释|总结|列|继续|重新|发|把|讲讲|举|分析|生成|画|"
+                         r"记得|提醒我|叫我|能不能|可不可以|可以帮|来个|来点|再来|整|搞|再)|(?:一点|一些|点|就行|就好|就可以)$|"
+                         r"提醒我|帮我|告诉我|以后请")
+# "再正式一点", "简单点就行": how the assistant should answer this once
+ZH_ENDING_REQUEST = re.compile(r"(?:一点|一些|点|就行|就好|就可以)$")
+# a message that goes on with what the one before said: "另外…", "also…"
+GOES_ON = re.compile(r"^(?:另外|还有|而且|并且|also|and|plus|oh and|btw)\b|^(?:另外|还有|而且|并且)", re.I)
+ZH_STANDING_LEAD = re.compile(r"^(?:以后|今后|从现在起|从今以后|往后|每次|下次)(?:都|你)?(?:用|别|不要|叫|回答|回复|称呼|提醒|"
+                               r"说|写|给我|帮我|记得)")
+# what a standing rule is about: how the assistant answers, calls, reminds, writes
+ZH_HOW_TO_ANSWER = re.compile(r"用|回答|回复|说|写|叫|称呼|提醒|别|不要|不用|记得|给我|帮我|推荐|发|列|加|格式|语言|中文|英文|"
+                               r"简短|详细|长|短|表情|标点|代码|注释")
+ZH_STANDING = re.compile(r"以后|今后|从现在起|从今以后|往后|每次|每年|每天都|永远|别再|不要再|都用|都要|都别|叫我|称呼我")
+ZH_MOMENT = re.compile(r"累|困|饿|渴|无聊|烦|焦虑|开心|高兴|难过|伤心|郁闷|激动|兴奋|崩溃|纠结|晚安|早安|没事|(?<!就)算了|"
+                        r"随便|尴尬|忘了|忘记|搞定|决定了|想好了|知道了|明白了|懂了|问问|聊聊|说说|试试|逗|开玩笑|做梦|"
+                        r"太冷|好冷|好热|天气|不错|还行|可惜|羡慕|哈哈|嘿嘿|呵呵|别扭|不对|不变|照旧|一样|笑死|死了|死我了|"
+                        r"早上好|晚上好|中午好|下午好|你好|您好|再见|拜拜")
+# a bare verb of knowing or agreeing, or a verb and 了 with no object: "我知道", "看过了"
+ZH_EMPTY = re.compile(r"^(?:也|都|就|还)?(?:知道|明白|懂|同意|理解|记得|晓得|清楚|确定|可以|行|好|收到|[\u4e00-\u9fff]{1,2}过?了)(?:了|的|啊|呀|吧)?$")
+ZH_CRAVING = re.compile(r"^(?:好|有点|突然)?想\S{1,6}了$")
+ZH_TODAY = re.compile(r"今天|今晚|今早|刚才|刚刚|刚\S{0,3}完|现在正|这会儿|此刻|待会|一会儿")
+ZH_HEALTH = re.compile(r"病|疼|痛|发炎|发烧|感冒|咳嗽|过敏|住院|请假|受伤|骨折|拉肚子|头晕|怀孕")
+ZH_HEDGE = re.compile(r"^(?:可能|也许|大概是|好像|似乎|估计|应该是|听说|据说)")
+_ZH_PLAN = re.compile(r"要|打算|计划|准备|将|会去|会在|去|出发|回来|飞|入职|考(?!虑)|面试|约|预约|开会|出差|旅|搬|办|签|休|"
+                      r"过生日|婚礼|聚会|比赛|截止|到期|之前")
+_ZH_HABIT = re.compile(r"一般|经常|通常|总是|每|平时|习惯|常常|向来")
+_ZH_LIKE = re.compile(r"喜欢|爱(?!情|人|好)|讨厌|不喜欢|偏好|受不了|看不了|感兴趣|偏爱|最爱|就算了")
+
+EN_STANDING = re.compile(r"\b(?:from now on|always|never(?!\s*mind)|every time|in every|any ?more|going forward|"
+                          r"stop|unless i ask|in (?:the )?future|each time|call me (?-i:[A-Z])\w*|by default)\b", re.I)
+EN_MOMENT = re.compile(r"\b(?:tired|bored|hungry|sleepy|scared|nervous|excited|happy|sad|stressed|anxious|"
+                        r"brain fog|long day|kidding|joking|never ?mind|nvm|got it|checking|alive|"
+                        r"good one|thanks|thank you|weather|i'd like|i would like|i'll just|i will just|"
+                        r"i decided|i guess|i mean|i meant|wish me luck|no worries|sorry|nothing yet|"
+                        r"not yet|nope)\b", re.I)
+# "The user gets these once a month", "The user loved it": the thing is named elsewhere
+EN_TODAY = re.compile(r"\b(?:today|tonight|right now|this morning|this afternoon|this evening|at the moment)\b", re.I)
+EN_HEALTH = re.compile(r"\b(?:sick|ill|migraine|fever|cold|flu|pain|hurts?|headache|injur\w*|surgery|hospital|"
+                        r"allerg\w*|pregnant)\b", re.I)
+_EN_HABIT = re.compile(r"\b(?:every|each|usually|always|often|mostly|normally|typically|regularly|times a)\b", re.I)
+_EN_PLAN = re.compile(r"\b(?:will|going to|gonna|plan\w*|flying|leaving|moving|starting|starts?|appointment|exam|trip|"
+                      r"visit\w*|wedding|party|meeting|interview|due|deadline|ends?|booked|travel\w*|race|"
+                      r"marathon|training for|heading|taking|doing|having)\b", re.I)
+_EN_LIKE = re.compile(r"\b(?:like|likes|love|loves|enjoy|enjoys|hate|hates|prefer|prefers|into|fan of|"
+                      r"can't stand|dislike|dislikes|favou?rite)\b", re.I)
+EN_OBJECT_PRONOUN = re.compile(r"^the user\s+(?:\w+ly\s+)?(?!is\b|was\b|has\b)\w+\s+(?:it|them|these|those|one)\b",
+                                re.I)
+EN_POLITE = re.compile(r"^(?:pls|plz|please|kindly)\s+|\s+(?:pls|plz|please)$", re.I)
+ZH_NAMED_KIN = re.compile(r"^(?:我|用户)(?:的)?(?P<kin>" + "|".join(("女儿", "儿子", "老婆", "妻子", "老公", "丈夫",
+                           "男朋友", "女朋友", "同事", "经理", "老板", "姐姐", "妹妹", "哥哥", "弟弟", "妈妈", "爸爸",
+                           "猫", "狗")) + r")(?P<name>[\u4e00-\u9fff]{2})(?=对|在|今|很|喜|不|有|要|吃|下|和|的|也|是|去)")
+EN_NAMED_KIN = re.compile(r"^(?:my|our)\s+(?:(?:little|older|younger|big|best)\s+)?(?P<kin>[a-z]+)\s+"
+                           r"(?P<name>(?-i:[A-Z][a-z]+))\b(?!\s+(?-i:[A-Z]))", re.I)
+
+# a correction said in one breath: "是下周二，不是周一", "我是在上海不是北京", "it's the 18th
+# not the 11th", "Portland, Oregon, not Seattle"
+_ZH_CORRECTION = [re.compile(r"(?:是|在|改成|改到|改为|换成)(?P<x>[^，,。；\s不]{1,12}?)[，,\s]*(?:而)?不是(?P<y>[^，,。；\s]{1,12})"),
+                  re.compile(r"不是(?P<y>[^，,。；\s]{1,12}?)[，,\s]*(?:而)?是(?P<x>[^，,。；\s]{1,12})")]
+_EN_CORRECTION = re.compile(r"(?P<x>(?:the\s+|a\s+)?[\w'&-]+)\s*(?P<comma>,)?\s+not\s+(?P<y>(?:the\s+|a\s+)?[\w'&-]+)", re.I)
+# where a value ends inside its clause: "allergic to cashews so no cashew cream pls"
+EN_VALUE_END = re.compile(r"\s+(?:so|because|since|but|which|lol|haha\w*|pls|please|thanks)\b.*$|\s+at all$", re.I)
+_CORRECTING = re.compile(r"不对|说错|更正|纠正|搞错|记错|弄错|口误|我是说|\b(?:sorry|actually|wait|i meant|i mean|"
+                         r"correction|oops|typo|my bad|scratch that|no no)\b", re.I)
+EN_TRAILING = re.compile(r"(?:\s+(?:lol|haha\w*|tbh|btw|though|then|thankfully|honestly))+$|\s*[-–—]+$", re.I)
+
+
+def until(day: date, margin_days: int) -> datetime:
+    """The end of `day`, `margin_days` on: when a plan dated that day stops being kept."""
+    return datetime.combine(day, time.min, tzinfo=UTC) + timedelta(days=1 + margin_days)
+
+
+_DATE_NEXT = re.compile(r"^\s*[（(]|^\s*,?\s*(?:the\s+)?\d|^\s*,?\s*(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\b"
+                        r"|^\s*\d+月", re.I)
+
+
+def dated(text: str, today: date) -> str:
+    """The text with each relative day also said as a date: "明天生日" → "明天（4月26日）生日",
+    "next Wednesday" → "next Wednesday (March 18)", for a memory read long after."""
+    out, last = [], 0
+    for _start, end, day in relative_days(text, today):
+        if _DATE_NEXT.match(text[end:end + 24]):
+            continue  # "Saturday the 18th of April", "明天（4月26日）": the date is said
+        label = f"（{day.month}月{day.day}日）" if has_cjk(text) else f" ({day.strftime('%B')} {day.day})"
+        out += [text[last:end], label]
+        last = end
+    return "".join(out) + text[last:]
+
+
+@dataclass(frozen=True)
+class Generic:
+    """What a clause no rule matched says, read by its words: category, how long it holds."""
+
+    category: str
+    duration: str | None
+    predicate: str
+
+
+STANDING_RULE = Rule(re.compile(""), "", "rule", "high", None, "asks")
+
+
+def zh_generic(text: str, today: date) -> Generic:
+    if _ZH_LIKE.search(text):
+        return Generic("preference", None, "喜好")
+    if not _ZH_HABIT.search(text) and _ZH_PLAN.search(text) and upcoming(text, today) is not None:
+        return Generic("todo", "30d", "计划")
+    return Generic("fact", None, "事实")
+
+
+def en_generic(text: str, today: date) -> Generic:
+    if _EN_LIKE.search(text):
+        return Generic("preference", None, "likes")
+    if not _EN_HABIT.search(text) and _EN_PLAN.search(text) and upcoming(text, today) is not None:
+        return Generic("todo", "30d", "plans")
+    return Generic("fact", None, "fact")
+
+
+def in_question(c: Clause) -> bool:
+    """Whether the clause's sentence ends by asking ("…，做啥好", "…，有配方吗")."""
+    tail = re.split(r"[，,；;]", c.sentence.rstrip("。！!～~… "))[-1]
+    return bool(re.search(r"[?？]$", c.sentence.strip()) or ZH_ASKING.search(tail) or re.search(r"啥(?!都)", tail))
+
+
+def consumed(c: Clause) -> bool:
+    """A clause that only says a correction's values ("是下周二", "不是周一"): the correction
+    is applied to what it corrects; the clause itself states nothing."""
+    fix = correction(c.sentence)
+    if fix is None or not _CORRECTING.search(c.sentence):
+        return False  # "我不是北京人，是天津的" states a fact; "不对，是周二不是周一" corrects one
+    body = re.sub(r"^(?:我|用户)?(?:就|应该|而)?(?:是|不是)", "", tidy(c.said))
+    return body in fix or (c.lang == "en" and bool(re.match(r"^(?:it|that)(?:'s| is| was)\b", c.said, re.I)))
+
+
+def correction(sentence: str) -> tuple[str, str] | None:
+    """(right, wrong) for a sentence that corrects a value, else None."""
+    if has_cjk(sentence):
+        for pattern in _ZH_CORRECTION:
+            m = pattern.search(sentence)
+            if m:
+                return m.group("x"), m.group("y").rstrip("了啊呀哈的")
+        return None
+    m = _EN_CORRECTION.search(sentence)
+    if m is None:
+        return None
+    x, y = m.group("x"), EN_TRAILING.sub("", m.group("y"))
+    like = (any(ch.isdigit() for ch in x) and any(ch.isdigit() for ch in y)) or (x[:1].isupper() and y[:1].isupper())
+    if not (m.group("comma") or like) or re.match(r"^(?:i'm|am|is|are|was|do|does|did|i|it|that|but|and|or)$", x, re.I):
+        return None
+    return x, y
+
+
+def replaced(text: str, wrong: str, right: str) -> str:
+    """`wrong` replaced by `right` in `text`, minding what they share: "下周一…" with
+    ("下周二", "周一") → "下周二…", not "下下周二…"."""
+    i = text.lower().find(wrong.lower())
+    if i < 0:
+        return text
+    k = next((k for k in range(min(i, len(right)), 0, -1) if text[i - k:i] == right[:k]), 0)
+    return text[:i - k] + right + text[i + len(wrong):]
+
+
+def hypothetical(c: Clause) -> bool:
+    """Whether the clause opens a hypothetical (如果… / if…): nothing after it holds."""
+    if c.lang == "zh":
+        return bool(_ZH_HYPOTHETICAL.match(c.said or c.text))
+    return bool(EN_HYPOTHETICAL.match(EN_FILLER.sub("", c.said or c.text)))
+
+
+def zh_rule(clause: str) -> tuple[Rule, re.Match[str]] | None:
+    """The first Chinese rule the clause matches, with its match."""
+    for rule in _ZH_RULES:
+        m = rule.pattern.search(clause)
+        if m:
+            return rule, m
+    return None
+
+
+__all__ = ["EN_ASKING", "EN_HEALTH", "EN_HYPOTHETICAL", "EN_MOMENT", "EN_NAMED_KIN", "EN_NEGATED", "EN_NO_VALUE",
+           "EN_OBJECT_PRONOUN", "EN_POLITE", "EN_QUESTION", "EN_RULES", "EN_STANDING", "EN_TODAY",
+           "EN_TRAILING", "EN_VALUE_END", "GOES_ON", "Generic", "QUESTION_END", "Rule", "STANDING_RULE",
+           "THIRD_PERSON", "ZH_ASKING", "ZH_CRAVING", "ZH_EMPTY", "ZH_ENDING_REQUEST", "ZH_HEALTH",
+           "ZH_HEDGE", "ZH_HOW_TO_ANSWER", "ZH_MOMENT", "ZH_NAMED_KIN", "ZH_QUESTION", "ZH_REQUEST",
+           "ZH_STANDING", "ZH_STANDING_LEAD", "ZH_TODAY", "conjugated", "consumed", "correction", "dated",
+           "en_generic", "hypothetical", "in_question", "replaced", "same_words", "third_person",
+           "third_person_en", "third_person_zh", "tidy", "until", "zh_generic", "zh_rule"]
