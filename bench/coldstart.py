@@ -38,9 +38,9 @@ mem = Memory(Config.load(store={"home": home}, embedding={"provider": "hash", "d
                                                           "background": False}))
 t2 = time.perf_counter()
 v = np.asarray(vec, dtype=np.float32)
-hits = mem.search(query, user_id="u0000", limit=10, activate=False, query_vector=v)
+hits = mem.search(query, user_id="u0000", limit=10, activate=False, min_score=0.0, query_vector=v)
 t3 = time.perf_counter()
-mem.search(query + " again", user_id="u0000", limit=10, activate=False, query_vector=v)
+mem.search(query + " again", user_id="u0000", limit=10, activate=False, min_score=0.0, query_vector=v)
 t4 = time.perf_counter()
 mem.close()
 print(json.dumps({"import_ms": 1000 * (t1 - t0), "open_ms": 1000 * (t2 - t1), "first_ms": 1000 * (t3 - t2),
@@ -72,7 +72,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             insert(memory, corpus)
         _, query, vec = world.queries(1, [list(range(len(world.topic_names)))])[0]
         with Timer() as t_warm:  # builds and saves every cache
-            memory.search(query, user_id="u0000", limit=10, activate=False, query_vector=vec)
+            memory.search(query, user_id="u0000", limit=10, activate=False, min_score=0.0, query_vector=vec)
         memory.close()
         saved = fresh_processes(home, query, vec.tolist(), args.runs)
         for name in CACHES:

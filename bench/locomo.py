@@ -206,7 +206,7 @@ def run_observations(mem: Memory, user: str, conv: dict[str, Any], qs: list[dict
     mem.clock = clock
     rows = []
     for q in qs:
-        hits = mem.search(q["question"], user_id=user, limit=k, activate=False, query_vector=vectors)
+        hits = mem.search(q["question"], user_id=user, limit=k, activate=False, min_score=0.0, query_vector=vectors)
         ranked: list[str] = []
         for h in hits:
             for d in (h.memory.metadata.get("dia_ids", []) if h.memory else []):

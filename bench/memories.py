@@ -29,7 +29,7 @@ import sys
 import tempfile
 import time
 from collections import defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -46,6 +46,8 @@ from common import (  # noqa: E402
     table,
     write_result,
 )
+from locomo import QueryVectors, evidence_ids, questions  # noqa: E402
+from locomo import load as load_locomo  # noqa: E402
 from retrieval import bm25_ranker  # noqa: E402
 
 from memlane import Config, Memory  # noqa: E402
@@ -81,10 +83,16 @@ class Store:
 def load_profiles(path: Path = DATA) -> list[Profile]:
     out: list[Profile] = []
     for file in sorted(path.glob("*.json")):
-        for p in json.loads(file.read_text(encoding="utf-8"))["profiles"]:
+        for p in json.loads(file.read_text(encoding="utf-8")).get("profiles", []):
             facts = {f["id"]: {"en": f["en"], "zh": f["zh"]} for f in p["facts"]}
             out.append(Profile(p["id"], facts, p["questions"]))
     return out
+
+
+def load_unrelated(path: Path = DATA) -> list[dict[str, str]]:
+    """Requests about nothing a memory holds (general knowledge, tasks, small talk)."""
+    file = path / "unrelated.json"
+    return json.loads(file.read_text(encoding="utf-8"))["unrelated"] if file.exists() else []
 
 
 def mixed_language(fact_id: str) -> str:
@@ -146,21 +154,6 @@ def recall(ranked: list[str], relevant: set[str], k: int) -> float:
     return len(relevant.intersection(ranked[:k])) / len(relevant)
 
 
-class Vectors:
-    """Query vectors from the bench cache; a new one is embedded and timed apart."""
-
-    def __init__(self, mem: Memory, cached: dict[str, np.ndarray]) -> None:
-        self.mem, self.cached, self.seconds = mem, cached, 0.0
-
-    def __call__(self, text: str) -> np.ndarray:
-        key = f"q:{content_hash(text)}"
-        if key not in self.cached:
-            t0 = time.perf_counter()
-            self.cached[key] = self.mem.embedder.embed([text], query=True)[0]
-            self.seconds += time.perf_counter() - t0
-        return self.cached[key]
-
-
 def rrf(*rankings: list[str], k: int = 60, depth: int = 100) -> list[str]:
     fused: dict[str, float] = defaultdict(float)
     for ranking in rankings:
@@ -170,7 +163,7 @@ def rrf(*rankings: list[str], k: int = 60, depth: int = 100) -> list[str]:
 
 
 def rank_store(mem: Memory, store: Store, questions: Iterable[tuple[str, str, list[str], str]],
-               vectors: Vectors, floor: float, latencies: list[float]) -> list[dict[str, Any]]:
+               vectors: QueryVectors, floor: float, latencies: list[float]) -> list[dict[str, Any]]:
     """Each question ranked by memlane and the baselines: one row per question."""
     ids = list(store.texts)
     matrix = embed_cached(mem.store, mem.embedder, [store.texts[i] for i in ids])
@@ -189,7 +182,8 @@ def rank_store(mem: Memory, store: Store, questions: Iterable[tuple[str, str, li
         ranked = {"memlane": [key_of[h.id] for h in hits], "dense": dense, "bm25": lexical,
                   "rrf": rrf(lexical, dense)}
         row: dict[str, Any] = {"q": qid, "kind": kind, "size": store.size, "store": store.lang,
-                               "pairing": pairing(store, text_lang(text), answers)}
+                               "pairing": f"{text_lang(text)}→unrelated" if kind == "unrelated"
+                               else pairing(store, text_lang(text), answers)}
         scores = {key_of[h.id]: h.score for h in hits}
         if answers:
             for s, r in ranked.items():
@@ -208,11 +202,13 @@ def text_lang(text: str) -> str:
     return "zh" if any("\u4e00" <= ch <= "\u9fff" for ch in text) else "en"
 
 
-def questions_of(store: Store) -> list[tuple[str, str, list[str], str]]:
+def questions_of(store: Store, unrelated: Sequence[dict[str, str]] = ()) -> list[tuple[str, str, list[str], str]]:
     """(id, text, answers, kind) of the profile's questions in both languages; questions
-    without an answer only where the store is the profile's own (a larger store's other
-    profiles may well answer them)."""
+    without an answer, and the `unrelated` requests, only where the store is the profile's
+    own (a larger store's other profiles may well answer them)."""
     out = []
+    if store.size <= 50:
+        out += [(f"unrelated{i}:{lang}", u[lang], [], "unrelated") for i, u in enumerate(unrelated) for lang in ("en", "zh")]
     for q in store.profile.questions:
         if q["kind"] == "none" and store.size > 50:
             continue
@@ -258,9 +254,14 @@ def floor_study(rows: list[dict[str, Any]]) -> list[dict[str, float]]:
     left with nothing at or above it."""
     small = [r for r in rows if r["size"] <= 50]
     answered = [r["answer_score"] for r in small if "answer_score" in r]
-    empty = [r["top_score"] for r in small if "top_score" in r]
-    return [{"floor": f, "answer_above": float(np.mean([s >= f for s in answered])) if answered else 0.0,
-             "none_clean": float(np.mean([s < f for s in empty])) if empty else 0.0}
+    empty = [r["top_score"] for r in small if r["kind"] == "none"]
+    unrelated = [r["top_score"] for r in small if r["kind"] == "unrelated"]
+
+    def share(values: list[float], f: float, above: bool) -> float:
+        return float(np.mean([(s >= f) == above for s in values])) if values else 0.0
+
+    return [{"floor": f, "answer_above": share(answered, f, True), "none_clean": share(empty, f, False),
+             "unrelated_clean": share(unrelated, f, False)}
             for f in (0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.5)]
 
 
@@ -271,6 +272,7 @@ def run(sizes: list[int], langs: list[str], profiles_limit: int | None, big_prof
     if not profiles:
         raise SystemExit(f"no profiles in {DATA}")
     extra = locomo_observations() if max(sizes) > 500 else []
+    unrelated = load_unrelated(data)
     stores = build_stores(profiles, sizes, langs, big_profiles, extra)
     home = keep or Path(tempfile.mkdtemp(prefix="memlane-memories-"))
     mem = Memory(Config.load(store={"home": str(home)}, embedding={"provider": embedder, "background": False},
@@ -283,13 +285,13 @@ def run(sizes: list[int], langs: list[str], profiles_limit: int | None, big_prof
     console.print(f"{len(profiles)} profiles, {len(stores)} stores, {len(texts)} distinct memories "
                   f"(embedded or cached in {time.perf_counter() - t0:.0f} s)")
     cached.update(mem.store.cache_get(mem.embedder.model_id, [content_hash(t) for t in texts]))
-    vectors = Vectors(mem, cached)
+    vectors = QueryVectors(mem, cached)
     rows: list[dict[str, Any]] = []
     latencies: dict[int, list[float]] = defaultdict(list)
     for s in stores:
         if not mem.list(user_id=s.user, limit=1):  # a kept home (--keep) holds it already
             fill(mem, s)
-        rows += rank_store(mem, s, questions_of(s), vectors, floor, latencies[s.size])
+        rows += rank_store(mem, s, questions_of(s, unrelated), vectors, floor, latencies[s.size])
     # what a user waits for: the same searches with the query embedded each time
     big = max(sizes)
     user_seen: list[float] = []
@@ -317,15 +319,13 @@ def run(sizes: list[int], langs: list[str], profiles_limit: int | None, big_prof
 def run_locomo_observations(embedder: str, cached: dict[str, np.ndarray], limit: int | None,
                             search: dict[str, Any] | None = None) -> dict[str, Any]:
     """LoCoMo's observations stored as memories; a ranked memory counts for the turns it cites."""
-    from locomo import evidence_ids, load, questions  # the LoCoMo bench's own readers
-
     home = Path(tempfile.mkdtemp(prefix="memlane-memories-locomo-"))
     mem = Memory(Config.load(store={"home": str(home)}, embedding={"provider": embedder, "background": False},
                              search=search or {}))
     mem.store.cache_put(mem.embedder.model_id, {k: v for k, v in cached.items() if not k.startswith("q:")})
-    vectors = Vectors(mem, cached)
+    vectors = QueryVectors(mem, cached)
     rows: list[dict[str, Any]] = []
-    for name, conv in load(LOCOMO)[:limit]:
+    for name, conv in load_locomo(LOCOMO)[:limit]:
         c = conv.get("conversation", conv)
         store = Store(f"locomo-{name}", Profile(name, {}, []), "en", 0)
         cites: dict[str, list[str]] = {}
@@ -384,15 +384,23 @@ def report(res: dict[str, Any]) -> None:
                 rows.append([g, 0, "", "", "", "", "", "", "", f"{fmt(m['none_clean'])} ({m['none_n']})"])
         console.print(table(title, ["group", "n", *[f"{s} R@5" for s in SYSTEMS], "memlane R@10",
                                     "vs best baseline R@5 [95%]", "answer ≥ floor", "no answer: clean (n)"], rows))
-    console.print(table("Relevance floor: answers that reach it, questions without an answer left empty (stores of 50)",
-                        ["floor", "answer ≥ floor", "no answer: nothing ≥ floor"],
-                        [[f["floor"], f["answer_above"], f["none_clean"]] for f in res["floors"]]))
+    console.print(table("Relevance floor: answers that reach it; questions without an answer and unrelated requests "
+                        "left with nothing at or above it (stores of 50)",
+                        ["floor", "answer ≥ floor", "no answer: nothing ≥ floor", "unrelated: nothing ≥ floor"],
+                        [[f["floor"], f["answer_above"], f["none_clean"], f["unrelated_clean"]] for f in res["floors"]]))
     lat = res["latency_ms"]
     console.print("search latency, engine (query vector given), ms: " +
                   ", ".join(f"{size} memories p50 {v['p50']:.1f} p95 {v['p95']:.1f}" for size, v in lat.items()))
     u = res["latency_with_embedding_ms"]
     console.print(f"search latency as a user sees it (query embedded), {u['size']} memories: "
                   f"p50 {u['p50']:.1f} ms, p95 {u['p95']:.1f} ms")
+
+
+def report_locomo(lo: dict[str, Any]) -> None:
+    console.print(table(f"LoCoMo observations as memories: R@10 over the turns they cite ({lo['questions']} questions)",
+                        ["system", "R@10"], [[s, lo[f"{s}:R@10"]] for s in SYSTEMS]))
+    a, b = lo["vs_best_R@10_interval"]
+    console.print(f"memlane − best baseline, 95 % paired interval: [{a:+.3f}, {b:+.3f}]")
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
@@ -425,10 +433,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     if not args.no_locomo:
         out["locomo_observations"] = lo = run_locomo_observations(args.embedder, cached, args.locomo_limit, search)
         save_cache(model, cached)
-        console.print(table(f"LoCoMo observations as memories: R@10 over the turns they cite ({lo['questions']} questions)",
-                            ["system", "R@10"], [[s, lo[f"{s}:R@10"]] for s in SYSTEMS]))
-        a, b = lo["vs_best_R@10_interval"]
-        console.print(f"memlane − best baseline, 95 % paired interval: [{a:+.3f}, {b:+.3f}]")
+        report_locomo(lo)
     path = write_result(args.out, out)
     console.print(f"wrote {path}")
     return out

@@ -494,7 +494,8 @@ def report(name: str, res: dict[str, Any]) -> None:
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--sets", default=",".join(SETS), help="comma-separated: " + ", ".join(SETS))
+    ap.add_argument("--sets", default=",".join([*SETS, "memories"]),
+                    help="comma-separated: " + ", ".join(SETS) + ", memories (the memory-level set: bench/memories.py)")
     ap.add_argument("--limit", type=int, default=None, help="only the first N conversations of each set")
     ap.add_argument("--embedder", default="e5", help="e5 (default), hash, minilm, use, openai")
     ap.add_argument("--no-ablations", action="store_true", help="skip the per-signal ablation runs")
@@ -512,6 +513,16 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     cached = load_cache(model)
     results: dict[str, Any] = {"embedder": model, "sets": {}}
     for name in [s.strip() for s in args.sets.split(",") if s.strip()]:
+        if name == "memories":  # memories as an extractor writes them, ranked by memory search
+            import memories
+
+            results["sets"]["memories"] = mres = memories.run([50, 500, 5000], ["en", "zh", "mixed"], args.limit, 6,
+                                                              args.embedder, cached)
+            mres["locomo_observations"] = memories.run_locomo_observations(args.embedder, cached, args.limit)
+            save_cache(model, cached)
+            memories.report(mres)
+            memories.report_locomo(mres["locomo_observations"])
+            continue
         path = SETS.get(name)
         if path is None:
             raise SystemExit(f"unknown set {name!r}: pick from {', '.join(SETS)}")

@@ -251,7 +251,7 @@ def run_scenario(name: str, world: World, args: argparse.Namespace) -> dict[str,
         lex_stats = memory.store.lexical.stats().get("memories", {})  # type: ignore[attr-defined]
         rss_after = rss_mb()
         for u, text, vec in queries[:5]:  # warm-up (page cache, jieba, numpy)
-            memory.search(text, user_id=scopes[u].user_id, query_vector=vec, activate=False)
+            memory.search(text, user_id=scopes[u].user_id, query_vector=vec, activate=False, min_score=0.0)
         # FTS5's statistics span the table: with many users, its reference is a "corpus" ranking
         check = memory.store if n_users == 1 else SQLiteStore(home / "memlane.db", lexical=LexSettings(statistics="corpus"),
                                                               memory=MemSettings(threshold=NO_CACHE))
@@ -261,11 +261,11 @@ def run_scenario(name: str, world: World, args: argparse.Namespace) -> dict[str,
         lat, fts_lat, fts5_lat, knn_lat, recalls, hits_n, same = [], [], [], [], [], [], []
         for u, text, vec in queries:
             with Timer() as t:
-                hits = memory.search(text, user_id=scopes[u].user_id, query_vector=vec, activate=False)
+                hits = memory.search(text, user_id=scopes[u].user_id, query_vector=vec, activate=False, min_score=0.0)
             lat.append(t.seconds * 1000)
             hits_n.append(len(hits))
             if plain is not None:
-                want = plain.search(text, user_id=scopes[u].user_id, query_vector=vec, activate=False)
+                want = plain.search(text, user_id=scopes[u].user_id, query_vector=vec, activate=False, min_score=0.0)
                 same.append(len({h.id for h in hits} & {h.id for h in want}) / max(1, len(want)))
             with Timer() as t:
                 lexical = memory.store.fts("memories", scopes[u], analyse(text)[1], 100)
@@ -367,11 +367,11 @@ def run_postgres(name: str, world: World, args: argparse.Namespace, server_url: 
         from memlane.search import analyse
 
         for u, text, vec in queries[:5]:  # warm-up
-            memory.search(text, user_id=scopes[u].user_id, query_vector=vec, activate=False)
+            memory.search(text, user_id=scopes[u].user_id, query_vector=vec, activate=False, min_score=0.0)
         lat, fts_lat, knn_lat, recalls, hits_n = [], [], [], [], []
         for u, text, vec in queries:
             with Timer() as t:
-                hits = memory.search(text, user_id=scopes[u].user_id, query_vector=vec, activate=False)
+                hits = memory.search(text, user_id=scopes[u].user_id, query_vector=vec, activate=False, min_score=0.0)
             lat.append(t.seconds * 1000)
             hits_n.append(len(hits))
             with Timer() as t:

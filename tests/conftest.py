@@ -27,7 +27,8 @@ PROFILE_NAMES = ["default", "file-archive", "scored-markdown", "progressive", "c
 # Test modules whose `make_memory` / `mem` / `memory` tests run on both stores (issue 17);
 # the others run on SQLite only. A test that is about SQLite itself asks for `sqlite_only`.
 BOTH_BACKENDS = {"test_store", "test_search", "test_api", "test_rows_sessions", "test_rows_storage",
-                 "test_queue", "test_passages", "test_merge", "test_undo", "test_events", "test_turn_ranking"}
+                 "test_queue", "test_passages", "test_merge", "test_undo", "test_events", "test_turn_ranking",
+                 "test_memory_search"}
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:

@@ -118,7 +118,8 @@ def test_searching_is_reading_below_the_floor(make_memory: Callable[..., Memory]
 
 
 def test_the_cli_and_rest_leave_out_weak_hits_as_the_api_does(make_memory: Callable[..., Memory], tmp_path: Path,
-                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+                                                              monkeypatch: pytest.MonkeyPatch, sqlite_only: None) -> None:
+    """The surfaces, not the stores: one backend."""
     pytest.importorskip("uvicorn")
     from memlane.cli import app
     from tests.webui_support import ui_site

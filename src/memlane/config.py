@@ -250,13 +250,21 @@ class SearchConfig(_Section):
     # no correction); > 1 turns the correction off
     language_alignment_min: float = Field(0.05, ge=0)
     activate_on_hit: bool = True  # seed 001/004: a hit updates last_activated / count
-    # Not from a seed (issue 13, 18): the absolute relevance (`Hit.score`) below which a memory is
-    # not injected by build_context nor returned by the search_memory / recall_memory tools.
+    # Not from a seed (issue 13, 18, 29): the absolute relevance (`Hit.score`) below which a memory
+    # is not injected by build_context, nor returned by a memory or episode search unless its
+    # min_score says otherwise (API, CLI, REST, MCP, tools, web UI), nor counted as used.
     # Seed 000's "无命中时不注入" with a score every embedder shares; calibrated on a few food,
     # allergy and coding memories: unrelated queries ("quantum chromodynamics", "天气怎么样",
     # "xylophone", "Tell me a joke") score ≤ 0.2 with the hash embedder and 0 with e5, related
     # ones ≥ 0.33 with both.
     min_relevance: float = Field(0.3, ge=0, le=1)
+    # Not from a seed (issue 29): a memory's or episode's dense relevance is this × the cosine's
+    # lift over unrelated text, so that a question in other words reaches the floor as one that
+    # shares them does. bench/memories.py, stores of 50, floor 0.3: answers reaching it 0.32 at
+    # 1, 0.56 at 2, 0.67 at 3; questions without an answer left empty 0.84, 0.71, 0.62;
+    # unrelated requests left empty 0.95, 0.95, 0.94. An answer withheld costs the agent more
+    # than a neighbouring fact shown beside a question the store cannot answer
+    memory_dense_scale: float = Field(3.0, gt=0)
     default_limit: int = Field(10, ge=1)
     # Not from a seed (a filtered search): candidates are the scope's best; where they hold
     # fewer hits than a page (filters such as a session, roles, time, category; or a page

@@ -469,7 +469,7 @@ NULL_TEXTS = ("你好，最近怎么样？", "Hello, how are you?", "今天是�
 
 
 def absolute_relevance(words: Sequence[str], held: Sequence[str], similarity: float, null: float | None,
-                       weights: dict[str, float] | None = None) -> float:
+                       weights: dict[str, float] | None = None, dense_scale: float = 1.0) -> float:
     """An absolute relevance in [0, 1], the same whatever else the search found: the share of
     the query's keywords the text holds (`held`, its highlights; by `weights` where given),
     or-ed with the cosine's lift over the query's similarity to `NULL_TEXTS` (`null`; None:
@@ -481,7 +481,7 @@ def absolute_relevance(words: Sequence[str], held: Sequence[str], similarity: fl
         lexical = sum(weights.get(w, 0.0) for w in held) / total if total > 0 else 0.0
     dense = 0.0
     if null is not None and similarity != 0.0 and null < 1.0:
-        dense = min(1.0, max(0.0, (similarity - null) / (1.0 - null)))
+        dense = min(1.0, max(0.0, dense_scale * (similarity - null) / (1.0 - null)))
     return 1.0 - (1.0 - lexical) * (1.0 - dense)
 
 
@@ -568,7 +568,8 @@ def search(
     def absolute(content: str, c: Candidate, session: str | None = None) -> float:
         if content not in marked:
             marked[content] = highlights(words, content)
-        rel = absolute_relevance(words, marked[content], c.similarity, null, weights)
+        rel = absolute_relevance(words, marked[content], c.similarity, null, weights,
+                                 cfg.memory_dense_scale if facts_corpus else 1.0)
         # "what did we talk about last time": that conversation's rows answer it, whatever words
         return max(rel, cfg.min_relevance) if named is not None and session == named else rel
 
