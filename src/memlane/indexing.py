@@ -86,7 +86,8 @@ def embed_cached(store: Store, embedder: Embedder, texts: Sequence[str], batch_s
         fresh: dict[str, np.ndarray] = {}
         for i in range(0, len(missing), batch_size):
             chunk = missing[i : i + batch_size]
-            vecs = embedder.embed([by_hash[h] for h in chunk], query=query)
+            batch = [by_hash[h] for h in chunk]
+            vecs = embedder.embed(batch, query=True) if query else embedder.embed(batch)
             fresh.update(zip(chunk, vecs, strict=True))
         store.cache_put(model, fresh)
         found.update(fresh)
