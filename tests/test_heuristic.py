@@ -11,7 +11,7 @@ import pytest
 
 from memlane import Config
 from memlane.dates import upcoming
-from memlane.heuristic import HeuristicExtractor
+from memlane.heuristic import HeuristicExtractor, conjugated, third_person
 from memlane.importers import parse
 from memlane.models import Turn
 from memlane.testing import ScriptedLLM
@@ -255,6 +255,107 @@ def test_a_person_named_in_passing_is_kept_apart_from_the_plan():
     got = said("我和男朋友阿杰下个月要去日本玩")
     assert ("用户的男朋友叫阿杰", "fact", None) in got
     assert any(c.startswith("用户和男朋友阿杰下个月要去日本玩") and cat == "todo" and until for c, cat, until in got)
+
+
+# ---- generality: kin, dislikes, introductions, chatter, English verbs ------------------------
+
+@pytest.mark.parametrize(("verb", "expected"), [
+    ("work", "works"), ("works", "works"), ("watch", "watches"), ("study", "studies"), ("go", "goes"),
+    ("do", "does"), ("have", "has"), ("am", "is"), ("are", "is"), ("were", "was"), ("don't", "doesn't"),
+    ("haven't", "hasn't"), ("can", "can"), ("wouldn't", "wouldn't"), ("been", "been"), ("miss", "misses"),
+    ("focus", "focuses"), ("listen", "listens"), ("fly", "flies"), ("enjoy", "enjoys"),
+])
+def test_a_verb_after_the_user_agrees_with_it(verb, expected):
+    assert conjugated(verb) == expected
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("I'm a nurse", "The user is a nurse."),
+    ("I've got two kids", "The user has got two kids."),
+    ("I'd rather take the train", "The user would rather take the train."),
+    ("I'll be there", "The user will be there."),
+    ("I kinda like tennis", "The user kinda likes tennis."),
+    ("I kind of miss Berlin", "The user kind of misses Berlin."),
+    ("I fly to Oslo on Monday", "The user flies to Oslo on Monday."),
+    ("I really don't like olives", "The user really doesn't like olives."),
+    ("I can swim", "The user can swim."),
+    ("I works nights", "The user works nights."),
+])
+def test_first_person_reads_in_the_third(text, expected):
+    assert third_person(text) == expected
+
+
+def test_kin_said_the_short_way_keeps_its_facts_apart_from_the_user_s():
+    got = contents("我爸有高血压，想给他买个血压计，哪个牌子好")
+    assert got == ["用户爸有高血压"]  # not the user's blood pressure; the wish to buy is the moment's
+    assert contents("老妈最近在学游泳") == ["用户的老妈最近在学游泳"]
+    got = contents("五一打算带爸妈去杭州，他们膝盖不好爬不了山，帮我规划一下")
+    assert "用户爸妈膝盖不好爬不了山" in got
+    assert contents("my partner Sam is vegetarian") == ["The user's partner Sam is vegetarian."]
+    come, allergy = contents("我外甥小宇下周来我家，他对芒果过敏")
+    assert "外甥小宇下周" in come and allergy == "用户外甥小宇对芒果过敏"
+
+
+@pytest.mark.parametrize(("text", "word"), [
+    ("I'm not really a fan of jazz", "dislikes jazz"), ("not into horror movies tbh", "dislikes horror movies"),
+    ("I don't really care for sushi", "dislikes sushi"), ("honestly can't stand mornings", "dislikes mornings"),
+    ("I never liked cilantro", "dislikes cilantro"), ("我受不了香菜的味道", "受不了香菜"),
+    ("我吃不了辣", "吃不了辣"), ("我对足球一直不感冒", "对足球不感兴趣"),
+])
+def test_a_dislike_in_its_many_phrasings(text, word):
+    [memory] = contents(text)
+    assert word in memory
+
+
+def test_self_introductions_in_several_forms():
+    assert contents("hey! I'm Tom Baker, a nurse in Leeds.") == ["The user's name is Tom Baker.",
+                                                               "The user is a nurse in Leeds."]
+    assert contents("name's Dave btw") == ["The user's name is Dave."]
+    assert contents("I go by Sam.") == ["The user goes by Sam."]
+    assert contents("大家都叫我小胖") == ["大家叫用户小胖"]
+
+
+def test_facts_said_before_a_question_are_kept():
+    assert contents("I'm lactose intolerant, any dessert ideas?") == ["The user is lactose intolerant."]
+    assert contents("咖啡戒了，特别爱喝奶茶，有没有低糖的推荐") == ["用户：咖啡戒了", "用户特别爱喝奶茶"]
+    assert contents("家里有鸡蛋和番茄，做啥好") == []  # what is at hand only sets the question
+
+
+def test_a_correction_naming_only_the_right_day_replaces_the_day_said():
+    got = contents("my dentist appointment is on the 12th", "A:Noted.", "correction: it's the 14th, I mixed it up")
+    assert got == ["The user's dentist appointment is on the 14th (January 14)."]
+    got = contents("下周五是我爸生日", "A:好的", "不是不是，是下周六，1月17号，我记错了")
+    assert got == ["下周六，1月17号是用户爸生日"]
+
+
+@pytest.mark.parametrize("messages", [
+    ["I'm trying to fix this bug where the login fails"],
+    ["Can you help? I'm getting a null pointer exception in my Java code"],
+    ["这段代码老是报错，帮我看看"],
+    ["I need to fix the tests before I push"],
+    ["He watches movies every night."],
+    ["my coworker told me he watches movies every night"],
+    ["we went to the beach yesterday"],
+    ["我们上周去海边玩了"],
+    ["ok story time: my neighbour's ex-husband apparently sold his boat for a goat"],
+    ["给你讲个笑话：我老公去买菜，结果买了一个西瓜回家。"],
+    ["I need some ideas for dinner"],
+    ["A:How's your day going?", "pretty busy honestly"],
+    ["A:How are you finding the book?", "slow but fun"],
+    ["A:Here you go.", "I'll try that"],
+    ["interesting, thx"],
+    ["translate 'good morning' into German", "A:Guten Morgen.", "and 'see you soon'"],
+    ["我同事说他表弟也对花生过敏"],
+    ["我觉得不专业"],
+    ["想找几首适合婚礼的歌"],
+])
+def test_task_chatter_other_people_and_the_moment_yield_nothing(messages):
+    assert contents(*messages) == []
+
+
+def test_a_change_from_a_day_on_lasts_past_it():
+    [(_, cat, until)] = said("thanks! means I'll be leading a team of 6 starting next month")
+    assert cat == "fact" and until is None
 
 
 @pytest.mark.parametrize(("text", "day"), [

@@ -135,7 +135,10 @@ def _zh_chained(piece: str) -> list[tuple[str, bool]]:
         left, right = piece[start:m.start()], piece[m.end():]
         subject = zh_subject(left) or ""
         opens = subject or _ZH_PREDICATE.match(left.strip())  # "爱情片也一般般": a topic, no predicate yet
-        if opens and len(left) - len(subject) >= 3 and right and _ZH_PREDICATE.match(right):
+        if re.search(r"说|告诉|提到", left):
+            break  # "我同事说他表弟也对花生过敏": what was said runs to the end, and is theirs
+        phrase = re.fullmatch(r"(?:对|跟|和|把|给|向|比|被|在|从|往|为)[^，,]{1,8}", left.strip())  # "对海鲜也不感冒": no verb yet
+        if opens and not phrase and len(left) - len(subject) >= 3 and right and _ZH_PREDICATE.match(right):
             out.append((left, start > 0 or bool(_ZH_CONJ_START.match(left.strip()))))
             start = m.end()
     out.append((piece[start:], start > 0 or bool(_ZH_CONJ_START.match(piece.strip()))))
@@ -153,7 +156,7 @@ def _strip_zh_filler(p: str) -> str:
 
 EN_SENTENCE = re.compile(r"[^.!?;\n]+(?:\.(?:\d|[a-z]\.)[^.!?;\n]*)*[.!?;]*")
 EN_FILLER = re.compile(r"^(?:by the way|also|oh|ooh|ok|okay|well|so|and|but|actually|btw|yes|yeah|yep|hi there|hello there|"
-                       r"hey there|hi|hello|hey|good (?:morning|afternoon|evening)|side note|(?:that |which )?means|"
+                       r"hey there|hi|hello|hey|honestly|seriously|literally|frankly|personally|genuinely|good (?:morning|afternoon|evening)|side note|(?:that |which )?means|"
                        r"anyway|plus|oh and|and also|haha+|lol|hmm+|hm|ugh|wow|nice|perfect|great|cool|thanks|thx|ta|"
                        r"fwiw|tbh|ah|right|sure|alright|hah|heh|hehe|omg|um+|uh+|big news|guess what|fun fact|"
                        r"quick update|update|gracias|merci|cheers|[-–—(]+)(?:\b|(?<=[-–—(]))[,!.:\s]*", re.I)
@@ -232,7 +235,7 @@ _VERB_ELLIPSIS = re.compile(r"^(?:love|loves|like|likes|enjoy|hate|dislike|can't
                             r"allergic|vegan|vegetarian|currently|usually|mostly)\b", re.I)
 # "start date is May 4th", "goal is sub 1:50": a bare noun says "my"
 _EN_BARE_NOUN = re.compile(r"^(?!(?:the|a|an|this|that|it|there|he|she|they|you|we|what|which|who)\b)"
-                           r"(?P<n>[a-z][a-z-]*(?:\s+[a-z][a-z-]*)?)\s+is\s+", re.I)
+                           r"(?P<n>[a-z][a-z-]*(?:\s+[a-z][a-z-]*)?)(?:\s+is\s+|'s\s+)", re.I)
 # "…, it's remote", "…, which is great": says more of what the clause before it named
 _EN_DESCRIBES = re.compile(r"^(?:it's|it is|which is|which was)\s+(?!in\b|on\b|at\b|for\b|to\b|like\b)\w+", re.I)
 # what a bare noun names when it is the user's: "start date is May 4th", "goal is sub 1:50"

@@ -184,10 +184,10 @@ class HeuristicExtractor:
             return None  # a request for now ("帮我查一下"), or a courtesy ("以后请多关照")
         if st.ZH_WISH_NOW.match(text) or st.ZH_TRY.search(said) or st.ZH_BARE_OPINION.match(text):
             return None  # "想找几首…的歌", "下次带去给指挥听听", "我觉得不专业": the moment's wish or verdict
-        if c.about == "kin" and st.ZH_HEARSAY.match(text):
+        if (c.about == "kin" and st.ZH_HEARSAY.match(text)) or st.ZH_WE_EPISODE.match(st.tidy(text)) or st.ZH_TASK.search(text):
             return None  # "我同事说他邻居家小孩也花生过敏": a third person's news
         verdict = st.ZH_VERDICT.match(said)
-        if (verdict is not None and not re.match(r"[这那你它他她]", said) and not st.zh_today(said)
+        if (verdict is not None and st.zh_rule(text) is None and not re.match(r"[这那你它他她]", said) and not st.zh_today(said)
                 and not st.ZH_MOMENT.search(verdict.group("n"))):  # "今天天气不错": the day's, not a taste
             return self._add("用户觉得" + st.tidy(said), st.Rule(re.compile(""), "", "preference", "medium", None, "喜好"), now)
         if (c.carried and c.about == "user" and st.in_question(c) and st.ZH_SETTING.match(said)
@@ -226,7 +226,7 @@ class HeuristicExtractor:
         s = st.EN_TRAILING.sub("", st.tidy(c.text))
         if st.EN_ASKING.match(s):
             return None
-        if _en_quoted(s):
+        if st.en_quoted(s):
             return None  # "and 'two tickets please'": words to work on, not the user's
         if c.about in ("request", "none"):
             if (standing and not re.match(r"^(?:it|that|this|they)\b|^\w+$", s, re.I)) or (
@@ -234,8 +234,9 @@ class HeuristicExtractor:
                 ask = st.third_person_en(st.EN_POLITE.sub("", s))
                 return self._add(f"The user asks: {ask}.", st.STANDING_RULE, now)
             return None
-        s = _before_doubt(s)
-        if not s or st.EN_NEED_OUTPUT.search(s) or st.EN_WE_EPISODE.match(s):
+        s = st.before_doubt(s)
+        if (not s or st.EN_NEED_OUTPUT.search(s) or st.EN_WE_EPISODE.match(s) or st.EN_HEARSAY.match(s)
+                or st.EN_TASK.search(s)):
             return None  # "if …", "need invitation wording", "we moved it": no standing fact of the user
         if c.about == "answer":
             if st.EN_MOMENT.search(s) or re.search(r"\byou\b", s, re.I) or len(s.split()) < 2:
@@ -333,9 +334,7 @@ class HeuristicExtractor:
             m = st.DAY_SAID.search(content or "")
             if s.order >= k or s.op is None or content is None or m is None:
                 continue
-            fixed = content[:m.start()] + right + content[m.end():]
-            if not re.search(r"\d+月\d+|\d{1,2}\s*\(|[A-Z][a-z]+ \d", right):
-                fixed = st.dated(fixed, now.date())  # "the 26th" is read next year too
+            fixed = st.day_replaced(content, m, right, now.date())
             return [*said[:i], replace(s, op=replace(s.op, content=fixed)), *said[i + 1:]]
         return said
 
@@ -414,35 +413,13 @@ def _joins(c: Clause, out: list[_Said]) -> bool:
             st.zh_rule(c.text) is not None and not dose):
         return False
     said = st.tidy(c.said)
-    if (st.ZH_ASKING.search(said) or st.ZH_REQUEST.search(said) or st.ZH_HEDGE.match(said)
+    if (st.ZH_ASKING.search(said) or st.ZH_REQUEST.search(said) or st.ZH_HEDGE.match(said) or st.ZH_TASK.search(said)
             or (st.ZH_MOMENT.search(said) and len(said) <= 4) or st.consumed(c)
             or (st.in_question(c) and st.ZH_SETTING.match(said))):
         return False
     content = last.op.content or ""
     out[-1] = replace(last, op=replace(last.op, content=f"{st.tidy(content)}，{st.third_person_zh(said)}"))
     return True
-
-
-def _en_quoted(s: str) -> bool:
-    """Whether an English clause is only a quoted phrase: words handed over, not said."""
-    return bool(re.fullmatch(r"(?:and\s+|or\s+|also\s+)?(['\"“‘]).+(['\"”’])", s.strip(), re.I))
-
-
-def _before_doubt(s: str) -> str:
-    """An English clause up to the word that makes the rest a doubt or a condition ("our kid
-    is 4 and already asking if he can name them"): empty when the doubt is the clause's own
-    ("I wonder if I like sushi", "if I move…"), or no clause is left before it."""
-    m = st.EN_HYPOTHETICAL.search(s)
-    if m is None:
-        return s
-    head = s[:m.start()].rstrip(" ,")
-    if re.search(r"\b(?:wonder\w*|not sure|unsure|know|ask\w*|decid\w*|see|check|debating|thinking about|even)$", head, re.I):
-        # the doubt is someone's doing: "…is 4 and already asking if…" keeps what came before "and"
-        cut = re.match(r"^(?P<h>.+?)\s+(?:and|but|so)\s+(?:\w+\s+){0,2}\w+$", head)
-        head = cut.group("h") if cut else ""
-    elif m.group().lower() not in ("if", "whether", "unless"):
-        return ""
-    return head if len(head.split()) >= 3 else ""
 
 
 _EN_REQUEST_VERB = re.compile(r"\b(?:translate|summari[sz]e|proofread|rewrite|rephrase|fix|check|edit|improve|"

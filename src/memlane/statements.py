@@ -41,6 +41,10 @@ _ZH_RULES = [
     Rule(_r(r"^(?:大家|朋友们?|同事们?|家里人|家人|身边的人|他们|别人)(?:都|一般|平时|经常)?(?:叫|喊|称呼)我"
             r"(?P<x>[\u4e00-\u9fffA-Za-z]{1,6})$"), "大家叫用户{x}", "fact", "high", None, "昵称"),
     Rule(_r(r"^我(?P<a>(?:现在|已经|从来|一般|平时|基本)?)不(?P<v>吃|喝)(?P<x>.{1,30})"), "用户{a}不{v}{x}", "preference", "high", None, "饮食"),
+    Rule(_r(r"^我(?P<a>(?:现在|已经|从来|一般|平时|基本|真的|实在)?)(?P<v>吃不了|不能吃|吃不惯|不敢吃|喝不了|不能喝|喝不惯)(?P<x>.{1,30})"),
+         "用户{a}{v}{x}", "preference", "high", None, "饮食"),
+    Rule(_r(r"^我对(?P<x>.{1,20}?)(?:也|都|一直|完全|真的)?(?:不感冒|无感|没兴趣|不感兴趣|没什么兴趣)"), "用户对{x}不感兴趣",
+         "preference", "medium", None, "不喜欢"),
     Rule(_r(r"^我(?P<a>比较|很|非常|特别|最|挺|超|更)?(?P<v>讨厌|不喜欢|受不了|不爱)(?P<x>.{1,40})"), "用户{a}{v}{x}", "preference", "medium", None, "不喜欢"),
     Rule(_r(r"^我(?P<a>比较|很|非常|特别|最|挺|超|更|一直)?(?P<v>喜欢|爱|偏好|偏爱)(?P<x>.{2,40})"), "用户{a}{v}{x}", "preference", "medium", None, "喜欢"),
     Rule(_r(rf"^(?:我)?(?P<x>{_ZH_TIME}.*要.+)"), "用户{x}", "todo", "high", "30d", "计划"),
@@ -63,10 +67,13 @@ _EN_TIME = r"(?:next (?:week|month|year|monday|tuesday|wednesday|thursday|friday
 EN_RULES = [
     Rule(_r(rf"\bI(?:'m| am) (?:very |severely |badly )?allergic to (?P<x>{_VAL})"), "The user is allergic to {x}", "fact", "high", None, "allergic to"),
     # a name is its capitalised words, all of them ("Mary Ann Lee"), and never the "and" after it
-    Rule(_r(r"\bmy name is (?P<x>(?-i:[A-Z][\w'-]*(?:\s+[A-Z][\w'-]*)*)|[a-z][\w'-]*)"), "The user's name is {x}",
+    Rule(_r(r"(?:\bmy |^)name(?: is|'s) (?P<x>(?-i:[A-Z][\w'-]*(?:\s+[A-Z][\w'-]*)*)|[a-z][\w'-]*)"), "The user's name is {x}",
          "fact", "high", None, "name"),
     Rule(_r(r"\b(?:call me|I(?:'m| am) called) (?P<x>(?-i:[A-Z][\w'-]*(?:\s+[A-Z][\w'-]*)*))"), "The user's name is {x}",
          "fact", "high", None, "name"),
+    # a name others use: "I go by Sam", "everyone calls me Jo"
+    Rule(_r(r"\b(?:I go by|(?:everyone|everybody|people|friends|my friends|most people) (?:calls?|know) me(?: as)?) "
+            r"(?P<x>(?-i:[A-Z][\w'-]*(?:\s+[A-Z][\w'-]*)*))"), "The user goes by {x}", "fact", "high", None, "name"),
     Rule(re.compile(r"^I(?:'m| am) (?P<x>[A-Z][a-z'-]+(?:\s+[A-Z][a-z'-]+)+)$"), "The user's name is {x}", "fact", "high",
          None, "name"),
     Rule(_r(r"\bI (?:don't|do not|never|can't|cannot|no longer) (?P<v>eat|drink) (?P<x>[^,;]+?)(?: any ?more)?(?=[,;]|$)"), "The user does not {v} {x}", "preference", "high", None, "diet"),
@@ -118,7 +125,10 @@ def third_person_zh(text: str) -> str:
 
 _ADVERBS = (r"really|also|usually|always|never|often|sometimes|just|still|absolutely|strongly|totally|generally|"
             r"normally|rarely|seldom|only|even|already|mostly|definitely|actually|truly|much|hardly|mainly|"
-            r"personally|typically|regularly")
+            r"personally|typically|regularly|kinda|kind of|sorta|sort of|pretty much|honestly|literally|barely|"
+            r"probably|secretly|low-?key|"
+            # any other adverb in -ly, but not the verbs that end so ("I fly", "I reply")
+            r"(?!(?:fly|apply|reply|rely|supply|ally|bully|rally|tally|multiply|comply|imply)\b)[a-z]{2,}ly")
 _SUBJECT_VERB = re.compile(rf"\bI\s+((?:(?:{_ADVERBS})\s+)*)([A-Za-z][A-Za-z']*)", re.IGNORECASE)
 _VERB_AS_IS = {  # modals and common irregular past forms: the same after "the user"
     "can", "could", "will", "would", "shall", "should", "may", "might", "must", "can't", "cannot", "won't",
@@ -128,8 +138,9 @@ _VERB_AS_IS = {  # modals and common irregular past forms: the same after "the u
     "wrote", "began", "became", "broke", "chose", "drove", "fell", "forgot", "flew", "grew", "heard", "held",
     "meant", "sat", "slept", "spoke", "stood", "swam", "taught", "understood", "won", "woke", "wore", "quit",
 }
-_VERB_IRREGULAR = {"am": "is", "'m": "is", "have": "has", "haven't": "hasn't", "do": "does", "don't": "doesn't",
-                   "go": "goes", "be": "is", "ain't": "isn't"}
+_VERB_IRREGULAR = {"am": "is", "'m": "is", "are": "is", "were": "was", "aren't": "isn't", "weren't": "wasn't",
+                   "have": "has", "haven't": "hasn't", "'ve": "has", "do": "does", "don't": "doesn't", "go": "goes",
+                   "be": "is", "ain't": "isn't", "'d": "would", "'ll": "will"}
 _NOT_A_VERB = {"and", "or", "but", "nor", "so", "too", "then", "now", "here", "there", "at", "in", "on", "with",
                "to", "for", "of", "from", "a", "an", "the", "myself", "alone", "both", "either"}
 
@@ -142,6 +153,10 @@ def conjugated(verb: str) -> str:
         return _VERB_IRREGULAR[low]
     if low in _VERB_AS_IS or low in _NOT_A_VERB or (low.endswith("ed") and not low.endswith("eed")):
         return verb
+    if low.endswith(("n't", "ing", "en")) and low not in ("listen", "open", "happen", "threaten", "soften", "fasten"):
+        return verb  # "can't", "wasn't"; a participle ("been", "being") after an elided auxiliary
+    if re.search(r"[^su]s$", low) or low in ("does", "goes", "has", "is"):
+        return verb  # said already as "the user" says it: "works", "likes" (never "workses")
     if re.search(r"(?:s|sh|ch|x|z|o)$", low):
         return verb + "es"
     if re.search(r"[^aeiou]y$", low):
@@ -208,6 +223,7 @@ ZH_ENDING_REQUEST = re.compile(r"(?:一点|一些|点|就行|就好|就可以)$"
 ZH_ANSWER_VERB = re.compile(r"^(?:我)?(?:回复|回答|答|写|说|讲|解释|翻译|改|列|总结)")
 # an assistant's question about how something feels: its answer ("hard but fun") is the moment's
 HOW_FEEL = re.compile(r"\bhow (?:are you finding|do you like|was it|was the|did it go|is it going|are things|do you feel)|"
+                      r"\bhow(?:'s| is| was) your (?:day|week|weekend|morning|evening|night)\b|\bhow are you(?: doing)?\W*$|"
                       r"\bhow's (?:it|that|the)\b|感觉怎么样|觉得怎么样|怎么样了", re.I)
 # a message that goes on with what the one before said: "另外…", "also…"
 GOES_ON = re.compile(r"^(?:另外|还有|而且|并且|also|and|plus|oh and|btw)\b|^(?:另外|还有|而且|并且)", re.I)
@@ -238,7 +254,7 @@ ZH_WISH_NOW = re.compile(r"^(?:我)?(?:想|想要|需要)(?:找|问|查|看|了�
 # someone's report of a third person: "我同事说他邻居家小孩也花生过敏"
 ZH_HEARSAY = re.compile(r"^[^，,]{0,8}?(?:说|讲|告诉我|提到)(?:过)?(?:他|她|他们|她们|它|[^，,我]{0,6}的)")
 # a thing judged, with no verb of the user's: "周杰伦也还行", "爱情片一般般"
-ZH_VERDICT = re.compile(r"^(?P<n>[\u4e00-\u9fffA-Za-z]{2,8}?)(?:也|都|倒|就|还)?(?:还行|还可以|一般般?|不错|挺好|不怎么样|无感|不感冒|"
+ZH_VERDICT = re.compile(r"^(?!我)(?P<n>[\u4e00-\u9fffA-Za-z]{2,8}?)(?:也|都|倒|就|还)?(?:还行|还可以|一般般?|不错|挺好|不怎么样|无感|不感冒|"
                         r"欣赏不来|接受不了|吃不惯|听不惯)(?:吧|啦|的)?$")
 # a bare count that says how much of the thing before ("叶酸已经在吃了，每天一粒")
 ZH_DOSE = re.compile(r"^(?:每|一)[天周月晚次年日顿餐](?:早上|晚上|中午)?[\d一二两三四五六七八九十半几]+[\u4e00-\u9fff]{0,2}$")
@@ -269,7 +285,7 @@ _EN_HABIT = re.compile(r"\b(?:every|each|usually|always|often|mostly|normally|ty
 _EN_PLAN = re.compile(r"\b(?:will|going to|gonna|plan\w*|flying|leaving|moving|starting|starts?|appointment|exam|trip|"
                       r"visit\w*|wedding|party|meeting|interview|due|deadline|ends?|booked|travel\w*|race|"
                       r"marathon|training for|heading|taking|doing|having)\b", re.I)
-_EN_LIKE = re.compile(r"\b(?:like|likes|love|loves|enjoy|enjoys|hate|hates|prefer|prefers|into|fan of|"
+_EN_LIKE = re.compile(r"\b(?:like|likes|love|loves|enjoy|enjoys|hate|hates|prefer|prefers|into|fan of|not for|my thing|"
                       r"can't stand|dislike|dislikes|favou?rite)\b", re.I)
 # a memory that ends on a word pointing elsewhere: "The user keeps mixing it up.", "The user
 # definitely doesn't want that.": the thing is named in another message, the memory says nothing
@@ -280,6 +296,17 @@ EN_NEED_OUTPUT = re.compile(r"\b(?:need|want|would like|'d like|could use|lookin
                             r"(?:[\w-]+\s+)?(?:wording|ideas?|help|advice|tips|suggestions|recommendations|recipes?|"
                             r"outline|draft|template|names|feedback|examples|options|a plan|a list|list|summary|"
                             r"translation|text|caption|message|email|speech|toast|script|quiz)\b", re.I)
+# the task at hand, not a fact of the user's life: "I'm getting a null pointer exception", "trying to fix
+# this bug", "这段代码老是报错"
+EN_TASK = re.compile(r"\b(?:trying to (?:fix|debug|figure out|get|make|solve|understand)|getting (?:an?|the|this|some)\b[^,;]{0,40}?"
+                     r"\b(?:error|exception|warning|crash)|(?:fix|debug|solve) (?:this|the|a|my) (?:bug|error|issue|problem)|"
+                     r"stuck on|this (?:bug|error|code|script|function|query|issue|snippet|paragraph|email|essay))\b", re.I)
+ZH_TASK = re.compile(r"报错|出错|异常|[Bb][Uu][Gg]|跑不起来|运行不了|编译不过|卡住了|这段代码|这个函数|这段话|这篇|被封")
+# someone else's news the user passes on: "my coworker told me he watches movies every night"
+EN_HEARSAY = re.compile(r"^(?:the user's|my|our)\s+[\w\s-]{1,30}?\b(?:told (?:me|the user)|said|says|mentioned|thinks|"
+                        r"heard)\s+(?:that\s+)?(?:he|she|they|his|her|their|it)\b", re.I)
+# "我们上周去海边玩了": an outing of the user and others, past and done
+ZH_WE_EPISODE = re.compile(r"^我们.*(?:上周|上个?星期|上个?月|昨天|前天|那天|上次|周末|去年).*了$")
 # "we moved it", "we went to the beach yesterday": an episode of the user and others, nothing lasting
 EN_WE_EPISODE = re.compile(r"^(?:we|the user and others)\s+(?:\w+ly\s+)?(?:went|had|did|saw|got|made|watched|ate|tried|"
                            r"moved|visited|met|played|spent|took|came|left|bought|found|[a-z]+ed)\b", re.I)
@@ -448,6 +475,37 @@ def replaced(text: str, wrong: str, right: str) -> str:
     return text[:i - k] + right + text[i + len(wrong):]
 
 
+def en_quoted(s: str) -> bool:
+    """Whether an English clause is only a quoted phrase: words handed over, not said."""
+    return bool(re.fullmatch(r"(?:and\s+|or\s+|also\s+)?(['\"“‘]).+(['\"”’])", s.strip(), re.I))
+
+
+def before_doubt(s: str) -> str:
+    """An English clause up to the word that makes the rest a doubt or a condition ("our kid
+    is 4 and already asking if he can name them"): empty when the doubt is the clause's own
+    ("I wonder if I like sushi", "if I move…"), or no clause is left before it."""
+    m = EN_HYPOTHETICAL.search(s)
+    if m is None:
+        return s
+    head = s[:m.start()].rstrip(" ,")
+    if re.search(r"\b(?:wonder\w*|not sure|unsure|know|ask\w*|decid\w*|see|check|debating|thinking about|even)$", head, re.I):
+        # the doubt is someone's doing: "…is 4 and already asking if…" keeps what came before "and"
+        cut = re.match(r"^(?P<h>.+?)\s+(?:and|but|so)\s+(?:\w+\s+){0,2}\w+$", head)
+        head = cut.group("h") if cut else ""
+    elif m.group().lower() not in ("if", "whether", "unless"):
+        return ""
+    return head if len(head.split()) >= 3 else ""
+
+
+def day_replaced(content: str, m: re.Match[str], right: str, today: date) -> str:
+    """`content` with the day `m` found in it replaced by `right`, said as a date too when it
+    is a relative one ("the 26th" is read next year too)."""
+    fixed = content[:m.start()] + right + content[m.end():]
+    if not re.search(r"\d+月\d+|\d{1,2}\s*\(|[A-Z][a-z]+ \d", right):
+        fixed = dated(fixed, today)
+    return fixed
+
+
 def hypothetical(c: Clause) -> bool:
     """Whether the clause opens a hypothetical (如果… / if…): nothing after it holds."""
     if c.lang == "zh":
@@ -469,7 +527,7 @@ __all__ = ["EN_ASKING", "EN_HEALTH", "EN_HYPOTHETICAL", "EN_MOMENT", "EN_NAMED_K
            "EN_TRAILING", "EN_VALUE_END", "GOES_ON", "Generic", "QUESTION_END", "Rule", "STANDING_RULE",
            "THIRD_PERSON", "ZH_ASKING", "ZH_CRAVING", "ZH_EMPTY", "ZH_ENDING_REQUEST", "ZH_HEALTH",
            "ZH_HEDGE", "ZH_HOW_TO_ANSWER", "ZH_MOMENT", "ZH_NAMED_KIN", "ZH_QUESTION", "ZH_REQUEST", "ZH_SETTING", "ZH_PAST", "ZH_BARE_OPINION", "ZH_TRY", "ZH_WISH_NOW",
-           "ZH_HEARSAY", "ZH_VERDICT", "ZH_ANSWER_VERB", "HOW_FEEL", "ZH_DOSE", "ZH_MATERIAL_LEAD", "EN_MATERIAL_LEAD",
+           "ZH_HEARSAY", "ZH_VERDICT", "EN_TASK", "ZH_TASK", "EN_HEARSAY", "ZH_WE_EPISODE", "ZH_ANSWER_VERB", "HOW_FEEL", "ZH_DOSE", "ZH_MATERIAL_LEAD", "EN_MATERIAL_LEAD",
            "ZH_STANDING", "ZH_STANDING_LEAD", "ZH_TODAY", "conjugated", "consumed", "correction", "dated",
-           "en_generic", "hypothetical", "zh_today", "DAY_SAID", "day_correction", "in_question", "replaced", "same_words", "third_person",
+           "en_generic", "en_quoted", "before_doubt", "day_replaced", "hypothetical", "zh_today", "DAY_SAID", "day_correction", "in_question", "replaced", "same_words", "third_person",
            "third_person_en", "third_person_zh", "tidy", "until", "zh_generic", "zh_rule"]
