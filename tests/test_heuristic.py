@@ -348,9 +348,23 @@ def test_a_correction_naming_only_the_right_day_replaces_the_day_said():
     ["我同事说他表弟也对花生过敏"],
     ["我觉得不专业"],
     ["想找几首适合婚礼的歌"],
+    ["我邻居家的狗天天叫，烦死了"],
+    ["我要是有钱就去环游世界"],
+    ["A:需要我再改改吗？", "不用了，挺好的"],
+    ["yeah I think so", "A:Great.", "sounds good, thanks!"],
 ])
 def test_task_chatter_other_people_and_the_moment_yield_nothing(messages):
     assert contents(*messages) == []
+
+
+def test_a_request_tacked_on_and_a_missing_subject_are_read_as_meant():
+    assert contents("We're vegetarian at home, so no meat recipes please") == [
+        "The user and others are vegetarian at home."]
+    assert contents("Finally got my PhD last week!") == ["The user got the user's PhD last week."]
+    assert contents("Not a morning person at all lol") == ["The user is not a morning person at all."]
+    assert contents("A:What kind of music do you like?", "mostly indie rock, some jazz") == [
+        "The user: mostly indie rock, some jazz."]
+    assert contents("我平时不怎么喝咖啡，喝了睡不着") == ["用户平时不怎么喝咖啡，喝了睡不着"]
 
 
 def test_a_change_from_a_day_on_lasts_past_it():

@@ -90,7 +90,7 @@ _ZH_KIN = re.compile(rf"^(?:我(?:的|家)?|咱)(?:{_KIN})(?:(?![倒也都还就
 _ZH_BARE_KIN = re.compile(r"^(?:老婆|妻子|太太|老公|丈夫|女儿|儿子|孩子|宝宝|老板|领导|经理|猫|狗|爸妈|父母|妈妈|爸爸|医生|房东|"
                           r"老妈|老爸|男朋友|女朋友|男友|女友|媳妇|老伴|闺女)")
 # a person of a person: 我朋友的表哥, 我同事的表弟
-_ZH_REMOTE = re.compile(rf"^(?:我的?|咱)(?:{_KIN})的(?:{_KIN}|[\u4e00-\u9fff]{{1,3}}(?:哥|姐|弟|妹|叔|姨|舅|妈|爸))")
+_ZH_REMOTE = re.compile(rf"^(?:我的?|咱)(?:{_KIN})家?的(?:{_KIN}|[\u4e00-\u9fff]{{1,3}}(?:哥|姐|弟|妹|叔|姨|舅|妈|爸))")
 _ZH_PRONOUN = re.compile(r"^(?:他们|她们|它们|他(?!人)|她|它)")
 # someone else inside the clause, with no 我: 听说他改养奶牛了, 结果他对羊毛过敏
 _ZH_THIRD = re.compile(r"^(?!.*我).*(?:(?<![其吉])他|她|(?<!其)它|听说|据说)")
@@ -156,7 +156,7 @@ def _strip_zh_filler(p: str) -> str:
 
 EN_SENTENCE = re.compile(r"[^.!?;\n]+(?:\.(?:\d|[a-z]\.)[^.!?;\n]*)*[.!?;]*")
 EN_FILLER = re.compile(r"^(?:by the way|also|oh|ooh|ok|okay|well|so|and|but|actually|btw|yes|yeah|yep|hi there|hello there|"
-                       r"hey there|hi|hello|hey|honestly|seriously|literally|frankly|personally|genuinely|good (?:morning|afternoon|evening)|side note|(?:that |which )?means|"
+                       r"hey there|hi|hello|hey|finally|honestly|seriously|literally|frankly|personally|genuinely|good (?:morning|afternoon|evening)|side note|(?:that |which )?means|"
                        r"anyway|plus|oh and|and also|haha+|lol|hmm+|hm|ugh|wow|nice|perfect|great|cool|thanks|thx|ta|"
                        r"fwiw|tbh|ah|right|sure|alright|hah|heh|hehe|omg|um+|uh+|big news|guess what|fun fact|"
                        r"quick update|update|gracias|merci|cheers|[-–—(]+)(?:\b|(?<=[-–—(]))[,!.:\s]*", re.I)
@@ -231,6 +231,7 @@ _BE = re.compile(r"\b(?:i'm|i am|im)\b", re.I)
 _NOT_VERB = re.compile(r"^(?:like|just)\s+(?:i|you|he|she|we|they|that|this|under|over|about|around|once|twice|maybe|"
                        r"totally|really|literally|a|an|the|\d)\b|^just\s+\w+ing\b", re.I)
 _VERB_ELLIPSIS = re.compile(r"^(?:love|loves|like|likes|enjoy|hate|dislike|can't|cannot|can not|don't|adore|speak|"
+                            r"got|finished|passed|graduated|started|quit|adopted|booked|joined|turned|"
                             r"prefer|work|live|moved|need|plan|planning|"
                             r"allergic|vegan|vegetarian|currently|usually|mostly)\b", re.I)
 # "start date is May 4th", "goal is sub 1:50": a bare noun says "my"
@@ -287,8 +288,8 @@ def _en_ellipsis(text: str) -> str:
     that is the subject ("Swimming is fun") is left alone."""
     if _AS_A.match(text):
         return "I'm " + text[3:]
-    if re.match(r"^not\s+(?:into|a fan|a big fan|big on|keen|interested|a huge fan)\b", text, re.I):
-        return "I'm " + text
+    if re.match(r"^not\s+(?:into|a fan|a big fan|big on|keen|interested|a huge fan|an? [\w-]+ person)\b", text, re.I):
+        return "I'm " + text[:1].lower() + text[1:]
     m = re.match(r"^([A-Za-z'-]+)(\s+\S+)?", text)
     if m is None:
         return text
@@ -297,6 +298,8 @@ def _en_ellipsis(text: str) -> str:
         return text
     if first.lower().endswith("ing") and len(first) > 4 and not _NOT_GERUND.match(first):
         return "I'm " + text[:1].lower() + text[1:]
+    if first.lower() in ("usually", "mostly", "currently") and not (_EN_VERB.match(text) or after.endswith("ing")):
+        return text  # "mostly indie rock, some jazz": an answer, no verb to carry "I" into
     if _VERB_ELLIPSIS.match(text) and after not in ("i", "you", "he", "she", "we", "they", "it", "that", "this"):
         prefix = "I'm " if first.lower() in ("allergic", "vegan", "vegetarian", "currently") else "I "
         return prefix + text[:1].lower() + text[1:]

@@ -223,7 +223,7 @@ class HeuristicExtractor:
 
     def _en_clause(self, c: Clause, ctx: _Ctx) -> Operation | None:
         now, today, standing = ctx.now, ctx.today, ctx.standing
-        s = st.EN_TRAILING.sub("", st.tidy(c.text))
+        s = st.EN_ASK_AFTER.sub("", st.EN_TRAILING.sub("", st.tidy(c.text)))
         if st.EN_ASKING.match(s):
             return None
         if st.en_quoted(s):

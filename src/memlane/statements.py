@@ -99,9 +99,9 @@ THIRD_PERSON = {"have to": "has to", "need to": "needs to", "am going to": "is g
 QUESTION_END = re.compile(r"[?？]")
 # Not statements about the user (issue 18): a question (我对什么过敏？ / Do I prefer tea?), a
 # hypothetical (如果我… / if I…) or a doubt (I wonder if I…). The offline extractor skips them.
-ZH_ASKING = re.compile(r"什么|怎么|为什么|为何|哪(?!怕)|谁|(?<!好)(?:几点|几个|几岁|几天|几次|几号)|几$|多少|多久|多大|多远|是否|"
+ZH_ASKING = re.compile(r"什么|(?<!不)怎么|为什么|为何|哪(?!怕)|谁|(?<!好)(?:几点|几个|几岁|几天|几次|几号)|几$|多少|多久|多大|多远|是否|"
                         r"([\u4e00-\u9fff])[不没]\1|(?:吗|呢|么|吧|嘛)$")
-_ZH_HYPOTHETICAL = re.compile(r"^(?:如果|假如|要是|万一|假设|倘若|假使|如若|若是|即使|就算|哪怕|设想|想象一下|难道)")
+_ZH_HYPOTHETICAL = re.compile(r"^(?:我|你|他|她)?(?:如果|假如|要是|万一|假设|倘若|假使|如若|若是|即使|就算|哪怕|设想|想象一下|难道)")
 EN_ASKING = _r(r"^(?:(?:what|who|whom|whose|which|where|why|how)\b(?!\s+I\b)|"
                 r"when\s+(?:is|are|was|were|do|does|did|can|could|should|will|would|shall)\b|"
                 r"(?:do|does|did|is|are|am|was|were|can|could|would|will|shall|should|may|might|have|has|had|must)"
@@ -238,7 +238,7 @@ ZH_MOMENT = re.compile(r"累|困|饿|渴|无聊|烦|焦虑|开心|高兴|难过|
                         r"太冷|好冷|好热|天气|不错|还行|可惜|羡慕|哈哈|嘿嘿|呵呵|别扭|不对|不变|照旧|一样|笑死|死了|死我了|"
                         r"早上好|晚上好|中午好|下午好|你好|您好|再见|拜拜")
 # a bare verb of knowing or agreeing, or a verb and 了 with no object: "我知道", "看过了"
-ZH_EMPTY = re.compile(r"^(?:也|都|就|还)?(?:知道|明白|懂|同意|理解|记得|晓得|清楚|确定|可以|行|好|收到|[\u4e00-\u9fff]{1,2}过?了)(?:了|的|啊|呀|吧)?$")
+ZH_EMPTY = re.compile(r"^(?:也|都|就|还|挺|很|蛮|真|太|不用了)?(?:知道|明白|懂|同意|理解|记得|晓得|清楚|确定|可以|行|好|收到|[\u4e00-\u9fff]{1,2}过?了)(?:了|的|啊|呀|吧)?$")
 ZH_CRAVING = re.compile(r"^(?:好|有点|突然)?想\S{1,6}了$")
 ZH_TODAY = re.compile(r"今天|今晚|今早|刚才|刚刚|刚\S{0,3}完|现在正|这会儿|此刻|待会|一会儿")
 # a time past that makes "刚…完" no matter of today: "上周刚考完驾照"
@@ -274,7 +274,7 @@ EN_STANDING = re.compile(r"\b(?:from now on|always|never(?!\s*mind)|every time|i
 EN_MOMENT = re.compile(r"\b(?:just saying|saying hi|just wanted to say|nothing much|not much|thx|ty|cheers|tired|bored|hungry|sleepy|scared|nervous|excited|happy|sad|stressed|anxious|"
                         r"brain fog|long day|kidding|joking|never ?mind|nvm|got it|checking|alive|"
                         r"good one|thanks|thank you|weather|i'd like|i would like|i'll just|i will just|"
-                        r"i decided|i guess|i mean|i meant|wish me luck|no worries|sorry|nothing yet|"
+                        r"i decided|i guess|i (?:do(?:n't)? )?think so|i hope so|i suppose|i believe so|i mean|i meant|wish me luck|no worries|sorry|nothing yet|"
                         r"not yet|nope)\b", re.I)
 # "The user gets these once a month", "The user loved it": the thing is named elsewhere
 EN_TODAY = re.compile(r"\b(?:today|tonight|right now|this morning|this afternoon|this evening|at the moment)\b", re.I)
@@ -328,6 +328,8 @@ _EN_CORRECTION = re.compile(r"(?P<x>(?:the\s+|a\s+)?[\w'&-]+)\s*(?P<comma>,)?\s+
 EN_VALUE_END = re.compile(r"\s+(?:so|because|since|but|which|lol|haha\w*|pls|please|thanks)\b.*$|\s+at all$", re.I)
 _CORRECTING = re.compile(r"不对|说错|更正|纠正|搞错|记错|弄错|口误|我是说|\b(?:sorry|actually|wait|i meant|i mean|"
                          r"correction|oops|typo|my bad|scratch that|no no)\b", re.I)
+# a request tacked on after the fact: "We're vegetarian, so no meat recipes please"
+EN_ASK_AFTER = re.compile(r",?\s+so\s+(?:no|please|pls|don't|do not|can you|could you|make|give|keep|avoid)\b.*$", re.I)
 EN_TRAILING = re.compile(r"(?:\s+(?:lol|haha\w*|tbh|btw|though|then|thankfully|honestly))+$|\s*[-–—]+$", re.I)
 
 
@@ -524,7 +526,7 @@ def zh_rule(clause: str) -> tuple[Rule, re.Match[str]] | None:
 
 __all__ = ["EN_ASKING", "EN_HEALTH", "EN_HYPOTHETICAL", "EN_MOMENT", "EN_NAMED_KIN", "EN_NEGATED", "EN_NO_VALUE",
            "EN_OBJECT_PRONOUN", "EN_POLITE", "EN_QUESTION", "EN_RULES", "EN_STANDING", "EN_TODAY",
-           "EN_TRAILING", "EN_VALUE_END", "GOES_ON", "Generic", "QUESTION_END", "Rule", "STANDING_RULE",
+           "EN_TRAILING", "EN_ASK_AFTER", "EN_VALUE_END", "GOES_ON", "Generic", "QUESTION_END", "Rule", "STANDING_RULE",
            "THIRD_PERSON", "ZH_ASKING", "ZH_CRAVING", "ZH_EMPTY", "ZH_ENDING_REQUEST", "ZH_HEALTH",
            "ZH_HEDGE", "ZH_HOW_TO_ANSWER", "ZH_MOMENT", "ZH_NAMED_KIN", "ZH_QUESTION", "ZH_REQUEST", "ZH_SETTING", "ZH_PAST", "ZH_BARE_OPINION", "ZH_TRY", "ZH_WISH_NOW",
            "ZH_HEARSAY", "ZH_VERDICT", "EN_TASK", "ZH_TASK", "EN_HEARSAY", "ZH_WE_EPISODE", "ZH_ANSWER_VERB", "HOW_FEEL", "ZH_DOSE", "ZH_MATERIAL_LEAD", "EN_MATERIAL_LEAD",
