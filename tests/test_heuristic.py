@@ -367,6 +367,13 @@ def test_a_request_tacked_on_and_a_missing_subject_are_read_as_meant():
     assert contents("我平时不怎么喝咖啡，喝了睡不着") == ["用户平时不怎么喝咖啡，喝了睡不着"]
 
 
+def test_a_relative_s_plan_is_kept_until_its_day_and_a_quoted_letter_is_not_the_user():
+    [(visit, cat, until)] = said("my sister is visiting from Chicago this weekend")
+    assert visit.startswith("The user's sister is visiting") and cat == "todo"
+    assert until == datetime(2026, 1, 19, tzinfo=UTC)  # Sunday 11th + 7 days
+    assert contents("Can you proofread this? 'Dear Ms Reed, I'm fluent in French and I've led teams.'") == []
+
+
 def test_a_change_from_a_day_on_lasts_past_it():
     [(_, cat, until)] = said("thanks! means I'll be leading a team of 6 starting next month")
     assert cat == "fact" and until is None
@@ -376,7 +383,7 @@ def test_a_change_from_a_day_on_lasts_past_it():
     ("in March", date(2026, 3, 31)), ("next Wednesday", date(2026, 1, 14)), ("5月20号", date(2026, 5, 20)),
     ("下个月", date(2026, 2, 28)), ("下个月15号", date(2026, 2, 15)), ("on the 27th", date(2026, 1, 27)),
     ("明年三月", date(2027, 3, 31)), ("in two weeks", date(2026, 1, 24)), ("this weekend", date(2026, 1, 11)),
-    ("I was born on March 3, 1990", None), ("last March", None), ("我每周三跑步", None), ("I may go", None),
+    ("next January", date(2027, 1, 31)), ("I was born on March 3, 1990", None), ("last March", None), ("我每周三跑步", None), ("I may go", None),
 ])
 def test_upcoming_names_the_last_day_of_the_future_a_text_names(text, day):
     assert upcoming(text, JAN.date()) == day

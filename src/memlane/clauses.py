@@ -42,7 +42,7 @@ class Clause:
 
 
 # quoted passages: pasted text to translate or proofread, a joke to explain
-_QUOTED = re.compile(r"“[^”]{2,}”|「[^」]{2,}」|『[^』]{2,}』|‘[^’]{2,}’|\"[^\"]{2,}\"|(?<![A-Za-z])'[^'\n]{2,}?'(?![A-Za-z])")
+_QUOTED = re.compile(r"“[^”]{2,}”|「[^」]{2,}」|『[^』]{2,}』|‘[^’]{2,}’|\"[^\"]{2,}\"|(?<![A-Za-z])'(?:[^'\n]|(?<=[A-Za-z])'(?=[A-Za-z])){2,}?'(?![A-Za-z])")
 
 
 def unquoted(text: str) -> str:

@@ -267,6 +267,8 @@ class HeuristicExtractor:
             return None
         for rule in st.EN_RULES:
             m = rule.pattern.search(s)
+            if m and rule.predicate == "family" and st.en_generic(s, today or now.date()).category == "todo":
+                rule = replace(rule, category="todo", duration="30d")  # "my sister is visiting this weekend": a plan
             if m:
                 value = st.tidy(st.EN_VALUE_END.sub("", m.group("x") or m.groupdict().get("y") or ""))
                 if (st.EN_HYPOTHETICAL.search(s[:m.start()]) or st.EN_NO_VALUE.match(value)

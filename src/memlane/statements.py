@@ -284,7 +284,8 @@ EN_HEALTH = re.compile(r"\b(?:sick|ill|migraine|fever|cold|flu|pain|hurts?|heada
 _EN_HABIT = re.compile(r"\b(?:every|each|usually|always|often|mostly|normally|typically|regularly|times a)\b", re.I)
 _EN_PLAN = re.compile(r"\b(?:will|going to|gonna|plan\w*|flying|leaving|moving|starting|starts?|appointment|exam|trip|"
                       r"visit\w*|wedding|party|meeting|interview|due|deadline|ends?|booked|travel\w*|race|"
-                      r"marathon|training for|heading|taking|doing|having)\b", re.I)
+                      r"marathon|training for|heading|taking|doing|having|getting|married|turns?|off work|"
+                      r"vacation|holiday|on leave|away|visiting|arriving|coming)\b", re.I)
 _EN_LIKE = re.compile(r"\b(?:like|likes|love|loves|enjoy|enjoys|hate|hates|prefer|prefers|into|fan of|not for|my thing|"
                       r"can't stand|dislike|dislikes|favou?rite)\b", re.I)
 # a memory that ends on a word pointing elsewhere: "The user keeps mixing it up.", "The user
