@@ -352,6 +352,10 @@ def test_a_correction_naming_only_the_right_day_replaces_the_day_said():
     ["我要是有钱就去环游世界"],
     ["A:需要我再改改吗？", "不用了，挺好的"],
     ["yeah I think so", "A:Great.", "sounds good, thanks!"],
+    ["I love this answer"],
+    ["我觉得你说得对"],
+    ["My cat knocked over my coffee again this morning"],
+    ["lol my dog would say thanks if he could"],
 ])
 def test_task_chatter_other_people_and_the_moment_yield_nothing(messages):
     assert contents(*messages) == []
@@ -372,6 +376,14 @@ def test_a_relative_s_plan_is_kept_until_its_day_and_a_quoted_letter_is_not_the_
     assert visit.startswith("The user's sister is visiting") and cat == "todo"
     assert until == datetime(2026, 1, 19, tzinfo=UTC)  # Sunday 11th + 7 days
     assert contents("Can you proofread this? 'Dear Ms Reed, I'm fluent in French and I've led teams.'") == []
+
+
+def test_they_and_he_name_the_kin_the_user_has():
+    assert contents("my kids are 6 and 9", "A:Fun ages!", "they're both obsessed with Minecraft") == [
+        "The user's kids are 6 and 9.", "The user's kids are both obsessed with Minecraft."]
+    assert contents("I have a 3-year-old son named Leo", "A:Cute!", "he's allergic to dairy") == [
+        "The user has a 3-year-old son named Leo.", "The user's son is allergic to dairy."]
+    assert contents("我们家一般周日吃火锅") == ["用户的家一般周日吃火锅"]  # every Sunday: no date added
 
 
 def test_a_change_from_a_day_on_lasts_past_it():

@@ -189,7 +189,12 @@ _EN_BARE_KIN = re.compile(rf"^(?:{_EN_KIN_WORDS})\b(?=\s+(?:is|was|said|says|thi
                           r"works|lives|told|recommended|suggested|gets|got|will|can|can't)\b)", re.I)
 _EN_REMOTE = re.compile(rf"^(?:my|our)\s+(?:(?:best|old|older|younger|little|big)\s+)?(?:{_EN_KIN_WORDS})'s\s+"
                         rf"(?:(?:ex|step|future|new|old|older|younger|little|big)[-\s])?(?:{_EN_KIN_WORDS})\b", re.I)
-_EN_PRONOUN = re.compile(r"^(?:he|she|he's|she's|her|his|him)\b", re.I)
+# kin of several people, whom "they" names; kin the user says they have ("I have a 3-year-old son")
+_EN_PLURAL_KIN = re.compile(r"\b(?:kids|children|parents|twins|in-laws|siblings|family|boys|girls|sons|daughters|cats|dogs)\b",
+                            re.I)
+_EN_HAVE_KIN = re.compile(rf"\b(?:have|got|adopted|has)\s+(?:a|an|one|two|three|\d+)\s+(?:[\w-]+\s+){{0,2}}?"
+                          rf"(?P<kin>{_EN_KIN_WORDS})\b", re.I)
+_EN_PRONOUN = re.compile(r"^(?:he's|she's|he|she|her|his|him)\b", re.I)
 _EN_OTHER = re.compile(r"^(?:they|it|you|it's|that|that's|there|there's|this|these|those|their|they're|your|"
                        r"you're|people|someone|everyone|anyone)\b", re.I)
 _EN_ASK = re.compile(r"^(?:(?:what|how|where|when|why|who|which)(?:'s|'re|\s+(?:is|are|was|were|do|does|did|can|could|"
@@ -520,6 +525,8 @@ class Reader:
             named = [m for m in _EN_KIN_ANY.finditer(p)]
             if named and not re.match(rf"'s\s+(?:{_EN_KIN_WORDS})\b", p[named[-1].end():], re.I):
                 self.referent, self.remote = named[-1].group(), False  # not "my friend's cousin"
+            elif (had := _EN_HAVE_KIN.search(p)) is not None:
+                self.referent, self.remote = "my " + had.group("kin"), False  # "I have a son named Leo … he's"
         return clause
 
     def _en_about(self, p: str, kind: str) -> Clause:
@@ -543,6 +550,11 @@ class Reader:
         if _EN_BARE_KIN.match(p):
             self.referent, self.remote = "my " + _EN_BARE_KIN.match(p).group(), False  # type: ignore[union-attr]
             return Clause("my " + p, "kin")
+        plural = re.match(r"^(?:they're|they|their)\b", p, re.I)
+        if plural and self.referent and not self.remote and _EN_PLURAL_KIN.search(self.referent):
+            word = plural.group().lower()  # "my kids are 6 and 9 … they're obsessed with Minecraft"
+            rest = (" are" if word == "they're" else "") + p[plural.end():]
+            return Clause(self.referent + ("'s" if word == "their" else "") + rest, "kin")
         pronoun = _EN_PRONOUN.match(p)
         if pronoun is not None:
             if self.referent is None or self.remote:

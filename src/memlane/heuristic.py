@@ -184,7 +184,7 @@ class HeuristicExtractor:
             return None  # a request for now ("帮我查一下"), or a courtesy ("以后请多关照")
         if st.ZH_WISH_NOW.match(text) or st.ZH_TRY.search(said) or st.ZH_BARE_OPINION.match(text):
             return None  # "想找几首…的歌", "下次带去给指挥听听", "我觉得不专业": the moment's wish or verdict
-        if (c.about == "kin" and st.ZH_HEARSAY.match(text)) or st.ZH_WE_EPISODE.match(st.tidy(text)) or st.ZH_TASK.search(text):
+        if (c.about == "kin" and st.ZH_HEARSAY.match(text)) or st.ZH_ABOUT_CHAT.search(text) or st.ZH_WE_EPISODE.match(st.tidy(text)) or st.ZH_TASK.search(text):
             return None  # "我同事说他邻居家小孩也花生过敏": a third person's news
         verdict = st.ZH_VERDICT.match(said)
         if (verdict is not None and st.zh_rule(text) is None and not re.match(r"[这那你它他她]", said) and not st.zh_today(said)
@@ -226,7 +226,8 @@ class HeuristicExtractor:
         s = st.EN_ASK_AFTER.sub("", st.EN_TRAILING.sub("", st.tidy(c.text)))
         if st.EN_ASKING.match(s):
             return None
-        if st.en_quoted(s):
+        if st.en_quoted(s) or st.EN_ABOUT_CHAT.search(s) or (
+                c.about == "kin" and st.EN_TODAY.search(s) and not (st.EN_HEALTH.search(s) or st.EN_LASTING.search(s))):
             return None  # "and 'two tickets please'": words to work on, not the user's
         if c.about in ("request", "none"):
             if (standing and not re.match(r"^(?:it|that|this|they)\b|^\w+$", s, re.I)) or (

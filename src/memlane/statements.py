@@ -271,6 +271,12 @@ _ZH_LIKE = re.compile(r"喜欢|爱(?!情|人|好)|讨厌|不喜欢|偏好|受不
 EN_STANDING = re.compile(r"\b(?:from now on|always|never(?!\s*mind)|every time|in every|any ?more|going forward|"
                           r"even (?:if|when)|whenever|"
                           r"stop|unless i ask|in (?:the )?future|each time|call me (?-i:[A-Z])\w*|by default)\b", re.I)
+# the chat itself judged: "I love this answer", "good idea", "makes sense"
+EN_ABOUT_CHAT = re.compile(r"\b(?:(?:this|that|your) (?:answer|response|reply|idea|suggestion|explanation)|(?:great|good) "
+                           r"(?:idea|point)|makes sense|sounds good)\b", re.I)
+# what happens on a day and lasts: "my dog turned 3 today", "my sister got engaged today"
+EN_LASTING = re.compile(r"\b(?:turn(?:s|ed)|born|birthday|graduat\w+|married|engaged|passed away|died|started|retired|"
+                        r"adopted|diagnosed|promoted|hired)\b", re.I)
 EN_MOMENT = re.compile(r"\b(?:just saying|saying hi|just wanted to say|nothing much|not much|thx|ty|cheers|tired|bored|hungry|sleepy|scared|nervous|excited|happy|sad|stressed|anxious|"
                         r"brain fog|long day|kidding|joking|never ?mind|nvm|got it|checking|alive|"
                         r"good one|thanks|thank you|weather|i'd like|i would like|i'll just|i will just|"
@@ -303,6 +309,8 @@ EN_TASK = re.compile(r"\b(?:trying to (?:fix|debug|figure out|get|make|solve|und
                      r"\b(?:error|exception|warning|crash)|(?:fix|debug|solve) (?:this|the|a|my) (?:bug|error|issue|problem)|"
                      r"stuck on|this (?:bug|error|code|script|function|query|issue|snippet|paragraph|email|essay))\b", re.I)
 ZH_TASK = re.compile(r"报错|出错|异常|[Bb][Uu][Gg]|跑不起来|运行不了|编译不过|卡住了|这段代码|这个函数|这段话|这篇|被封")
+# the chat itself judged: "我觉得你说得对", "这个方法不错"
+ZH_ABOUT_CHAT = re.compile(r"你说|你讲|你的(?:建议|回答|方法|意见|说法)|这个(?:建议|回答|方法|主意|办法)")
 # someone else's news the user passes on: "my coworker told me he watches movies every night"
 EN_HEARSAY = re.compile(r"^(?:the user's|my|our)\s+[\w\s-]{1,30}?\b(?:told (?:me|the user)|said|says|mentioned|thinks|"
                         r"heard)\s+(?:that\s+)?(?:he|she|they|his|her|their|it)\b", re.I)
@@ -346,6 +354,8 @@ _DATE_NEXT = re.compile(r"^\s*[（(]|^\s*,?\s*(?:the\s+)?\d|^\s*,?\s*(?:jan|feb|
 def dated(text: str, today: date) -> str:
     """The text with each relative day also said as a date: "明天生日" → "明天（4月26日）生日",
     "next Wednesday" → "next Wednesday (March 18)", for a memory read long after."""
+    if _ZH_HABIT.search(text) or _EN_HABIT.search(text):
+        return text  # "我们家一般周日吃火锅": every Sunday, not the next one
     out, last = [], 0
     for _start, end, day in relative_days(text, today):
         if _DATE_NEXT.match(text[end:end + 24]):
@@ -491,6 +501,8 @@ def before_doubt(s: str) -> str:
     if m is None:
         return s
     head = s[:m.start()].rstrip(" ,")
+    if re.search(r"\b(?:would|could|might)\b|'d\b", head, re.I):
+        return ""  # "he'd say thanks if he could": what would be, not what is
     if re.search(r"\b(?:wonder\w*|not sure|unsure|know|ask\w*|decid\w*|see|check|debating|thinking about|even)$", head, re.I):
         # the doubt is someone's doing: "…is 4 and already asking if…" keeps what came before "and"
         cut = re.match(r"^(?P<h>.+?)\s+(?:and|but|so)\s+(?:\w+\s+){0,2}\w+$", head)
@@ -530,7 +542,7 @@ __all__ = ["EN_ASKING", "EN_HEALTH", "EN_HYPOTHETICAL", "EN_MOMENT", "EN_NAMED_K
            "EN_TRAILING", "EN_ASK_AFTER", "EN_VALUE_END", "GOES_ON", "Generic", "QUESTION_END", "Rule", "STANDING_RULE",
            "THIRD_PERSON", "ZH_ASKING", "ZH_CRAVING", "ZH_EMPTY", "ZH_ENDING_REQUEST", "ZH_HEALTH",
            "ZH_HEDGE", "ZH_HOW_TO_ANSWER", "ZH_MOMENT", "ZH_NAMED_KIN", "ZH_QUESTION", "ZH_REQUEST", "ZH_SETTING", "ZH_PAST", "ZH_BARE_OPINION", "ZH_TRY", "ZH_WISH_NOW",
-           "ZH_HEARSAY", "ZH_VERDICT", "EN_TASK", "ZH_TASK", "EN_HEARSAY", "ZH_WE_EPISODE", "ZH_ANSWER_VERB", "HOW_FEEL", "ZH_DOSE", "ZH_MATERIAL_LEAD", "EN_MATERIAL_LEAD",
+           "ZH_HEARSAY", "ZH_ABOUT_CHAT", "EN_LASTING", "EN_ABOUT_CHAT", "ZH_VERDICT", "EN_TASK", "ZH_TASK", "EN_HEARSAY", "ZH_WE_EPISODE", "ZH_ANSWER_VERB", "HOW_FEEL", "ZH_DOSE", "ZH_MATERIAL_LEAD", "EN_MATERIAL_LEAD",
            "ZH_STANDING", "ZH_STANDING_LEAD", "ZH_TODAY", "conjugated", "consumed", "correction", "dated",
            "en_generic", "en_quoted", "before_doubt", "day_replaced", "hypothetical", "zh_today", "DAY_SAID", "day_correction", "in_question", "replaced", "same_words", "third_person",
            "third_person_en", "third_person_zh", "tidy", "until", "zh_generic", "zh_rule"]
