@@ -1,6 +1,6 @@
 """The write path, scored: which facts a conversation leaves behind as memories (issue 29).
 
-Each labelled conversation (bench/data/extraction/{dev,holdout}.json, see the README there)
+Each labelled conversation (bench/data/extraction/{dev,holdout,holdout2}.json, see the README there)
 runs through the engine as a user's app would run it: a fresh `Memory` on a temporary SQLite
 directory, the clock at the conversation's date, the turns added as one session, the session
 ended (so the real pipeline runs: the user's remember/forget commands, the extractor, the
@@ -54,7 +54,7 @@ from memlane import Config, Memory  # noqa: E402
 from memlane.testing import HashEmbedder, ManualClock  # noqa: E402
 
 DATA = Path(__file__).parent / "data" / "extraction"
-SPLITS = ("dev", "holdout")
+SPLITS = ("dev", "holdout", "holdout2")
 USER = "bench"
 SESSION = "s1"
 LLM_ENV = ("MEMLANE_LLM_BASE_URL", "MEMLANE_LLM_MODEL", "MEMLANE_LLM_API_KEY")
@@ -280,7 +280,7 @@ def show(split: str, outcomes: Sequence[Outcome], n: int) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--split", choices=[*SPLITS, "all"], default="all")
-    ap.add_argument("--data", type=Path, default=DATA, help="directory holding dev.json and holdout.json")
+    ap.add_argument("--data", type=Path, default=DATA, help="directory holding dev.json, holdout.json and holdout2.json")
     ap.add_argument("--profile", default="default")
     ap.add_argument("--embedder", choices=["hash", "e5"], default="hash")
     ap.add_argument("--llm", action="store_true", help="the LLM extractor on MEMLANE_LLM_BASE_URL")

@@ -11,7 +11,7 @@ import pytest
 
 from memlane import Config
 from memlane.dates import upcoming
-from memlane.heuristic import HeuristicExtractor
+from memlane.heuristic import HeuristicExtractor, conjugated, third_person
 from memlane.importers import parse
 from memlane.models import Turn
 from memlane.testing import ScriptedLLM
@@ -257,11 +257,145 @@ def test_a_person_named_in_passing_is_kept_apart_from_the_plan():
     assert any(c.startswith("用户和男朋友阿杰下个月要去日本玩") and cat == "todo" and until for c, cat, until in got)
 
 
+# ---- generality: kin, dislikes, introductions, chatter, English verbs ------------------------
+
+@pytest.mark.parametrize(("verb", "expected"), [
+    ("work", "works"), ("works", "works"), ("watch", "watches"), ("study", "studies"), ("go", "goes"),
+    ("do", "does"), ("have", "has"), ("am", "is"), ("are", "is"), ("were", "was"), ("don't", "doesn't"),
+    ("haven't", "hasn't"), ("can", "can"), ("wouldn't", "wouldn't"), ("been", "been"), ("miss", "misses"),
+    ("focus", "focuses"), ("listen", "listens"), ("fly", "flies"), ("enjoy", "enjoys"),
+])
+def test_a_verb_after_the_user_agrees_with_it(verb, expected):
+    assert conjugated(verb) == expected
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("I'm a nurse", "The user is a nurse."),
+    ("I've got two kids", "The user has got two kids."),
+    ("I'd rather take the train", "The user would rather take the train."),
+    ("I'll be there", "The user will be there."),
+    ("I kinda like tennis", "The user kinda likes tennis."),
+    ("I kind of miss Berlin", "The user kind of misses Berlin."),
+    ("I fly to Oslo on Monday", "The user flies to Oslo on Monday."),
+    ("I really don't like olives", "The user really doesn't like olives."),
+    ("I can swim", "The user can swim."),
+    ("I works nights", "The user works nights."),
+])
+def test_first_person_reads_in_the_third(text, expected):
+    assert third_person(text) == expected
+
+
+def test_kin_said_the_short_way_keeps_its_facts_apart_from_the_user_s():
+    got = contents("我爸有高血压，想给他买个血压计，哪个牌子好")
+    assert got == ["用户爸有高血压"]  # not the user's blood pressure; the wish to buy is the moment's
+    assert contents("老妈最近在学游泳") == ["用户的老妈最近在学游泳"]
+    got = contents("五一打算带爸妈去杭州，他们膝盖不好爬不了山，帮我规划一下")
+    assert "用户爸妈膝盖不好爬不了山" in got
+    assert contents("my partner Sam is vegetarian") == ["The user's partner Sam is vegetarian."]
+    come, allergy = contents("我外甥小宇下周来我家，他对芒果过敏")
+    assert "外甥小宇下周" in come and allergy == "用户外甥小宇对芒果过敏"
+
+
+@pytest.mark.parametrize(("text", "word"), [
+    ("I'm not really a fan of jazz", "dislikes jazz"), ("not into horror movies tbh", "dislikes horror movies"),
+    ("I don't really care for sushi", "dislikes sushi"), ("honestly can't stand mornings", "dislikes mornings"),
+    ("I never liked cilantro", "dislikes cilantro"), ("我受不了香菜的味道", "受不了香菜"),
+    ("我吃不了辣", "吃不了辣"), ("我对足球一直不感冒", "对足球不感兴趣"),
+])
+def test_a_dislike_in_its_many_phrasings(text, word):
+    [memory] = contents(text)
+    assert word in memory
+
+
+def test_self_introductions_in_several_forms():
+    assert contents("hey! I'm Tom Baker, a nurse in Leeds.") == ["The user's name is Tom Baker.",
+                                                               "The user is a nurse in Leeds."]
+    assert contents("name's Dave btw") == ["The user's name is Dave."]
+    assert contents("I go by Sam.") == ["The user goes by Sam."]
+    assert contents("大家都叫我小胖") == ["大家叫用户小胖"]
+
+
+def test_facts_said_before_a_question_are_kept():
+    assert contents("I'm lactose intolerant, any dessert ideas?") == ["The user is lactose intolerant."]
+    assert contents("咖啡戒了，特别爱喝奶茶，有没有低糖的推荐") == ["用户：咖啡戒了", "用户特别爱喝奶茶"]
+    assert contents("家里有鸡蛋和番茄，做啥好") == []  # what is at hand only sets the question
+
+
+def test_a_correction_naming_only_the_right_day_replaces_the_day_said():
+    got = contents("my dentist appointment is on the 12th", "A:Noted.", "correction: it's the 14th, I mixed it up")
+    assert got == ["The user's dentist appointment is on the 14th (January 14)."]
+    got = contents("下周五是我爸生日", "A:好的", "不是不是，是下周六，1月17号，我记错了")
+    assert got == ["下周六，1月17号是用户爸生日"]
+
+
+@pytest.mark.parametrize("messages", [
+    ["I'm trying to fix this bug where the login fails"],
+    ["Can you help? I'm getting a null pointer exception in my Java code"],
+    ["这段代码老是报错，帮我看看"],
+    ["I need to fix the tests before I push"],
+    ["He watches movies every night."],
+    ["my coworker told me he watches movies every night"],
+    ["we went to the beach yesterday"],
+    ["我们上周去海边玩了"],
+    ["ok story time: my neighbour's ex-husband apparently sold his boat for a goat"],
+    ["给你讲个笑话：我老公去买菜，结果买了一个西瓜回家。"],
+    ["I need some ideas for dinner"],
+    ["A:How's your day going?", "pretty busy honestly"],
+    ["A:How are you finding the book?", "slow but fun"],
+    ["A:Here you go.", "I'll try that"],
+    ["interesting, thx"],
+    ["translate 'good morning' into German", "A:Guten Morgen.", "and 'see you soon'"],
+    ["我同事说他表弟也对花生过敏"],
+    ["我觉得不专业"],
+    ["想找几首适合婚礼的歌"],
+    ["我邻居家的狗天天叫，烦死了"],
+    ["我要是有钱就去环游世界"],
+    ["A:需要我再改改吗？", "不用了，挺好的"],
+    ["yeah I think so", "A:Great.", "sounds good, thanks!"],
+    ["I love this answer"],
+    ["我觉得你说得对"],
+    ["My cat knocked over my coffee again this morning"],
+    ["lol my dog would say thanks if he could"],
+])
+def test_task_chatter_other_people_and_the_moment_yield_nothing(messages):
+    assert contents(*messages) == []
+
+
+def test_a_request_tacked_on_and_a_missing_subject_are_read_as_meant():
+    assert contents("We're vegetarian at home, so no meat recipes please") == [
+        "The user and others are vegetarian at home."]
+    assert contents("Finally got my PhD last week!") == ["The user got the user's PhD last week."]
+    assert contents("Not a morning person at all lol") == ["The user is not a morning person at all."]
+    assert contents("A:What kind of music do you like?", "mostly indie rock, some jazz") == [
+        "The user: mostly indie rock, some jazz."]
+    assert contents("我平时不怎么喝咖啡，喝了睡不着") == ["用户平时不怎么喝咖啡，喝了睡不着"]
+
+
+def test_a_relative_s_plan_is_kept_until_its_day_and_a_quoted_letter_is_not_the_user():
+    [(visit, cat, until)] = said("my sister is visiting from Chicago this weekend")
+    assert visit.startswith("The user's sister is visiting") and cat == "todo"
+    assert until == datetime(2026, 1, 19, tzinfo=UTC)  # Sunday 11th + 7 days
+    assert contents("Can you proofread this? 'Dear Ms Reed, I'm fluent in French and I've led teams.'") == []
+
+
+def test_they_and_he_name_the_kin_the_user_has():
+    assert contents("my kids are 6 and 9", "A:Fun ages!", "they're both obsessed with Minecraft") == [
+        "The user's kids are 6 and 9.", "The user's kids are both obsessed with Minecraft."]
+    assert contents("I have a 3-year-old son named Leo", "A:Cute!", "he's allergic to dairy") == [
+        "The user has a 3-year-old son named Leo.", "The user's son is allergic to dairy."]
+    assert contents("我们家一般周日吃火锅") == ["用户的家一般周日吃火锅"]  # every Sunday: no date added
+
+
+def test_a_change_from_a_day_on_lasts_past_it():
+    [(_, cat, until)] = said("thanks! means I'll be leading a team of 6 starting next month")
+    assert cat == "fact" and until is None
+
+
 @pytest.mark.parametrize(("text", "day"), [
     ("in March", date(2026, 3, 31)), ("next Wednesday", date(2026, 1, 14)), ("5月20号", date(2026, 5, 20)),
     ("下个月", date(2026, 2, 28)), ("下个月15号", date(2026, 2, 15)), ("on the 27th", date(2026, 1, 27)),
     ("明年三月", date(2027, 3, 31)), ("in two weeks", date(2026, 1, 24)), ("this weekend", date(2026, 1, 11)),
-    ("I was born on March 3, 1990", None), ("last March", None), ("我每周三跑步", None), ("I may go", None),
+    ("next January", date(2027, 1, 31)), ("I was born on March 3, 1990", None), ("last March", None), ("我每周三跑步", None), ("I may go", None),
 ])
 def test_upcoming_names_the_last_day_of_the_future_a_text_names(text, day):
     assert upcoming(text, JAN.date()) == day

@@ -42,7 +42,7 @@ class Clause:
 
 
 # quoted passages: pasted text to translate or proofread, a joke to explain
-_QUOTED = re.compile(r"“[^”]{2,}”|「[^」]{2,}」|『[^』]{2,}』|‘[^’]{2,}’|\"[^\"]{2,}\"|(?<![A-Za-z])'[^'\n]{2,}?'(?![A-Za-z])")
+_QUOTED = re.compile(r"“[^”]{2,}”|「[^」]{2,}」|『[^』]{2,}』|‘[^’]{2,}’|\"[^\"]{2,}\"|(?<![A-Za-z])'(?:[^'\n]|(?<=[A-Za-z])'(?=[A-Za-z])){2,}?'(?![A-Za-z])")
 
 
 def unquoted(text: str) -> str:
@@ -50,7 +50,7 @@ def unquoted(text: str) -> str:
     short quoted word or name stays: "don't call me 'buddy'", "sign them 'Best, Lucía'"."""
     def cut(m: re.Match[str]) -> str:
         passage = m.group()[1:-1]
-        if len(passage) < 25 and not re.search(r"[。！？.!?]\s*\S", passage):
+        if len(passage) < 25 and not re.search(r"[。！？!?：:]|\.\s*\S|\.$", passage):
             return m.group()
         return "。" if has_cjk_text(passage) or has_cjk_text(text) else ". "
     return _QUOTED.sub(cut, text)
@@ -66,7 +66,8 @@ ZH_SENTENCE = re.compile(r"[^。！？!?\n～~…]+[。！？!?～~…]*")
 _ZH_PUNCT = re.compile(r"[，,；;：:]\s*|(?<=[\u4e00-\u9fff])\s+(?=[\u4e00-\u9fff])|[\U0001F300-\U0001FAFF\u2600-\u27BF]+")
 ZH_FILLER = re.compile(r"^(?:对了|另外|还有就是|还有|而且|并且|同时|其实|嗯+|哦+|噢|啊|呀|所以|但是|但|不过|可是|是的|好的|好吧|"
                        r"好主意|然后|因为|顺便说一下|顺便说一句|顺便提一下|顺便|话说|说起来|对对|对|哈哈+|呵呵|嘿嘿|诶|欸|哎|"
-                       r"先记一下哈|先说一下|谢谢|嗯嗯|好|行|ok|OK)[，,、\s～~]*")
+                       r"先记一下哈|先说一下|谢谢|嗯嗯|好|行|ok|OK|我跟你说|跟你说|告诉你|你知道吗|说真的|讲真|老实说|唉|哎呀|嘿嘿|"
+                       r"不是不是|不对不对)[，,、\s～~]*")
 # words a clause may open with when its subject was said before: adverbs, modal and common
 # verbs, prepositions, time words (a part-of-speech list, not phrases of any data set)
 _ZH_PREDICATE = re.compile(
@@ -78,21 +79,30 @@ _ZH_PREDICATE = re.compile(
     r"[一二三四五六七八九十两]+岁|考|申请|报|换|租|戴|恐|怀|患|得了|查出)")
 _KIN = (r"女儿|儿子|孩子|小孩|宝宝|老婆|妻子|太太|爱人|丈夫|老公|先生|妈妈|爸爸|母亲|父亲|爸妈|父母|哥哥|姐姐|弟弟|妹妹|"
         r"男朋友|女朋友|男友|女友|对象|未婚妻|未婚夫|爷爷|奶奶|外婆|外公|姥姥|姥爷|经理|老板|领导|同事|室友|朋友|闺蜜|"
-        r"猫|狗|医生|房东|家人|公婆|岳父|岳母|婆婆|表哥|表姐|表弟|表妹|堂哥|堂姐|邻居|同学|老师")
+        r"猫|狗|医生|房东|家人|公婆|岳父|岳母|婆婆|表哥|表姐|表弟|表妹|堂哥|堂姐|邻居|同学|老师|外甥女|外甥|侄女|侄子|"
+        r"舅舅|舅妈|姑姑|姨妈|小姨|阿姨|叔叔|婶婶|公公|媳妇|老伴|孙子|孙女|外孙女|外孙|搭档|合伙人|师傅|老妈|老爸|"
+        r"哥们|闺女|妈|爸|哥|姐|弟|妹")
+# kin the user speaks of as several people: whom a later 他们 means
+_ZH_PLURAL_KIN = re.compile(r"爸妈|父母|孩子们|家人|公婆|爷爷奶奶|外公外婆|姥姥姥爷|岳父母|两个孩子|俩孩子")
 _ZH_SELF = re.compile(r"^(?:我们|咱们|我(?!的?(?:" + _KIN + r")))(?:的)?")
-_ZH_KIN = re.compile(rf"^(?:我(?:的|家)?|咱)(?:{_KIN})(?:[\u4e00-\u9fff]{{0,3}}?(?=叫|是|对|在|今年|也|很|特别|喜欢|不|有|下周|[，,]|$))?")
+_ZH_KIN = re.compile(rf"^(?:我(?:的|家)?|咱)(?:{_KIN})(?:(?![倒也都还就又才却])[\u4e00-\u9fff]{{0,3}}?(?=叫|是|对|在|今年|也|很|特别|喜欢|不|有|下周|[，,]|$))?")
 # bare at a clause's start, these are the user's own: "老板叫郑凯", "猫平时不进卧室"
-_ZH_BARE_KIN = re.compile(r"^(?:老婆|妻子|太太|老公|丈夫|女儿|儿子|孩子|宝宝|老板|领导|经理|猫|狗|爸妈|父母|妈妈|爸爸|医生|房东)")
+_ZH_BARE_KIN = re.compile(r"^(?:老婆|妻子|太太|老公|丈夫|女儿|儿子|孩子|宝宝|老板|领导|经理|猫|狗|爸妈|父母|妈妈|爸爸|医生|房东|"
+                          r"老妈|老爸|男朋友|女朋友|男友|女友|媳妇|老伴|闺女)")
 # a person of a person: 我朋友的表哥, 我同事的表弟
-_ZH_REMOTE = re.compile(rf"^(?:我的?|咱)(?:{_KIN})的(?:{_KIN}|[\u4e00-\u9fff]{{1,3}}(?:哥|姐|弟|妹|叔|姨|舅|妈|爸))")
+_ZH_REMOTE = re.compile(rf"^(?:我的?|咱)(?:{_KIN})家?的(?:{_KIN}|[\u4e00-\u9fff]{{1,3}}(?:哥|姐|弟|妹|叔|姨|舅|妈|爸))")
 _ZH_PRONOUN = re.compile(r"^(?:他们|她们|它们|他(?!人)|她|它)")
 # someone else inside the clause, with no 我: 听说他改养奶牛了, 结果他对羊毛过敏
 _ZH_THIRD = re.compile(r"^(?!.*我).*(?:(?<![其吉])他|她|(?<!其)它|听说|据说)")
 _ZH_TIME_LEAD = re.compile(r"^(?:(?:下下|下|这|本)?个?(?:周|星期|礼拜)[一二三四五六日天]?|明天|后天|今天|今晚|周末|下个?月(?:初|底|中)?|"
                            r"\d{1,2}月\d{1,2}[日号]|\d{1,2}月(?:份)?|\d{1,2}[日号]|明年|今年|最近|现在|目前|平时|以后|那天|"
                            r"早上|晚上|上午|下午|中午)+")
-_ZH_KIN_ANY = re.compile(rf"(?:我|和|跟|与)(?:的|家)?({_KIN})([\u4e00-\u9fff]{{2}}(?=$|[，,。是也的对在今很喜不有要吃下和去])|"
+# two characters after a kin word that are no name: "我妈生日", "我爸身体"
+_NOT_NAME = (r"(?:生日|今年|最近|现在|身体|工作|公司|家里|那边|这边|年纪|退休|平时|特别|一直|已经|非常|每天|以前|"
+             r"以后|明天|后天|下周|上周|周末|晚上|早上|住院|上班|上学|出差|做饭|说过|也是|还是|就是|不是|不太)")
+_ZH_KIN_ANY = re.compile(rf"(?:我|和|跟|与|带|陪|给)(?:的|家)?({_KIN})((?!{_NOT_NAME})[\u4e00-\u9fff]{{2}}(?=$|[，,。是也的对在今很喜不有要吃下和去])|"
                          rf"[A-Za-z]+)?")
+_ZH_CALLED_ME = re.compile(r"^(?:大家|朋友们?|同事们?|家里人|家人|身边的人|别人)(?:都|一般|平时|经常)?(?:叫|喊|称呼)我")
 _ZH_OTHER = re.compile(r"^(?:你|您|这|那|大家|别人|有人|人家|谁)")
 _ZH_CHAIN = re.compile(r"(?:而且|并且|同时|但是|可是|不过(?!敏)|也(?!许)|还(?!是|好|行|不错|可以|挺|有))")
 _ZH_CONJ_START = re.compile(r"^(?:也|还|而且|并且|同时|另外|但|不过|可是|还有|以及)")
@@ -125,7 +135,10 @@ def _zh_chained(piece: str) -> list[tuple[str, bool]]:
         left, right = piece[start:m.start()], piece[m.end():]
         subject = zh_subject(left) or ""
         opens = subject or _ZH_PREDICATE.match(left.strip())  # "爱情片也一般般": a topic, no predicate yet
-        if opens and len(left) - len(subject) >= 3 and right and _ZH_PREDICATE.match(right):
+        if re.search(r"说|告诉|提到", left):
+            break  # "我同事说他表弟也对花生过敏": what was said runs to the end, and is theirs
+        phrase = re.fullmatch(r"(?:对|跟|和|把|给|向|比|被|在|从|往|为)[^，,]{1,8}", left.strip())  # "对海鲜也不感冒": no verb yet
+        if opens and not phrase and len(left) - len(subject) >= 3 and right and _ZH_PREDICATE.match(right):
             out.append((left, start > 0 or bool(_ZH_CONJ_START.match(left.strip()))))
             start = m.end()
     out.append((piece[start:], start > 0 or bool(_ZH_CONJ_START.match(piece.strip()))))
@@ -142,13 +155,14 @@ def _strip_zh_filler(p: str) -> str:
 # ---- English --------------------------------------------------------------------------------
 
 EN_SENTENCE = re.compile(r"[^.!?;\n]+(?:\.(?:\d|[a-z]\.)[^.!?;\n]*)*[.!?;]*")
-EN_FILLER = re.compile(r"^(?:by the way|also|oh|ooh|ok|okay|well|so|and|but|actually|btw|yes|yeah|yep|hi|hello|hey|"
+EN_FILLER = re.compile(r"^(?:by the way|also|oh|ooh|ok|okay|well|so|and|but|actually|btw|yes|yeah|yep|hi there|hello there|"
+                       r"hey there|hi|hello|hey|finally|honestly|seriously|literally|frankly|personally|genuinely|good (?:morning|afternoon|evening)|side note|(?:that |which )?means|"
                        r"anyway|plus|oh and|and also|haha+|lol|hmm+|hm|ugh|wow|nice|perfect|great|cool|thanks|thx|ta|"
                        r"fwiw|tbh|ah|right|sure|alright|hah|heh|hehe|omg|um+|uh+|big news|guess what|fun fact|"
-                       r"quick update|update|[-–—]+)(?:\b|(?<=[-–—]))[,!.:\s]*", re.I)
+                       r"quick update|update|gracias|merci|cheers|[-–—(]+)(?:\b|(?<=[-–—(]))[,!.:\s]*", re.I)
 _EN_SPLIT = re.compile(r"\s*,\s*(?:(?:and|but|so|plus|or|because|while|though|although|whereas)\s+)?(?:also\s+)?"
                        r"|\s+(?:and|but|plus|because|while|though|although|whereas)\s+(?:also\s+)?"
-                       r"|\s+[-–—]+\s+", re.I)
+                       r"|\s+[-–—]+\s+|\s+so\s+(?=(?:i|i'm|i've|i'll|my|we)\b)", re.I)
 _ADVERB = (r"really|also|usually|always|never|often|sometimes|just|still|absolutely|totally|generally|normally|"
            r"rarely|only|even|already|mostly|definitely|actually|recently|currently|now|mainly|typically|"
            r"regularly|occasionally|basically|kind of|sort of|pretty much")
@@ -157,7 +171,9 @@ _EN_KIN_WORDS = (r"wife|husband|partner|girlfriend|boyfriend|fianc[ée]e?|daught
                  r"mom|mum|mother|dad|father|parents|sister|brother|siblings?|grandma|grandpa|grandmother|"
                  r"grandfather|aunt|uncle|cousin|niece|nephew|boss|manager|colleague|coworker|co-worker|roommate|"
                  r"flatmate|friend|best friend|dog|cat|puppy|kitten|pet|doctor|physio|therapist|landlord|team|"
-                 r"family|in-laws|neighbou?r")
+                 r"family|in-laws|neighbou?r|buddy|pal|bestie|classmate|teammate|housemate|stepmom|stepdad|"
+                 r"ex(?:-(?:wife|husband|boyfriend|girlfriend|partner))?|fianc[ée]|kiddo|twins|toddler|vet|"
+                 r"nephew|niece|godson|goddaughter|grandson|granddaughter|mother-in-law|father-in-law")
 _EN_KIN = re.compile(rf"^(?:my|our)\s+(?:(?:little|older|younger|big|best|new|current|old)\s+)?(?:{_EN_KIN_WORDS})\b"
                      r"(?:\s+(?-i:[A-Z][a-z]+))?", re.I)
 _EN_KIN_ANY = re.compile(rf"\b(?:my|our)\s+(?:(?:little|older|younger|big|best|new|current|old)\s+)?(?:{_EN_KIN_WORDS})\b"
@@ -171,14 +187,23 @@ _EN_LEAD = re.compile(r"^(?:(?:next|this|last|on|in|at|by|every|each|after|befor
 _EN_MINE = re.compile(r"^(?:my|our)\b", re.I)
 _EN_BARE_KIN = re.compile(rf"^(?:{_EN_KIN_WORDS})\b(?=\s+(?:is|was|said|says|thinks|wants|has|likes|loves|hates|"
                           r"works|lives|told|recommended|suggested|gets|got|will|can|can't)\b)", re.I)
-_EN_REMOTE = re.compile(rf"^(?:my|our)\s+(?:{_EN_KIN_WORDS})'s\s+(?:{_EN_KIN_WORDS})\b", re.I)
-_EN_PRONOUN = re.compile(r"^(?:he|she|he's|she's|her|his|him)\b", re.I)
+_EN_REMOTE = re.compile(rf"^(?:my|our)\s+(?:(?:best|old|older|younger|little|big)\s+)?(?:{_EN_KIN_WORDS})'s\s+"
+                        rf"(?:(?:ex|step|future|new|old|older|younger|little|big)[-\s])?(?:{_EN_KIN_WORDS})\b", re.I)
+# kin of several people, whom "they" names; kin the user says they have ("I have a 3-year-old son")
+_EN_PLURAL_KIN = re.compile(r"\b(?:kids|children|parents|twins|in-laws|siblings|family|boys|girls|sons|daughters|cats|dogs)\b",
+                            re.I)
+_EN_HAVE_KIN = re.compile(rf"\b(?:have|got|adopted|has)\s+(?:a|an|one|two|three|\d+)\s+(?:[\w-]+\s+){{0,2}}?"
+                          rf"(?P<kin>{_EN_KIN_WORDS})\b", re.I)
+_EN_PRONOUN = re.compile(r"^(?:he's|she's|he|she|her|his|him)\b", re.I)
 _EN_OTHER = re.compile(r"^(?:they|it|you|it's|that|that's|there|there's|this|these|those|their|they're|your|"
                        r"you're|people|someone|everyone|anyone)\b", re.I)
 _EN_ASK = re.compile(r"^(?:(?:what|how|where|when|why|who|which)(?:'s|'re|\s+(?:is|are|was|were|do|does|did|can|could|"
                      r"should|would|will|to|about|much|many|long|often|else)\b)|what's|can you|could you|would you|"
                      r"will you|do you|any|is there|are there|is it|should i|can i|could i|do i|did i|am i|would i|"
-                     r"shall|wdyt|thoughts)\b", re.I)
+                     r"shall|wdyt|thoughts|ideas|tips|suggestions|recommendations|advice|anything|anyone|"
+                     r"any (?:tips|ideas|suggestions|recommendations|advice|thoughts)|"
+                     r"(?:what|which|how|where|who|when|why)\s+(?:\w+\s+){1,3}(?:should|can|could|do|does|would|will|is|"
+                     r"are)\s+(?:i|you|we)\b)", re.I)
 _EN_REQUEST = re.compile(r"^(?:from now on|going forward|in (?:the )?future|pls|plz|please|can you|could you|would you|help me|remind me|tell me|give me|show me|"
                          r"let me know|make|write|explain|summari[sz]e|translate|proofread|recommend|suggest|find|"
                          r"list|check|fix|keep|stop|use|don't|do not|always|never|avoid|answer|reply|respond|call me|"
@@ -200,16 +225,23 @@ _EN_BE_CARRIED = re.compile(r"^(?:(?:also|now|currently|still|really)\s+)?(?:[a-
                             r"intolerant|engaged|left-handed|right-handed)\b", re.I)
 _NOT_GERUND = re.compile(r"^(?:thing|nothing|something|anything|everything|morning|evening|king|ring|spring|string|"
                          r"wedding|building|meeting|during|ceiling|pudding|clothing|feeling|sibling|darling|"
-                         r"being|earring|awning|lightning|painting|ping|sing|bring|sting|swing|wing|thing)$", re.I)
+                         r"being|earring|awning|lightning|painting|ping|sing|bring|sting|swing|wing|thing|"
+                         # adjectives in -ing: "interesting, thx" says nothing of the user
+                         r"interesting|amazing|boring|exciting|annoying|confusing|surprising|fascinating|"
+                         r"frustrating|tempting|relaxing|exhausting|disappointing|depressing|inspiring|refreshing|"
+                         r"terrifying|embarrassing|shocking|stunning|charming|promising|outstanding|satisfying|"
+                         r"hilarious|touching|worrying|puzzling|encouraging|insulting|overwhelming)$", re.I)
 _BE = re.compile(r"\b(?:i'm|i am|im)\b", re.I)
 # "like" and "just" that are no verb: "like I said", "like under 150 words", "just checking"
 _NOT_VERB = re.compile(r"^(?:like|just)\s+(?:i|you|he|she|we|they|that|this|under|over|about|around|once|twice|maybe|"
                        r"totally|really|literally|a|an|the|\d)\b|^just\s+\w+ing\b", re.I)
-_VERB_ELLIPSIS = re.compile(r"^(?:love|loves|like|likes|enjoy|hate|prefer|work|live|moved|need|plan|planning|"
+_VERB_ELLIPSIS = re.compile(r"^(?:love|loves|like|likes|enjoy|hate|dislike|can't|cannot|can not|don't|adore|speak|"
+                            r"got|finished|passed|graduated|started|quit|adopted|booked|joined|turned|"
+                            r"prefer|work|live|moved|need|plan|planning|"
                             r"allergic|vegan|vegetarian|currently|usually|mostly)\b", re.I)
 # "start date is May 4th", "goal is sub 1:50": a bare noun says "my"
 _EN_BARE_NOUN = re.compile(r"^(?!(?:the|a|an|this|that|it|there|he|she|they|you|we|what|which|who)\b)"
-                           r"(?P<n>[a-z][a-z-]*(?:\s+[a-z][a-z-]*)?)\s+is\s+", re.I)
+                           r"(?P<n>[a-z][a-z-]*(?:\s+[a-z][a-z-]*)?)(?:\s+is\s+|'s\s+)", re.I)
 # "…, it's remote", "…, which is great": says more of what the clause before it named
 _EN_DESCRIBES = re.compile(r"^(?:it's|it is|which is|which was)\s+(?!in\b|on\b|at\b|for\b|to\b|like\b)\w+", re.I)
 # what a bare noun names when it is the user's: "start date is May 4th", "goal is sub 1:50"
@@ -221,6 +253,9 @@ _EN_EVALUATION = re.compile(r"^(?!(?:the|a|an|this|that|it|there|he|she|they|you
                             r"(?:\s+[a-z][a-z-]*)?\s+(?:is|are)\s+(?:(?:so|too|really|pretty|kinda|just)\s+)?(?:"
                             r"ok-ish|okay-ish|great|good|bad|better|worse|best|the best|overrated|underrated|boring|"
                             r"annoying|amazing|awesome|terrible|meh|so-so|not for me|my favou?rite)\b", re.I)
+# a tag that asks about the whole sentence ("…, right?"), not a request of its own ("…, ideas?")
+_EN_TAG = re.compile(r"^(?:right|correct|yeah|yes|no|huh|eh|ok|okay|true|isn't it|aren't i|don't i|didn't i|won't i|"
+                     r"or not|yeah\?)$", re.I)
 _SUBORDINATE = re.compile(r"^(?:since|because|as|cause|cuz|given that|now that)\s+(?=i\b|i'm\b|my\b)", re.I)
 _AS_A = re.compile(r"^as an? ", re.I)
 
@@ -232,6 +267,8 @@ def _en_opens(text: str, be: bool) -> str | None:
     t = text.strip()
     if re.match(r"^(?:i|me)\s+(?:are|were|have been)\b", t, re.I):
         return None  # "my partner Alex and I are moving": one subject of two people
+    if re.match(r"^(?:if|unless|even if|even though|even when|in case)\b", t, re.I):
+        return "other"  # "…, if that helps the theme": its own clause, what came before still holds
     if _EN_SELF.match(t) or _SUBORDINATE.match(t):
         return "self"
     if _EN_MINE.match(t) or _EN_PRONOUN.match(t):
@@ -256,8 +293,8 @@ def _en_ellipsis(text: str) -> str:
     that is the subject ("Swimming is fun") is left alone."""
     if _AS_A.match(text):
         return "I'm " + text[3:]
-    if re.match(r"^not\s+(?:into|a fan|a big fan|big on|keen|interested|a huge fan)\b", text, re.I):
-        return "I'm " + text
+    if re.match(r"^not\s+(?:into|a fan|a big fan|big on|keen|interested|a huge fan|an? [\w-]+ person)\b", text, re.I):
+        return "I'm " + text[:1].lower() + text[1:]
     m = re.match(r"^([A-Za-z'-]+)(\s+\S+)?", text)
     if m is None:
         return text
@@ -266,6 +303,8 @@ def _en_ellipsis(text: str) -> str:
         return text
     if first.lower().endswith("ing") and len(first) > 4 and not _NOT_GERUND.match(first):
         return "I'm " + text[:1].lower() + text[1:]
+    if first.lower() in ("usually", "mostly", "currently") and not (_EN_VERB.match(text) or after.endswith("ing")):
+        return text  # "mostly indie rock, some jazz": an answer, no verb to carry "I" into
     if _VERB_ELLIPSIS.match(text) and after not in ("i", "you", "he", "she", "we", "they", "it", "that", "this"):
         prefix = "I'm " if first.lower() in ("allergic", "vegan", "vegetarian", "currently") else "I "
         return prefix + text[:1].lower() + text[1:]
@@ -276,7 +315,7 @@ def _en_pieces(sentence: str) -> list[tuple[str, str]]:
     """(kind, piece) for each clause of an English sentence, "I" or "I'm" carried into a
     clause that opens with a verb; a lead-in with no clause of its own ("Next month, …")
     stays with what follows."""
-    s = _strip_en_filler(sentence)
+    s = _introduction(_strip_en_filler(sentence))
     s = _SUBORDINATE.sub("", _en_ellipsis(s))
     out: list[tuple[str, str]] = []
     start, carried, kind0 = 0, "", ""
@@ -303,6 +342,23 @@ def _en_pieces(sentence: str) -> list[tuple[str, str]]:
     return [(k, _SUBORDINATE.sub("", _strip_en_filler(p))) for k, p in out if p.strip()]
 
 
+# "I'm Maria Fernandes, senior accountant at …": a name, then what the person is
+_INTRO = re.compile(r"^(?:i'm|i am|im|this is)\s+(?P<name>(?-i:[A-Z][\w'-]+(?:\s+[A-Z][\w'-]+){0,2}))\s*,\s*"
+                    r"(?P<role>(?!(?:and|but|so|i|you|what|how|can|could|nice|thanks)\b)[a-z][^,;]*)", re.I)
+
+
+def _introduction(s: str) -> str:
+    """A self-introduction said as "I'm <Name>, <role>" read as "my name is <Name> and I'm a
+    <role>", so each half is a clause of its own."""
+    m = _INTRO.match(s)
+    if m is None:
+        return s
+    role = m.group("role")
+    if not re.match(r"^(?:a|an|the|from|in|at|on|based|originally|living|working|\w+ing)\b", role, re.I):
+        role = ("an " if role[:1].lower() in "aeiou" else "a ") + role
+    return f"my name is {m.group('name')} and I'm {role}{s[m.end():]}"
+
+
 def _en_subject(text: str) -> str | None:
     """The subject a clause opens with, as a verb after it would take it: "I ", "my brother ",
     "she "; None for anyone else's."""
@@ -318,6 +374,8 @@ def _en_subject(text: str) -> str | None:
 
 def _strip_en_filler(text: str) -> str:
     s = text.strip()
+    if s.endswith(")") and "(" not in s:
+        s = s[:-1].rstrip()  # the end of an aside: "(side note, …, ugh)"
     while (m := EN_FILLER.match(s)) is not None and m.end() > 0:
         s = s[m.end():].strip()
     return s
@@ -399,8 +457,9 @@ class Reader:
             return Clause(when + core[:own.end()] + body, "user"), "我"
         pronoun = _ZH_PRONOUN.match(core)
         if pronoun is not None:
-            if self.referent is None or self.remote or pronoun.group().endswith("们"):
-                return Clause(p, "other"), None
+            plural = pronoun.group().endswith("们")
+            if self.referent is None or self.remote or plural != bool(_ZH_PLURAL_KIN.search(self.referent)):
+                return Clause(p, "other"), None  # 他们 names the user's parents, never one person
             return Clause(when + self.referent + core[pronoun.end():], "kin"), self.referent
         bare = _ZH_BARE_KIN.match(core)
         if bare is not None:
@@ -409,6 +468,8 @@ class Reader:
         name = next((n for n in self.names if core.startswith(n)), None)
         if name is not None:
             return Clause(p, "kin"), name
+        if _ZH_CALLED_ME.match(core):
+            return Clause(p, "user"), topic  # "大家都叫我静静": the user's name, said by others
         if _ZH_OTHER.match(core) or topic is None or _ZH_THIRD.search(core):
             return Clause(p, "other"), topic
         if "我" in core:  # "医生让我少吃盐", "住的话我比较喜欢民宿": the user is in it already
@@ -453,7 +514,7 @@ class Reader:
                 # the "?" asks in the last clause; a tag ("…, right?") asks about the whole
                 last = out[-1]
                 last.asked = True
-                if len(last.text.split()) <= 2 and len(out) > 1:
+                if _EN_TAG.match(last.text) and len(out) > 1:
                     for c in out:
                         c.asked = True
             yield from out
@@ -464,6 +525,8 @@ class Reader:
             named = [m for m in _EN_KIN_ANY.finditer(p)]
             if named and not re.match(rf"'s\s+(?:{_EN_KIN_WORDS})\b", p[named[-1].end():], re.I):
                 self.referent, self.remote = named[-1].group(), False  # not "my friend's cousin"
+            elif (had := _EN_HAVE_KIN.search(p)) is not None:
+                self.referent, self.remote = "my " + had.group("kin"), False  # "I have a son named Leo … he's"
         return clause
 
     def _en_about(self, p: str, kind: str) -> Clause:
@@ -487,6 +550,11 @@ class Reader:
         if _EN_BARE_KIN.match(p):
             self.referent, self.remote = "my " + _EN_BARE_KIN.match(p).group(), False  # type: ignore[union-attr]
             return Clause("my " + p, "kin")
+        plural = re.match(r"^(?:they're|they|their)\b", p, re.I)
+        if plural and self.referent and not self.remote and _EN_PLURAL_KIN.search(self.referent):
+            word = plural.group().lower()  # "my kids are 6 and 9 … they're obsessed with Minecraft"
+            rest = (" are" if word == "they're" else "") + p[plural.end():]
+            return Clause(self.referent + ("'s" if word == "their" else "") + rest, "kin")
         pronoun = _EN_PRONOUN.match(p)
         if pronoun is not None:
             if self.referent is None or self.remote:

@@ -349,11 +349,12 @@ def _month_end(year: int, month: int) -> date:
     return first_next - timedelta(days=1)
 
 
-def _next_month(today: date, month: int, day: int | None = None) -> date:
-    """The coming `month` (this year's, unless it is over): its `day`, else its last day."""
+def _next_month(today: date, month: int, day: int | None = None, later: bool = False) -> date:
+    """The coming `month` (this year's, unless it is over): its `day`, else its last day.
+    `later` ("next June" said in June): never the month under way."""
     year = today.year
     end = _month_end(year, month) if day is None else date(year, month, day)
-    if end < today:
+    if end < today or (later and month == today.month):
         year += 1
         end = _month_end(year, month) if day is None else date(year, month, day)
     return end
@@ -402,8 +403,8 @@ _UPCOMING_EN: list[tuple[re.Pattern[str], Any]] = [
     (re.compile(rf"\b{_MONTH}\s+{_DAY}\b(?!\s*(?:[:%.]|(?:am|pm|days?|weeks?|months?|years?|hours?|minutes?|times?)\b))"),
      lambda t, g: _next_month(t, _month(g[0]), int(g[1]))),
     (re.compile(rf"\b(?:the\s+)?{_DAY}\s+of\s+{_MONTH}\b"), lambda t, g: _next_month(t, _month(g[1]), int(g[0]))),
-    (re.compile(rf"\b(?:in|by|during|until|till|before|through|this|next|early|late|mid|end of|start of|"
-                rf"beginning of)[\s-]+{_MONTH}(?!\s+\d)\b"), lambda t, g: _next_month(t, _month(g[0]))),
+    (re.compile(rf"\b(in|by|during|until|till|before|through|this|next|early|late|mid|end of|start of|"
+                rf"beginning of)[\s-]+{_MONTH}(?!\s+\d)\b"), lambda t, g: _next_month(t, _month(g[1]), later=g[0] == "next")),
     (re.compile(r"\b(?:in|by|during|until|till|before|through)\s+(20\d\d)\b"), lambda t, g: date(int(g[0]), 12, 31)),
     (re.compile(r"\b(?:on|by|until|till|before|from|back on|after)\s+the\s+(\d{1,2})(?:st|nd|rd|th)\b(?!\s+(?:of|century))"),
      lambda t, g: _day_of_month(t, int(g[0]))),

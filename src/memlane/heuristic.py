@@ -105,7 +105,7 @@ class HeuristicExtractor:
         order = 0
         for turn in turns:
             if turn.role == "assistant":
-                asked = bool(re.search(r"[?？]\s*$|[吗呢]\s*$", turn.content.strip()))
+                asked = bool(re.search(r"[?？]\s*$|[吗呢]\s*$", turn.content.strip())) and not st.HOW_FEEL.search(turn.content)
                 continue  # the assistant's words are not the user's facts
             if turn.role != "user":
                 continue
@@ -141,6 +141,9 @@ class HeuristicExtractor:
                     out.append(_Said(None, sentence, places[sentence], what))
                 continue
             kept.append(_material_cut(sentence))
+            if st.ZH_MATERIAL_LEAD.search(sentence) or st.EN_MATERIAL_LEAD.match(sentence):
+                kept[-1] = ""
+                break  # "给你讲个笑话：…", "story time: …": what follows is told, not the user's own
         skip = ""
         for clause in reader.read("\n".join(kept), after_question=asked):
             where = places.get(clause.sentence, order + len(places))
@@ -174,12 +177,22 @@ class HeuristicExtractor:
         if st.ZH_ASKING.search(text) or re.search(r"啥(?!都)", text):
             return None
         said = c.said if c.carried else re.sub(r"^我", "", text)
-        if st.ZH_REQUEST.search(said) and (c.carried or not st.ZH_ENDING_REQUEST.search(said)) or st.ZH_REQUEST.match(text):
+        if (st.ZH_REQUEST.search(said) and (c.carried or not st.ZH_ENDING_REQUEST.search(said)) or st.ZH_REQUEST.match(text)
+                or (st.ZH_ENDING_REQUEST.search(said) and st.ZH_ANSWER_VERB.match(said))):
             if (standing or st.ZH_STANDING.search(text)) and st.ZH_HOW_TO_ANSWER.search(said):
                 return self._add("用户要求：" + st.third_person_zh(st.tidy(c.said)), st.STANDING_RULE, now)
             return None  # a request for now ("帮我查一下"), or a courtesy ("以后请多关照")
-        if c.carried and st.in_question(c):
-            return None  # "家里有豆腐和西兰花，做啥好": the setting of a question, not a fact
+        if st.ZH_WISH_NOW.match(text) or st.ZH_TRY.search(said) or st.ZH_BARE_OPINION.match(text):
+            return None  # "想找几首…的歌", "下次带去给指挥听听", "我觉得不专业": the moment's wish or verdict
+        if (c.about == "kin" and st.ZH_HEARSAY.match(text)) or st.ZH_ABOUT_CHAT.search(text) or st.ZH_WE_EPISODE.match(st.tidy(text)) or st.ZH_TASK.search(text):
+            return None  # "我同事说他邻居家小孩也花生过敏": a third person's news
+        verdict = st.ZH_VERDICT.match(said)
+        if (verdict is not None and st.zh_rule(text) is None and not re.match(r"[这那你它他她]", said) and not st.zh_today(said)
+                and not st.ZH_MOMENT.search(verdict.group("n"))):  # "今天天气不错": the day's, not a taste
+            return self._add("用户觉得" + st.tidy(said), st.Rule(re.compile(""), "", "preference", "medium", None, "喜好"), now)
+        if (c.carried and c.about == "user" and st.in_question(c) and st.ZH_SETTING.match(said)
+                and not st.ZH_HEALTH.search(said)):
+            return None  # "家里有豆腐和西兰花，做啥好": what is at hand sets a question; "有糖尿病，…哪个好" is a fact
         found = st.zh_rule(text)
         if found is not None and not (c.carried and found[0].predicate == "名字"):  # "…一条金毛，叫旺财": the dog's
             rule, m = found
@@ -196,7 +209,7 @@ class HeuristicExtractor:
         if c.carried and c.about == "user" and not opens_with_predicate(c.said):
             content = "用户：" + st.third_person_zh(st.tidy(c.said))  # "成都", "咖啡也戒了快半年了": the user's, said bare
         return self._generic_add(content, generic, ctx, (text, c.sentence),
-                                 health_today=bool(st.ZH_TODAY.search(text) and st.ZH_HEALTH.search(text)))
+                                 health_today=bool(st.zh_today(text) and st.ZH_HEALTH.search(text)))
 
     @staticmethod
     def _zh_says_something(c: Clause, said: str) -> bool:
@@ -204,32 +217,40 @@ class HeuristicExtractor:
         size = len(re.findall(r"[\u4e00-\u9fffA-Za-z0-9]", body))
         if st.ZH_HEDGE.match(body) or size < 2 or st.ZH_EMPTY.match(body) or st.ZH_CRAVING.match(body):
             return False  # "到了", "我知道", "想吃火锅了": the moment, not the person
-        if st.ZH_TODAY.search(c.text) or (c.carried and st.ZH_TODAY.search(c.sentence)):
+        if st.zh_today(c.text) or (c.carried and st.zh_today(c.sentence)):
             return bool(st.ZH_HEALTH.search(c.text))  # today's condition holds a day; today's mood, not at all
         return not (st.ZH_MOMENT.search(body) and len(body) <= 10)
 
     def _en_clause(self, c: Clause, ctx: _Ctx) -> Operation | None:
         now, today, standing = ctx.now, ctx.today, ctx.standing
-        s = st.EN_TRAILING.sub("", st.tidy(c.text))
+        s = st.EN_ASK_AFTER.sub("", st.EN_TRAILING.sub("", st.tidy(c.text)))
         if st.EN_ASKING.match(s):
             return None
+        if st.en_quoted(s) or st.EN_ABOUT_CHAT.search(s) or (
+                c.about == "kin" and st.EN_TODAY.search(s) and not (st.EN_HEALTH.search(s) or st.EN_LASTING.search(s))):
+            return None  # "and 'two tickets please'": words to work on, not the user's
         if c.about in ("request", "none"):
-            if standing or (c.about == "request" and st.EN_STANDING.search(s)):
+            if (standing and not re.match(r"^(?:it|that|this|they)\b|^\w+$", s, re.I)) or (
+                    c.about == "request" and st.EN_STANDING.search(s)):
                 ask = st.third_person_en(st.EN_POLITE.sub("", s))
                 return self._add(f"The user asks: {ask}.", st.STANDING_RULE, now)
             return None
-        if st.EN_HYPOTHETICAL.search(s):
-            return None
+        s = st.before_doubt(s)
+        if (not s or st.EN_NEED_OUTPUT.search(s) or st.EN_WE_EPISODE.match(s) or st.EN_HEARSAY.match(s)
+                or st.EN_TASK.search(s)):
+            return None  # "if …", "need invitation wording", "we moved it": no standing fact of the user
         if c.about == "answer":
             if st.EN_MOMENT.search(s) or re.search(r"\byou\b", s, re.I) or len(s.split()) < 2:
                 return None
             return self._generic_add(f"The user: {s}.", st.Generic("fact", None, "answer"), ctx, (s,))
         if any(rule.pattern.search(s) for rule in st.EN_RULES):
-            return self.statement(s, now=now, today=today, context=c.sentence, message=ctx.message)
+            op = self.statement(s, now=now, today=today, context=c.sentence, message=ctx.message)
+            return None if op is None or st.EN_POINTS_AWAY.search(op.content or "") else op
         if st.EN_MOMENT.search(s) or (st.EN_TODAY.search(s) and not st.EN_HEALTH.search(s)):
             return None
         content = st.third_person(s)
-        if st.EN_OBJECT_PRONOUN.match(content) or len(re.findall(r"[A-Za-z0-9]+", content)) < 4:
+        if (st.EN_OBJECT_PRONOUN.match(content) or len(re.findall(r"[A-Za-z0-9]+", content)) < 4
+                or st.EN_POINTS_AWAY.search(content)):
             return None  # "The user loved it.", "gets these once a month": a thing said elsewhere
         generic = st.en_generic(s, today)
         return self._generic_add(content, generic, ctx, (s, c.sentence),
@@ -247,15 +268,20 @@ class HeuristicExtractor:
             return None
         for rule in st.EN_RULES:
             m = rule.pattern.search(s)
+            if m and rule.predicate == "family" and st.en_generic(s, today or now.date()).category == "todo":
+                rule = replace(rule, category="todo", duration="30d")  # "my sister is visiting this weekend": a plan
             if m:
-                value = st.tidy(st.EN_VALUE_END.sub("", m.group("x") or ""))
+                value = st.tidy(st.EN_VALUE_END.sub("", m.group("x") or m.groupdict().get("y") or ""))
                 if (st.EN_HYPOTHETICAL.search(s[:m.start()]) or st.EN_NO_VALUE.match(value)
                         or (rule.category == "fact" and st.EN_NEGATED.match(value))):
                     return None  # "I wonder if I like sushi", "my name is not important"
                 groups = {k: st.tidy(v or "") for k, v in m.groupdict().items()}
-                groups["x"] = value
+                groups["x"], groups["y"] = value, ""  # "y": a second phrasing's value, said as x
                 if "v" in groups:
                     groups["v"] = st.THIRD_PERSON.get(groups["v"].lower(), groups["v"].lower())
+                if rule.predicate == "plans" and groups["v"] in ("has to", "needs to", "must") and not any(
+                        upcoming(t, today or now.date()) for t in (sentence, context) if t):
+                    return None  # "I need to stock up on snacks": the task at hand, no plan with a day
                 groups["x"] = st.third_person_en(groups.get("x", ""))
                 content = " ".join(rule.template.format(**groups).split()) + "."
                 ctx = _Ctx(now, today or now.date(), False, message)
@@ -281,7 +307,7 @@ class HeuristicExtractor:
         not the 11th"); a command the user gave is forgotten and remembered corrected."""
         fix = st.correction(sentence)
         if fix is None:
-            return said
+            return self._day_corrected(said, k, sentence, now)
         x, y = fix
         restated = any(s.order == k and s.op is not None and x.lower() in (s.op.content or "").lower() for s in said)
         out: list[_Said] = []
@@ -297,6 +323,23 @@ class HeuristicExtractor:
             elif not restated:
                 out.append(replace(s, op=replace(s.op, content=st.replaced(words, y, x))))
         return out
+
+    @staticmethod
+    def _day_corrected(said: list[_Said], k: int, sentence: str, now: datetime) -> list[_Said]:
+        """A correction naming only the right day ("不是不是，是下周六，8月15号") puts it in place
+        of the day in the user's last dated statement before it."""
+        right = st.day_correction(sentence)
+        if right is None:
+            return said
+        for i in range(len(said) - 1, -1, -1):
+            s = said[i]
+            content = s.op.content if s.op is not None else None
+            m = st.DAY_SAID.search(content or "")
+            if s.order >= k or s.op is None or content is None or m is None:
+                continue
+            fixed = st.day_replaced(content, m, right, now.date())
+            return [*said[:i], replace(s, op=replace(s.op, content=fixed)), *said[i + 1:]]
+        return said
 
     def _named(self, ops: list[Operation], now: datetime) -> list[Operation]:
         """A person or pet the user names in passing, kept on its own: "我和男朋友阿杰下个月要去
@@ -368,11 +411,14 @@ def _joins(c: Clause, out: list[_Said]) -> bool:
     if c.lang != "zh" or not c.carried or c.chained or c.asked or not out or c.about == "other":
         return False
     last = out[-1]
-    if last.op is None or last.sentence != c.sentence or last.op.category == "rule" or st.zh_rule(c.text) is not None:
+    dose = st.ZH_DOSE.match(st.tidy(c.said)) is not None  # "叶酸已经在吃了，每天一粒": how much of it
+    if last.op is None or last.sentence != c.sentence or last.op.category == "rule" or (
+            st.zh_rule(c.text) is not None and not dose):
         return False
     said = st.tidy(c.said)
-    if (st.ZH_ASKING.search(said) or st.ZH_REQUEST.search(said) or st.ZH_HEDGE.match(said)
-            or (st.ZH_MOMENT.search(said) and len(said) <= 4) or st.consumed(c) or st.in_question(c)):
+    if (st.ZH_ASKING.search(said) or st.ZH_REQUEST.search(said) or st.ZH_HEDGE.match(said) or st.ZH_TASK.search(said)
+            or (st.ZH_MOMENT.search(said) and len(said) <= 4) or st.consumed(c)
+            or (st.in_question(c) and st.ZH_SETTING.match(said))):
         return False
     content = last.op.content or ""
     out[-1] = replace(last, op=replace(last.op, content=f"{st.tidy(content)}，{st.third_person_zh(said)}"))

@@ -37,7 +37,14 @@ _ZH_RULES = [
     Rule(_r(r"^我对(?P<x>.{1,20}?)过敏"), "用户对{x}过敏", "fact", "high", None, "过敏"),
     Rule(_r(r"^我(?:的名字)?叫(?!了|过|个|一|在)(?P<x>[\u4e00-\u9fff·A-Za-z]{2,8})$"), "用户叫{x}", "fact", "high", None, "名字"),
     Rule(_r(r"^我的名字(?:是|叫)(?P<x>.{1,16})$"), "用户叫{x}", "fact", "high", None, "名字"),
+    # what others call the user: "大家都叫我静静", "朋友们叫我阿飞" (not "叫我小王就行", a request)
+    Rule(_r(r"^(?:大家|朋友们?|同事们?|家里人|家人|身边的人|他们|别人)(?:都|一般|平时|经常)?(?:叫|喊|称呼)我"
+            r"(?P<x>[\u4e00-\u9fffA-Za-z]{1,6})$"), "大家叫用户{x}", "fact", "high", None, "昵称"),
     Rule(_r(r"^我(?P<a>(?:现在|已经|从来|一般|平时|基本)?)不(?P<v>吃|喝)(?P<x>.{1,30})"), "用户{a}不{v}{x}", "preference", "high", None, "饮食"),
+    Rule(_r(r"^我(?P<a>(?:现在|已经|从来|一般|平时|基本|真的|实在)?)(?P<v>吃不了|不能吃|吃不惯|不敢吃|喝不了|不能喝|喝不惯)(?P<x>.{1,30})"),
+         "用户{a}{v}{x}", "preference", "high", None, "饮食"),
+    Rule(_r(r"^我对(?P<x>.{1,20}?)(?:也|都|一直|完全|真的)?(?:不感冒|无感|没兴趣|不感兴趣|没什么兴趣)"), "用户对{x}不感兴趣",
+         "preference", "medium", None, "不喜欢"),
     Rule(_r(r"^我(?P<a>比较|很|非常|特别|最|挺|超|更)?(?P<v>讨厌|不喜欢|受不了|不爱)(?P<x>.{1,40})"), "用户{a}{v}{x}", "preference", "medium", None, "不喜欢"),
     Rule(_r(r"^我(?P<a>比较|很|非常|特别|最|挺|超|更|一直)?(?P<v>喜欢|爱|偏好|偏爱)(?P<x>.{2,40})"), "用户{a}{v}{x}", "preference", "medium", None, "喜欢"),
     Rule(_r(rf"^(?:我)?(?P<x>{_ZH_TIME}.*要.+)"), "用户{x}", "todo", "high", "30d", "计划"),
@@ -52,20 +59,31 @@ _ZH_RULES = [
 
 # a value runs to its clause's comma, and on through what only narrows it ("sci-fi, especially Ted Chiang")
 _VAL = r"[^,;]+(?:,\s*(?:especially|particularly|mainly|mostly|including|such as|like)\b[^,;]+)*"
+# adverbs a speaker puts between "I" and the verb: "I kinda like", "I absolutely can't stand"
+_EN_ADV = (r"(?:(?:really|also|absolutely|totally|honestly|genuinely|kinda|kind of|sorta|sort of|pretty much|just|"
+           r"still|usually|generally|actually|truly|seriously|definitely|secretly|low-?key|much|strongly|also|"
+           r"[a-z]+ly)\s+)*")
 _EN_TIME = r"(?:next (?:week|month|year|monday|tuesday|wednesday|thursday|friday|saturday|sunday)|tomorrow|tonight|this (?:week|weekend|friday|month)|on (?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)|by (?:monday|tuesday|wednesday|thursday|friday|the end of))"
 EN_RULES = [
     Rule(_r(rf"\bI(?:'m| am) (?:very |severely |badly )?allergic to (?P<x>{_VAL})"), "The user is allergic to {x}", "fact", "high", None, "allergic to"),
     # a name is its capitalised words, all of them ("Mary Ann Lee"), and never the "and" after it
-    Rule(_r(r"\bmy name is (?P<x>(?-i:[A-Z][\w'-]*(?:\s+[A-Z][\w'-]*)*)|[a-z][\w'-]*)"), "The user's name is {x}",
+    Rule(_r(r"(?:\bmy |^)name(?: is|'s) (?P<x>(?-i:[A-Z][\w'-]*(?:\s+[A-Z][\w'-]*)*)|[a-z][\w'-]*)"), "The user's name is {x}",
          "fact", "high", None, "name"),
     Rule(_r(r"\b(?:call me|I(?:'m| am) called) (?P<x>(?-i:[A-Z][\w'-]*(?:\s+[A-Z][\w'-]*)*))"), "The user's name is {x}",
          "fact", "high", None, "name"),
+    # a name others use: "I go by Sam", "everyone calls me Jo"
+    Rule(_r(r"\b(?:I go by|(?:everyone|everybody|people|friends|my friends|most people) (?:calls?|know) me(?: as)?) "
+            r"(?P<x>(?-i:[A-Z][\w'-]*(?:\s+[A-Z][\w'-]*)*))"), "The user goes by {x}", "fact", "high", None, "name"),
     Rule(re.compile(r"^I(?:'m| am) (?P<x>[A-Z][a-z'-]+(?:\s+[A-Z][a-z'-]+)+)$"), "The user's name is {x}", "fact", "high",
          None, "name"),
     Rule(_r(r"\bI (?:don't|do not|never|can't|cannot|no longer) (?P<v>eat|drink) (?P<x>[^,;]+?)(?: any ?more)?(?=[,;]|$)"), "The user does not {v} {x}", "preference", "high", None, "diet"),
-    Rule(_r(rf"\bI (?:really |strongly |much |also |usually )?prefer (?P<x>{_VAL})"), "The user prefers {x}", "preference", "medium", None, "prefers"),
-    Rule(_r(rf"\bI (?:really |also |absolutely )?(?:hate|dislike|can't stand|don't like|do not like) (?P<x>{_VAL})"), "The user dislikes {x}", "preference", "medium", None, "dislikes"),
-    Rule(_r(rf"\bI (?:really |also |absolutely )?(?:like|love|enjoy) (?P<x>{_VAL})"), "The user likes {x}", "preference", "medium", None, "likes"),
+    Rule(_r(rf"\bI {_EN_ADV}prefer (?P<x>{_VAL})"), "The user prefers {x}", "preference", "medium", None, "prefers"),
+    # a dislike in its many phrasings: "can't stand", "not a fan of", "not into", "don't care for"
+    Rule(_r(rf"\bI {_EN_ADV}(?:hate|dislike|detest|despise|can't stand|cannot stand|can not stand|can't bear|"
+            rf"(?:don't|do not) {_EN_ADV}(?:like|enjoy|care for)|never liked)\s+(?P<x>{_VAL})|"
+            rf"\bI(?:'m| am) {_EN_ADV}not {_EN_ADV}(?:a (?:big |huge |great )?fan of|into|big on|keen on|crazy about|"
+            rf"fond of)\s+(?P<y>{_VAL})"), "The user dislikes {x}{y}", "preference", "medium", None, "dislikes"),
+    Rule(_r(rf"\bI {_EN_ADV}(?:like|love|enjoy|adore) (?P<x>{_VAL})"), "The user likes {x}", "preference", "medium", None, "likes"),
     Rule(_r(rf"(?P<t>{_EN_TIME})?[^,;]*?\bI (?P<v>have to|need to|must|will|am going to|'m going to|plan to) (?P<x>[^,;]+)"), "The user {v} {x}", "todo", "high", "30d", "plans"),
     Rule(_r(r"\bI(?:'m| am) (?P<v>training|practicing|practising|preparing|studying|saving) for (?P<x>[^,;]+)"), "The user is {v} for {x}", "fact", "medium", "30d", "preparing for"),
     Rule(_r(r"\bI work (?P<p>at|for|as|on) (?P<x>[^,;]+)"), "The user works {p} {x}", "fact", "medium", None, "works"),
@@ -81,10 +99,11 @@ THIRD_PERSON = {"have to": "has to", "need to": "needs to", "am going to": "is g
 QUESTION_END = re.compile(r"[?？]")
 # Not statements about the user (issue 18): a question (我对什么过敏？ / Do I prefer tea?), a
 # hypothetical (如果我… / if I…) or a doubt (I wonder if I…). The offline extractor skips them.
-ZH_ASKING = re.compile(r"什么|怎么|为什么|为何|哪(?!怕)|谁|(?<!好)(?:几点|几个|几岁|几天|几次|几号)|几$|多少|多久|多大|多远|是否|"
+ZH_ASKING = re.compile(r"什么|(?<!不)怎么|为什么|为何|哪(?!怕)|谁|(?<!好)(?:几点|几个|几岁|几天|几次|几号)|几$|多少|多久|多大|多远|是否|"
                         r"([\u4e00-\u9fff])[不没]\1|(?:吗|呢|么|吧|嘛)$")
-_ZH_HYPOTHETICAL = re.compile(r"^(?:如果|假如|要是|万一|假设|倘若|假使|如若|若是|即使|就算|哪怕|设想|想象一下|难道)")
-EN_ASKING = _r(r"^(?:(?:what|who|whom|whose|which|where|when|why|how)\b(?!\s+I\b)|"
+_ZH_HYPOTHETICAL = re.compile(r"^(?:我|你|他|她)?(?:如果|假如|要是|万一|假设|倘若|假使|如若|若是|即使|就算|哪怕|设想|想象一下|难道)")
+EN_ASKING = _r(r"^(?:(?:what|who|whom|whose|which|where|why|how)\b(?!\s+I\b)|"
+                r"when\s+(?:is|are|was|were|do|does|did|can|could|should|will|would|shall)\b|"
                 r"(?:do|does|did|is|are|am|was|were|can|could|would|will|shall|should|may|might|have|has|had|must)"
                 r"(?:n't)?\s+(?:I|you|we|they|he|she|it|my|the|there|this|that)\b)")
 EN_HYPOTHETICAL = _r(r"\b(?:if|unless|whether|suppose|supposing|imagine|imagining|assume|assuming|in case|"
@@ -106,7 +125,10 @@ def third_person_zh(text: str) -> str:
 
 _ADVERBS = (r"really|also|usually|always|never|often|sometimes|just|still|absolutely|strongly|totally|generally|"
             r"normally|rarely|seldom|only|even|already|mostly|definitely|actually|truly|much|hardly|mainly|"
-            r"personally|typically|regularly")
+            r"personally|typically|regularly|kinda|kind of|sorta|sort of|pretty much|honestly|literally|barely|"
+            r"probably|secretly|low-?key|"
+            # any other adverb in -ly, but not the verbs that end so ("I fly", "I reply")
+            r"(?!(?:fly|apply|reply|rely|supply|ally|bully|rally|tally|multiply|comply|imply)\b)[a-z]{2,}ly")
 _SUBJECT_VERB = re.compile(rf"\bI\s+((?:(?:{_ADVERBS})\s+)*)([A-Za-z][A-Za-z']*)", re.IGNORECASE)
 _VERB_AS_IS = {  # modals and common irregular past forms: the same after "the user"
     "can", "could", "will", "would", "shall", "should", "may", "might", "must", "can't", "cannot", "won't",
@@ -116,8 +138,9 @@ _VERB_AS_IS = {  # modals and common irregular past forms: the same after "the u
     "wrote", "began", "became", "broke", "chose", "drove", "fell", "forgot", "flew", "grew", "heard", "held",
     "meant", "sat", "slept", "spoke", "stood", "swam", "taught", "understood", "won", "woke", "wore", "quit",
 }
-_VERB_IRREGULAR = {"am": "is", "'m": "is", "have": "has", "haven't": "hasn't", "do": "does", "don't": "doesn't",
-                   "go": "goes", "be": "is", "ain't": "isn't"}
+_VERB_IRREGULAR = {"am": "is", "'m": "is", "are": "is", "were": "was", "aren't": "isn't", "weren't": "wasn't",
+                   "have": "has", "haven't": "hasn't", "'ve": "has", "do": "does", "don't": "doesn't", "go": "goes",
+                   "be": "is", "ain't": "isn't", "'d": "would", "'ll": "will"}
 _NOT_A_VERB = {"and", "or", "but", "nor", "so", "too", "then", "now", "here", "there", "at", "in", "on", "with",
                "to", "for", "of", "from", "a", "an", "the", "myself", "alone", "both", "either"}
 
@@ -130,6 +153,10 @@ def conjugated(verb: str) -> str:
         return _VERB_IRREGULAR[low]
     if low in _VERB_AS_IS or low in _NOT_A_VERB or (low.endswith("ed") and not low.endswith("eed")):
         return verb
+    if low.endswith(("n't", "ing", "en")) and low not in ("listen", "open", "happen", "threaten", "soften", "fasten"):
+        return verb  # "can't", "wasn't"; a participle ("been", "being") after an elided auxiliary
+    if re.search(r"[^su]s$", low) or low in ("does", "goes", "has", "is"):
+        return verb  # said already as "the user" says it: "works", "likes" (never "workses")
     if re.search(r"(?:s|sh|ch|x|z|o)$", low):
         return verb + "es"
     if re.search(r"[^aeiou]y$", low):
@@ -170,8 +197,12 @@ def same_words(text: str) -> str:
     return re.sub(r"[\W_]+", "", third_person(text).lower())
 
 
+_LAUGH_END = re.compile(r"(?:哈{2,}|嘿{2,}|呵{2,}|嘻{2,}|h{3,}|2{3,})[。.!！~～]*$")
+
+
 def tidy(x: str) -> str:
     """The text without the punctuation and dashes around it."""
+    x = _LAUGH_END.sub("", x.strip())  # "特别爱吃冰淇淋哈哈": the laugh is no part of the fact
     return x.strip().lstrip("-–—,，;；:： ").rstrip("。.!！?？;；,，:：-–— ")
 
 
@@ -188,6 +219,12 @@ ZH_REQUEST = re.compile(r"^(?:帮我|帮忙|请|麻烦|给我|给你|你|您|推
                          r"提醒我|帮我|告诉我|以后请")
 # "再正式一点", "简单点就行": how the assistant should answer this once
 ZH_ENDING_REQUEST = re.compile(r"(?:一点|一些|点|就行|就好|就可以)$")
+# a clause about how the assistant answers: "回复我的时候简短一点" asks, for now
+ZH_ANSWER_VERB = re.compile(r"^(?:我)?(?:回复|回答|答|写|说|讲|解释|翻译|改|列|总结)")
+# an assistant's question about how something feels: its answer ("hard but fun") is the moment's
+HOW_FEEL = re.compile(r"\bhow (?:are you finding|do you like|was it|was the|did it go|is it going|are things|do you feel)|"
+                      r"\bhow(?:'s| is| was) your (?:day|week|weekend|morning|evening|night)\b|\bhow are you(?: doing)?\W*$|"
+                      r"\bhow's (?:it|that|the)\b|感觉怎么样|觉得怎么样|怎么样了", re.I)
 # a message that goes on with what the one before said: "另外…", "also…"
 GOES_ON = re.compile(r"^(?:另外|还有|而且|并且|also|and|plus|oh and|btw)\b|^(?:另外|还有|而且|并且)", re.I)
 ZH_STANDING_LEAD = re.compile(r"^(?:以后|今后|从现在起|从今以后|往后|每次|下次)(?:都|你)?(?:用|别|不要|叫|回答|回复|称呼|提醒|"
@@ -201,33 +238,87 @@ ZH_MOMENT = re.compile(r"累|困|饿|渴|无聊|烦|焦虑|开心|高兴|难过|
                         r"太冷|好冷|好热|天气|不错|还行|可惜|羡慕|哈哈|嘿嘿|呵呵|别扭|不对|不变|照旧|一样|笑死|死了|死我了|"
                         r"早上好|晚上好|中午好|下午好|你好|您好|再见|拜拜")
 # a bare verb of knowing or agreeing, or a verb and 了 with no object: "我知道", "看过了"
-ZH_EMPTY = re.compile(r"^(?:也|都|就|还)?(?:知道|明白|懂|同意|理解|记得|晓得|清楚|确定|可以|行|好|收到|[\u4e00-\u9fff]{1,2}过?了)(?:了|的|啊|呀|吧)?$")
+ZH_EMPTY = re.compile(r"^(?:也|都|就|还|挺|很|蛮|真|太|不用了)?(?:知道|明白|懂|同意|理解|记得|晓得|清楚|确定|可以|行|好|收到|[\u4e00-\u9fff]{1,2}过?了)(?:了|的|啊|呀|吧)?$")
 ZH_CRAVING = re.compile(r"^(?:好|有点|突然)?想\S{1,6}了$")
 ZH_TODAY = re.compile(r"今天|今晚|今早|刚才|刚刚|刚\S{0,3}完|现在正|这会儿|此刻|待会|一会儿")
-ZH_HEALTH = re.compile(r"病|疼|痛|发炎|发烧|感冒|咳嗽|过敏|住院|请假|受伤|骨折|拉肚子|头晕|怀孕")
-ZH_HEDGE = re.compile(r"^(?:可能|也许|大概是|好像|似乎|估计|应该是|听说|据说)")
+# a time past that makes "刚…完" no matter of today: "上周刚考完驾照"
+ZH_PAST = re.compile(r"上周|上个?星期|上个?月|去年|前年|昨天|前天|前几天|之前|以前")
+ZH_HEALTH = re.compile(r"病|症|疼|痛|发炎|发烧|感冒|咳嗽|过敏|住院|请假|受伤|骨折|拉肚子|头晕|怀孕")
+ZH_HEDGE = re.compile(r"^(?:可能|也许|大概是|好像|似乎|估计|应该是|听说|据说|还没想好|没想好|还没定|没定|不确定|还在考虑|说不准|不一定)")
+# an opinion of the thing just talked about, with no thing named: "我觉得不专业", "感觉还行"
+ZH_BARE_OPINION = re.compile(r"^(?:我)?(?:觉得|感觉|认为)(?:有点|挺|很|太|不太|不|比较|还|蛮|真)?[\u4e00-\u9fff]{1,3}(?:的|了|啊|吧)?$")
+# a try of the moment, said with a doubled verb: "我下次带去给指挥听听", "第二句再改改"
+ZH_TRY = re.compile(r"(听|看|试|聊|问|想|说|改|走|逛|尝|玩|找|查|读|练|弄|整|研究)\1")
+# a wish that asks the assistant for something now: "想找几首…的歌", "想问一下", "想了解一下"
+ZH_WISH_NOW = re.compile(r"^(?:我)?(?:想|想要|需要)(?:找|问|查|看|了解|弄|搞|写|学|知道|请教|咨询|听)(?:一下|几|一些|一个|个|点|下|些)")
+# someone's report of a third person: "我同事说他邻居家小孩也花生过敏"
+ZH_HEARSAY = re.compile(r"^[^，,]{0,8}?(?:说|讲|告诉我|提到)(?:过)?(?:他|她|他们|她们|它|[^，,我]{0,6}的)")
+# a thing judged, with no verb of the user's: "周杰伦也还行", "爱情片一般般"
+ZH_VERDICT = re.compile(r"^(?!我)(?P<n>[\u4e00-\u9fffA-Za-z]{2,8}?)(?:也|都|倒|就|还)?(?:还行|还可以|一般般?|不错|挺好|不怎么样|无感|不感冒|"
+                        r"欣赏不来|接受不了|吃不惯|听不惯)(?:吧|啦|的)?$")
+# a bare count that says how much of the thing before ("叶酸已经在吃了，每天一粒")
+ZH_DOSE = re.compile(r"^(?:每|一)[天周月晚次年日顿餐](?:早上|晚上|中午)?[\d一二两三四五六七八九十半几]+[\u4e00-\u9fff]{0,2}$")
+EN_MATERIAL_LEAD = re.compile(r"^(?:(?:ok|okay|so|alright|hey)[,\s]+)?(?:story time|funny story|here'?s a (?:joke|story)|"
+                              r"(?:let me |i'll |i will |i'm gonna |i want to )?tell you (?:a|this) (?:joke|story)|"
+                              r"(?:a )?joke for you|(?:heard|hear) this one)\b", re.I)
+# material to work on, not the user speaking: a joke, a story, a passage
+ZH_MATERIAL_LEAD = re.compile(r"(?:讲|说|分享)(?:个|一个|一段|段)(?:笑话|故事|段子)|(?:笑话|故事|段子)[：:]")
 _ZH_PLAN = re.compile(r"要|打算|计划|准备|将|会去|会在|去|出发|回来|飞|入职|考(?!虑)|面试|约|预约|开会|出差|旅|搬|办|签|休|"
                       r"过生日|婚礼|聚会|比赛|截止|到期|之前")
 _ZH_HABIT = re.compile(r"一般|经常|通常|总是|每|平时|习惯|常常|向来")
 _ZH_LIKE = re.compile(r"喜欢|爱(?!情|人|好)|讨厌|不喜欢|偏好|受不了|看不了|感兴趣|偏爱|最爱|就算了")
 
 EN_STANDING = re.compile(r"\b(?:from now on|always|never(?!\s*mind)|every time|in every|any ?more|going forward|"
+                          r"even (?:if|when)|whenever|"
                           r"stop|unless i ask|in (?:the )?future|each time|call me (?-i:[A-Z])\w*|by default)\b", re.I)
-EN_MOMENT = re.compile(r"\b(?:tired|bored|hungry|sleepy|scared|nervous|excited|happy|sad|stressed|anxious|"
+# the chat itself judged: "I love this answer", "good idea", "makes sense"
+EN_ABOUT_CHAT = re.compile(r"\b(?:(?:this|that|your) (?:answer|response|reply|idea|suggestion|explanation)|(?:great|good) "
+                           r"(?:idea|point)|makes sense|sounds good)\b", re.I)
+# what happens on a day and lasts: "my dog turned 3 today", "my sister got engaged today"
+EN_LASTING = re.compile(r"\b(?:turn(?:s|ed)|born|birthday|graduat\w+|married|engaged|passed away|died|started|retired|"
+                        r"adopted|diagnosed|promoted|hired)\b", re.I)
+EN_MOMENT = re.compile(r"\b(?:just saying|saying hi|just wanted to say|nothing much|not much|thx|ty|cheers|tired|bored|hungry|sleepy|scared|nervous|excited|happy|sad|stressed|anxious|"
                         r"brain fog|long day|kidding|joking|never ?mind|nvm|got it|checking|alive|"
                         r"good one|thanks|thank you|weather|i'd like|i would like|i'll just|i will just|"
-                        r"i decided|i guess|i mean|i meant|wish me luck|no worries|sorry|nothing yet|"
+                        r"i decided|i guess|i (?:do(?:n't)? )?think so|i hope so|i suppose|i believe so|i mean|i meant|wish me luck|no worries|sorry|nothing yet|"
                         r"not yet|nope)\b", re.I)
 # "The user gets these once a month", "The user loved it": the thing is named elsewhere
 EN_TODAY = re.compile(r"\b(?:today|tonight|right now|this morning|this afternoon|this evening|at the moment)\b", re.I)
 EN_HEALTH = re.compile(r"\b(?:sick|ill|migraine|fever|cold|flu|pain|hurts?|headache|injur\w*|surgery|hospital|"
-                        r"allerg\w*|pregnant)\b", re.I)
+                        r"allerg\w*|pregnant|fasting|blood (?:test|work|draw)|scan|x-ray|mri|dentist|vaccin\w*|"
+                        r"meds|medication|antibiotics|sore|nause\w*|throwing up)\b", re.I)
 _EN_HABIT = re.compile(r"\b(?:every|each|usually|always|often|mostly|normally|typically|regularly|times a)\b", re.I)
 _EN_PLAN = re.compile(r"\b(?:will|going to|gonna|plan\w*|flying|leaving|moving|starting|starts?|appointment|exam|trip|"
                       r"visit\w*|wedding|party|meeting|interview|due|deadline|ends?|booked|travel\w*|race|"
-                      r"marathon|training for|heading|taking|doing|having)\b", re.I)
-_EN_LIKE = re.compile(r"\b(?:like|likes|love|loves|enjoy|enjoys|hate|hates|prefer|prefers|into|fan of|"
+                      r"marathon|training for|heading|taking|doing|having|getting|married|turns?|off work|"
+                      r"vacation|holiday|on leave|away|visiting|arriving|coming)\b", re.I)
+_EN_LIKE = re.compile(r"\b(?:like|likes|love|loves|enjoy|enjoys|hate|hates|prefer|prefers|into|fan of|not for|my thing|"
                       r"can't stand|dislike|dislikes|favou?rite)\b", re.I)
+# a memory that ends on a word pointing elsewhere: "The user keeps mixing it up.", "The user
+# definitely doesn't want that.": the thing is named in another message, the memory says nothing
+EN_POINTS_AWAY = re.compile(r"\b(?:it|them|that|this|these|those|one|him|her)(?:\s+(?:up|out|down|off|over|again|too|"
+                            r"either|anymore|any more|now|then|later|first))?[.!]?$", re.I)
+# what the user asks the assistant to produce, said as a need: "need invitation wording", "I want ideas"
+EN_NEED_OUTPUT = re.compile(r"\b(?:need|want|would like|'d like|could use|looking for)\s+(?:some\s+|a\s+|an\s+|the\s+)?"
+                            r"(?:[\w-]+\s+)?(?:wording|ideas?|help|advice|tips|suggestions|recommendations|recipes?|"
+                            r"outline|draft|template|names|feedback|examples|options|a plan|a list|list|summary|"
+                            r"translation|text|caption|message|email|speech|toast|script|quiz)\b", re.I)
+# the task at hand, not a fact of the user's life: "I'm getting a null pointer exception", "trying to fix
+# this bug", "这段代码老是报错"
+EN_TASK = re.compile(r"\b(?:trying to (?:fix|debug|figure out|get|make|solve|understand)|getting (?:an?|the|this|some)\b[^,;]{0,40}?"
+                     r"\b(?:error|exception|warning|crash)|(?:fix|debug|solve) (?:this|the|a|my) (?:bug|error|issue|problem)|"
+                     r"stuck on|this (?:bug|error|code|script|function|query|issue|snippet|paragraph|email|essay))\b", re.I)
+ZH_TASK = re.compile(r"报错|出错|异常|[Bb][Uu][Gg]|跑不起来|运行不了|编译不过|卡住了|这段代码|这个函数|这段话|这篇|被封")
+# the chat itself judged: "我觉得你说得对", "这个方法不错"
+ZH_ABOUT_CHAT = re.compile(r"你说|你讲|你的(?:建议|回答|方法|意见|说法)|这个(?:建议|回答|方法|主意|办法)")
+# someone else's news the user passes on: "my coworker told me he watches movies every night"
+EN_HEARSAY = re.compile(r"^(?:the user's|my|our)\s+[\w\s-]{1,30}?\b(?:told (?:me|the user)|said|says|mentioned|thinks|"
+                        r"heard)\s+(?:that\s+)?(?:he|she|they|his|her|their|it)\b", re.I)
+# "我们上周去海边玩了": an outing of the user and others, past and done
+ZH_WE_EPISODE = re.compile(r"^我们.*(?:上周|上个?星期|上个?月|昨天|前天|那天|上次|周末|去年).*了$")
+# "we moved it", "we went to the beach yesterday": an episode of the user and others, nothing lasting
+EN_WE_EPISODE = re.compile(r"^(?:we|the user and others)\s+(?:\w+ly\s+)?(?:went|had|did|saw|got|made|watched|ate|tried|"
+                           r"moved|visited|met|played|spent|took|came|left|bought|found|[a-z]+ed)\b", re.I)
 EN_OBJECT_PRONOUN = re.compile(r"^the user\s+(?:\w+ly\s+)?(?!is\b|was\b|has\b)\w+\s+(?:it|them|these|those|one)\b",
                                 re.I)
 EN_POLITE = re.compile(r"^(?:pls|plz|please|kindly)\s+|\s+(?:pls|plz|please)$", re.I)
@@ -246,6 +337,8 @@ _EN_CORRECTION = re.compile(r"(?P<x>(?:the\s+|a\s+)?[\w'&-]+)\s*(?P<comma>,)?\s+
 EN_VALUE_END = re.compile(r"\s+(?:so|because|since|but|which|lol|haha\w*|pls|please|thanks)\b.*$|\s+at all$", re.I)
 _CORRECTING = re.compile(r"不对|说错|更正|纠正|搞错|记错|弄错|口误|我是说|\b(?:sorry|actually|wait|i meant|i mean|"
                          r"correction|oops|typo|my bad|scratch that|no no)\b", re.I)
+# a request tacked on after the fact: "We're vegetarian, so no meat recipes please"
+EN_ASK_AFTER = re.compile(r",?\s+so\s+(?:no|please|pls|don't|do not|can you|could you|make|give|keep|avoid)\b.*$", re.I)
 EN_TRAILING = re.compile(r"(?:\s+(?:lol|haha\w*|tbh|btw|though|then|thankfully|honestly))+$|\s*[-–—]+$", re.I)
 
 
@@ -261,6 +354,8 @@ _DATE_NEXT = re.compile(r"^\s*[（(]|^\s*,?\s*(?:the\s+)?\d|^\s*,?\s*(?:jan|feb|
 def dated(text: str, today: date) -> str:
     """The text with each relative day also said as a date: "明天生日" → "明天（4月26日）生日",
     "next Wednesday" → "next Wednesday (March 18)", for a memory read long after."""
+    if _ZH_HABIT.search(text) or _EN_HABIT.search(text):
+        return text  # "我们家一般周日吃火锅": every Sunday, not the next one
     out, last = [], 0
     for _start, end, day in relative_days(text, today):
         if _DATE_NEXT.match(text[end:end + 24]):
@@ -283,9 +378,18 @@ class Generic:
 STANDING_RULE = Rule(re.compile(""), "", "rule", "high", None, "asks")
 
 
+# a change from a day on, which lasts past it: "starting next month", "从下个月起"
+_EN_FROM_ON = re.compile(r"\b(?:starting|from|as of|beginning|effective)\s+(?:next|this|in|on|the|tomorrow|monday|tuesday|"
+                         r"wednesday|thursday|friday|saturday|sunday|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)",
+                         re.I)
+_ZH_FROM_ON = re.compile(r"从\S{1,8}(?:开始|起)(?!.*(?:到|至))")
+
+
 def zh_generic(text: str, today: date) -> Generic:
     if _ZH_LIKE.search(text):
         return Generic("preference", None, "喜好")
+    if _ZH_FROM_ON.search(text):
+        return Generic("fact", None, "事实")  # "从下个月开始带团队": a change that lasts
     if not _ZH_HABIT.search(text) and _ZH_PLAN.search(text) and upcoming(text, today) is not None:
         return Generic("todo", "30d", "计划")
     return Generic("fact", None, "事实")
@@ -294,9 +398,21 @@ def zh_generic(text: str, today: date) -> Generic:
 def en_generic(text: str, today: date) -> Generic:
     if _EN_LIKE.search(text):
         return Generic("preference", None, "likes")
+    if _EN_FROM_ON.search(text):
+        return Generic("fact", None, "fact")  # "managing 5 people starting next month": a change that lasts
     if not _EN_HABIT.search(text) and _EN_PLAN.search(text) and upcoming(text, today) is not None:
         return Generic("todo", "30d", "plans")
     return Generic("fact", None, "fact")
+
+
+# what is at hand for the question that follows ("家里有豆腐和西兰花", "手上有一万块"): not a fact to keep
+ZH_SETTING = re.compile(r"^(?:家里|冰箱里?|手上|手头|手里|现在|这边|身上)?(?:只)?(?:有|剩)")
+
+
+def zh_today(text: str) -> bool:
+    """Whether a Chinese clause speaks of today ("今天嗓子发炎了", "刚跑完步"), not of a day past
+    ("上周刚考完驾照")."""
+    return bool(ZH_TODAY.search(text)) and not ZH_PAST.search(text)
 
 
 def in_question(c: Clause) -> bool:
@@ -308,6 +424,9 @@ def in_question(c: Clause) -> bool:
 def consumed(c: Clause) -> bool:
     """A clause that only says a correction's values ("是下周二", "不是周一"): the correction
     is applied to what it corrects; the clause itself states nothing."""
+    if day_correction(c.sentence) is not None:  # "是下周六，8月15号，我记错了": each piece is the correction's
+        body = re.sub(r"^(?:我|用户)?(?:就|应该|而)?(?:是|不是)|^(?:it's|it is)\s+", "", tidy(c.said), flags=re.I)
+        return bool(DAY_SAID.fullmatch(body) or _CORRECTING.search(c.said) or not body)
     fix = correction(c.sentence)
     if fix is None or not _CORRECTING.search(c.sentence):
         return False  # "我不是北京人，是天津的" states a fact; "不对，是周二不是周一" corrects one
@@ -315,9 +434,35 @@ def consumed(c: Clause) -> bool:
     return body in fix or (c.lang == "en" and bool(re.match(r"^(?:it|that)(?:'s| is| was)\b", c.said, re.I)))
 
 
+# a day as a message says it, with the date a memory added after it: what a correction naming
+# only the right day replaces ("下周五（8月14日）", "on the 24th (June 24)")
+_MONTHS = r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\.?"
+DAY_SAID = re.compile(rf"(?:(?:the\s+)?\d{{1,2}}(?:st|nd|rd|th)\b|(?:(?:next|this|coming)\s+)?(?:mon|tues|wednes|thurs|fri|"
+                      rf"satur|sun)day\b|tomorrow\b|{_MONTHS}\s+\d{{1,2}}(?:st|nd|rd|th)?\b|"
+                      r"(?:下下|下|这|本)?个?(?:周|星期|礼拜)[一二三四五六日天]|明天|后天|\d{1,2}月\d{1,2}[日号]|\d{1,2}[日号])"
+                      r"(?:\s*[（(][^）)]{1,16}[）)])?(?:\s*[，,]\s*(?:\d{1,2}月\d{1,2}[日号]|" + _MONTHS + r"\s+\d{1,2}\w*))?", re.I)
+_DAY_FIX = re.compile(r"(?:是|改成|改到|改为|换成|\bit's|\bit is|\bit was|\bmake that|\bactually)\s*(?P<x>" + DAY_SAID.pattern + ")",
+                      re.I)
+
+
+_ZH_NO_LEAD = re.compile(r"^\s*(?:不是|不对)(?:[，,\s]*(?:不是|不对))*[，,\s]+")
+
+
+def day_correction(sentence: str) -> str | None:
+    """The right day of a correction that names no wrong one ("不是不是，是下周六，8月15号，我记错了",
+    "correction: it's the 26th"): it replaces the day the user said last."""
+    if not _CORRECTING.search(sentence) and not re.match(r"^\s*(?:不是|不对|no\b|nope\b)", sentence, re.I):
+        return None
+    if correction(sentence) is not None:
+        return None
+    m = _DAY_FIX.search(sentence)
+    return tidy(m.group("x")) if m else None
+
+
 def correction(sentence: str) -> tuple[str, str] | None:
     """(right, wrong) for a sentence that corrects a value, else None."""
     if has_cjk(sentence):
+        sentence = _ZH_NO_LEAD.sub("", sentence)  # "不是不是，是下周六": the 不是 is said to the assistant
         for pattern in _ZH_CORRECTION:
             m = pattern.search(sentence)
             if m:
@@ -343,6 +488,39 @@ def replaced(text: str, wrong: str, right: str) -> str:
     return text[:i - k] + right + text[i + len(wrong):]
 
 
+def en_quoted(s: str) -> bool:
+    """Whether an English clause is only a quoted phrase: words handed over, not said."""
+    return bool(re.fullmatch(r"(?:and\s+|or\s+|also\s+)?(['\"“‘]).+(['\"”’])", s.strip(), re.I))
+
+
+def before_doubt(s: str) -> str:
+    """An English clause up to the word that makes the rest a doubt or a condition ("our kid
+    is 4 and already asking if he can name them"): empty when the doubt is the clause's own
+    ("I wonder if I like sushi", "if I move…"), or no clause is left before it."""
+    m = EN_HYPOTHETICAL.search(s)
+    if m is None:
+        return s
+    head = s[:m.start()].rstrip(" ,")
+    if re.search(r"\b(?:would|could|might)\b|'d\b", head, re.I):
+        return ""  # "he'd say thanks if he could": what would be, not what is
+    if re.search(r"\b(?:wonder\w*|not sure|unsure|know|ask\w*|decid\w*|see|check|debating|thinking about|even)$", head, re.I):
+        # the doubt is someone's doing: "…is 4 and already asking if…" keeps what came before "and"
+        cut = re.match(r"^(?P<h>.+?)\s+(?:and|but|so)\s+(?:\w+\s+){0,2}\w+$", head)
+        head = cut.group("h") if cut else ""
+    elif m.group().lower() not in ("if", "whether", "unless"):
+        return ""
+    return head if len(head.split()) >= 3 else ""
+
+
+def day_replaced(content: str, m: re.Match[str], right: str, today: date) -> str:
+    """`content` with the day `m` found in it replaced by `right`, said as a date too when it
+    is a relative one ("the 26th" is read next year too)."""
+    fixed = content[:m.start()] + right + content[m.end():]
+    if not re.search(r"\d+月\d+|\d{1,2}\s*\(|[A-Z][a-z]+ \d", right):
+        fixed = dated(fixed, today)
+    return fixed
+
+
 def hypothetical(c: Clause) -> bool:
     """Whether the clause opens a hypothetical (如果… / if…): nothing after it holds."""
     if c.lang == "zh":
@@ -361,9 +539,10 @@ def zh_rule(clause: str) -> tuple[Rule, re.Match[str]] | None:
 
 __all__ = ["EN_ASKING", "EN_HEALTH", "EN_HYPOTHETICAL", "EN_MOMENT", "EN_NAMED_KIN", "EN_NEGATED", "EN_NO_VALUE",
            "EN_OBJECT_PRONOUN", "EN_POLITE", "EN_QUESTION", "EN_RULES", "EN_STANDING", "EN_TODAY",
-           "EN_TRAILING", "EN_VALUE_END", "GOES_ON", "Generic", "QUESTION_END", "Rule", "STANDING_RULE",
+           "EN_TRAILING", "EN_ASK_AFTER", "EN_VALUE_END", "GOES_ON", "Generic", "QUESTION_END", "Rule", "STANDING_RULE",
            "THIRD_PERSON", "ZH_ASKING", "ZH_CRAVING", "ZH_EMPTY", "ZH_ENDING_REQUEST", "ZH_HEALTH",
-           "ZH_HEDGE", "ZH_HOW_TO_ANSWER", "ZH_MOMENT", "ZH_NAMED_KIN", "ZH_QUESTION", "ZH_REQUEST",
+           "ZH_HEDGE", "ZH_HOW_TO_ANSWER", "ZH_MOMENT", "ZH_NAMED_KIN", "ZH_QUESTION", "ZH_REQUEST", "ZH_SETTING", "ZH_PAST", "ZH_BARE_OPINION", "ZH_TRY", "ZH_WISH_NOW",
+           "ZH_HEARSAY", "ZH_ABOUT_CHAT", "EN_LASTING", "EN_ABOUT_CHAT", "ZH_VERDICT", "EN_TASK", "ZH_TASK", "EN_HEARSAY", "ZH_WE_EPISODE", "ZH_ANSWER_VERB", "HOW_FEEL", "ZH_DOSE", "ZH_MATERIAL_LEAD", "EN_MATERIAL_LEAD",
            "ZH_STANDING", "ZH_STANDING_LEAD", "ZH_TODAY", "conjugated", "consumed", "correction", "dated",
-           "en_generic", "hypothetical", "in_question", "replaced", "same_words", "third_person",
+           "en_generic", "en_quoted", "before_doubt", "day_replaced", "hypothetical", "zh_today", "DAY_SAID", "day_correction", "in_question", "replaced", "same_words", "third_person",
            "third_person_en", "third_person_zh", "tidy", "until", "zh_generic", "zh_rule"]
