@@ -260,11 +260,12 @@ class SearchConfig(_Section):
     min_relevance: float = Field(0.3, ge=0, le=1)
     # Not from a seed (issue 29): a memory's or episode's dense relevance is this × the cosine's
     # lift over unrelated text, so that a question in other words reaches the floor as one that
-    # shares them does. bench/memories.py, stores of 50, floor 0.3: answers reaching it 0.32 at
-    # 1, 0.56 at 2, 0.67 at 3; questions without an answer left empty 0.84, 0.71, 0.62;
-    # unrelated requests left empty 0.95, 0.95, 0.94. An answer withheld costs the agent more
-    # than a neighbouring fact shown beside a question the store cannot answer
-    memory_dense_scale: float = Field(3.0, gt=0)
+    # shares them does. bench/memories.py, stores of 50, floor 0.3: answers reaching it 0.60 at
+    # 2, 0.66 at 2.5, 0.71 at 3 (0.32 at 1, as before issue 29); questions without an answer
+    # left empty 0.68, 0.62, 0.58; unrelated requests left empty 0.94, 0.93, 0.91. An answer
+    # withheld costs the agent more than a neighbouring fact shown beside a question the store
+    # cannot answer; an unrelated request should get nothing
+    memory_dense_scale: float = Field(2.5, gt=0)
     default_limit: int = Field(10, ge=1)
     # Not from a seed (a filtered search): candidates are the scope's best; where they hold
     # fewer hits than a page (filters such as a session, roles, time, category; or a page

@@ -23,7 +23,16 @@ from memlane.dates import SESSION_WORDS, Span, mentioned_period, session_referen
 from memlane.errors import ValidationError
 from memlane.models import Corpus, Episode, Hit, MemoryFacts, MemoryRecord, Scope, Turn, TurnPlace
 from memlane.store import Store, passage_rowids, vector_owner
-from memlane.text import CJK_RUN, fts_query, fts_terms, highlights, index_term, keywords, segment
+from memlane.text import (
+    CJK_RUN,
+    fts_query,
+    fts_terms,
+    highlights,
+    index_term,
+    keywords,
+    language_of,
+    segment,
+)
 
 
 @dataclass(frozen=True)
@@ -192,11 +201,16 @@ def candidates(
     passages: int = 0,
     include: Sequence[int] = (),
     languages: LanguageAxes | None = None,
+    scored_with: list[np.ndarray] | None = None,
 ) -> dict[int, Candidate]:
     """Lexical ∪ dense candidates ∪ the rows in `include`, each scored on both sides where
     the data allows. A turn with passage vectors (`passages`: the most a turn has) is as
-    similar as its best one. With `languages`, the dense side is standardised per language of
-    the rows: an embedder's cosines sit higher for rows in the query's language."""
+    similar as its best one. With `languages` (memories, episodes), the nearest rows are those
+    nearest the query without its language; where a candidate is in another language than the
+    query, every candidate is scored so, and where both languages are among them each is
+    standardised apart: the embedder's cosines sit higher for rows in the query's language.
+    All in the query's language, the query is scored as it is (the correction would only blur
+    it). The vector the dense side scored with is appended to `scored_with`."""
     words = keywords(query, cfg.max_query_terms) if words is None else words
     match = fts_query(drop_common(store, corpus, scope, fts_terms(words)[: cfg.max_query_terms], cfg))
     weights = (1.0, cfg.neighbour_weight) if corpus == "turns" else (1.0,)
@@ -212,9 +226,10 @@ def candidates(
         qv = None
     dense: dict[int, float] = {}
     per_turn = corpus == "turns" and passages > 0
+    neutral = without_language(qv, languages.basis) if languages is not None and qv is not None else None
     if qv is not None:
         k = max(pool, cfg.vector_candidates)
-        near = store.knn(corpus, scope, qv, 2 * k if per_turn else k)
+        near = store.knn(corpus, scope, qv if neutral is None else neutral, 2 * k if per_turn else k)
         best: dict[int, float] = {}
         for rowid, dist in near:  # nearest first: the first vector of a turn is its best
             best.setdefault(vector_owner(rowid), 1.0 - dist)
@@ -233,6 +248,20 @@ def candidates(
         for w in window:
             if w.rowid in cands:
                 cands[w.rowid].at, cands[w.rowid].session = w.at, w.session_id
+    groups: dict[int, bool] | None = None
+    if neutral is not None and languages is not None and cands:
+        along = store.similarities(corpus, scope, list(cands), languages.passage_axis)
+        groups = {r: languages.chinese(v) for r, v in along.items()}
+        asked_in_chinese = language_of(query) == "zh"
+        if any(g != asked_in_chinese for g in groups.values()):
+            qv = neutral  # a candidate in the other language: every one is scored without its language
+        chinese = sum(groups.values())
+        if min(chinese, len(groups) - chinese) < 2:
+            groups = None  # one language (or a lone other): one standardisation
+        for c in cands.values():
+            c.similarity = 0.0  # every candidate is scored below, by the one vector
+    if scored_with is not None and qv is not None:
+        scored_with.append(qv)
     if qv is not None and cands:
         # score the lexical-only candidates densely too: cutting the dense side to its own
         # top-k loses answers that only the words found (issue 3, measured). For turns the
@@ -251,11 +280,6 @@ def candidates(
     if cfg.fusion == "rrf":
         fuse_rrf(cands, cfg.rrf_k)
     else:
-        groups = None
-        if languages is not None and dense:
-            ids = list(dense)
-            along = store.similarities(corpus, scope, ids, languages.passage_axis)
-            groups = {r: languages.chinese(along.get(r, 0.0)) for r in ids}
         fuse_scores(cands, cfg.w_dense if corpus == "turns" else cfg.memory_w_dense, dense, groups)
         if corpus == "turns" and window:
             window = [w._replace(question=w.question and w.length <= cfg.question_max_chars) for w in window]
@@ -548,12 +572,7 @@ def search(
 
     facts_corpus = corpus != "turns"  # memories and episodes: short statements, any language
     languages = language_axes if facts_corpus else None
-    if languages is not None:
-        axes, given = languages.basis, query_vector
-        if isinstance(given, np.ndarray):
-            query_vector = without_language(given, axes)
-        elif given is not None:
-            query_vector = lambda text: without_language(given(text), axes)  # noqa: E731
+    scored_with: list[np.ndarray] = []  # the vector the dense side scored with (crosslingual.py)
     # a word most of the scope's memories hold finds no candidates and is no relevance
     weights: dict[str, float] | None = None
     lexical_words = words
@@ -592,12 +611,13 @@ def search(
         nonlocal null
         cands = candidates(store, cfg, corpus, scope, query, remembered if callable(query_vector) else query_vector,
                            pool=pool, words=lexical_words, passages=passages,
-                           include=named_first, languages=languages)
+                           include=named_first, languages=languages, scored_with=scored_with)
         if not cands:
             return [], set(), 0
-        if null is None and used and null_vectors is not None and null_vectors.shape[1:] == used[0].shape \
-                and np.linalg.norm(used[0]) > 0:
-            null = float(np.max(null_vectors @ used[0]))
+        vector = scored_with[0] if scored_with else used[0] if used else None
+        if null is None and vector is not None and null_vectors is not None \
+                and null_vectors.shape[1:] == vector.shape and np.linalg.norm(vector) > 0:
+            null = float(np.max(null_vectors @ vector))
         _normalise_relevance(cands)
         kept: set[int] = set()
         if corpus == "turns" and period:
