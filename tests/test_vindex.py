@@ -79,7 +79,7 @@ def test_memory_search_above_threshold_finds_the_nearest(make_memory: Callable[.
     rowids, vecs = fill(memory.store, 200)  # type: ignore[arg-type]
     for q in clustered(5, seed=3):
         top = exact(vecs, rowids, q, 1)[0]
-        hits = memory.search("zzz", user_id="u1", query_vector=q, activate=False, limit=10)
+        hits = memory.search("zzz", user_id="u1", query_vector=q, activate=False, limit=10, min_score=0)
         assert f"mu1{top - rowids[0]}" in [h.id for h in hits]
         assert hits[0].similarity == pytest.approx(max(float(vecs[i] @ q) for i in range(len(rowids))), abs=1e-3)
 

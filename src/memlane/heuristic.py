@@ -444,7 +444,8 @@ def _material_cut(sentence: str) -> str:
 def _command(sentence: str) -> tuple[str, str, bool] | None:
     """("remember" | "forget", what, points_back) for a command sentence; None otherwise.
     `points_back`: "this / that / 这个" with nothing after it, so the referent is elsewhere."""
-    s = _ZH_FILLER.sub("", _EN_FILLER.sub("", sentence.strip()))
+    # a sentence keeps its closing mark ("remember that!"): the patterns read the words
+    s = _ZH_FILLER.sub("", _EN_FILLER.sub("", sentence.strip().rstrip(".!?;。！？； ")))
     for kind, patterns in (("remember", (_ZH_REMEMBER, _EN_REMEMBER)), ("forget", (_ZH_FORGET, _EN_FORGET))):
         m = patterns[0].match(s) or patterns[1].match(s)
         if m is not None:
@@ -455,7 +456,8 @@ def _command(sentence: str) -> tuple[str, str, bool] | None:
 
 def _tail(sentence: str) -> tuple[str, str] | None:
     """(statement, "remember" | "forget") for "…，记住这个" / "…, remember that"."""
-    s = _ZH_FILLER.sub("", _EN_FILLER.sub("", sentence.strip()))
+    # a sentence keeps its closing mark ("remember that!"): the patterns read the words
+    s = _ZH_FILLER.sub("", _EN_FILLER.sub("", sentence.strip().rstrip(".!?;。！？； ")))
     m = _ZH_TAIL.match(s) or _EN_TAIL.match(s)
     if m is None:
         return None
@@ -478,7 +480,7 @@ def is_ack(text: str) -> bool:
 
 def _is_question(sentence: str, end: str) -> bool:
     s = st.tidy(sentence)
-    return bool(st.QUESTION_END.match(end)) or bool(st.ZH_QUESTION.search(s)) or bool(st.EN_QUESTION.match(s))
+    return any(st.QUESTION_END.match(c) for c in end) or bool(st.ZH_QUESTION.search(s)) or bool(st.EN_QUESTION.match(s))
 
 
 def _units(text: str, max_chars: int | None = None) -> list[tuple[str, str]]:
@@ -498,7 +500,7 @@ def _units(text: str, max_chars: int | None = None) -> list[tuple[str, str]]:
             out.append((kind + "?", "") if back else (kind, what))
         elif (tail := _tail(sentence)) is not None:
             out += [("say", tail[0]), (tail[1] + "?", "")]
-        elif _is_question(sentence, text[m.end():m.end() + 1]):
+        elif _is_question(sentence, sentence[-1:] + text[m.end():m.end() + 1]):  # its own mark, or the next
             out.append(("ask", sentence))
         elif not is_ack(sentence):
             out.append(("say", st.tidy(sentence)))

@@ -254,7 +254,8 @@ class JobRunner:
         guard = _person_guard(asked)
         extraction = self._extract(turns, scope, now, llm, guard)
         report.llm_calls, report.rejected = extraction.llm_calls, list(extraction.rejected)
-        ops += extraction.operations
+        # what the person asked to forget is not extracted again from the turns it was said in
+        ops += [op for op in extraction.operations if not _forgotten(op, asked)]
         ops = self._resolve_forgets(ops, scope, report)
         vectors = self._vectors([op.content for op in ops if op.op in ("ADD", "UPDATE") and op.content])
         with self.store.transaction():
@@ -517,6 +518,18 @@ def _person_guard(asked: Sequence[str]) -> Guard:
                 f"A request to forget everything is not carried out by extraction: `memlane delete ID`")
 
     return guard
+
+
+def _forgotten(op: Operation, asked: Sequence[str]) -> bool:
+    """An ADD or UPDATE stating what one of the person's "forget …" queries names: holding
+    every keyword of it, as `_resolve_forgets` finds the memory to delete."""
+    if op.op not in ("ADD", "UPDATE") or not op.content:
+        return False
+    for query in asked:
+        words = [w for w in keywords(query) if w.lower() not in _ABOUT]
+        if words and all(_holds(op.content, w) for w in words):
+            return True
+    return False
 
 
 def _holds(content: str, word: str) -> bool:
