@@ -10,6 +10,7 @@ import pytest
 
 from memlane.policy import expires_at, reinforce, reinforced
 from memlane.search import Filters
+from memlane.testing import ScriptedLLM
 from tests.lifecycle_support import START, Clock, MakeMemory, extracted
 
 SEED001 = ["default", "scored-markdown"]  # the profiles that take seed 001's law unchanged
@@ -343,3 +344,58 @@ def test_max_size_removes_the_lowest_score_then_the_oldest(make_memory: MakeMemo
     # six memories, room for four: the two lowest (0.3, oldest first) go; the pinned 0.3 stays
     assert left == {ids[0], ids[3], ids[4], ids[5]}
     assert {a.memory_id for a in report.actions if a.step == "max_size"} == {ids[1], ids[2]}
+
+
+# ---- issue 30 row 3: seed 003's KEEP keeps; an episode still goes on day 14 -----------------------
+
+
+def test_companion_a_kept_memory_stays_kept_until_it_decays_again(make_memory: MakeMemory) -> None:
+    """Seed 003: a fact is reviewed when its importance falls below 0.5 (of 3) and KEEP resets
+    it to 0.5; facts go below 0.3, episodes after 14 days. Run daily for 40 days: each KEEP
+    leaves the fact active above the companion's line (0.3 of 3) and starts the seed's rule
+    afresh — 7 days' grace, then ×0.95 takes it below 0.5 again, and only then is it asked
+    again. No ARCHIVE, no flip, and the third review's DELETE is the end of it. An episode at
+    the top of the scale (never decays) and one kept by its review are gone on day 14."""
+    clock = Clock()
+    mem = make_memory("companion", clock=clock)
+    llm = ScriptedLLM()
+    mem.llm = llm
+    pol = mem.config.policy
+    assert (pol.archive_below, pol.decay["fact"].delete_below) == (0.1, 0.1)  # seed 003: 0.3 / 3
+    fact = extracted(mem, "主人以前住在杭州", "fact", 0.2)
+    top = extracted(mem, "[2026-01-01 18:00] 聊了面试、游戏", "episode", 1.0)
+    episode = extracted(mem, "[2026-01-01 21:00] 聊了拉面", "episode", "medium")
+    # fact: 0.2 × 0.95^4 < 0.17 on day 11; episode: 0.6 × 0.8^6 < 0.17 on day 13
+    # the top episode is due a promotion review at once (≥ 2.5 of 3); kept, it stays an episode
+    replies = {1: ["[KEEP] 只是一次聊天"], 11: ["[KEEP] 老家以后还会聊到"], 13: ["[KEEP]"], 19: ["- [KEEP] 还有用"], 27: ["[DELETE] 已经用不上了"]}
+    reviewed: dict[int, list[tuple[str, str]]] = {}
+    actions: dict[str, list[tuple[int, str]]] = {fact.id: [], top.id: [], episode.id: []}
+    for day in range(1, 41):
+        clock.at_day(day)
+        llm.replies.clear()  # USER.md's refresh asks the LLM too; the reviewer's reply is queued on its day
+        llm.enqueue(*replies.get(day, []))
+        report = mem.consolidate(user_id="u1")
+        assert not report.errors, report.errors
+        for a in report.actions:
+            actions[a.memory_id].append((day, a.action))
+            if a.step == "review":
+                reviewed.setdefault(day, []).append((a.memory_id, a.action))
+        left = {m.id: m for m in mem.list(user_id="u1")}
+        if fact.id in left:
+            got = left[fact.id]
+            assert got.status == "active" and got.score >= pol.archive_below
+            if day in (11, 19):
+                assert got.score == pytest.approx(pol.review_below)  # KEEP: back to 0.5 of 3
+        if day == 13:
+            assert left[top.id].score == 1.0  # importance ≥ 3.0 never decays ...
+        if day == 14:
+            assert top.id not in left and episode.id not in left  # ... yet an episode goes on day 14
+    assert reviewed == {1: [(top.id, "KEEP")], 11: [(fact.id, "KEEP")], 13: [(episode.id, "KEEP")], 19: [(fact.id, "KEEP")],
+                        27: [(fact.id, "DELETE")]}
+    assert [a for _, a in actions[fact.id]].count("ARCHIVE") == 0
+    # after a KEEP the fact rests 7 days (the seed's grace), then decays once and is asked again
+    assert [d for d, a in actions[fact.id] if a == "DECAY"] == [8, 9, 10, 11, 19, 27]
+    assert actions[top.id] == [(1, "KEEP"), (14, "DELETE")]
+    assert actions[episode.id][-1] == (14, "DELETE")
+    assert fact.id not in {m.id for m in mem.list(user_id="u1")}
+    assert len([c for c in llm.calls if "审核" in c["messages"][0]["content"]]) == 5

@@ -150,3 +150,85 @@ def test_dry_run_lists_the_reviews_without_asking(make_memory: MakeMemory) -> No
     report = mem.consolidate(user_id="u1", dry_run=True)
     assert [(a.memory_id, a.action) for a in report.actions] == [(m.id, "REVIEW")]
     assert not llm.calls
+
+
+# ---- issue 30 row 2: seed 003's bracket answers are read, as the monitor's are ----------------
+
+
+def _days(mem: Memory, clock: Clock, first: int, last: int,
+          replies: dict[int, list[Any]]) -> dict[int, list[tuple[str, str]]]:
+    """Consolidate once a day, the reviewer's `replies` queued on their day (USER.md's refresh
+    would take them otherwise); per day, the (memory id, action) of what the review step did."""
+    out: dict[int, list[tuple[str, str]]] = {}
+    assert isinstance(mem.llm, ScriptedLLM)
+    for day in range(first, last + 1):
+        clock.at_day(day)
+        mem.llm.replies.clear()
+        mem.llm.enqueue(*replies.get(day, []))
+        report = mem.consolidate(user_id="u1")
+        assert not report.errors, report.errors
+        out[day] = [(a.memory_id, a.action) for a in report.actions if a.step == "review"]
+    return out
+
+
+@pytest.mark.parametrize(("reply", "kept"), [
+    ("[KEEP]", True),
+    ("[DELETE]", False),
+    ("想了想：主人以前住在杭州，以后聊起老家还用得上。\n\n- [KEEP:{id}] 还有价值\n\n以上。", True),
+    ("1. [DELETE:{id}] 已被更新的记忆取代", False),
+    ("<think>先看看有没有新的住址 [DELETE]</think>\n最终决策：\n[KEEP] 删掉会忘记老家", True),
+    ('{{"decision": "DELETE", "reason": "过时"}}', False),
+    ('```json\n{{"decision": "KEEP", "query": null, "reason": "[DELETE] 不合适"}}\n```', True),
+])
+def test_companion_decay_review_reads_the_seeds_bracket_answers(make_memory: MakeMemory, reply: str,
+                                                                kept: bool) -> None:
+    """Seed 003 MemoryReviewer: "最终决策：[PROMOTE] / [KEEP] / [DELETE]" — read with ids, list
+    markers and prose around them, and JSON alike (a bracket inside JSON is not a line)."""
+    clock = Clock()
+    mem, llm = _companion(make_memory, clock)
+    m = extracted(mem, "主人以前住在杭州", "fact", 0.2)
+    days = _days(mem, clock, 1, 12, {11: [reply.format(id=m.id)]})
+    # 0.2 × 0.95^(day-7) first falls below review_below (0.5 of 3) on day 11
+    assert {d: acts for d, acts in days.items() if acts} == {11: [(m.id, "KEEP" if kept else "DELETE")]}
+    assert len(_reviews(llm)) == 1
+    left = {x.id: x for x in mem.list(user_id="u1")}
+    if kept:
+        assert (left[m.id].score, left[m.id].status) == (mem.config.policy.review_below, "active")
+        assert mem.history(m.id, user_id="u1")[-1].reason.startswith("review: decay review: KEEP")
+    else:
+        assert m.id not in left
+        assert mem.history(m.id, user_id="u1")[-1].kind == "DELETE"
+
+
+def test_companion_bracket_search_then_promote(make_memory: MakeMemory) -> None:
+    """"[SEARCH:关键词]" is a search round; "[PROMOTE]" after it promotes to core."""
+    clock = Clock()
+    mem, llm = _companion(make_memory, clock)
+    name = extracted(mem, "主人的名字叫小林", "fact", 0.9)
+    other = extracted(mem, "主人的名字由来是外婆取的", "fact", "medium")
+    days = _days(mem, clock, 1, 3, {1: ["我先查一下有没有相关的记忆。\n[SEARCH:名字]",
+                                        "查到了名字的由来，这是长期稳定的事实。\n\n* [PROMOTE] 姓名是长期稳定的事实"]})
+    assert days == {1: [(name.id, "PROMOTE")], 2: [], 3: []}
+    assert mem.get(name.id, user_id="u1").category == "core"
+    calls = _reviews(llm)
+    assert len(calls) == 2 and "搜索「名字」的结果" in calls[1]["messages"][1]["content"]
+    assert other.content in calls[1]["messages"][1]["content"]
+
+
+def test_companion_a_bracket_decision_about_another_memory_is_not_applied(make_memory: MakeMemory) -> None:
+    """The related memories are shown with their ids; "[DELETE:<theirs>]" does not delete the
+    memory under review — the review fails, and the next run asks again."""
+    clock = Clock()
+    mem, llm = _companion(make_memory, clock)
+    m = extracted(mem, "主人以前住在杭州", "fact", 0.2)
+    newer = extracted(mem, "主人现在住在上海", "fact", "medium")
+    clock.at_day(11)
+    llm.enqueue(f"[DELETE:{newer.id}]")
+    report = mem.consolidate(user_id="u1")
+    assert any(m.id in e and newer.id in e for e in report.errors)
+    assert {x.id for x in mem.list(user_id="u1")} >= {m.id, newer.id}
+    clock.at_day(12)
+    llm.replies.clear()
+    llm.enqueue("[DELETE]")
+    mem.consolidate(user_id="u1")
+    assert m.id not in {x.id for x in mem.list(user_id="u1")} and newer.id in {x.id for x in mem.list(user_id="u1")}

@@ -900,6 +900,9 @@ PROFILES: dict[str, dict[str, Any]] = {
                 "fact": {"grace_days": 7, "daily_factor": 0.95, "delete_below": 0.1},
                 "*": {"grace_days": 7, "daily_factor": 0.95, "delete_below": 0.1},
             },
+            # seed 003 has no archive: a fact goes below importance 0.3 of 3 (its delete line,
+            # 0.1 here); seed 001's 0.2 would archive what its reviewer has just kept (0.5 / 3)
+            "archive_below": 0.1,
             "boost_amount": 0.1,  # seed 003: +0.3 on a 0–3 scale
             "never_decay_at": 1.0,  # seed 003: importance ≥ 3.0 never decays (3.0 / 3)
             "review_keep_score": None,  # seed 003: KEEP resets to the review's trigger, 0.5 / 3

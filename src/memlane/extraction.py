@@ -32,7 +32,7 @@ from memlane import validate
 from memlane.config import Config
 from memlane.errors import ExtractionError, ValidationError
 from memlane.llm import LLM
-from memlane.llm.prompts import loads_tolerant
+from memlane.llm.prompts import bracket_lines, loads_tolerant
 from memlane.llm.prompts.extraction import OperationAnswer, extraction_prompt
 from memlane.models import MemoryRecord, Source, Turn
 from memlane.policy import category_for, duration_name, initial_score, retention
@@ -176,23 +176,16 @@ def validate_operations(
 
 
 # seed 003's monitor answers one operation a line: "[ADD] 内容", "[UPDATE:mem_id] 内容",
-# "[BOOST:mem_id]", "[DELETE:mem_id]", "[SKIP]" (a list marker before it is forgiven)
-_BRACKET_LINE = re.compile(
-    r"^\s*(?:[-*•]\s+|\d+[.)]\s+)?(\[\s*(?:ADD|UPDATE|BOOST|DELETE|SKIP)\b[^\]\n]*\].*?)\s*$", re.IGNORECASE
-)
-_THINK_BLOCK = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
+# "[BOOST:mem_id]", "[DELETE:mem_id]", "[SKIP]" (read by `bracket_lines`, as the reviewer's are)
+_MONITOR_OPS = ("ADD", "UPDATE", "BOOST", "DELETE", "SKIP")
 
 
 def parse_reply(text: str) -> Any:
     """An extraction reply as data: JSON (`loads_tolerant`), or seed 003's bracket lines as a
     list of strings (each validated like any other item). A reply whose body opens as JSON is
     read as JSON, so "[ADD] …" inside a JSON string is never mistaken for a line."""
-    body = _THINK_BLOCK.sub("", text if isinstance(text, str) else "").strip()
-    lines = [m.group(1) for line in body.splitlines() if (m := _BRACKET_LINE.match(line))]
-    opening = body.lstrip("`").removeprefix("json").removeprefix("JSON").lstrip()
-    if lines and not re.match(r"^(\{|\[\s*[{\"\]])", opening):
-        return lines
-    return loads_tolerant(text)
+    lines = bracket_lines(text, _MONITOR_OPS)
+    return lines if lines is not None else loads_tolerant(text)
 
 
 def _kind(item: Any) -> str | None:

@@ -540,8 +540,9 @@ class _Pass:
                 update["pinned"] = True
             self.change("review", "PROMOTE", mem, mem.model_copy(update=update), why)
             return
-        if mode == "decay":  # seed 003: KEEP resets the importance
-            update.update(score=review_keep_score(self.pol), status="active")
+        if mode == "decay":  # seed 003: KEEP resets the importance (and so restarts the decay: policy.decay_start)
+            score = review_keep_score(self.pol)
+            update.update(score=score, status="active", metadata={**marker, REVIEW: {**marker[REVIEW], "score": score}})
         self.change("review", "KEEP", mem, mem.model_copy(update=update), why, kind="UPDATE")
 
     def files(self) -> None:

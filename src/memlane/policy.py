@@ -148,7 +148,8 @@ def penalised(mem: MemoryRecord, cfg: PolicyConfig, now: datetime) -> MemoryReco
 #     score(now) = score_at_last_decay * daily_factor ** (effective_days(now) - effective_days(decayed_at))
 # `decayed_at` is kept in the memory's metadata. Because the exponents add up, one run after
 # 30 days and thirty daily runs give the same score (0.99^(days-7), numerically), and a second
-# run on the same day changes nothing. A reinforcement moves `last_activated` past
+# run on the same day changes nothing. A decay review's KEEP later than the last use takes
+# `last_activated`'s place in this formula (`decay_start`), not in an episode's age. A reinforcement moves `last_activated` past
 # `decayed_at`, so the earlier decay no longer counts against the new, fresh period.
 #
 # Seed 003's "episode ×0.8 after 7 days" and "fact ×0.95 after 7 days" are read as DAILY
@@ -170,10 +171,18 @@ def decay_rule(category: str, cfg: PolicyConfig) -> DecayRule:
 def protected(mem: MemoryRecord, cfg: PolicyConfig) -> bool:
     """Pinned, core/system (or a rule saying `never`), confirmed by the user (seed 003
     `verified`), or at the top of the scale (seed 003 importance ≥ 3.0, `never_decay_at`):
-    never decayed, demoted, archived or deleted by policy."""
+    never decayed, demoted, archived or deleted by policy — except that the top of the scale
+    does not save an episode from its forced deletion (`threshold_verdicts`)."""
+    return _kept_for_good(mem, cfg) or _at_top(mem, cfg)
+
+
+def _kept_for_good(mem: MemoryRecord, cfg: PolicyConfig) -> bool:
     return (mem.pinned or mem.category in ALWAYS_PROTECTED or decay_rule(mem.category, cfg).never
-            or (cfg.verified_never_decays and mem.verified)
-            or (cfg.never_decay_at is not None and mem.score >= cfg.never_decay_at - _EPS))
+            or (cfg.verified_never_decays and mem.verified))
+
+
+def _at_top(mem: MemoryRecord, cfg: PolicyConfig) -> bool:
+    return cfg.never_decay_at is not None and mem.score >= cfg.never_decay_at - _EPS
 
 
 _EPS = 1e-9  # boosts summed in floating point (0.7 + 0.1 + 0.1 + 0.1) land a hair below 1.0
@@ -190,12 +199,39 @@ def whole_days(since: datetime, now: datetime) -> int:
     return max(0, (now - since).days)
 
 
+REVIEWED = "review"  # memory metadata: the reviewer's last decision ({"mode", "decision", "at", "score"})
+
+
+def kept_at(mem: MemoryRecord) -> datetime | None:
+    """When a decay review last kept the memory, if it did so after its last use."""
+    last = mem.metadata.get(REVIEWED)
+    if not isinstance(last, dict) or last.get("mode") != "decay" or last.get("decision") != "KEEP":
+        return None
+    at = _when(last.get("at"))
+    return at if at is not None and at > mem.last_activated else None
+
+
+def decay_start(mem: MemoryRecord) -> datetime:
+    """Where the memory's decay period starts: its last use, or a later decay review's KEEP.
+    Seed 003's KEEP resets importance to the review's trigger; were the decay not restarted
+    too, the next daily run would take it below the trigger and ask the reviewer again, every
+    day. So KEEP starts the seed's rule afresh (7 days' grace, then the daily factor), and
+    the reviewer sees the memory again once that has brought it down again. Its age (an
+    episode's forced deletion) still counts from `last_activated`."""
+    kept = kept_at(mem)
+    return kept if kept is not None else mem.last_activated
+
+
 def effective_days(mem: MemoryRecord, at: datetime, rule: DecayRule) -> float:
-    return max(0.0, whole_days(mem.last_activated, at) - rule.grace_days)
+    return max(0.0, whole_days(decay_start(mem), at) - rule.grace_days)
 
 
 def _decayed_at(mem: MemoryRecord) -> datetime | None:
-    raw = mem.metadata.get(DECAYED_AT)
+    return _when(mem.metadata.get(DECAYED_AT))
+
+
+def _when(raw: object) -> datetime | None:
+    """A time kept in metadata (ISO text), made aware; None when missing or unreadable."""
     if not isinstance(raw, str):
         return None
     try:
@@ -211,7 +247,7 @@ def decay_score(mem: MemoryRecord, now: datetime, cfg: PolicyConfig) -> float:
     if protected(mem, cfg):
         return mem.score
     last = _decayed_at(mem)
-    done = effective_days(mem, last, rule) if last is not None and last > mem.last_activated else 0.0
+    done = effective_days(mem, last, rule) if last is not None and last > decay_start(mem) else 0.0
     due = effective_days(mem, now, rule) - done
     if due <= 0:
         return mem.score
@@ -235,16 +271,21 @@ def threshold_verdicts(mem: MemoryRecord, now: datetime, cfg: PolicyConfig) -> l
     002 < 0.1, a category's delete_below or delete_after_days, seed 003), else any of DEMOTE to
     TRANSIENT (seed 002 < 0.3) and ARCHIVE (seed 001 < 0.2) — both in one pass, so a second
     run finds nothing left to do."""
-    if protected(mem, cfg):
-        return []
     rule = decay_rule(mem.category, cfg)
+    age = whole_days(mem.last_activated, now)
+    aged_out = rule.delete_after_days is not None and age >= rule.delete_after_days
+    if protected(mem, cfg):
+        # seed 003: an episode is deleted after 14 days (强制删除), even at importance ≥ 3.0 —
+        # that row's 永不删除 is core's; what a person pinned or confirmed stays
+        if aged_out and not _kept_for_good(mem, cfg):
+            return [("DELETE", f"{mem.category} unused for {age} days ≥ delete_after_days {rule.delete_after_days:g}")]
+        return []
     s = mem.score
     if s < cfg.delete_below:
         return [("DELETE", f"score {s:.3f} < delete_below {cfg.delete_below:g}")]
     if rule.delete_below is not None and s < rule.delete_below:
         return [("DELETE", f"score {s:.3f} < {mem.category} delete_below {rule.delete_below:g}")]
-    age = whole_days(mem.last_activated, now)
-    if rule.delete_after_days is not None and age >= rule.delete_after_days:
+    if aged_out:
         return [("DELETE", f"{mem.category} unused for {age} days ≥ delete_after_days {rule.delete_after_days:g}")]
     if cfg.demote_below is not None and s < cfg.demote_below and mem.metadata.get(PRIORITY) == "short_term":
         # seed 002 §4: SHORT_TERM "compute_decay 低分直接删除" — deleted, not demoted to TRANSIENT

@@ -20,7 +20,9 @@ from memlane.models import MemoryRecord, Scope, Session
 from memlane.parts import Finding, Parts, Reviewing
 from memlane.policy import (
     ALWAYS_PROTECTED,
+    REVIEWED,
     decay_rule,
+    kept_at,
     protected,
     reinforced,
     used_overlap,
@@ -30,7 +32,7 @@ from memlane.text import language_of
 log = logging.getLogger(__name__)
 
 INJECTED = "injected"  # session metadata: ids of the memories the last context showed the agent
-REVIEW = "review"  # memory metadata: the reviewer's last decision
+REVIEW = REVIEWED  # memory metadata: the reviewer's last decision
 
 
 # ---- the reviewer (seed 003) -----------------------------------------------------------------
@@ -38,7 +40,8 @@ REVIEW = "review"  # memory metadata: the reviewer's last decision
 
 def review_mode(mem: MemoryRecord, pol: PolicyConfig) -> ReviewMode | None:
     """`promote` once a score reaches promote_at (again only after a new use), `decay` while
-    it is below review_below; None when no review is due."""
+    it is below review_below — after a KEEP, only once its score has fallen below the one
+    KEEP left it at; None when no review is due."""
     if mem.pinned or mem.category in ALWAYS_PROTECTED or decay_rule(mem.category, pol).never:
         return None
     if mem.score >= pol.promote_at and mem.status == "active":
@@ -51,6 +54,10 @@ def review_mode(mem: MemoryRecord, pol: PolicyConfig) -> ReviewMode | None:
             return "promote"
         return "promote" if mem.last_activated > reviewed else None
     if mem.score < pol.review_below and not protected(mem, pol):
+        last = mem.metadata.get(REVIEW)
+        kept = last.get("score") if isinstance(last, dict) and kept_at(mem) is not None else None
+        if isinstance(kept, int | float) and mem.score >= kept:
+            return None  # kept, and not fallen since (a profile may keep it below review_below)
         return "decay"
     return None
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
@@ -89,8 +90,24 @@ def loads_tolerant(text: str) -> Any:
     raise ExtractionError(f"LLM answer is not JSON: {' '.join(body.split())[:200]!r}", raw=text)
 
 
+def bracket_lines(text: str, ops: Sequence[str]) -> list[str] | None:
+    """Seed 003's bracket answers, one a line: the monitor's "[ADD] 内容", "[UPDATE:mem_id] 内容",
+    the reviewer's "[SEARCH:关键词]", "[KEEP]" — every line that opens with one of `ops` in
+    brackets (a list marker before it forgiven; prose around them and <think> blocks ignored).
+    None when there is none, or when the reply's body opens as JSON: then a "[KEEP]" inside a
+    JSON string is never mistaken for a line, and the caller reads the JSON."""
+    body = _THINK.sub("", text if isinstance(text, str) else "").strip()
+    names = "|".join(re.escape(op) for op in ops)
+    line_re = re.compile(rf"^\s*(?:[-*•]\s+|\d+[.)]\s+)?(\[\s*(?:{names})\b[^\]\n]*\].*?)\s*$", re.IGNORECASE)
+    lines = [m.group(1) for line in body.splitlines() if (m := line_re.match(line))]
+    opening = body.lstrip("`").removeprefix("json").removeprefix("JSON").lstrip()
+    if not lines or re.match(r"^(\{|\[\s*[{\"\]])", opening):
+        return None
+    return lines
+
+
 def numbered(lines: list[str]) -> str:
     return "\n".join(lines) if lines else "(none)"
 
 
-__all__ = ["Prompt", "loads_tolerant", "numbered"]
+__all__ = ["Prompt", "bracket_lines", "loads_tolerant", "numbered"]

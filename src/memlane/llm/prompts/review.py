@@ -3,20 +3,30 @@ or deleted? Two modes — `promote` when its score reached the promotion thresho
 when it fell below the review threshold. The reviewer may ask for up to N searches
 (`SEARCH` with a query) before it decides; the caller runs them and calls again with the
 results (`searches`), and forces a decision when no rounds are left.
+
+The prompt asks for JSON; seed 003's own answer form — "[SEARCH:关键词]", "[PROMOTE]",
+"[KEEP]", "[DELETE]", one a line, with prose, list markers or the memory's id around it —
+is read alike (`read_brackets`, the monitor's line reader).
 """
 
 from __future__ import annotations
 
+import logging
+import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from memlane.llm.prompts import Prompt, numbered
+from memlane.errors import ExtractionError
+from memlane.llm.prompts import Prompt, bracket_lines, numbered
 from memlane.llm.prompts.extraction import memory_line
 from memlane.models import MemoryRecord
 
 ReviewMode = Literal["promote", "decay"]
+
+log = logging.getLogger(__name__)
 
 
 class ReviewAnswer(BaseModel):
@@ -25,6 +35,50 @@ class ReviewAnswer(BaseModel):
     decision: Literal["PROMOTE", "KEEP", "DELETE", "SEARCH"]
     query: str | None = Field(None, description="what to search for (SEARCH only)")
     reason: str = ""
+
+
+_DECISIONS = ("PROMOTE", "KEEP", "DELETE")
+# "[KEEP]", "[KEEP:mem_123] 理由", "[SEARCH:关键词]", "[SEARCH] keywords"
+_LINE = re.compile(r"^\[\s*(PROMOTE|KEEP|DELETE|SEARCH)\s*(?::\s*([^\]]*?))?\s*\]\s*(.*)$", re.IGNORECASE | re.DOTALL)
+
+
+def read_brackets(text: str, memory_id: str) -> ReviewAnswer | None:
+    """Seed 003's bracket answer as a `ReviewAnswer`; None when the reply has no bracket line
+    (or opens as JSON). A chain of thought may search and then decide, so the last decision
+    line wins and a SEARCH counts only without one. A decision naming another memory's id
+    (the related memories are shown with theirs) is not about this one and is ignored;
+    `ExtractionError` when only such lines remain, so the memory is left for the next run."""
+    lines = bracket_lines(text, (*_DECISIONS, "SEARCH"))
+    if lines is None:
+        return None
+    parsed = [(m.group(1).upper(), (m.group(2) or "").strip().strip("[]").strip(), m.group(3).strip())
+              for line in lines if (m := _LINE.match(line))]
+    decisions = [p for p in parsed if p[0] in _DECISIONS]
+    mine = [p for p in decisions if not p[1] or p[1] == memory_id]
+    if mine:
+        kind, _, reason = mine[-1]
+        return ReviewAnswer.model_validate({"decision": kind, "reason": reason})
+    if decisions:
+        log.warning("review of %s: the answer decides only about other memories: %s", memory_id,
+                    ", ".join(f"{k}:{i}" for k, i, _ in decisions))
+        raise ExtractionError(f"LLM answer decides about {decisions[-1][1]!r}, not the memory under review "
+                              f"{memory_id!r}", raw=text)
+    searches = [p for p in parsed if p[0] == "SEARCH"]
+    if not searches:
+        return None
+    _, query, rest = searches[0]
+    return ReviewAnswer(decision="SEARCH", query=query or rest or None)
+
+
+@dataclass(frozen=True)
+class ReviewPrompt(Prompt[ReviewAnswer]):
+    """The reviewer's prompt; its answer is read in seed 003's bracket form or as JSON."""
+
+    memory_id: str = ""
+
+    def parse(self, text: str) -> ReviewAnswer:
+        found = read_brackets(text, self.memory_id)
+        return found if found is not None else super().parse(text)
 
 
 _SYSTEM = {
@@ -63,7 +117,7 @@ def review_prompt(
     language: str,
     searches: Sequence[tuple[str, Sequence[MemoryRecord]]] = (),
     rounds_left: int = 0,
-) -> Prompt[ReviewAnswer]:
+) -> ReviewPrompt:
     """Messages asking for a review decision. With `rounds_left == 0` SEARCH is not offered."""
     lang = language if language in _SYSTEM else "en"
     texts = _SYSTEM[lang]
@@ -82,7 +136,7 @@ def review_prompt(
         {"role": "system", "content": texts[mode] + "\n\n" + rules},
         {"role": "user", "content": user},
     ]
-    return Prompt(messages=messages, answer=ReviewAnswer, language=lang)
+    return ReviewPrompt(messages=messages, answer=ReviewAnswer, language=lang, memory_id=memory.id)
 
 
-__all__ = ["ReviewAnswer", "ReviewMode", "review_prompt"]
+__all__ = ["ReviewAnswer", "ReviewMode", "ReviewPrompt", "read_brackets", "review_prompt"]
