@@ -273,7 +273,9 @@ def test_save_then_load_into_a_new_store_round_trips(make_memory: Callable[..., 
             for m in target.list(user_id="u1")] == [
         (m.id, m.content, m.category, m.score, m.last_activated.date(), m.activation_count)
         for m in source.list(user_id="u1")]
-    assert [m.status for m in target.list(user_id="u1")] == ["active", "active", "archived"]
+    # under the profile's archive line (0.2 seed 001's, 0.1 seed 003's): in MEMORY.md's archive
+    low = "archived" if source.config.policy.archive_below > 0.18 else "active"
+    assert [m.status for m in target.list(user_id="u1")] == ["active", "active", low]
 
 
 # ---- seed 000's heading -----------------------------------------------------------------------
@@ -325,3 +327,21 @@ def test_decay_at_merge_shows_in_memory_md(make_memory: Callable[..., Memory]) -
     assert score == pytest.approx(0.6 * 0.99 ** 23, abs=1e-3)
     [entry] = read_memory_md(memory.data_dir(user_id="u1") / "MEMORY.md")
     assert entry.score == round(score, 2)
+
+
+def test_the_file_archive_profile_injects_only_its_hits(make_memory: Callable[..., Memory], tmp_path: Path) -> None:
+    """Seed 000: the prompt's memory is `## Memory` and its `[file] line` hits, nothing else — no
+    block of the best memories whatever the question (seed 001's), no tool instructions (its
+    agent does not query further); an unrelated question gets no memory text at all."""
+    chat = [{"role": "user", "content": "你好"}, {"role": "assistant", "content": "你好！"}]
+    memory = make_memory("file-archive")
+    blended = make_memory("default", home=tmp_path / "default")
+    for m in (memory, blended):
+        m.add("用户对花生过敏", user_id="u1", importance="high")
+        m.add("The user prefers pnpm over npm.", user_id="u1", importance="high")
+        m.add_messages("s", chat, user_id="u1")
+    assert memory.build_context("s", "今天天气怎么样", user_id="u1").render(include_history=False).strip() == ""
+    assert memory.build_context("s", "我对什么过敏？", user_id="u1").render(include_history=False).strip() == \
+        "## Memory\n[MEMORY.md] 用户对花生过敏"
+    # the blended profile keeps both: its core block shows the two whatever the question
+    assert "用户对花生过敏" in blended.build_context("s", "今天天气怎么样", user_id="u1").render(include_history=False)

@@ -373,6 +373,12 @@ class ContextConfig(_Section):
     snippet_chars: int = Field(300, ge=1)  # seed 000: 300-char cut, "[truncated]"
     core_min_score: float = 0.5  # seed 001 §4.1
     core_top_k: int = Field(20, ge=1)  # seed 001 §4.1
+    # seed 001 §4.1's block of the best memories whatever the query; seed 000 injects only what
+    # retrieval found ("无命中时不注入"): False under file-archive
+    core_memories: bool = True
+    # the few lines telling the agent about its memory and its tools; seed 000's agent only
+    # reads what is injected and does not query further: False under file-archive
+    tool_instructions: bool = True
     auto_inject_memories: bool = True  # seed 002: False, the agent uses the tools
     # where build_context's relevant memories come from: "store" (hybrid search over the
     # memories) or "files", seed 000's keywords + BM25 over MEMORY.md, memory/ and
@@ -861,7 +867,8 @@ PROFILES: dict[str, dict[str, Any]] = {
     "file-archive": {  # seed 000
         "search": {"activate_on_hit": False},
         # seed 000: the Supervisor's file retrieval, under its own heading
-        "context": {"memory_heading": "## Memory", "memory_source": "files"},
+        "context": {"memory_heading": "## Memory", "memory_source": "files", "core_memories": False,
+                    "tool_instructions": False},
         "lifecycle": {"schedule_hours": 6.0, "history_per_turn": True},
     },
     "scored-markdown": {  # seed 001

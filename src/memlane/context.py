@@ -313,7 +313,7 @@ def build_context(
                            "add messages to it (or call start_session) first")
     turns = window_turns(memory, scope, session, cfg.history_max_messages,
                          cfg.history_min_messages) if session else []
-    core = core_memories(memory, scope, cfg)
+    core = core_memories(memory, scope, cfg) if cfg.core_memories else []
 
     # the language of the user: the query, else what they said last, else their memories
     said = " ".join(t.content for t in turns if t.role == "user")[-2000:]
@@ -322,7 +322,7 @@ def build_context(
     blocks: list[Block] = []
     # system group: self-description, scratchpad, core memories share one budget, in that order
     left = budgets.system
-    tools_text = fit(self_description(language, cfg.auto_inject_memories), left)
+    tools_text = fit(self_description(language, cfg.auto_inject_memories), left) if cfg.tool_instructions else ""
     blocks.append(Block("tools", tools_text, left))
     left -= estimate_tokens(tools_text)
     pad_text = fit(render_scratchpad(memory.store.get_scratchpad(scope), language), max(left, 0))
