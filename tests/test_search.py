@@ -437,3 +437,18 @@ def test_a_page_is_the_start_of_every_longer_page(make_memory):
         assert all(score >= case[3] for _, score in full)
         for limit in (1, 7, 10, 50, 51, 100, 150):
             assert page(*case, limit) == full[:limit], (case, limit)
+
+
+def test_a_tool_calls_arguments_are_found_and_scored_as_the_turns_words(memory):
+    """Seed 002's traces: what an agent passed a tool ("memo": "靠窗座位优先") is searchable like
+    the turn's own text, with a real score and highlights, in a turn that also says something."""
+    chat = [{"role": "user", "content": f"今天聊点别的话题，第{i}次"} for i in range(20)]
+    call = {"id": "c1", "type": "function",
+            "function": {"name": "book_train", "arguments": '{"to": "上海", "memo": "靠窗座位优先"}'}}
+    chat += [{"role": "user", "content": "帮我订明天去上海的高铁"},
+             {"role": "assistant", "content": "好的，我来帮你订票。", "tool_calls": [call]},
+             {"role": "tool", "name": "book_train", "content": "已预订 G102 次 08:00"}]
+    memory.add_messages("s", chat, user_id="u1")
+    hits = memory.search("靠窗座位", user_id="u1", corpus="turns", limit=5, min_score=memory.config.search.min_relevance)
+    assert hits and hits[0].turn is not None and hits[0].turn.tool_calls
+    assert hits[0].score == pytest.approx(1.0) and set(hits[0].highlights) == {"靠窗", "座位"}

@@ -22,7 +22,7 @@ from memlane.crosslingual import LanguageAxes, without_language
 from memlane.dates import SESSION_WORDS, Span, mentioned_period, session_reference
 from memlane.errors import ValidationError
 from memlane.models import Corpus, Episode, Hit, MemoryFacts, MemoryRecord, Scope, Turn, TurnPlace
-from memlane.store import Store, passage_rowids, vector_owner
+from memlane.store import Store, passage_rowids, turn_search_text, vector_owner
 from memlane.text import (
     CJK_RUN,
     fts_query,
@@ -677,9 +677,13 @@ def search(
                     if turn is None or not _keep_turn(turn, filters):
                         continue
                     kept.add(rowid)
-                    if (rel := absolute(turn.content, c, turn.session_id)) >= min_score:
-                        hits.append((rowid, _hit("turns", turn.id, turn.content, rel, c,
-                                                 f"turn:{turn.session_id}#{turn.seq}", turn.created_at, turn=turn)))
+                    # held words count where the index found them: a tool call's arguments too
+                    said = turn_search_text(turn.content, turn.tool_calls, turn.role, turn.name)
+                    if (rel := absolute(said, c, turn.session_id)) >= min_score:
+                        hit = _hit("turns", turn.id, turn.content, rel, c, f"turn:{turn.session_id}#{turn.seq}",
+                                   turn.created_at, turn=turn)
+                        hit.highlights = list(marked[said])
+                        hits.append((rowid, hit))
                 if len(hits) >= want:
                     break
         else:
@@ -726,7 +730,8 @@ def search(
     # hits came in rank order, ties by rowid: sorting them again by id would let a tie cut by
     # the page size differ from the longer page's (limit=1 ≠ limit=10's first)
     for h in hits:
-        h.highlights = list(marked[h.content]) if h.content in marked else highlights(words, h.content)
+        if not h.highlights:  # a turn's came with it: its tool calls' words count too
+            h.highlights = list(marked[h.content]) if h.content in marked else highlights(words, h.content)
     return hits
 
 

@@ -30,6 +30,7 @@ from memlane.models import (
     Turn,
     TurnPlace,
 )
+from memlane.store.rows import turn_search_text
 
 # A long turn's passages (issue 14) have vectors of their own beside the turn's, in the same
 # vector table and scope: row PASSAGE_BASE + turn rowid × PASSAGE_STRIDE + j for passage j ≥ 1.
@@ -195,4 +196,5 @@ def open_store(config: Config) -> Store:
     raise ConfigError(f"store.backend: {config.store.backend!r} is unknown; use 'sqlite' or 'postgres'")
 
 
-__all__ = ["PASSAGE_BASE", "PASSAGE_STRIDE", "Store", "open_store", "passage_rowids", "vector_owner"]
+__all__ = ["PASSAGE_BASE", "PASSAGE_STRIDE", "Store", "open_store", "passage_rowids", "turn_search_text",
+           "vector_owner"]
