@@ -33,6 +33,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/lifecycle.py
 	$(BIN)/python bench/llm_cost.py
 	$(BIN)/python bench/extraction.py
+	$(BIN)/python bench/topics.py
 	$(BIN)/python bench/reliability.py
 	$(BIN)/python bench/server_attack.py
 	$(BIN)/python bench/server.py

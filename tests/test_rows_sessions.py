@@ -264,3 +264,29 @@ def test_seed002_at_most_five_finished_tasks_and_the_caller_still_wins(make_memo
     assert [t["task"].removeprefix("Please help with ") for t in pad.recent_tasks] == topics[1:6]
     memory.update_scratchpad(user_id="u", focus="Write the release notes")  # the caller reports its own task
     assert memory.scratchpad(user_id="u").current_focus == "Write the release notes"
+
+
+@pytest.mark.parametrize(("task", "said", "after"), [
+    # (the task, what the user says next with the assistant's reply between, the focus after each)
+    ("帮我做一个季度项目汇报的PPT", ["第一页放项目背景和目标", "用蓝色调，字体大一点", "对了，周末有什么好看的电影推荐吗",
+                                 "好了，就这样吧"], ["task", "task", "new", ""]),
+    ("Write an email to my client Dana about the delayed shipment", ["make it more formal",
+     "mention the new delivery date, March 14th, and offer a discount", "By the way, how do I reverse a list in Python?",
+     "that's all, thanks"], ["task", "task", "new", ""]),
+])
+def test_seed002_follow_ups_keep_the_task_and_a_change_of_subject_archives_it(make_memory, task, said, after):
+    """Issue 30: a follow-up that shares no word with the task ("第一页放项目背景和目标") or
+    answers the assistant's question keeps it current; a change of subject ("对了，…", "by the
+    way") archives it; "好了，就这样" / "that's all" finishes it. Labelled set: bench/topics.py."""
+    memory = make_memory("progressive")
+    memory.add_messages("s", [{"role": "user", "content": task}, {"role": "assistant", "content": "OK, what else?"}],
+                        user_id="u")
+    focus = task
+    for text, want in zip(said, after, strict=True):
+        memory.add_messages("s", [{"role": "user", "content": text}, {"role": "assistant", "content": "Done."}],
+                            user_id="u")
+        pad = memory.scratchpad(user_id="u")
+        expected = {"task": focus, "new": text, "": ""}[want]
+        assert pad.current_focus == expected, (text, pad.current_focus)
+        focus = pad.current_focus or focus
+    assert [t["task"] for t in memory.scratchpad(user_id="u").recent_tasks] == [task, said[2]]

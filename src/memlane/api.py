@@ -29,6 +29,7 @@ from memlane import (
     retention,
     review,
     sessions,
+    topics,
     userprofile,
     validate,
 )
@@ -298,7 +299,7 @@ class Memory:
                 # is redone from them by the session's next extraction job
                 log.exception("after storing turns of session %s: follow-up work failed", session_id)
             try:  # seed 002 §4: a topic switch moves the old focus to the finished tasks; seed 000: history.json per turn
-                sessions.track_topic(self, scope, session_id, turns)
+                topics.track_topic(self, scope, session_id, turns)
                 files_archive.after_turns(self, scope, turns)
             except Exception:  # as above: the turns are stored; history.json is synced again by the next run
                 log.exception("after storing turns of session %s: scratchpad or history.json failed", session_id)

@@ -12,7 +12,6 @@
 from __future__ import annotations
 
 import logging
-from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -23,7 +22,7 @@ from memlane.errors import ValidationError
 from memlane.events import Event
 from memlane.models import Episode, Role, Scope, Scratchpad, Session, Turn, new_id
 from memlane.parts import Parts, SessionParts
-from memlane.text import CJK_RUN, cut, estimate_tokens, fts_terms, index_term, keywords
+from memlane.text import estimate_tokens
 
 log = logging.getLogger(__name__)
 
@@ -314,64 +313,3 @@ def render_scratchpad(pad: Scratchpad | None, language: str) -> str:
     return "\n".join(lines)
 
 
-# ---- topic switches (seed 002 §4) ----------------------------------------------------------
-
-_TOPIC_TEXT_CHARS = 2000  # not from a seed: a turn's first 2000 characters speak for its topic
-# words of asking, not of a topic: "please help with X" and "please help with Y" share nothing
-_ASKING = frozenset([
-    "please", "help", "want", "need", "know", "tell", "thank", "thanks", "think", "question", "show",
-    "give", "make", "use", "try", "today", "now", "also", "still", "best", "good", "way",
-    "需要", "问题", "谢谢", "知道", "告诉", "觉得", "现在", "比较", "好的", "一下", "然后", "应该",
-])
-
-
-def topic_terms(text: str) -> set[str]:
-    """The words a turn's topic is made of: keywords as the index stores them (Latin stems,
-    CJK bigrams); single CJK characters (好, 吃) say too little about a topic to count."""
-    terms = fts_terms(w for w in keywords(text[:_TOPIC_TEXT_CHARS]) if w not in _ASKING)
-    return {t if CJK_RUN.fullmatch(t) else index_term(t) for t in terms if not CJK_RUN.fullmatch(t) or len(t) > 1}
-
-
-def track_topic(memory: Parts, scope: Scope, session_id: str, turns: Sequence[Turn]) -> Scratchpad | None:
-    """Seed 002 §4 "话题切换时自动归档旧任务", offline and without an LLM: a user turn of at least
-    `session.topic_min_keywords` keywords that shares less than `session.topic_shift_below` of
-    them with the current topic — the focus and the turns since it was set — starts a new one:
-    the old focus moves to the finished tasks (timestamped, the last 5 kept) and the turn,
-    cut, becomes the focus. With no focus yet, the first such turn sets it. Returns the new
-    scratchpad when it changed."""
-    cfg = memory.config.session
-    if cfg.topic_shift_below is None or not any(t.role == "user" for t in turns):
-        return None
-    session = memory.store.get_session(scope, session_id)
-    if session is None:
-        return None
-    pad = memory.store.get_scratchpad(scope)
-    focus = pad.current_focus if pad else ""
-    since = int(session.metadata.get("topic_since_seq", 0))
-    first = min(t.seq for t in turns)
-    earlier = memory.store.get_turns(scope, session_id=session_id, newest_first=True,
-                                     limit=cfg.topic_context_turns + len(turns))
-    context: deque[set[str]] = deque(
-        (topic_terms(t.content) for t in earlier[::-1] if since <= t.seq < first), maxlen=cfg.topic_context_turns)
-    focus_terms = topic_terms(focus)
-    switches: list[str] = []
-    for t in sorted(turns, key=lambda t: t.seq):
-        terms = topic_terms(t.content)
-        if t.role == "user" and len(terms) >= cfg.topic_min_keywords:
-            vocabulary = focus_terms.union(*context)
-            shared = len(terms & vocabulary) / len(terms)
-            if not focus_terms or shared < cfg.topic_shift_below:
-                switches.append(cut(" ".join(t.content.split()), cfg.focus_chars))
-                focus_terms, since = terms, t.seq
-                context.clear()
-        if cfg.topic_context_turns:
-            context.append(terms)
-    if not switches:
-        return None
-    with memory.store.transaction():
-        current = memory.store.get_session(scope, session_id) or session
-        current.metadata["topic_since_seq"] = since
-        memory.store.put_session(current)
-    for new_focus in switches:  # each older focus becomes a finished task in turn
-        pad = update_scratchpad(memory, scope, focus=new_focus, done=None)
-    return pad
