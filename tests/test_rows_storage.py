@@ -324,3 +324,24 @@ def test_seed004_a_held_action_that_fails_is_recorded_as_failed(tmp_path: Path) 
         assert [(a["action"], a["status"]) for a in after.actions] == [("boom", "failed"), ("episode", "pending")]
     finally:
         m.close()
+
+
+def test_seed002_search_memory_finds_attachments_by_name_description_and_text(make_memory: MakeMemory) -> None:
+    """Seed 002's 文件/媒体记忆 are found as memories are: `search_memory` returns the files
+    whose name, description or extracted text (metadata "text") hold the query's words, and
+    no longer once they expired."""
+    clock = Clock()
+    m = make_memory("progressive", clock=clock)
+    m.add_messages("s1", [{"role": "user", "content": "车票发你了"}], user_id="u1")
+    ticket = m.attachments.add("ticket.pdf", user_id="u1", data=b"%PDF", media_type="application/pdf",
+                               description="G2 上海→北京 高铁票", duration="short_term")
+    scan = m.attachments.add("scan-0412.png", user_id="u1", data=b"png",
+                             metadata={"text": "Blood test results: cholesterol 5.2 mmol/L"})
+    tools = m.tools(user_id="u1")
+    found = tools.call("search_memory", {"query": "去北京的高铁票"})["attachments"]
+    assert [a["id"] for a in found] == [ticket.id] and found[0]["score"] >= m.config.search.min_relevance
+    assert [a["id"] for a in tools.call("search_memory", {"query": "cholesterol results"})["attachments"]] == [scan.id]
+    assert tools.call("search_memory", {"query": "weather in Paris"})["attachments"] == []
+    assert m.tools(user_id="u2").call("search_memory", {"query": "高铁票"})["attachments"] == []  # never another scope's
+    clock.now += timedelta(days=4)  # short_term: 3 days
+    assert tools.call("search_memory", {"query": "去北京的高铁票"})["attachments"] == []

@@ -118,7 +118,7 @@ def test_mistakes_come_back_to_the_model_as_errors(memory: Memory):
 def test_tools_never_cross_scopes(memory: Memory):
     memory.add("alice's secret: the vault code is 1234", user_id="alice")
     bob = memory.tools(user_id="bob")
-    assert bob.call("search_memory", {"query": "vault code"}) == {"memories": [], "episodes": []}
+    assert bob.call("search_memory", {"query": "vault code"}) == {"memories": [], "episodes": [], "attachments": []}
     assert bob.call("search_conversation_traces", {"query": "vault"}) == {"turns": []}
 
 

@@ -15,6 +15,7 @@ attachments; `purge` deletes a scope's (every table with a user_id column).
 
 from __future__ import annotations
 
+import builtins
 import hashlib
 from datetime import datetime
 from typing import Any
@@ -27,6 +28,7 @@ from memlane.errors import NotFound, ValidationError
 from memlane.models import Attachment, Scope, new_id
 from memlane.parts import Parts
 from memlane.policy import duration_name, expires_at
+from memlane.text import highlights, keywords
 
 VARIABLES = "variables"  # session metadata: the session's variables (seed 002 会话变量)
 CURRENT_TASK = "current_task"  # session metadata: its current task (seed 002 当前任务)
@@ -87,6 +89,26 @@ class Attachments:
         """The scope's attachments (a session's), without their bytes, oldest first."""
         return self.memory.store.list_attachments(Scope.of(user_id, agent_id),
                                                   session_id=validate.optional_ident("session_id", session_id))
+
+    def find(self, query: str, *, user_id: str, agent_id: str | None = None, limit: int = 3,
+             min_score: float = 0.0) -> builtins.list[tuple[Attachment, float]]:
+        """The scope's attachments whose name, description or extracted text (metadata "text")
+        hold the query's keywords, with the share they hold, best first (seed 002's 文件/媒体记忆,
+        found by `search_memory`). Expired ones are left out."""
+        words = keywords(query)
+        if not words:
+            return []
+        now = self.memory.clock()
+        found: builtins.list[tuple[Attachment, float]] = []
+        for att in self.list(user_id=user_id, agent_id=agent_id):
+            if att.expires_at is not None and att.expires_at <= now:
+                continue
+            text = " ".join([att.name, att.description, str(att.metadata.get("text", ""))])
+            score = len(highlights(words, text)) / len(words)
+            if score > 0 and score >= min_score:
+                found.append((att, score))
+        found.sort(key=lambda f: (-f[1], f[0].created_at))
+        return found[:limit]
 
     def delete(self, attachment_id: str, *, user_id: str, agent_id: str | None = None) -> Attachment:
         att = self.get(attachment_id, user_id=user_id, agent_id=agent_id)

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 if TYPE_CHECKING:  # names only: events, jobs and worker import feature modules themselves
     import numpy as np
 
+    from memlane.attachments import Attachments
     from memlane.config import Config
     from memlane.embeddings import Embedder
     from memlane.events import EventBus
@@ -168,10 +169,14 @@ class Consolidating(Archiving, Sweeping, Syncing, Reviewing, Protocol):
 
 
 class Tooling(Parts, Writes, Searches, Hooks, Protocol):
-    """The agent tools (`tools.MemoryTools`): search, the write verbs, the scratchpad, and
-    `remember`'s own near-duplicate check (the embedder's model, Memory's validators)."""
+    """The agent tools (`tools.MemoryTools`): search, the write verbs, the scratchpad, the
+    attachments, and `remember`'s own near-duplicate check (the embedder's model, Memory's
+    validators)."""
 
     embedder: Embedder
+
+    @property
+    def attachments(self) -> Attachments: ...
 
     def update_scratchpad(self, *, user_id: str, agent_id: str | None = None, focus: str | None = None,
                           done: str | None = None) -> Scratchpad: ...

@@ -56,8 +56,9 @@ _LIMIT = {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "description": 
 
 SCHEMAS: list[dict[str, Any]] = [
     _fn("search_memory",
-        "Level 1: search long-term memory — distilled preferences, rules, facts, experience — and summaries "
-        "of past sessions. Use it first when earlier context could matter.",
+        "Level 1: search long-term memory — distilled preferences, rules, facts, experience — summaries "
+        "of past sessions, and files the user shared (by name, description or text). Use it first when "
+        "earlier context could matter.",
         {"query": _QUERY, "limit": _LIMIT,
          "category": {"type": "string", "description": "Only memories of this category."}},
         ["query"]),
@@ -336,7 +337,12 @@ class MemoryTools:
         # seed 002 §4: episodes are not injected, search_memory returns them by matching
         eps = [] if category else self.memory.search(query, limit=min(n, 3), corpus="episodes", min_score=floor,
                                                      **self._scope())
-        return {"memories": [_memory_hit(h) for h in mems], "episodes": [_episode_hit(h) for h in eps]}
+        # seed 002's 文件/媒体记忆: files the agent was given, by their name, description or text
+        files = [] if category else self.memory.attachments.find(query, limit=min(n, 3), min_score=floor,
+                                                                  **self._scope())
+        return {"memories": [_memory_hit(h) for h in mems], "episodes": [_episode_hit(h) for h in eps],
+                "attachments": [{"id": a.id, "name": a.name, "media_type": a.media_type,
+                                 "description": a.description, "score": round(score, 3)} for a, score in files]}
 
     def search_conversation_traces(self, query: str, limit: int = 5, session_id: str | None = None) -> dict[str, Any]:
         filters = {"session_id": session_id} if session_id else None
