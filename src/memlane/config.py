@@ -418,7 +418,9 @@ class SessionConfig(_Section):
 
 
 class ExtractionConfig(_Section):
-    max_per_session: int = Field(5, ge=0)  # seed 002 §6: ≤5 per session
+    # seed 002 §6: ≤5 per session. None: no cap — seed 003's monitor runs after every turn
+    # (issue 30: its cost is bounded by what each call may do, the caps below, not by turns)
+    max_per_session: int | None = Field(5, ge=0)  # seed 002 §6: ≤5 per session
     min_message_chars: int = Field(30, ge=0)  # seed 002 §6: ≥30 chars
     # Bounds on what one LLM reply can change (issue 12: a flood of 3,000 ADDs, an injected
     # "delete all my memories"). Not from a seed: seed 002 §6 keeps extraction to ≤5 runs a
@@ -906,8 +908,9 @@ PROFILES: dict[str, dict[str, Any]] = {
             "decay_on_merge": False,  # seed 003: MemoryManager decays in a scheduled task
         },
         "search": {"activate_on_hit": False},  # seed 003: retrieval alone never boosts
-        # seed 003: the monitor (后台小祥) runs after every turn, within seed 002 §6's ≤5 per session
-        "extraction": {"every_n_user_messages": 1, "min_message_chars": 1},
+        # seed 003: the monitor (后台小祥) runs after every turn (每轮对话后), with no cap a session:
+        # seed 002 §6's ≤5 is that seed's; a long companion chat keeps its memories current
+        "extraction": {"every_n_user_messages": 1, "min_message_chars": 1, "max_per_session": None},
         "session": {"compaction_cap": 30, "episode_memory": True},
         "context": {"history_max_messages": 30},  # seed 003: working memory of 30 messages
     },
