@@ -434,6 +434,13 @@ class ExtractionConfig(_Section):
     max_boosts_per_job: int = Field(20, ge=0)
     max_deletes_per_job: int = Field(3, ge=0)
     every_n_user_messages: int = Field(0, ge=0)  # 0: only on end_session / explicit calls
+    # Not from a seed (issue 30): what a person asked to forget in a session is not stored again
+    # from its turns. An extracted memory, or a turn a summary is written from, counts as what
+    # was asked when it holds this share of the request's words (rounded up): a restatement
+    # drops some ("Sure, you're flying to Berlin next Wednesday" lacks "work"; 用户下周三去北京
+    # lacks 出差). 2/3: a 2-word request needs both, 3 words two, 5 words four. Deleting the
+    # memory meant still takes every word (a narrower reading for what cannot be taken back).
+    forget_match_share: float = Field(0.66, gt=0, le=1)
     # seed 001 §3.2/5.1 "会话空闲超时自动归档": a session whose last turn is this old gets its
     # unextracted turns queued by the scheduler's poll, the worker and consolidate. The seed
     # names no duration; 30 min is not from a seed. 0: no idle trigger (consolidate's sweep,

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from memlane import forgotten
 from memlane.episodes import make_episode, summarize
 from memlane.errors import ValidationError
 from memlane.events import Event
@@ -235,6 +236,9 @@ def write_episode(memory: SessionParts, event: Event, *, offline: bool = False) 
     turns = memory.store.get_turns(scope, session_id=session_id)
     if len(turns) < memory.config.session.episode_min_messages:
         return None
+    # what the person asked to forget is not written back into memory as the episode (issue 30)
+    session = memory.store.get_session(scope, session_id)
+    turns = forgotten.turns_kept(session.metadata if session else {}, turns, memory.config)
     episode = make_episode(None if offline else memory.llm, scope, session_id, turns, memory.clock(),
                            max_lines=memory.config.session.summary_max_lines,
                            turn_chars=memory.config.extraction.offline_turn_chars)
