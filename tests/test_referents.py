@@ -208,3 +208,23 @@ def test_words_near_a_forget_forget_nothing(make_memory: Callable[..., Memory], 
                           user(words)], user_id="u1")
     m.end_session("s1", user_id="u1")
     assert "用户的车牌是浙A12345" in [x.content for x in m.list(user_id="u1")]
+
+
+@pytest.mark.parametrize("with_llm", [False, True])
+def test_a_long_companion_chat_does_not_summarise_what_was_forgotten(make_memory: Callable[..., Memory],
+                                                                      with_llm: bool) -> None:
+    """Past 30 messages the companion compacts the history into its episode memory, mid-session:
+    the forgotten plan is in neither the summary nor that memory."""
+    m = make_memory("companion", clock=ManualClock(T0))
+    m.llm = _Restating(TRIP_ZH) if with_llm else None
+    chat = [user("我下周三要去北京出差"), bot("好的，你下周三要去北京出差"), user("算了，忘掉那个"), bot("好的")]
+    chat += [user(f"今天第{i}件小事是整理书架") if i % 2 == 0 else bot("嗯嗯") for i in range(40)]
+    for k, turn in enumerate(chat):
+        m.clock.now = T0 + timedelta(minutes=k)
+        m.add_messages("s1", [turn], user_id="u1")
+    session = m.store.get_session(Scope.of("u1"), "s1")
+    assert session is not None and session.metadata.get("compactions", 0) >= 1
+    assert "北京" not in session.summary and _kept(m, "北京") == []
+    assert any(x.category == "episode" for x in m.list(user_id="u1"))  # the episode was written
+    m.end_session("s1", user_id="u1")
+    assert _kept(m, "北京") == []

@@ -46,8 +46,7 @@ def keep(metadata: MutableMapping[str, Any], requests: Sequence[tuple[int, str]]
 
 
 def since(metadata: Mapping[str, Any], first_seq: int) -> list[tuple[int, str]]:
-    """The session's forget requests (seq, query) said at or after `first_seq`: each covers
-    the turns up to its own, so every job starting before it is bound by it."""
+    """The session's forget requests (seq, query) said at or after `first_seq` (0: all)."""
     kept = metadata.get(FORGOTTEN)
     if not isinstance(kept, list):
         return []
@@ -105,5 +104,14 @@ def turns_kept(metadata: Mapping[str, Any], turns: Sequence[Turn], config: Confi
     return [t for t in turns if not any(t.seq <= seq and names(q, t.content, share) for seq, q in requests)]
 
 
-__all__ = ["ABOUT", "ALL", "FORGOTTEN", "REFUSED", "holds", "keep", "names", "refused", "said_again", "since",
+def lines_kept(metadata: Mapping[str, Any], text: str, config: Config) -> str:
+    """`text` (a rolling summary) without its lines that say what a request of the session
+    asked to forget: a summary written before the request may hold it, and says not which turn."""
+    requests, share = since(metadata, 0), config.extraction.forget_match_share
+    if not requests:
+        return text
+    return "\n".join(line for line in text.split("\n") if not any(names(q, line, share) for _, q in requests))
+
+
+__all__ = ["ABOUT", "ALL", "FORGOTTEN", "REFUSED", "holds", "keep", "lines_kept", "names", "refused", "said_again", "since",
            "turns_kept", "words_of"]

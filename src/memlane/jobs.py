@@ -253,11 +253,12 @@ class JobRunner:
         guard = _person_guard([q for _, q in requests])
         extraction = self._extract(turns, scope, now, llm, guard)
         report.llm_calls, report.rejected = extraction.llm_calls, list(extraction.rejected)
-        # what the person asked to forget is not extracted again from the turns up to the
-        # request (issue 30): this job's requests, and those the session kept from any other
-        # job — a later one (this job queued or retried after the forget) or an earlier one
-        # (a whole-session extraction after the monitor's)
-        pending = requests + forgotten.since(session.metadata if session else {}, job.first_seq)
+        # what the person asked to forget is not stored again from the session (issue 30):
+        # this job's requests, and those the session kept from any other job — one after this
+        # job's turns (this job queued or retried after the request) or before them (a later
+        # job has no turn saying it, so an ADD of it would come from elsewhere) — unless the
+        # person said it again after the request, in this job's turns
+        pending = requests + forgotten.since(session.metadata if session else {}, 0)
         asked = [q for seq, q in pending if not said_again(q, seq, turns, self.config)]
         kept = [op for op in extraction.operations if not refused(op, asked, self.config)]
         report.rejected += [Rejected(-1, {"op": op.op, "content": op.content}, REFUSED)

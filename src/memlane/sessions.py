@@ -206,9 +206,15 @@ def compact(memory: SessionParts, scope: Scope, session: Session, turns: Sequenc
     if not turns:
         return session
     cfg = memory.config.session
-    summary = summarize(memory.llm, turns, session.summary, max_lines=cfg.summary_max_lines,
-                        max_tokens=cfg.summary_tokens_max, turn_chars=memory.config.extraction.offline_turn_chars)
     last = max(t.seq for t in turns)
+    # what the person asked to forget is not summarised (the summary becomes the companion's
+    # episode memory), nor kept from an earlier summary (issue 30)
+    meta = (memory.store.get_session(scope, session.id) or session).metadata
+    kept = forgotten.turns_kept(meta, turns, memory.config)
+    previous = forgotten.lines_kept(meta, session.summary, memory.config)
+    summary = summarize(memory.llm, kept, previous, max_lines=cfg.summary_max_lines,
+                        max_tokens=cfg.summary_tokens_max,
+                        turn_chars=memory.config.extraction.offline_turn_chars) if kept else previous
     with memory.store.transaction():
         current = memory.store.get_session(scope, session.id) or session
         if compacted_through(current) >= last:  # another process compacted this range meanwhile
