@@ -211,3 +211,53 @@ def test_companion_episodes_are_also_episode_memories(make_memory):
     [mem] = memory.list(user_id="u", category="episode")
     assert mem.source == "system" and mem.source_session == "s1"
     assert mem.content.startswith("[2026-03-01 09:00] ") and "interview" in mem.content
+
+
+# ---- seed 003: the monitor (后台小祥) after every turn, with no cap a session (issue 30, row 1) ----
+
+
+class _Monitor(ScriptedLLM):
+    """Answers each extraction call with the next queued reply; any other call (a summary)
+    with a sentence, so only the monitor's calls are counted."""
+
+    def __init__(self, *replies: str | dict) -> None:
+        super().__init__(*replies)
+        self.extractions = 0
+
+    def complete(self, messages, *, json_schema=None):  # type: ignore[no-untyped-def]
+        if "operations" not in str(json_schema or ""):
+            return "聊了近况。"
+        self.extractions += 1
+        return super().complete(messages, json_schema=json_schema)
+
+
+FACTS = ["我在杭州上班", "我养了一只橘猫", "我每天早上跑步", "我喜欢喝白茶", "我女儿今年六岁",
+         "我对花生过敏", "我下个月要搬家", "我最近在学吉他"]
+
+
+def test_companion_monitor_keeps_memories_current_past_the_fifth_turn(make_memory) -> None:
+    from memlane.testing import ManualClock
+
+    m = make_memory("companion", clock=ManualClock(T0))
+    m.llm = _Monitor(*[{"operations": [{"op": "ADD", "content": "用户" + fact[1:], "category": "fact"}]}
+                       for fact in FACTS])
+    for k, fact in enumerate(FACTS, start=1):
+        m.clock.now = T0 + timedelta(minutes=k)
+        m.add_messages("s1", [{"role": "user", "content": fact}, {"role": "assistant", "content": "嗯嗯"}],
+                       user_id="u1")
+        # right after the turn, before any end_session: the 6th, 7th and 8th turns too
+        assert m.llm.extractions == k
+        assert "用户" + fact[1:] in {x.content for x in m.list(user_id="u1")}
+    m.end_session("s1", user_id="u1")
+    assert m.llm.extractions == len(FACTS)  # every turn was extracted once, none again at the end
+    facts = {x.content for x in m.list(user_id="u1") if x.category == "fact"}
+    assert facts == {"用户" + fact[1:] for fact in FACTS}
+
+
+def test_seed002_extraction_keeps_its_five_a_session(make_memory) -> None:
+    m = make_memory("progressive")
+    m.llm = _Monitor(*[{"operations": []}] * 10)
+    for k in range(8):
+        m.add_messages("s1", [{"role": "user", "content": f"a long enough message number {k} about my week"}],
+                       user_id="u1")
+    assert m.llm.extractions == 5  # seed 002 §6: ≤5 per session; the rest wait for end_session

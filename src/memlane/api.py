@@ -479,7 +479,7 @@ class Memory:
     def _extraction_trigger(self, scope: Scope, session_id: str, turns: Sequence[Turn]) -> JobReport | None:
         """Extract during a session: at once when the user says "remember/forget …"
         (seed 001 §6), else every N user messages of ≥ min_message_chars, at most
-        max_per_session times a session (seed 002 §6)."""
+        max_per_session times a session (seed 002 §6; None: after every turn, seed 003)."""
         cfg = self.config.extraction
         users = [t for t in turns if t.role == "user"]
         if any(is_command(t.content[: cfg.offline_turn_chars], cfg.heuristic_max_sentence_chars) for t in users):
@@ -500,7 +500,8 @@ class Memory:
             # the cap counts the runs triggered, not only those finished: a busy worker must not
             # let a chatty session queue one job per turn past max_per_session
             triggered = int(session.metadata.get("in_session_extractions", 0))
-            if count < cfg.every_n_user_messages or max(triggered, session.extraction_count) >= cfg.max_per_session:
+            capped = cfg.max_per_session is not None and max(triggered, session.extraction_count) >= cfg.max_per_session
+            if count < cfg.every_n_user_messages or capped:
                 self.store.put_session(session)
                 return None
             session.metadata["in_session_extractions"] = triggered + 1

@@ -424,7 +424,9 @@ class SessionConfig(_Section):
 
 
 class ExtractionConfig(_Section):
-    max_per_session: int = Field(5, ge=0)  # seed 002 §6: ≤5 per session
+    # seed 002 §6: ≤5 per session. None: no cap — seed 003's monitor runs after every turn
+    # (issue 30: its cost is bounded by what each call may do, the caps below, not by turns)
+    max_per_session: int | None = Field(5, ge=0)  # seed 002 §6: ≤5 per session
     min_message_chars: int = Field(30, ge=0)  # seed 002 §6: ≥30 chars
     # Bounds on what one LLM reply can change (issue 12: a flood of 3,000 ADDs, an injected
     # "delete all my memories"). Not from a seed: seed 002 §6 keeps extraction to ≤5 runs a
@@ -438,6 +440,13 @@ class ExtractionConfig(_Section):
     max_boosts_per_job: int = Field(20, ge=0)
     max_deletes_per_job: int = Field(3, ge=0)
     every_n_user_messages: int = Field(0, ge=0)  # 0: only on end_session / explicit calls
+    # Not from a seed (issue 30): what a person asked to forget in a session is not stored again
+    # from its turns. An extracted memory, or a turn a summary is written from, counts as what
+    # was asked when it holds this share of the request's words (rounded up): a restatement
+    # drops some ("Sure, you're flying to Berlin next Wednesday" lacks "work"; 用户下周三去北京
+    # lacks 出差). 2/3: a 2-word request needs both, 3 words two, 5 words four. Deleting the
+    # memory meant still takes every word (a narrower reading for what cannot be taken back).
+    forget_match_share: float = Field(0.66, gt=0, le=1)
     # seed 001 §3.2/5.1 "会话空闲超时自动归档": a session whose last turn is this old gets its
     # unextracted turns queued by the scheduler's poll, the worker and consolidate. The seed
     # names no duration; 30 min is not from a seed. 0: no idle trigger (consolidate's sweep,
@@ -916,8 +925,9 @@ PROFILES: dict[str, dict[str, Any]] = {
             "decay_on_merge": False,  # seed 003: MemoryManager decays in a scheduled task
         },
         "search": {"activate_on_hit": False},  # seed 003: retrieval alone never boosts
-        # seed 003: the monitor (后台小祥) runs after every turn, within seed 002 §6's ≤5 per session
-        "extraction": {"every_n_user_messages": 1, "min_message_chars": 1},
+        # seed 003: the monitor (后台小祥) runs after every turn (每轮对话后), with no cap a session:
+        # seed 002 §6's ≤5 is that seed's; a long companion chat keeps its memories current
+        "extraction": {"every_n_user_messages": 1, "min_message_chars": 1, "max_per_session": None},
         "session": {"compaction_cap": 30, "episode_memory": True},
         "context": {"history_max_messages": 30},  # seed 003: working memory of 30 messages
     },

@@ -36,8 +36,14 @@ from memlane.text import has_cjk, language_of
 # the commands' own readings (remember / forget): unchanged by the clause reader's
 _ZH_SENTENCE = ZH_SENTENCE
 _EN_SENTENCE = EN_SENTENCE
-_ZH_FILLER = re.compile(r"^(?:对了|另外|还有|而且|其实|嗯|哦|所以|但是|不过|是的|好的|好主意|然后|因为|顺便说一下|顺便)[，,、\s]*")
-_EN_FILLER = re.compile(r"^(?:by the way|also|oh|ok|okay|well|so|and|but|actually|btw|yes|yeah|hi|hello)\b[,\s]*", re.I)
+# words before a command that are not what it points at; "算了" / "never mind" take back what
+# was just said ("算了，忘掉那个", issue 30), so they are read the same way, however many lead
+_ZH_FILLER = re.compile(r"^(?:(?:对了|另外|还有|而且|其实|嗯|哦|所以|但是|不过|是的|好的|好主意|然后|因为|顺便说一下|顺便|"
+                        r"算了|不对|等等|等一下|哎呀|哎|唉|呃)[，,、\s]*)+")
+_EN_FILLER = re.compile(r"^(?:(?:by the way|also|oh|ok|okay|well|so|and|but|actually|btw|yes|yeah|hi|hello|"
+                        r"never ?mind|wait|hmm+|oops|sorry|on second thought)\b[,\s]*)+", re.I)
+# a sentence that only takes back what was said ("算了。", "Never mind.") says nothing itself
+_RETRACT = re.compile(r"^(?:算了|算了吧|不对|等等|never ?mind|scratch that|wait)$", re.I)
 
 
 def _r(p: str) -> re.Pattern[str]:
@@ -48,9 +54,20 @@ _ZH_REMEMBER = _r(r"^(?:请|帮我)?(?:记住|记下|记一下|记得)(?:了|吧
 _ZH_FORGET = _r(r"^(?:请|帮我)?(?:忘掉|忘记|别再记着|不要再记着)(?:关于)?(?P<x>.*?)(?:这件事|的事|吧|这条|这个记忆)?$")
 _EN_REMEMBER = _r(r"^(?:please )?(?:remember|note|keep in mind)(?: that)?[:,\s]+(?P<x>.*)$|^(?:please )?remember this$")
 _EN_FORGET = _r(r"^(?:please )?forget (?:about )?(?:that )?(?P<x>.*)$|^(?:please )?forget (?:it|that|this)$")
+# "别记这个", "刚才那个不用记了", "don't save that": a request not to keep what was just said.
+# Only the pointing form: "别记错了" / "不要记恨他" name no memory, so no words may follow the verb
+_ZH_DONT_KEEP = _r(r"^(?:请)?(?:刚才|刚刚)?(?:说的)?(?:这个|那个|这些|那些|这件事|那件事|这条|那条|这句|那句|它)?(?:就|也)?"
+                   r"(?:不用|不要|别|无需|不必|没必要)(?:再)?(?:记|记住|记下|记着|记录)(?:下来)?"
+                   r"(?:这个|那个|这些|那些|这件事|那件事|这条|那条|这句|那句|它)?(?:了|啦|吧|哦)*(?P<x>)$")
+_EN_DONT_KEEP = _r(r"^(?:please )?(?:don'?t|do not|no need to|you don'?t (?:need|have) to)\s+"
+                   r"(?:remember|save|store|keep|note|write down|record)\s+(?:this|that|it)(?: down)?(?P<x>)$")
 # a command closing a sentence points back at it: "我的车牌是浙A12345，记住这个", "…, remember that"
-_ZH_TAIL = _r(r"^(?P<rest>.*?[^，,；;\s])[，,；;\s]++(?P<cmd>(?:请|帮我)?(?:记住|记下|记一下|忘掉|忘记)(?:这个|这点|这件事|那个|那件事|它)?(?:吧|了)?)$")
-_EN_TAIL = _r(r"^(?P<rest>.*?[^,;\s])[,;\s]++(?P<cmd>(?:please )?(?:remember|note|forget) (?:this|that|it))$")
+_ZH_TAIL = _r(r"^(?P<rest>.*?[^，,；;\s])[，,；;\s]++(?P<cmd>(?:请|帮我)?(?:记住|记下|记一下|忘掉|忘记)(?:这个|这点|这件事|那个|那件事|它)?(?:吧|了)?"
+              r"|(?:这个|那个|这件事|那件事)?(?:就)?(?:不用|不要|别)(?:再)?(?:记|记住|记下|记着)(?:这个|那个|它)?(?:了|吧)?)$")
+_EN_TAIL = _r(r"^(?P<rest>.*?[^,;\s])[,;\s]++(?P<cmd>(?:please )?(?:remember|note|forget) (?:this|that|it)"
+              r"|(?:please )?(?:don'?t|do not|no need to) (?:remember|save|store|keep|note) (?:this|that|it))$")
+# the tail commands that ask not to keep what the sentence said
+_TAIL_FORGETS = _r(r"忘|forget|不用|不要|别|don'?t|do not|no need")
 # "记住这个：…" / "remember this: …" — the words after the colon are what is meant
 _DEICTIC_LEAD = _r(r"^(?:这个|这点|这件事|这些|下面的?|以下|this|that|the following)\s*[：:，,]\s*")
 _DEICTIC = {"", "这个", "这点", "这些", "这件事", "那个", "那件事", "那些", "它", "this", "that", "it", "这", "那"}
@@ -446,8 +463,9 @@ def _command(sentence: str) -> tuple[str, str, bool] | None:
     `points_back`: "this / that / 这个" with nothing after it, so the referent is elsewhere."""
     # a sentence keeps its closing mark ("remember that!"): the patterns read the words
     s = _ZH_FILLER.sub("", _EN_FILLER.sub("", sentence.strip().rstrip(".!?;。！？； ")))
-    for kind, patterns in (("remember", (_ZH_REMEMBER, _EN_REMEMBER)), ("forget", (_ZH_FORGET, _EN_FORGET))):
-        m = patterns[0].match(s) or patterns[1].match(s)
+    for kind, patterns in (("remember", (_ZH_REMEMBER, _EN_REMEMBER)),
+                           ("forget", (_ZH_FORGET, _EN_FORGET, _ZH_DONT_KEEP, _EN_DONT_KEEP))):
+        m = next((m for p in patterns if (m := p.match(s)) is not None), None)
         if m is not None:
             what = st.tidy(_DEICTIC_LEAD.sub("", m.group("x") or ""))
             return (kind, "", True) if what.lower() in _DEICTIC else (kind, what, False)
@@ -461,7 +479,7 @@ def _tail(sentence: str) -> tuple[str, str] | None:
     m = _ZH_TAIL.match(s) or _EN_TAIL.match(s)
     if m is None:
         return None
-    return st.tidy(m.group("rest")), "forget" if re.search(r"忘|forget", m.group("cmd"), re.I) else "remember"
+    return st.tidy(m.group("rest")), "forget" if _TAIL_FORGETS.search(m.group("cmd")) else "remember"
 
 
 def _is_command(sentence: str) -> bool:
@@ -502,7 +520,7 @@ def _units(text: str, max_chars: int | None = None) -> list[tuple[str, str]]:
             out += [("say", tail[0]), (tail[1] + "?", "")]
         elif _is_question(sentence, sentence[-1:] + text[m.end():m.end() + 1]):  # its own mark, or the next
             out.append(("ask", sentence))
-        elif not is_ack(sentence):
+        elif not is_ack(sentence) and not _RETRACT.match(st.tidy(sentence).rstrip(".!?。！？ ")):
             out.append(("say", st.tidy(sentence)))
     return out
 
@@ -536,7 +554,21 @@ def commands(turns: Sequence[Turn], config: Config, *, now: datetime, after_seq:
     the same message when it says something, else the user's last statement (a command that
     pointed back keeps it), else the assistant's answer to the user's last question. An
     assistant's acknowledgement ("好的", "Got it.") is never the referent (issue 13)."""
-    ops: list[Operation] = []
+    return _fitting([op for _, op in _read_commands(turns, config, now, after_seq)], config)
+
+
+def forget_requests(turns: Sequence[Turn], config: Config, *, now: datetime,
+                    after_seq: int = 0) -> list[tuple[int, str]]:
+    """(seq of the user's turn, what it asks to forget) for each "forget …" / "别记这个" in
+    the turns after `after_seq`, read as `commands` reads them (issue 30)."""
+    return [(seq, op.query or "") for seq, op in _read_commands(turns, config, now, after_seq)
+            if op.op == "FORGET" and op.query]
+
+
+def _read_commands(turns: Sequence[Turn], config: Config, now: datetime,
+                   after_seq: int) -> list[tuple[int, Operation]]:
+    """`commands`, each operation with the seq of the turn that said it."""
+    ops: list[tuple[int, Operation]] = []
     topic = _Topic()
     asked = False  # the user's last message only asked: the answer is the thing under discussion
     for turn in turns:
@@ -558,19 +590,20 @@ def commands(turns: Sequence[Turn], config: Config, *, now: datetime, after_seq:
                 if not ref.text:
                     continue
                 if kind.startswith("remember"):
-                    ops.append(_remember(ref, config, now))
+                    ops.append((turn.seq, _remember(ref, config, now)))
                 else:
                     # remembered and forgotten in the same batch: never stored at all
-                    ops = [op for op in ops if not (op.op == "ADD" and op.reason == _REMEMBERED
-                                                    and op.content == _remember(ref, config, now).content)]
-                    ops.append(Operation("FORGET", query=ref.text, source="user",
-                                         reason=f"the user asked to forget: {st.tidy(turn.content)[:200]}"))
+                    gone = _remember(ref, config, now).content
+                    ops = [(seq, op) for seq, op in ops
+                           if not (op.op == "ADD" and op.reason == _REMEMBERED and op.content == gone)]
+                    ops.append((turn.seq, Operation("FORGET", query=ref.text, source="user",
+                                                    reason=f"the user asked to forget: {st.tidy(turn.content)[:200]}")))
         explicit = [w for k, w in units if k in ("remember", "forget") and w]
         if said or explicit:
             topic, asked = (here if said else _Topic(explicit[-1])), False
         elif any(k == "ask" for k, _ in units):
             asked = True
-    return _fitting(ops, config)
+    return ops
 
 
 def _fitting(ops: list[Operation], config: Config) -> list[Operation]:
@@ -603,4 +636,5 @@ def _remember(ref: _Topic, config: Config, now: datetime) -> Operation:
     )
 
 
-__all__ = ["HeuristicExtractor", "commands", "conjugated", "is_ack", "is_command", "same_words", "third_person"]
+__all__ = ["HeuristicExtractor", "commands", "conjugated", "forget_requests", "is_ack", "is_command", "same_words",
+           "third_person"]

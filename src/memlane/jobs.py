@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import logging
 import os
-import re
 import threading
 import uuid
 from collections.abc import Callable, Sequence
@@ -26,13 +25,14 @@ from typing import Literal
 
 import numpy as np
 
-from memlane import forget
+from memlane import forget, forgotten
 from memlane.config import Config
 from memlane.embeddings import Embedder
 from memlane.errors import MemlaneError
 from memlane.events import Event, EventBus
 from memlane.extraction import Extraction, Guard, LLMExtractor, Operation, Rejected
-from memlane.heuristic import HeuristicExtractor, commands, same_words
+from memlane.forgotten import ALL, REFUSED, holds, refused, said_again, words_of
+from memlane.heuristic import HeuristicExtractor, commands, forget_requests, same_words
 from memlane.indexing import embed_cached, vector_key
 from memlane.lease import ScopeLock
 from memlane.llm import LLM
@@ -48,7 +48,7 @@ from memlane.policy import (
     threshold_verdicts,
 )
 from memlane.store import Store
-from memlane.text import CJK_RUN, keywords
+from memlane.text import keywords
 
 log = logging.getLogger(__name__)
 
@@ -249,13 +249,21 @@ class JobRunner:
         ops = commands(context, self.config, now=now, after_seq=max(done, job.first_seq - 1))
         # the person's own "forget …" in this job's turns (applied already or not) is what
         # lets the LLM delete or rewrite a memory that person stated (issue 12)
-        asked = [op.query or "" for op in commands(context, self.config, now=now, after_seq=job.first_seq - 1)
-                 if op.op == "FORGET"]
-        guard = _person_guard(asked)
+        requests = forget_requests(context, self.config, now=now, after_seq=job.first_seq - 1)
+        guard = _person_guard([q for _, q in requests])
         extraction = self._extract(turns, scope, now, llm, guard)
         report.llm_calls, report.rejected = extraction.llm_calls, list(extraction.rejected)
-        # what the person asked to forget is not extracted again from the turns it was said in
-        ops += [op for op in extraction.operations if not _forgotten(op, asked)]
+        # what the person asked to forget is not stored again from the session (issue 30):
+        # this job's requests, and those the session kept from any other job — one after this
+        # job's turns (this job queued or retried after the request) or before them (a later
+        # job has no turn saying it, so an ADD of it would come from elsewhere) — unless the
+        # person said it again after the request, in this job's turns
+        pending = requests + forgotten.since(session.metadata if session else {}, 0)
+        asked = [q for seq, q in pending if not said_again(q, seq, turns, self.config)]
+        kept = [op for op in extraction.operations if not refused(op, asked, self.config)]
+        report.rejected += [Rejected(-1, {"op": op.op, "content": op.content}, REFUSED)
+                            for op in extraction.operations if op not in kept]
+        ops += kept
         ops = self._resolve_forgets(ops, scope, report)
         vectors = self._vectors([op.content for op in ops if op.op in ("ADD", "UPDATE") and op.content])
         with self.store.transaction():
@@ -267,6 +275,7 @@ class JobRunner:
             if session is not None:
                 session.extraction_count += 1
                 session.metadata["commands_through"] = max(done, job.last_seq)
+                forgotten.keep(session.metadata, requests)
                 self.store.put_session(session)
             self.store.update_job(job.id, status="done", attempts=job.attempts + 1, next_at=now, last_error=None)
         report.status = "done" if turns else "empty"
@@ -301,6 +310,7 @@ class JobRunner:
         ops = commands(turns, self.config, now=now, after_seq=done)
         if not turns or not ops:
             return None
+        requests = forget_requests(turns, self.config, now=now, after_seq=done)
         last = turns[-1].seq
         job = ExtractionJob(id=0, user_id=scope.user_id, agent_id=scope.agent_id, session_id=session_id,
                             first_seq=done + 1, last_seq=last, next_at=now, created_at=now)
@@ -314,6 +324,7 @@ class JobRunner:
             session = self.store.get_session(scope, session_id)
             if session is not None:
                 session.metadata["commands_through"] = max(last, int(session.metadata.get("commands_through", 0)))
+                forgotten.keep(session.metadata, requests)
                 self.store.put_session(session)
         self._announce(scope, report, now)
         return report
@@ -386,11 +397,11 @@ class JobRunner:
                 out.append(op)
                 continue
             query = op.query or ""
-            words = [w for w in keywords(query) if w.lower() not in _ABOUT]
+            words = words_of(query)
             hits = self.retrieve(scope, query, 10) if words else []
             matched = [h.memory for h in hits
-                       if h.memory is not None and all(_holds(h.memory.content, w) for w in words)]
-            if matched and not _ALL.search(query):
+                       if h.memory is not None and all(holds(h.memory.content, w) for w in words)]
+            if matched and not ALL.search(query):
                 extra = {m.id: _extra_words(m.content, query) for m in matched}
                 least = min(extra.values())
                 matched = [m for m in matched if extra[m.id] == least]
@@ -520,40 +531,12 @@ def _person_guard(asked: Sequence[str]) -> Guard:
     return guard
 
 
-def _forgotten(op: Operation, asked: Sequence[str]) -> bool:
-    """An ADD or UPDATE stating what one of the person's "forget …" queries names: holding
-    every keyword of it, as `_resolve_forgets` finds the memory to delete."""
-    if op.op not in ("ADD", "UPDATE") or not op.content:
-        return False
-    for query in asked:
-        words = [w for w in keywords(query) if w.lower() not in _ABOUT]
-        if words and all(_holds(op.content, w) for w in words):
-            return True
-    return False
-
-
-def _holds(content: str, word: str) -> bool:
-    """A query word is in a memory: every character of a CJK word (养猫 ~ 养了一只橘猫), or of
-    one of its two-character parts for a longer word (车牌号 ~ 车牌是…), or a Latin word's
-    stem-ish prefix (prefer ~ prefers)."""
-    if CJK_RUN.fullmatch(word):
-        if all(ch in content for ch in word):
-            return True
-        return len(word) > 2 and any(word[i:i + 2] in content for i in range(len(word) - 1))
-    return word.lower()[: max(4, len(word) - 2)] in content.lower()
-
-
-# "forget all / everything about …": every memory that matches goes, not only the closest
-_ALL = re.compile(r"所有|全部|一切|都忘|\b(?:all|every|everything)\b", re.I)
 _SUBJECT_WORDS = frozenset({"用户", "user", "the", "users"})
-# words of the request itself, not of the memory meant ("忘掉所有关于茶的记忆")
-_ABOUT = frozenset({"所有", "全部", "一切", "关于", "有关", "记忆", "内容", "everything", "all", "every",
-                    "about", "memories", "memory"})
 
 
 def _extra_words(content: str, query: str) -> int:
     """How many of a memory's keywords the forget query does not hold: what else it says."""
-    return sum(1 for w in keywords(content) if w.lower() not in _SUBJECT_WORDS and not _holds(query, w))
+    return sum(1 for w in keywords(content) if w.lower() not in _SUBJECT_WORDS and not holds(query, w))
 
 
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from memlane import forgotten
 from memlane.episodes import make_episode, summarize
 from memlane.errors import ValidationError
 from memlane.events import Event
@@ -204,9 +205,15 @@ def compact(memory: SessionParts, scope: Scope, session: Session, turns: Sequenc
     if not turns:
         return session
     cfg = memory.config.session
-    summary = summarize(memory.llm, turns, session.summary, max_lines=cfg.summary_max_lines,
-                        max_tokens=cfg.summary_tokens_max, turn_chars=memory.config.extraction.offline_turn_chars)
     last = max(t.seq for t in turns)
+    # what the person asked to forget is not summarised (the summary becomes the companion's
+    # episode memory), nor kept from an earlier summary (issue 30)
+    meta = (memory.store.get_session(scope, session.id) or session).metadata
+    kept = forgotten.turns_kept(meta, turns, memory.config)
+    previous = forgotten.lines_kept(meta, session.summary, memory.config)
+    summary = summarize(memory.llm, kept, previous, max_lines=cfg.summary_max_lines,
+                        max_tokens=cfg.summary_tokens_max,
+                        turn_chars=memory.config.extraction.offline_turn_chars) if kept else previous
     with memory.store.transaction():
         current = memory.store.get_session(scope, session.id) or session
         if compacted_through(current) >= last:  # another process compacted this range meanwhile
@@ -234,6 +241,9 @@ def write_episode(memory: SessionParts, event: Event, *, offline: bool = False) 
     turns = memory.store.get_turns(scope, session_id=session_id)
     if len(turns) < memory.config.session.episode_min_messages:
         return None
+    # what the person asked to forget is not written back into memory as the episode (issue 30)
+    session = memory.store.get_session(scope, session_id)
+    turns = forgotten.turns_kept(session.metadata if session else {}, turns, memory.config)
     episode = make_episode(None if offline else memory.llm, scope, session_id, turns, memory.clock(),
                            max_lines=memory.config.session.summary_max_lines,
                            turn_chars=memory.config.extraction.offline_turn_chars)
