@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import json
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -200,3 +200,20 @@ def test_an_extraction_range_is_never_extracted_twice(mem):
     mem.end_session("s1", user_id="u1")
     assert mem.extract("s1", user_id="u1").status == "empty"
     assert len(mem.llm.calls) == 1 and contents(mem) == ["用户喜欢喝白茶"]
+
+
+def test_a_todo_without_a_duration_expires_on_the_day_it_names_or_after_the_default(mem):
+    """Seed 001 "todo 类过期处理": a todo the LLM gave no duration is not kept forever — until the
+    day its text names and `extraction.plan_margin_days` after, else `policy.default_duration`."""
+    mem.llm.enqueue(ops(
+        {"op": "ADD", "content": "用户提到下周三有产品评审会议", "category": "todo", "importance": "high"},
+        {"op": "ADD", "content": "The user wants to renew the passport", "category": "todo"},
+        {"op": "ADD", "content": "The user prefers window seats", "category": "preference"},
+    ))
+    say(mem, "s1", "下周三有产品评审会议", "好的", "I need to renew my passport; and I like window seats")
+    assert mem.extract("s1", user_id="u1").status == "done"
+    by = {m.content: m.expires_at for m in mem.list(user_id="u1")}
+    wednesday = datetime(2026, 3, 4, tzinfo=UTC)  # T0 is Sunday 1 March 2026: "下周三" is the 4th
+    assert by["用户提到下周三有产品评审会议"] == wednesday + timedelta(days=1 + mem.config.extraction.plan_margin_days)
+    assert by["The user wants to renew the passport"] == T0 + timedelta(days=30)
+    assert by["The user prefers window seats"] is None

@@ -336,8 +336,10 @@ class PolicyConfig(_Section):
     }
     # seed 002 §4 "默认保留" by type, when the extractor names no duration: a category's
     # duration; "rule:task" for a rule the extractor calls a task rule (the rest are behaviour
-    # rules). Empty: no defaults (a memory is permanent unless a duration is given)
-    default_duration: dict[str, str] = {}
+    # rules). A todo: 30 days (seed 001 "todo 类过期处理": a todo expires and is then halved
+    # and archived; one whose text names its day is kept until that day, extraction.py), as
+    # the offline extractor's. Otherwise a memory is permanent unless a duration is given
+    default_duration: dict[str, str] = {"todo": "30d"}
     # seed 002 §4: TRANSIENT memories (duration transient / session, or demoted) made in a
     # session are deleted when it ends (`end_session`); elsewhere they live out their 1 day
     transient_ends_with_session: bool = False

@@ -23,13 +23,14 @@ import reprlib
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime, time, timedelta
 from typing import Any, Literal
 
 from pydantic import ValidationError as PydanticValidationError
 
 from memlane import validate
 from memlane.config import Config
+from memlane.dates import upcoming
 from memlane.errors import ExtractionError, ValidationError
 from memlane.llm import LLM
 from memlane.llm.prompts import bracket_lines, loads_tolerant
@@ -283,6 +284,10 @@ def _operation(item: Any, *, lookup: Lookup, config: Config, now: datetime, sour
             contradicts.append(cid)
     category = _category(ans.category, config, config.policy.default_category)
     until, priority = retention(ans.duration, category, now, config.policy, task_rule=ans.rule_scope == "task")
+    if ans.duration is None and category == "todo" and (day := upcoming(content, now.date())) is not None:
+        # seed 001 "todo 类过期处理": a todo the LLM gave no duration is kept until the day its
+        # text names ("下周三有产品评审会议"), and a margin; without one, `default_duration`'s
+        until = datetime.combine(day, time.min, tzinfo=UTC) + timedelta(days=1 + config.extraction.plan_margin_days)
     return Operation(
         "ADD", content=content, category=category,
         score=initial_score(ans.importance, config.policy), expires_at=until,
