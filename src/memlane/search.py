@@ -255,11 +255,12 @@ def candidates(
         asked_in_chinese = language_of(query) == "zh"
         if any(g != asked_in_chinese for g in groups.values()):
             qv = neutral  # a candidate in the other language: every one is scored without its language
+        else:  # all in the query's language: the nearest were found without it, scored with it below
+            for c in cands.values():
+                c.similarity = 0.0
         chinese = sum(groups.values())
         if min(chinese, len(groups) - chinese) < 2:
             groups = None  # one language (or a lone other): one standardisation
-        for c in cands.values():
-            c.similarity = 0.0  # every candidate is scored below, by the one vector
     if scored_with is not None and qv is not None:
         scored_with.append(qv)
     if qv is not None and cands:
