@@ -8,7 +8,14 @@ user); after each user turn the scratchpad says what memlane made of it: a new f
 no focus left (done), or the same (continue). Reported: switch precision and recall, done
 recall, continue accuracy, per language.
 
+`--data bench/data/topics_holdout.json`: a holdout of 24 more sessions (12 Chinese, 12 English;
+177 user turns, labelled the same way) in other domains and wordings: follow-ups in new words
+that are neither answers nor edits, new tasks in the same domain, switches with and without a
+marker, "done" said many ways. It was written apart, without reading the topic detector's code,
+and is not tuned on.
+
     python bench/topics.py
+    python bench/topics.py --data bench/data/topics_holdout.json
 """
 
 from __future__ import annotations
