@@ -18,12 +18,24 @@ from memlane.errors import (
     NotFound,
     ValidationError,
 )
-from memlane.models import Episode, Hit, MemoryEvent, MemoryRecord, Message, Session, Stats, Turn
+from memlane.models import (
+    Activity,
+    Episode,
+    Forecast,
+    Hit,
+    MemoryEvent,
+    MemoryRecord,
+    Message,
+    Session,
+    Stats,
+    Turn,
+)
 from memlane.search import Filters
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "Activity",
     "AsyncMemory",
     "BackendError",
     "Config",
@@ -31,6 +43,7 @@ __all__ = [
     "Episode",
     "ExtractionError",
     "Filters",
+    "Forecast",
     "Hit",
     "MemlaneError",
     "Memory",

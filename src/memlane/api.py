@@ -20,6 +20,7 @@ from typing import Any, get_args
 import numpy as np
 
 from memlane import archive as files_archive
+from memlane import forecast as forecasting
 from memlane import (
     forget,
     lifecycle,
@@ -54,10 +55,12 @@ from memlane.indexing import (
 from memlane.jobs import JobReport, JobRunner
 from memlane.llm import LLM, make_llm
 from memlane.models import (
+    Activity,
     Corpus,
     Episode,
     EventKind,
     ExtractionJob,
+    Forecast,
     Hit,
     MemoryEvent,
     MemoryRecord,
@@ -875,6 +878,19 @@ class Memory:
         if not events:
             raise NotFound(f"memory {memory_id!r} has no history for user {user_id!r}")
         return events
+
+    def forecast(self, memory_id: str, *, user_id: str, agent_id: str | None = None) -> Forecast:
+        """What the decay policy will do to a memory if nothing touches it again, and when:
+        `state` due / due_now / none / protected / archived, `action`, `when`, `score_now`."""
+        return forecasting.forecast(self.get(memory_id, user_id=user_id, agent_id=agent_id), self.config.policy,
+                                    self.clock())
+
+    def activity(self, *, user_id: str, agent_id: str | None = None, days: int = forecasting.ACTIVITY_DAYS) -> Activity:
+        """Active, archived and deleted memories at the end of each of the last `days` days,
+        replayed from the scope's audit trail."""
+        scope = Scope.of(user_id, agent_id)
+        days = validate.integer("days", days, 1, forecasting.HORIZON_DAYS)
+        return forecasting.activity(scope, self.store.events(scope, None, limit=10_000_000), self.clock().date(), days)
 
     def audit(self, *, user_id: str, agent_id: str | None = None, limit: int = 10_000) -> _list[MemoryEvent]:
         """Every audit event of a scope, oldest first (ADD / UPDATE / DECAY / ARCHIVE / DELETE ...)."""

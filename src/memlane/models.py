@@ -263,6 +263,34 @@ class Stats(_Record):
     embedder: str
 
 
+class Forecast(_Record):
+    """What the decay policy will do to a memory if nothing touches it again (`Memory.forecast`)."""
+
+    memory_id: str
+    # "protected" (pinned, verified or a kept category) | "archived" | "due" (`action` on
+    # `when`) | "due_now" (at the next consolidation) | "none" (not within `horizon_days`)
+    state: Literal["protected", "archived", "due", "due_now", "none"]
+    action: str = ""  # ARCHIVE / DELETE / DEMOTE on `when`
+    when: datetime | None = None
+    score: float  # as stored: as of the last consolidation
+    score_now: float  # decayed to now by its rule
+    grace_days: float
+    daily_factor: float
+    expires_at: datetime | None = None
+    horizon_days: int
+
+
+class Activity(_Record):
+    """A scope's memories at the end of each day, replayed from the audit trail (`Memory.activity`)."""
+
+    user_id: str
+    agent_id: str = ""
+    days: list[str]  # ISO dates, oldest first
+    active: list[int]
+    archived: list[int]
+    deleted: list[int]
+
+
 class Attachment(_Record):
     """A file or media memory (seed 002 §8 `attachments`): the bytes, or where they are."""
 

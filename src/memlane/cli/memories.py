@@ -281,6 +281,55 @@ def history(
 
 
 @app.command()
+def forecast(
+    memory_id: Annotated[str, typer.Argument(help="The memory's id.")],
+    user: UserOpt,
+    agent: AgentOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """What the decay policy will do to a memory if nothing touches it again, and when.
+
+    Example: memlane forecast 3f9a1c2b7d --user lin
+    """
+    with _memory() as mem:
+        fc = mem.forecast(memory_id, user_id=user, agent_id=agent)
+    if as_json:
+        _emit_json(fc)
+        return
+    verdict = {"protected": "protected: never decays (pinned, verified or a kept category)",
+               "archived": "archived", "due_now": f"{fc.action} at the next consolidation",
+               "none": f"nothing within {fc.horizon_days} days",
+               "due": f"{fc.action} on {fc.when.date().isoformat() if fc.when else '?'}"}[fc.state]
+    out.print(f"{memory_id}: {verdict}; score {fc.score:.3f} (now {fc.score_now:.3f}), "
+              f"×{fc.daily_factor:g} a day after {fc.grace_days:g} days' grace"
+              + (f"; expires {fc.expires_at.date().isoformat()}" if fc.expires_at else ""))
+
+
+@app.command()
+def activity(
+    user: UserOpt,
+    agent: AgentOpt = None,
+    days: Annotated[int, typer.Option(help="The last this many days.", min=1, max=3650)] = 30,
+    as_json: JsonOpt = False,
+) -> None:
+    """Active, archived and deleted memories at the end of each day, from the audit trail.
+
+    Example: memlane activity --user lin --days 14
+    """
+    with _memory() as mem:
+        act = mem.activity(user_id=user, agent_id=agent, days=days)
+    if as_json:
+        _emit_json(act)
+        return
+    table = Table(title=f"memories of {user}, day by day")
+    for col in ("day", "active", "archived", "deleted"):
+        table.add_column(col, justify="left" if col == "day" else "right")
+    for row in zip(act.days, act.active, act.archived, act.deleted, strict=True):
+        table.add_row(*(str(v) for v in row))
+    out.print(table)
+
+
+@app.command()
 def stats(user: UserOpt, agent: AgentOpt = None, as_json: JsonOpt = False) -> None:
     """Counts of what a scope holds, and the database size.
 

@@ -164,6 +164,12 @@ def memory_history(memory_id: str, mem: MemoryDep, scope: ScopeDep) -> Response:
     return ok({"events": jsonable(mem.history(memory_id, **who(scope)))})
 
 
+@v1.get("/memories/{memory_id}/forecast", tags=["memories"])
+def memory_forecast(memory_id: str, mem: MemoryDep, scope: ScopeDep) -> Response:
+    """What the decay policy will do to the memory if nothing touches it again, and when."""
+    return ok(jsonable(mem.forecast(memory_id, **who(scope))))
+
+
 @v1.post("/memories/{memory_id}/undo", tags=["memories"])
 def undo_memory(memory_id: str, mem: MemoryDep, scope: ScopeDep) -> Response:
     """Revert the memory's last audited change; returns the reverting event."""
@@ -332,6 +338,13 @@ def _unplaced_value(value: Any, where: str) -> Any:
 @v1.get("/stats", tags=["admin"])
 def stats(mem: MemoryDep, scope: ScopeDep) -> Response:
     return ok(jsonable(mem.stats(**who(scope))))
+
+
+@v1.get("/activity", tags=["admin"])
+def activity(mem: MemoryDep, scope: ScopeDep,
+             days: Annotated[int, Query(ge=1, le=3650, description="the last this many days")] = 120) -> Response:
+    """Active, archived and deleted memories at the end of each day, from the audit trail."""
+    return ok(jsonable(mem.activity(**who(scope), days=days)))
 
 
 @admin.post("/admin/purge", tags=["admin"])

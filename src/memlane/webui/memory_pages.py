@@ -11,10 +11,11 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from memlane.errors import NotFound, ValidationError
+from memlane.forecast import forecast
 from memlane.models import MemoryRecord
 from memlane.webui import i18n
 from memlane.webui.app import Ctx, Redirect, safe_next
-from memlane.webui.views import SOURCES, TableQuery, forecast
+from memlane.webui.views import SOURCES, TableQuery
 
 if TYPE_CHECKING:
     from memlane.webui.app import WebUI

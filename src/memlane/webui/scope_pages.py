@@ -17,7 +17,7 @@ from memlane.markdown import MdOperation
 from memlane.webui import charts, i18n, labels
 from memlane.webui.app import Ctx, Denied, Redirect
 from memlane.webui.auth import COOKIE
-from memlane.webui.views import histogram, render_markdown, timeline
+from memlane.webui.views import histogram, render_markdown
 
 if TYPE_CHECKING:
     from memlane.api import Memory
@@ -125,12 +125,13 @@ def register(ui: WebUI) -> None:
         q = request.query_params.get("q", "").strip()
         stats = await ui.call(mem.stats, **ctx.scope)
         memories = await ui.call(mem.list, **ctx.scope)
-        audit = await ui.call(mem.audit, **ctx.scope)
+        activity = await ui.call(mem.activity, **ctx.scope)
         jobs = await ui.call(mem.extraction_jobs, **ctx.scope, status=("queued", "running", "failed"))
         pol = mem.config.policy
         hist = histogram([m.score for m in memories])
         edges = [f"{i / 10:.1f}" for i in range(11)]
-        days, series = timeline(audit, mem.clock().date())
+        days = activity.days
+        series = {"active": activity.active, "archived": activity.archived, "deleted": activity.deleted}
         by_category = sorted(stats.memories_by_category.items(), key=lambda kv: -kv[1])
         category_bars = [(labels.label(ctx.lang, "category", k), v) for k, v in by_category]
         context = await ui.call(mem.build_context, None, q, **ctx.scope) if q else None
@@ -141,7 +142,7 @@ def register(ui: WebUI) -> None:
             score_chart=charts.columns(hist, edges, t("chart_scores"), mark=pol.archive_below,
                                        mark_label=f"{t('archive_below')} {pol.archive_below:g}"),
             category_chart=charts.bars(category_bars, t("chart_categories")) if by_category else None,
-            timeline_chart=charts.lines([d.isoformat() for d in days], series,
+            timeline_chart=charts.lines(days, series,
                                         {k: t(k) for k in series}, t("chart_timeline")) if days else None,
             context_chart=charts.bars([(labels.label(ctx.lang, "block", b.name), b.tokens) for b in context.blocks],
                                       t("chart_context"),

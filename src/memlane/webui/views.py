@@ -1,78 +1,23 @@
-"""What the pages show, computed from the engine's records: filters and sorting of the
-memories table, a memory's forecast under its decay rule, the audit trail as a timeline,
-and MEMORY.md / USER.md as safe HTML. No numbers are made up here: each comes from a record
-or from `memlane.policy` applied to one."""
+"""What the pages show, from the engine's records: filters and sorting of the memories table,
+a histogram of scores, and MEMORY.md / USER.md as safe HTML. A memory's forecast and a scope's
+activity over time are the engine's (`memlane.forecast`), as the API, REST and CLI give them."""
 
 from __future__ import annotations
 
 import html
 import re
-from collections import Counter
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from typing import Any, get_args
 
 from markupsafe import Markup
 
-from memlane import policy
-from memlane.config import PolicyConfig
 from memlane.errors import ValidationError
-from memlane.models import MemoryEvent, MemoryRecord, Source
+from memlane.models import MemoryRecord, Source
 from memlane.webui.i18n import text
 
-FORECAST_DAYS = 3650  # not from a seed: past ten years a forecast says "not within 10 years"
 SOURCES: tuple[str, ...] = get_args(Source)  # the memories filter offers every source
 SORTS = ("score", "updated_at", "created_at", "last_activated", "activation_count", "content")
-
-
-@dataclass(frozen=True)
-class Forecast:
-    """What the policy will do to a memory if nothing touches it again."""
-
-    # "protected" | "archived" | "due" (a verdict at `when`) | "due_now" (at the next
-    # consolidation) | "none" (not within the horizon)
-    state: str
-    action: str = ""  # ARCHIVE / DELETE / DEMOTE at `when`
-    when: datetime | None = None
-    score_now: float = 0.0  # the score decayed to now (the stored one is as of the last consolidation)
-    grace_days: float = 0.0
-    daily_factor: float = 1.0
-    expires_at: datetime | None = None
-
-
-def forecast(mem: MemoryRecord, cfg: PolicyConfig, now: datetime) -> Forecast:
-    """The first day the thresholds act on the memory at its decay rule's rate: day by day is
-    monotone (scores only fall, ages only grow), so a doubling search then bisection."""
-    rule = policy.decay_rule(mem.category, cfg)
-    base: dict[str, Any] = {"grace_days": rule.grace_days, "daily_factor": rule.daily_factor,
-                            "expires_at": mem.expires_at, "score_now": policy.decay_score(mem, now, cfg)}
-    if mem.status == "archived":
-        return Forecast("archived", **base)
-    if policy.protected(mem, cfg):
-        return Forecast("protected", **base)
-
-    def verdict(days: int) -> str | None:
-        at = now + timedelta(days=days)
-        aged = policy.decayed(mem, at, cfg) or mem
-        found = policy.threshold_verdicts(aged, at, cfg)
-        return found[0][0] if found else None
-
-    if (first := verdict(0)) is not None:
-        return Forecast("due_now", first, now, **base)
-    hi = 1
-    while hi <= FORECAST_DAYS and verdict(hi) is None:
-        hi *= 2
-    if hi > FORECAST_DAYS and verdict(FORECAST_DAYS) is None:
-        return Forecast("none", **base)
-    hi = min(hi, FORECAST_DAYS)
-    lo = hi // 2  # verdict(lo) is None
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if verdict(mid) is None:
-            lo = mid
-        else:
-            hi = mid
-    return Forecast("due", verdict(hi) or "", now + timedelta(days=hi), **base)
 
 
 @dataclass
@@ -175,33 +120,6 @@ class TableQuery:
         }
         values.update(change)
         return {k: str(v) for k, v in values.items() if v not in (None, "")}
-
-
-def timeline(events: list[MemoryEvent], today: date) -> tuple[list[date], dict[str, list[int]]]:
-    """Active / archived / deleted memories at the end of each day, replayed from the audit
-    trail (a memory's state after each event)."""
-    if not events:
-        return [], {"active": [], "archived": [], "deleted": []}
-    state: dict[str, str] = {}
-    first = min(e.created_at for e in events).date()
-    days = [first + timedelta(days=i) for i in range((max(today, first) - first).days + 1)]
-    if len(days) > 120:  # not from a seed: the chart keeps its last 120 days legible
-        days = days[-120:]
-    series: dict[str, list[int]] = {"active": [], "archived": [], "deleted": []}
-    ordered = sorted(events, key=lambda e: (e.created_at, e.id))
-    i = 0
-    for day in days:
-        while i < len(ordered) and ordered[i].created_at.date() <= day:
-            e = ordered[i]
-            if e.kind == "DELETE" or e.after is None:
-                state[e.memory_id] = "deleted"
-            else:
-                state[e.memory_id] = str(e.after.get("status", "active"))
-            i += 1
-        counts = Counter(state.values())
-        for k in series:
-            series[k].append(counts.get(k, 0))
-    return days, series
 
 
 def histogram(scores: list[float], bins: int = 10) -> list[int]:
