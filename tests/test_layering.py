@@ -80,6 +80,19 @@ def test_only_the_faces_import_the_facade() -> None:
     assert any(name == "memlane.api" for _, name in _imports(PACKAGE / "aio.py", "memlane.aio"))
 
 
+def test_no_module_reaches_into_another_objects_private_members() -> None:
+    """`x._name` only where x is the module's own object (self, cls) or the module itself
+    imported; follow-up work subscribes to the engine's notices (signals.py) instead."""
+    wrong = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__") \
+                    and isinstance(node.value, ast.Name) and node.value.id in ("mem", "memory", "engine", "parts", "m"):
+                wrong.append(f"{path.relative_to(PACKAGE.parent)}:{node.lineno} {node.value.id}.{node.attr}")
+    assert wrong == []
+    assert [n for p in PROTOCOLS for n in _members(p) if n.startswith("_")] == []
+
+
 def _members(protocol: type) -> set[str]:
     """The attributes and methods a Protocol of memlane.parts declares, its bases' included."""
     names: set[str] = set()

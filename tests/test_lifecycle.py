@@ -178,7 +178,7 @@ def test_scored_markdown_writes_memory_md_once_per_pass(make_memory: MakeMemory)
     mem.consolidate(user_id="u1")
     text = memory_path(mem, Scope.of("u1")).read_text(encoding="utf-8")
     assert f"### [{m.id}] workflow | {0.8 * 0.99 ** 13:.2f} | 2026-01-01 | 0" in text
-    assert mem._md_paused is False
+    assert not mem.signals.muted("memory.changed")  # the pass unmuted what it muted
 
 
 def test_file_archive_archives_old_turns(make_memory: MakeMemory) -> None:

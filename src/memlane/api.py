@@ -33,6 +33,7 @@ from memlane import (
     topics,
     userprofile,
     validate,
+    writes,
 )
 from memlane import undo as undoing
 from memlane.attachments import Attachments, SessionStates
@@ -48,8 +49,9 @@ from memlane.indexing import (
     BackgroundIndexer,
     QueryCache,
     embed_cached,
+    embed_one,
+    index_neighbours,
     index_pending,
-    vector_key,
     warm_cache,
 )
 from memlane.jobs import JobReport, JobRunner
@@ -75,11 +77,12 @@ from memlane.models import (
     new_id,
     utcnow,
 )
-from memlane.policy import initial_score
+from memlane.policy import importance_score
 from memlane.search import NULL_TEXTS, Filters
 from memlane.search import search as run_search
+from memlane.signals import Signals
 from memlane.store import Store, open_store
-from memlane.text import estimate_tokens, neighbour_context
+from memlane.text import estimate_tokens
 from memlane.tools import MemoryTools, message_fields
 from memlane.worker import JobWorker
 
@@ -123,6 +126,11 @@ class Memory:
         self.clock = clock or utcnow
         self.llm: LLM | None = llm if llm is not None else make_llm(self.config.llm)
         self.events = EventBus(list(self.config.events.rules))
+        # follow-up work subscribes to what a write says happened (signals.py)
+        self.signals = Signals()
+        self.signals.subscribe("memory.changed", lambda scope: mdsync.after_change(self, scope))
+        self.signals.subscribe("memory.forgotten", lambda scope, gone: mdsync.forget_in_files(self, scope, gone))
+        self.signals.subscribe("rows.written", self._after_write)
         self.events.register_action("extract", self._action_extract)
         self.events.register_action("episode", self._action_episode)
         for name, action in (actions or {}).items():
@@ -140,7 +148,6 @@ class Memory:
         self._jobs: JobRunner | None = None
         self._worker: JobWorker | None = None  # started on first use, with an LLM (see `_background`)
         self._waiting = _Waiting()  # end_session(wait=True) in progress, per thread
-        self._md_pause = _Waiting()  # md import applies many writes, then rewrites MEMORY.md once (per thread)
         if self.config.embedding.background:
             self._indexer = BackgroundIndexer(
                 self._open_side_store, self.embedder,
@@ -170,14 +177,6 @@ class Memory:
                 shorter = min(e.max_chars, int(head)) if head.isdigit() else 0
                 self.store.reembed_long_turns(shorter if old else e.max_chars)
                 self.store.set_meta("turn_vector_keys", keys)
-
-    @property
-    def _md_paused(self) -> bool:
-        return self._md_pause.on
-
-    @_md_paused.setter
-    def _md_paused(self, value: bool) -> None:
-        self._md_pause.on = value
 
     def _open_side_store(self) -> Store:
         store = open_store(self.config)
@@ -283,7 +282,8 @@ class Memory:
                 metadata=msg.metadata,
             ) for i, msg in enumerate(msgs)]
             self.store.insert_turns(turns, import_keys)  # one batch: a few round trips on PostgreSQL
-            self._index_neighbours(scope, session_id, turns[0].seq, turns[-1].seq)
+            index_neighbours(self.store, self.config.search.neighbour_window, scope, session_id,
+                             turns[0].seq, turns[-1].seq)
             session.message_count += len(turns)
             session.ended_at = None
             self.store.put_session(session)
@@ -312,17 +312,6 @@ class Memory:
         session = self.store.get_session(scope, session_id)
         through = sessions.compacted_through(session) if session else 0
         return self.store.next_seq(scope, session_id) - 1 - through > self.config.session.compaction_cap
-
-    def _index_neighbours(self, scope: Scope, session_id: str, first: int, last: int) -> None:
-        """Give each turn its neighbours as a second, down-weighted FTS column."""
-        w = self.config.search.neighbour_window
-        if w == 0:
-            return
-        rows = self.store.turn_rows(scope, session_id, first - 2 * w, last + w)
-        by_seq = {seq: (rowid, text) for rowid, seq, text in rows}
-        texts = {s: t for s, (_, t) in by_seq.items()}
-        self.store.set_turn_contexts([(by_seq[seq][0], by_seq[seq][1], neighbour_context(texts, seq, w))
-                                      for seq in range(first - w, last + 1) if seq in by_seq])
 
     def _message(self, index: int, raw: Any, field: str = "messages") -> Message:
         """One message, every field checked by `memlane.validate`; errors name `messages[i].field`."""
@@ -470,9 +459,9 @@ class Memory:
     def _after_job(self, scope: Scope, deleted: _list[MemoryRecord]) -> None:
         """A finished extraction job: MEMORY.md follows the store (seed 001) and, in every
         profile, what it deleted leaves the files, as `delete` does."""
-        self._after_memory_change(scope)
-        if deleted and not self._md_paused:
-            mdsync.forget_in_files(self, scope, deleted)
+        self.signals.send("memory.changed", scope)
+        if deleted:
+            self.signals.send("memory.forgotten", scope, deleted)
 
     def _retrieve(self, scope: Scope, query: str, limit: int) -> _list[Hit]:
         # seed 003: being retrieved for the extractor is not being used; never activates
@@ -712,13 +701,13 @@ class Memory:
             verified=bool(verified), source_session=session_id,
             pinned=pinned, metadata=metadata or {},
         )
-        vec = self._embed_one(content)
+        vec = embed_one(self.store, self.embedder, content, self.config.embedding.max_chars)
         with self.store.transaction():
             rowid = self.store.insert_memory(mem)
             self.store.put_vectors("memories", scope, [rowid], vec[None, :])
             self.store.add_event(scope, mem.id, "ADD", None, mem.snapshot(), actor, "", now)
-        self._after_write()
-        self._after_memory_change(scope)
+        self.signals.send("rows.written")
+        self.signals.send("memory.changed", scope)
         if mem.score >= self.config.events.important_score:  # seed 004 §11.2
             self.events.emit(Event.memory_important(scope, mem.id, mem.content, mem.category, mem.score, now))
         return mem
@@ -821,21 +810,7 @@ class Memory:
         if not changes:
             return before
         after = before.model_copy(update={**changes, "updated_at": self.clock()})
-        return self._rewrite(scope, before, after, kind, actor, reason)
-
-    def _rewrite(self, scope: Scope, before: MemoryRecord, after: MemoryRecord, kind: str, actor: str,
-                 reason: str) -> MemoryRecord:
-        """Store `after` over `before` (re-embedded when its text changed), audited as `kind`."""
-        content_changed = after.content != before.content
-        vec = self._embed_one(after.content) if content_changed else None
-        with self.store.transaction():
-            rowid = self.store.update_memory(after, content_changed=content_changed)
-            if vec is not None:
-                self.store.put_vectors("memories", scope, [rowid], vec[None, :])
-            self.store.add_event(scope, after.id, kind, before.snapshot(), after.snapshot(), actor, reason,
-                                 after.updated_at)
-        self._after_memory_change(scope)
-        return after
+        return writes.rewrite(self, scope, before, after, kind, actor, reason)
 
     def delete(self, memory_id: str, *, user_id: str, agent_id: str | None = None,
                actor: str = "api", reason: str = "", hard: bool = False) -> MemoryRecord:
@@ -851,9 +826,8 @@ class Memory:
             self.store.add_event(scope, memory_id, "DELETE", before.snapshot(), None, actor, reason, now)
             self.store.mark_forgetting()  # a crash before after_delete: the next open scrubs the files
         forget.after_delete(self, scope, before, hard=hard)
-        self._after_memory_change(scope)
-        if not self._md_paused:  # in every profile, the text leaves MEMORY.md (+ .bak) and USER.md
-            mdsync.forget_in_files(self, scope, [before])
+        self.signals.send("memory.changed", scope)
+        self.signals.send("memory.forgotten", scope, [before])  # in every profile: MEMORY.md (+ .bak), USER.md
         self.events.emit(Event.memory_deleted(scope, memory_id, before.content, before.category, actor, reason, now))
         return before
 
@@ -1068,11 +1042,6 @@ class Memory:
         validate.optional_ident("agent_id", agent_id or None)
         return portable.import_scope(self, file, user_id=user_id, agent_id=agent_id)
 
-    def _after_memory_change(self, scope: Scope) -> None:
-        """Seed 001 (`lifecycle.markdown_primary`): MEMORY.md is rewritten after every save,
-        a person's edits of it read in first (`mdsync.after_change`)."""
-        mdsync.after_change(self, scope)
-
     # ---- lifecycle (issue 6) ------------------------------------------------------------
 
     def consolidate(self, *, user_id: str | None = None, agent_id: str | None = None, now: datetime | None = None,
@@ -1116,9 +1085,6 @@ class Memory:
             # (and store it twice); the rows stay unembedded for the next flush to pick up
             log.warning("embedding deferred, rows stay queued for the next flush: %s", exc)
 
-    def _embed_one(self, text: str) -> np.ndarray:
-        return embed_cached(self.store, self.embedder, [vector_key(text, self.config.embedding.max_chars)])[0]
-
     def _content(self, content: Any, field: str = "content") -> str:
         return validate.memory_text(field, content, self.config.store.max_content_chars)
 
@@ -1128,12 +1094,7 @@ class Memory:
         return validate.category(field, category, self.config.policy.categories, self.config.profile)
 
     def _importance(self, importance: Any) -> float:
-        if importance is not None and (isinstance(importance, bool) or not isinstance(importance, str | int | float)):
-            raise ValidationError("importance", f"must be high, medium, low or a number in [0, 1], "
-                                                f"got {type(importance).__name__}")
-        if isinstance(importance, str):
-            validate.text("importance", importance, 32)
-        return initial_score(importance, self.config.policy)
+        return importance_score(importance, self.config.policy)
 
     def _filters(self, filters: Any) -> Filters:
         """Search filters, each checked like the argument of the same name."""

@@ -18,6 +18,7 @@ import numpy as np
 from memlane.embeddings import Embedder
 from memlane.models import Corpus, Scope
 from memlane.store import Store, passage_rowids
+from memlane.text import neighbour_context
 
 log = logging.getLogger(__name__)
 CORPORA: tuple[Corpus, ...] = ("memories", "episodes", "turns")
@@ -94,6 +95,23 @@ def embed_cached(store: Store, embedder: Embedder, texts: Sequence[str], batch_s
     if not texts:
         return np.zeros((0, embedder.dimensions), dtype=np.float32)
     return np.stack([found[h] for h in hashes])
+
+
+def embed_one(store: Store, embedder: Embedder, text: str, max_chars: int) -> np.ndarray:
+    """One row's vector, as the indexer would give it (its vector key), cached."""
+    return embed_cached(store, embedder, [vector_key(text, max_chars)])[0]
+
+
+def index_neighbours(store: Store, window: int, scope: Scope, session_id: str, first: int, last: int) -> None:
+    """Give turns `first`..`last` of a session (and those whose window reaches them) their
+    neighbours' words as a second, down-weighted FTS column; `window` turns a side, 0: none."""
+    if window == 0:
+        return
+    rows = store.turn_rows(scope, session_id, first - 2 * window, last + window)
+    by_seq = {seq: (rowid, text) for rowid, seq, text in rows}
+    texts = {s: t for s, (_, t) in by_seq.items()}
+    store.set_turn_contexts([(by_seq[seq][0], by_seq[seq][1], neighbour_context(texts, seq, window))
+                             for seq in range(first - window, last + 1) if seq in by_seq])
 
 
 def warm_cache(store: Store, embedder: Embedder, texts: Sequence[str], query: bool = False) -> np.ndarray | None:

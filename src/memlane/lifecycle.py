@@ -232,12 +232,9 @@ def consolidate(memory: Consolidating, scope: Scope | None = None, *, now: datet
     if on_step:
         on_step("drain", scope, report)
     scopes = [scope] if scope is not None else sorted(memory.store.scopes(), key=lambda s: (s.user_id, s.agent_id))
-    paused, memory._md_paused = memory._md_paused, True  # MEMORY.md is written once, at the end
-    try:
+    with memory.signals.mute("memory.changed", "memory.forgotten"):  # MEMORY.md is written once, at the end
         for sc in scopes:
             _consolidate_scope(memory, sc, now, dry_run, report, on_step)
-    finally:
-        memory._md_paused = paused
     return report
 
 

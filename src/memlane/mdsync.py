@@ -31,6 +31,7 @@ from pathlib import Path
 from memlane import userprofile, validate
 from memlane.errors import BackendError, MemlaneError, ValidationError
 from memlane.events import Event
+from memlane.indexing import embed_one
 from memlane.markdown import (
     MdEntry,
     MdOperation,
@@ -213,13 +214,13 @@ def _insert(mem: Syncing, scope: Scope, op: MdOperation, name: str) -> MemoryRec
         updated_at=now, last_activated=when, activation_count=op.hits, source="import",
         status="archived" if op.archived else "active", metadata={"md_key": op.key},
     )
-    vec = mem._embed_one(rec.content)
+    vec = embed_one(mem.store, mem.embedder, rec.content, mem.config.embedding.max_chars)
     reason = f"{name} line {op.line}" + (f": {op.reason}" if op.reason else "")
     with mem.store.transaction():
         rowid = mem.store.insert_memory(rec)
         mem.store.put_vectors("memories", scope, [rowid], vec[None, :])
         mem.store.add_event(scope, rec.id, "ADD", None, rec.snapshot(), "import", reason, now)
-    mem._after_write()
+    mem.signals.send("rows.written")
     if rec.score >= mem.config.events.important_score:  # as `Memory.add` (seed 004 §11.2)
         mem.events.emit(Event.memory_important(scope, rec.id, rec.content, rec.category, rec.score, now))
     return rec
@@ -231,13 +232,10 @@ def sync_memory_md(mem: Syncing, scope: Scope, file: MemoryFile, name: str = "ME
     take turns and the second finds the first one's work done. Returns (operations, deleted)."""
     if dry_run:
         return plan_import(mem, scope, file, name), []
-    paused, mem._md_paused = mem._md_paused, True  # the caller rewrites the files once, at the end
-    try:
-        with mem.store.transaction():
-            ops = plan_import(mem, scope, file, name)
-            deleted = apply_operations(mem, scope, ops, name)
-    finally:
-        mem._md_paused = paused
+    # the caller rewrites the files once, at the end
+    with mem.signals.mute("memory.changed", "memory.forgotten"), mem.store.transaction():
+        ops = plan_import(mem, scope, file, name)
+        deleted = apply_operations(mem, scope, ops, name)
     return ops, deleted
 
 
@@ -344,7 +342,7 @@ def after_change(mem: Syncing, scope: Scope) -> None:
     """Seed 001 (`lifecycle.markdown_primary`): MEMORY.md is rewritten after every save, the
     person's edits read in first. Called after extraction jobs too; a write that fails there
     is logged, never the job's failure (its changes are committed): the next write retries."""
-    if not mem.config.lifecycle.markdown_primary or mem._md_paused:
+    if not mem.config.lifecycle.markdown_primary:
         return
     try:
         refresh_memory_md(mem, scope)

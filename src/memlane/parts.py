@@ -2,8 +2,9 @@
 
 A feature module (sessions, context, lifecycle, markdown, archive, ...) names in its
 signatures only what it uses of the engine: `Parts` (configuration, store, clock, LLM), or
-one of the Protocols below that add the few verbs it calls back (`Writes`, `Searches`) and
-the façade's own follow-ups after a direct write (`Hooks`). Its imports then point downward
+one of the Protocols below that add the few verbs it calls back (`Writes`, `Searches`) or
+the embedder and the engine's notices for a row it writes itself (`Embedding`: signals.py).
+Its imports then point downward
 only — to this module, never to `memlane.api` — and `Memory` satisfies every one of them
 structurally (mypy checks it where `Memory` passes itself). Any other face of the one core
 (the server, the CLI, `AsyncMemory`'s sync core) or a test passes what it has:
@@ -15,9 +16,9 @@ structurally (mypy checks it where `Memory` passes itself). Any other face of th
         clock: Callable[[], datetime]
         llm: LLM | None = None
 
-`tests/test_layering.py` guards the direction. The members marked "Memory's own" are its
-private helpers: they are part of the contract between the façade and its feature modules,
-not of the public API.
+`tests/test_layering.py` guards the direction. No Protocol names a private member: what
+follows a write (MEMORY.md, the indexer) subscribes to the engine's notices instead of being
+called back.
 """
 
 from __future__ import annotations
@@ -27,7 +28,6 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:  # names only: events, jobs and worker import feature modules themselves
-    import numpy as np
 
     from memlane.attachments import Attachments
     from memlane.config import Config
@@ -35,8 +35,9 @@ if TYPE_CHECKING:  # names only: events, jobs and worker import feature modules 
     from memlane.events import EventBus
     from memlane.jobs import JobReport, JobRunner
     from memlane.llm import LLM
-    from memlane.models import Corpus, Hit, MemoryRecord, Scope, Scratchpad, Source
+    from memlane.models import Corpus, Hit, MemoryRecord, Scratchpad, Source
     from memlane.search import Filters
+    from memlane.signals import Signals
     from memlane.store import Store
     from memlane.worker import JobWorker
 
@@ -76,13 +77,14 @@ class Searches(Protocol):
                activate: bool | None = None, min_score: float = 0.0) -> list[Hit]: ...
 
 
-class Hooks(Protocol):
-    """Memory's own steps around a memory row that a module writes itself rather than through
-    `Writes` (an undo, a reinforcement): the row's vector, then MEMORY.md following the store."""
+class Embedding(Parts, Protocol):
+    """Parts plus the embedder and the engine's notices (signals.py): what a module needs to
+    write a memory row itself rather than through `Writes` (an undo, a reinforcement, an
+    imported entry) — its vector (`indexing.embed_one`), then `signals.send("memory.changed")`
+    for whatever follows the store (MEMORY.md)."""
 
-    def _embed_one(self, text: str) -> np.ndarray: ...
-
-    def _after_memory_change(self, scope: Scope) -> None: ...
+    embedder: Embedder
+    signals: Signals
 
 
 # ---- what each module takes (where `Parts` alone is not enough) ------------------------------
@@ -114,36 +116,26 @@ class Finding(Parts, Searches, Protocol):
 
 
 class Reviewing(Parts, Searches, Protocol):
-    """Parts, search and MEMORY.md's follow-up: `review` (the reviewer, "was it used?")."""
+    """Parts, search and the engine's notices: `review` (the reviewer, "was it used?")."""
 
-    def _after_memory_change(self, scope: Scope) -> None: ...
+    signals: Signals
 
 
-class Syncing(Parts, Writes, Protocol):
-    """Parts, the write verbs, the event bus and Memory's own steps for an imported entry
-    (kept with its id and date): `mdsync` (MEMORY.md ↔ store)."""
+class Syncing(Embedding, Writes, Protocol):
+    """Parts, the embedder and notices, the write verbs and the event bus, for an imported
+    entry kept with its id and date: `mdsync` (MEMORY.md ↔ store)."""
 
     events: EventBus
-    _md_paused: bool  # set while a batch of writes runs: MEMORY.md is rewritten once, after it
-
-    def _embed_one(self, text: str) -> np.ndarray: ...
-
-    def _after_write(self) -> None: ...  # new rows: the indexer embeds them
 
 
-class Restoring(Parts, Writes, Hooks, Protocol):
-    """Parts, the write verbs, Memory's own steps (`Hooks`) and its audited rewrite: `undo`."""
-
-    def _rewrite(self, scope: Scope, before: MemoryRecord, after: MemoryRecord, kind: str, actor: str,
-                 reason: str) -> MemoryRecord: ...
+class Restoring(Embedding, Writes, Protocol):
+    """Parts, the embedder and notices (for `writes.rewrite`) and the write verbs: `undo`."""
 
 
 class Porting(Parts, Protocol):
-    """Parts plus re-indexing imported rows: `portable` (export / import of a scope)."""
+    """Parts plus embedding imported rows now: `portable` (export / import of a scope)."""
 
     def flush(self) -> int: ...
-
-    def _index_neighbours(self, scope: Scope, session_id: str, first: int, last: int) -> None: ...
 
 
 class Sweeping(Parts, Protocol):
@@ -168,12 +160,9 @@ class Consolidating(Archiving, Sweeping, Syncing, Reviewing, Protocol):
     embedder: Embedder
 
 
-class Tooling(Parts, Writes, Searches, Hooks, Protocol):
+class Tooling(Embedding, Writes, Searches, Protocol):
     """The agent tools (`tools.MemoryTools`): search, the write verbs, the scratchpad, the
-    attachments, and `remember`'s own near-duplicate check (the embedder's model, Memory's
-    validators)."""
-
-    embedder: Embedder
+    attachments, and `remember`'s own near-duplicate check (the embedder and its model)."""
 
     @property
     def attachments(self) -> Attachments: ...
@@ -181,6 +170,3 @@ class Tooling(Parts, Writes, Searches, Hooks, Protocol):
     def update_scratchpad(self, *, user_id: str, agent_id: str | None = None, focus: str | None = None,
                           done: str | None = None) -> Scratchpad: ...
 
-    def _content(self, content: Any, field: str = "content") -> str: ...
-
-    def _importance(self, importance: Any) -> float: ...

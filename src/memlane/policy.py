@@ -7,12 +7,24 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+from memlane import validate
 from memlane.config import DecayRule, PolicyConfig
 from memlane.errors import ValidationError
 from memlane.models import MemoryRecord
 from memlane.text import keywords
 
 IMPORTANCE_LEVELS = ("high", "medium", "low")
+
+
+def importance_score(importance: object, cfg: PolicyConfig) -> float:
+    """An `importance` argument checked (high, medium, low or a number in [0, 1]; None: medium)
+    and turned into a starting score (`initial_score`)."""
+    if importance is not None and (isinstance(importance, bool) or not isinstance(importance, str | int | float)):
+        raise ValidationError("importance", f"must be high, medium, low or a number in [0, 1], "
+                                            f"got {type(importance).__name__}")
+    if isinstance(importance, str):
+        validate.text("importance", importance, 32)
+    return initial_score(importance, cfg)
 
 
 def initial_score(importance: float | str | None, cfg: PolicyConfig) -> float:

@@ -30,6 +30,7 @@ from memlane import validate
 from memlane.config import MAX_ID_CHARS, Config
 from memlane.errors import ValidationError
 from memlane.importers import read_text
+from memlane.indexing import index_neighbours
 from memlane.markdown import render_memory_md
 from memlane.models import (
     Episode,
@@ -271,6 +272,6 @@ def import_scope(mem: Porting, path: Path, *, user_id: str | None = None, agent_
                     store.put_scratchpad(rec.model_copy(update=own))
                 count(kind, fresh)
         for session_id, seqs in touched.items():
-            mem._index_neighbours(scope, session_id, min(seqs), max(seqs))
+            index_neighbours(mem.store, mem.config.search.neighbour_window, scope, session_id, min(seqs), max(seqs))
     mem.flush()  # vectors are a cache: the target's embedder rebuilds them
     return report

@@ -184,7 +184,7 @@ def feedback(memory: Reviewing, scope: Scope, session_id: str, reply: str) -> Fe
             fresh.metadata[INJECTED] = []
             fresh.metadata["last_feedback"] = {"at": now.isoformat(), "used": [m.id for m in report.used]}
             memory.store.put_session(fresh)
-    memory._after_memory_change(scope)
+    memory.signals.send("memory.changed", scope)
     return report
 
 

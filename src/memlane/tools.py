@@ -34,10 +34,11 @@ from typing import Any
 from memlane import validate
 from memlane.config import MAX_ID_CHARS
 from memlane.errors import MemlaneError, NotFound, ValidationError
+from memlane.indexing import embed_one
 from memlane.jobs import near_duplicate
 from memlane.models import Hit, Scope
 from memlane.parts import Tooling
-from memlane.policy import dedup_threshold, reinforced
+from memlane.policy import dedup_threshold, importance_score, reinforced
 
 TRACE_CHARS = 2000  # level 2 returns the originals; one huge paste still may not flood the context
 MAX_LIMIT = 20
@@ -357,8 +358,8 @@ class MemoryTools:
     def remember(self, content: str, category: str | None = None, importance: str | None = None) -> dict[str, Any]:
         mem = self.memory
         scope = Scope.of(self.user_id, self.agent_id)
-        text = mem._content(content)
-        vec = mem._embed_one(text)
+        text = validate.memory_text("content", content, mem.config.store.max_content_chars)
+        vec = embed_one(mem.store, mem.embedder, text, mem.config.embedding.max_chars)
         threshold = dedup_threshold(mem.config.policy, mem.embedder.model_id)
         # the look-up and the write in one transaction: a second writer (the rule's job, another
         # process remembering the same) waits, then sees this one's memory
@@ -368,7 +369,7 @@ class MemoryTools:
                 if dup is None:
                     continue
                 twin, sim = dup
-                floor = mem._importance(importance) if importance is not None else 0.0
+                floor = importance_score(importance, mem.config.policy) if importance is not None else 0.0
                 # reinforced, never confirmed: the twin keeps whatever verified / pinned it had
                 after = reinforced(twin, mem.config.policy, mem.clock(), floor=floor)
                 mem.store.update_memory(after, content_changed=False)
@@ -381,7 +382,7 @@ class MemoryTools:
                 rec = mem.add(text, category=category, importance=importance, source="agent", verified=False,
                               session_id=self.session_id, actor="agent", **self._scope())
                 return {"id": rec.id, "content": rec.content, "category": rec.category, "score": rec.score}
-        mem._after_memory_change(s)
+        mem.signals.send("memory.changed", s)
         return {"id": after.id, "content": after.content, "category": after.category, "score": after.score,
                 "already_known": True}
 

@@ -14,8 +14,9 @@ from typing import Any
 
 from pydantic import ValidationError as PydanticValidationError
 
-from memlane import validate
+from memlane import validate, writes
 from memlane.errors import Conflict, NotFound, ValidationError
+from memlane.indexing import embed_one
 from memlane.models import MemoryEvent, MemoryRecord, Scope
 from memlane.parts import Parts, Restoring
 from memlane.policy import restored
@@ -37,7 +38,7 @@ def restore(mem: Restoring, scope: Scope, memory_id: str, *, actor: str = "api",
     rec = _record(deleted.before, scope, memory_id, f"DELETE event #{deleted.id}")
     now = mem.clock()
     rec = restored(rec, now, mem.config.policy)
-    vec = mem._embed_one(rec.content)
+    vec = embed_one(mem.store, mem.embedder, rec.content, mem.config.embedding.max_chars)
     with mem.store.transaction():
         if mem.store.get_memory(scope, memory_id) is not None:  # restored meanwhile by another caller
             raise Conflict("memory_id", f"memory {memory_id!r} was restored meanwhile")
@@ -45,7 +46,7 @@ def restore(mem: Restoring, scope: Scope, memory_id: str, *, actor: str = "api",
         mem.store.put_vectors("memories", scope, [rowid], vec[None, :])
         mem.store.add_event(scope, memory_id, "RESTORE", None, rec.snapshot(), actor,
                             reason or f"restored from DELETE event #{deleted.id}", now)
-    mem._after_memory_change(scope)
+    mem.signals.send("memory.changed", scope)
     return rec
 
 
@@ -69,7 +70,7 @@ def undo(mem: Restoring, scope: Scope, memory_id: str, *, actor: str = "api") ->
         mem.delete(memory_id, user_id=scope.user_id, agent_id=scope.agent_id or None, actor=actor, reason=why)
         return _events(mem, scope, memory_id)[-1]
     previous = _record(last.before, scope, memory_id, f"{last.kind} event #{last.id}")
-    mem._rewrite(scope, current, previous.model_copy(update={"updated_at": mem.clock()}), "RESTORE", actor, why)
+    writes.rewrite(mem, scope, current, previous.model_copy(update={"updated_at": mem.clock()}), "RESTORE", actor, why)
     return _events(mem, scope, memory_id)[-1]
 
 
