@@ -56,6 +56,7 @@ from memlane.indexing import (
 )
 from memlane.jobs import JobReport, JobRunner
 from memlane.llm import LLM, make_llm
+from memlane.messages import check_batch, check_messages
 from memlane.models import (
     Activity,
     Corpus,
@@ -83,7 +84,7 @@ from memlane.search import search as run_search
 from memlane.signals import Signals
 from memlane.store import Store, open_store
 from memlane.text import estimate_tokens
-from memlane.tools import MemoryTools, message_fields
+from memlane.tools import MemoryTools
 from memlane.worker import JobWorker
 
 log = logging.getLogger(__name__)
@@ -245,26 +246,9 @@ class Memory:
         and nothing is stored."""
         scope = Scope.of(user_id, agent_id)
         validate.ident("session_id", session_id)
-        msgs = self._messages(messages, cap=self.config.store.max_messages_per_call)
-        self._batch(len(msgs), sum(len(m.content) for m in msgs))
+        msgs = check_messages(messages, self.config.store, cap=self.config.store.max_messages_per_call)
+        check_batch(len(msgs), sum(len(m.content) for m in msgs), self.config.store)
         return self._store_turns(scope, session_id, msgs)
-
-    def _messages(self, messages: Any, field: str = "messages", cap: int | None = None) -> _list[Message]:
-        if isinstance(messages, str | bytes | dict | Message) or not isinstance(messages, Iterable):
-            raise ValidationError(field, f"must be a list of messages, got {type(messages).__name__}")
-        msgs = []
-        for i, m in enumerate(messages):
-            if cap is not None and i >= cap:  # before reading the rest: a flood costs no more than the cap
-                self._batch(i + 1, 0)
-            msgs.append(self._message(i, m, field))
-        if not msgs:
-            raise ValidationError(field, "must contain at least one message")
-        return msgs
-
-    def _batch(self, count: int, chars: int) -> None:
-        store = self.config.store
-        validate.batch("messages", count, chars, max_count=(store.max_messages_per_call, "store.max_messages_per_call"),
-                       max_chars=(store.max_call_chars, "store.max_call_chars"), bulk="import")
 
     def _store_turns(self, scope: Scope, session_id: str, msgs: Sequence[Message],
                      import_keys: Sequence[str] | None = None) -> _list[Turn]:
@@ -312,33 +296,6 @@ class Memory:
         session = self.store.get_session(scope, session_id)
         through = sessions.compacted_through(session) if session else 0
         return self.store.next_seq(scope, session_id) - 1 - through > self.config.session.compaction_cap
-
-    def _message(self, index: int, raw: Any, field: str = "messages") -> Message:
-        """One message, every field checked by `memlane.validate`; errors name `messages[i].field`."""
-        at = f"{field}[{index}]"
-        if isinstance(raw, Message):
-            raw = {k: getattr(raw, k) for k in Message.model_fields}
-        raw = message_fields(at, raw)  # OpenAI shapes: content parts, tool_call_id, SDK objects
-        if not isinstance(raw, dict):
-            raise ValidationError(at, f"must be a dict or Message, got {type(raw).__name__}")
-        unknown = [k for k in raw if k not in Message.model_fields]
-        if unknown:
-            raise ValidationError(f"{at}.{validate.key_name(unknown[0])}",
-                                  f"unknown field; known: {', '.join(Message.model_fields)}")
-        store = self.config.store
-        calls = validate.tool_calls(f"{at}.tool_calls", raw.get("tool_calls"), store) or None
-        content = raw.get("content")
-        content = "" if content is None and calls else content
-        validate.text(f"{at}.content", content, store.max_turn_chars, setting="store.max_turn_chars",
-                      required=not calls, controls=True)
-        return Message(
-            role=validate.choice(f"{at}.role", raw.get("role", "user"), get_args(Role)),
-            content=content,
-            name=validate.optional_text(f"{at}.name", raw.get("name"), MAX_ID_CHARS, controls=True),
-            tool_calls=calls,
-            created_at=validate.optional_when(f"{at}.created_at", raw.get("created_at")),
-            metadata=validate.metadata(f"{at}.metadata", raw.get("metadata"), store),
-        )
 
     def end_session(self, session_id: str, *, user_id: str, agent_id: str | None = None,
                     wait: bool | None = None) -> list[RuleResult]:
@@ -529,7 +486,7 @@ class Memory:
             try:
                 scope = Scope.of(user_id if conv.user_id is None else conv.user_id, agent_id)
                 sid = validate.ident(f"{where}.session_id", conv.session_id)
-                msgs = self._messages(conv.messages, f"{where}.messages")
+                msgs = check_messages(conv.messages, self.config.store, f"{where}.messages")
             except ValidationError as exc:
                 origin = f"{conv.source}, " if conv.source else ""
                 raise ValidationError(exc.field, f"{str(exc)[len(exc.field) + 2:]} ({origin}session "

@@ -19,12 +19,12 @@ from typing import Any
 from memlane.archive import context_block
 from memlane.config import ContextConfig
 from memlane.errors import NotFound
+from memlane.messages import chat_messages
 from memlane.models import Hit, MemoryRecord, Scope, Turn
 from memlane.parts import Finding, Parts
 from memlane.review import record_injected
 from memlane.sessions import WindowMessage, render_scratchpad, select_window, window_turns
 from memlane.text import cut, estimate_tokens, keywords, language_of
-from memlane.tools import chat_messages
 
 BLOCK_ORDER = ("tools", "scratchpad", "core", "memories", "summary", "history")
 
@@ -136,7 +136,7 @@ class Context:
 
     def messages(self) -> list[dict[str, Any]]:
         """OpenAI chat messages: the system prompt without history, then the history as messages
-        (an assistant's `tool_calls` and the `tool` replies round-trip, `tools.chat_messages`)."""
+        (an assistant's `tool_calls` and the `tool` replies round-trip, `messages.chat_messages`)."""
         return [{"role": "system", "content": self.render(include_history=False)}, *chat_messages(self.history)]
 
     def to_dict(self) -> dict[str, Any]:

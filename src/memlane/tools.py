@@ -159,97 +159,6 @@ def _turn_hit(h: Hit) -> dict[str, Any]:
     return out
 
 
-# ---- OpenAI / Anthropic message shapes as turns (issue 18) ------------------------------
-
-# fields of an OpenAI SDK message that carry nothing a turn keeps (when empty)
-_IGNORED_FIELDS = ("refusal", "annotations", "audio", "function_call")
-_PLACEHOLDER = {"image_url": "[image]", "image": "[image]", "input_image": "[image]", "input_audio": "[audio]",
-                "audio": "[audio]", "file": "[file]", "document": "[document]"}
-DESCRIBED = "content_from_tool_calls"  # turn metadata: the content only describes the calls
-
-
-def message_fields(at: str, raw: Any) -> Any:
-    """An OpenAI chat message (a dict or an SDK object) as `Message` fields: `content` as a
-    list of parts becomes their text joined (an image part a placeholder such as "[image]"),
-    a `tool` message's `tool_call_id` goes into `metadata`, an assistant message of calls
-    alone gets them described as its text (so the traces search finds their arguments)."""
-    if not isinstance(raw, dict) and callable(getattr(raw, "model_dump", None)):
-        raw = raw.model_dump(exclude_none=True)  # the SDK's ChatCompletionMessage and friends
-    if not isinstance(raw, dict):
-        return raw  # the caller names the wrong type
-    if raw.get("metadata") is not None and not isinstance(raw["metadata"], dict):
-        raise ValidationError(f"{at}.metadata", f"must be an object, got {type(raw['metadata']).__name__}")
-    if isinstance(raw.get("refusal"), str) and raw["refusal"] and not raw.get("content"):
-        raw = {**raw, "content": raw["refusal"]}  # what the model said instead of an answer
-    raw = {k: v for k, v in raw.items() if k not in _IGNORED_FIELDS or (v and k != "refusal")}
-    content = raw.get("content")
-    if isinstance(content, list):
-        raw["content"] = _joined_parts(f"{at}.content", content)
-    if "tool_call_id" in raw:
-        call_id = raw.pop("tool_call_id")
-        if not isinstance(call_id, str) or not call_id:
-            raise ValidationError(f"{at}.tool_call_id", f"must be a non-empty string, got {call_id!r}")
-        raw["metadata"] = {**(raw.get("metadata") or {}), "tool_call_id": call_id}
-    calls = raw.get("tool_calls")
-    if isinstance(calls, list) and calls and not (raw.get("content") or "").strip():
-        names = []
-        for c in calls:
-            fn = c.get("function") if isinstance(c, dict) else None
-            if isinstance(fn, dict):
-                names.append(f"{fn.get('name', '?')}({fn.get('arguments', '')})")
-        if names:
-            raw["content"] = "; ".join(names)
-            raw["metadata"] = {**(raw.get("metadata") or {}), DESCRIBED: True}
-    return raw
-
-
-def _joined_parts(at: str, parts: list[Any]) -> str:
-    out = []
-    for j, part in enumerate(parts):
-        if isinstance(part, str):
-            out.append(part)
-            continue
-        if not isinstance(part, dict) or not isinstance(part.get("type"), str):
-            raise ValidationError(f"{at}[{j}]", "must be a content part: an object with a \"type\" "
-                                  "such as {\"type\": \"text\", \"text\": \"...\"}")
-        kind = part["type"]
-        if kind in ("text", "input_text", "output_text"):
-            if not isinstance(part.get("text"), str):
-                raise ValidationError(f"{at}[{j}].text", "must be a string")
-            out.append(part["text"])
-        elif kind == "tool_use":  # Anthropic's blocks: what was called and what came back, as text
-            out.append(f"{part.get('name', '?')}({json.dumps(part.get('input'), ensure_ascii=False)})")
-        elif kind == "tool_result":
-            inner = part.get("content")
-            out.append(_joined_parts(f"{at}[{j}].content", inner) if isinstance(inner, list) else str(inner or ""))
-        else:
-            out.append(_PLACEHOLDER.get(kind, f"[{kind[:40]}]"))
-    return "\n".join(p for p in out if p)
-
-
-def chat_messages(history: Sequence[Any]) -> list[dict[str, Any]]:
-    """Window messages (`sessions.WindowMessage`) as OpenAI chat messages that an API accepts:
-    an assistant's `tool_calls` and the `tool` replies with their `tool_call_id` round-trip
-    when both halves are in the window; a half without the other is rendered as text."""
-    answered = {str(m.turn.metadata.get("tool_call_id")) for m in history
-                if m.turn.role == "tool" and m.turn.metadata.get("tool_call_id")}
-    called: set[str] = set()
-    out: list[dict[str, Any]] = []
-    for m in history:
-        turn = m.turn
-        ids = [str(c.get("id")) for c in turn.tool_calls or [] if isinstance(c, dict) and c.get("id")]
-        if turn.role == "assistant" and ids and len(ids) == len(turn.tool_calls or []) and set(ids) <= answered:
-            called.update(ids)
-            text = None if turn.metadata.get(DESCRIBED) else m.content
-            out.append({"role": "assistant", "content": text, "tool_calls": turn.tool_calls})
-        elif turn.role == "tool" and str(turn.metadata.get("tool_call_id")) in called:
-            msg = {"role": "tool", "tool_call_id": str(turn.metadata["tool_call_id"]), "content": m.content}
-            out.append({**msg, "name": turn.name} if turn.name else msg)
-        else:
-            out.append(m.chat())
-    return out
-
-
 class MemoryTools:
     """The six tools for one scope (and optionally the current session)."""
 
@@ -407,4 +316,4 @@ class MemoryTools:
         return {"current_focus": pad.current_focus, "recent_tasks": pad.recent_tasks}
 
 
-__all__ = ["DESCRIBED", "FORMATS", "SCHEMAS", "TOOL_NAMES", "MemoryTools", "Schemas", "anthropic_schema", "chat_messages", "message_fields", "parse_call"]
+__all__ = ["FORMATS", "SCHEMAS", "TOOL_NAMES", "MemoryTools", "Schemas", "anthropic_schema", "parse_call"]
