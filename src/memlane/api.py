@@ -9,7 +9,6 @@ from __future__ import annotations
 import builtins
 import heapq
 import logging
-import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime, timedelta
@@ -43,7 +42,7 @@ from memlane.crosslingual import PARALLEL_TEXTS, LanguageAxes, language_axes
 from memlane.embeddings import Embedder, make_embedder
 from memlane.errors import ConfigError, MemlaneError, NotFound, ValidationError
 from memlane.events import Event, EventBus, RuleResult
-from memlane.heuristic import is_command
+from memlane.extracting import Extraction
 from memlane.importers import Conversation, ConversationImport, message_key
 from memlane.indexing import (
     BackgroundIndexer,
@@ -132,7 +131,8 @@ class Memory:
         self.signals.subscribe("memory.changed", lambda scope: mdsync.after_change(self, scope))
         self.signals.subscribe("memory.forgotten", lambda scope, gone: mdsync.forget_in_files(self, scope, gone))
         self.signals.subscribe("rows.written", self._after_write)
-        self.events.register_action("extract", self._action_extract)
+        self.extraction = Extraction(self)
+        self.events.register_action("extract", self.extraction.on_session_ended)
         self.events.register_action("episode", self._action_episode)
         for name, action in (actions or {}).items():
             self.events.register_action(name, action)
@@ -146,9 +146,6 @@ class Memory:
         self._axes: LanguageAxes | None | bool = False  # False: not computed yet
         self._indexer: BackgroundIndexer | None = None
         self._importing = False
-        self._jobs: JobRunner | None = None
-        self._worker: JobWorker | None = None  # started on first use, with an LLM (see `_background`)
-        self._waiting = _Waiting()  # end_session(wait=True) in progress, per thread
         if self.config.embedding.background:
             self._indexer = BackgroundIndexer(
                 self._open_side_store, self.embedder,
@@ -187,9 +184,7 @@ class Memory:
     # ---- lifecycle of the object ------------------------------------------------------
 
     def close(self) -> None:
-        if self._worker is not None:  # bounded: a hung LLM call is left to the next worker
-            self._worker.stop(self.config.extraction.worker_stop_seconds)
-            self._worker = None
+        self.extraction.stop()
         if self._indexer is not None:
             self._indexer.stop()
             self._indexer = None
@@ -204,9 +199,8 @@ class Memory:
     def background_status(self) -> dict[str, Any]:
         """The background indexer and LLM worker, for a server's status page."""
         idx = self._indexer
-        worker = self._worker.status() if self._worker is not None else None
         return {"indexer": None if idx is None else {"error": repr(idx.error) if idx.error else None},
-                "worker": None if worker is None else vars(worker)}
+                "worker": self.extraction.status()}
 
     def settle(self, timeout: float) -> bool:
         """Wait up to `timeout` s for the background indexer and worker to finish what they
@@ -215,8 +209,7 @@ class Memory:
         ok = True
         if self._indexer is not None:
             ok = self._indexer.wait_idle(timeout) and ok
-        if self._worker is not None:
-            ok = self._worker.wait_idle(max(0.0, deadline - time.monotonic())) and ok
+        ok = self.extraction.wait_idle(max(0.0, deadline - time.monotonic())) and ok
         return ok
 
     def flush(self, progress: Callable[[int], None] | None = None) -> int:
@@ -274,13 +267,13 @@ class Memory:
         self._after_write()
         if not self._importing:  # the turns are committed; only now may an LLM summarise them
             try:
-                if self._background():  # never wait on the LLM's summary: the worker compacts
+                if self.extraction.background():  # never wait on the LLM's summary: the worker compacts
                     if self._needs_compaction(scope, session_id):
                         self.worker.submit(lambda: sessions.maybe_compact(self, scope, session_id),
                                            key=("compact", scope, session_id))
                 else:
                     sessions.maybe_compact(self, scope, session_id)
-                self._extraction_trigger(scope, session_id, turns)
+                self.extraction.after_turns(scope, session_id, turns)
             except Exception:
                 # the turns are stored and acknowledged; what failed here (compaction, a command)
                 # is redone from them by the session's next extraction job
@@ -314,54 +307,22 @@ class Memory:
         session.ended_at = now
         with self.store.transaction():
             self.store.put_session(session)
-        self._waiting.on = not self._background(wait)  # read by the rule actions, in this thread
-        try:
+        with self.extraction.wait(not self.extraction.background(wait)):  # read by the rule actions
             results = self.events.emit(Event.session_ended(scope, session_id, session.message_count, now))
-        finally:
-            self._waiting.on = False
         retention.end_of_session(self, scope, session_id)  # seed 002 §4: TRANSIENT goes with its session
         return results
-
-    def _action_extract(self, event: Event) -> JobReport | None:
-        """Queue the session's not-yet-extracted turns as one job (a range is queued once) and
-        run it now — or, in the background (see `end_session`), let the worker run it; a
-        failed run stays queued with back-off (see `drain`)."""
-        scope, session_id = event.scope, event.payload["session_id"]
-        if self._waiting.on or not self._background():
-            return self._extract_now(scope, session_id, None)
-        return self._queue_extraction(scope, session_id)
-
-    def _queue_extraction(self, scope: Scope, session_id: str) -> JobReport | None:
-        job = self.jobs.enqueue(scope, session_id, self.clock())
-        self.worker.notify()
-        if job is None:
-            return None
-        return JobReport(session_id, job.first_seq, job.last_seq, job_id=job.id, status="queued",
-                         attempts=job.attempts, next_at=job.next_at)
-
-    def _background(self, wait: bool | None = None) -> bool:
-        """Whether LLM work goes to the worker: an LLM is configured and nobody asked to wait.
-        Offline the heuristics are fast and run in the caller."""
-        if wait is None:
-            wait = self.config.extraction.wait_for_llm
-        return self.llm is not None and not wait
 
     @property
     def worker(self) -> JobWorker:
         """The background worker (started on first use; `close()` stops it)."""
-        if self._worker is None:
-            self._worker = JobWorker(self)
-        return self._worker
+        return self.extraction.worker
 
     # ---- extraction (issue 4) ---------------------------------------------------------
 
     @property
     def jobs(self) -> JobRunner:
         """The extraction queue of this store (created on first use)."""
-        if self._jobs is None:
-            self._jobs = JobRunner(self.store, self.embedder, self.config, self.events, self._retrieve)
-            self._jobs.on_change = self._after_job
-        return self._jobs
+        return self.extraction.jobs
 
     def extract(self, session_id: str, *, user_id: str, agent_id: str | None = None,
                 through_seq: int | None = None) -> JobReport:
@@ -376,7 +337,7 @@ class Memory:
         validate.optional_integer("through_seq", through_seq, 0)
         if self.store.get_session(scope, session_id) is None:
             raise NotFound(f"session {session_id!r} not found for user {user_id!r}")
-        report = self._extract_now(scope, session_id, through_seq)
+        report = self.extraction.now(scope, session_id, through_seq)
         if report is None:
             last = self.store.next_seq(scope, session_id) - 1
             return JobReport(session_id, last + 1, last, status="empty")
@@ -385,79 +346,7 @@ class Memory:
     def drain(self, now: datetime | None = None, *, limit: int = 100) -> _list[JobReport]:
         """Run every extraction job that is due (queued, or claimed by a worker that died)."""
         now = validate.optional_when("now", now)
-        return self.jobs.drain(now or self.clock(), self.llm, validate.integer("limit", limit, 1))
-
-    def _extract_now(self, scope: Scope, session_id: str, through_seq: int | None) -> JobReport | None:
-        """Queue the session's new turns and run that job here, after the session's earlier
-        jobs that are due (left queued while the scope was busy); the new job's report."""
-        job = self.jobs.enqueue(scope, session_id, self.clock(), through_seq)
-        now = self.clock()
-        earlier: JobReport | None = None
-        for old in self.store.jobs(scope=scope, due_before=now, status=("queued",), limit=100):
-            if old.session_id == session_id and (job is None or old.id != job.id):
-                earlier = self.jobs.run_contained(old, now, self.llm)
-        if job is None:  # nothing new: a job still waiting (backed off), else the one just rerun
-            return self.jobs.pending(scope, session_id) or earlier
-        report = self.jobs.run_contained(job, self.clock(), self.llm)
-        if report.status == "locked" and self._waiting.on and self._worker is not None:
-            # our own worker may have picked the job up: the caller asked to wait, so wait
-            self._worker.wait_idle(self.config.llm.deadline_s * 2)
-            report = self.jobs.run_contained(job, self.clock(), self.llm)
-            if report.status == "skipped":  # the worker finished it
-                done = next((j for j in self.store.jobs(scope=scope, status=("done", "queued"), limit=100_000)
-                             if j.id == job.id), None)
-                if done is not None:
-                    report.status = "done" if done.status == "done" else "retrying"
-                    report.attempts, report.error, report.next_at = done.attempts, done.last_error, done.next_at
-        if report.status == "locked" and self._background():  # the worker retries it when polling
-            self.worker.notify()
-        return report
-
-    def _after_job(self, scope: Scope, deleted: _list[MemoryRecord]) -> None:
-        """A finished extraction job: MEMORY.md follows the store (seed 001) and, in every
-        profile, what it deleted leaves the files, as `delete` does."""
-        self.signals.send("memory.changed", scope)
-        if deleted:
-            self.signals.send("memory.forgotten", scope, deleted)
-
-    def _retrieve(self, scope: Scope, query: str, limit: int) -> _list[Hit]:
-        # seed 003: being retrieved for the extractor is not being used; never activates
-        return self.search(query, user_id=scope.user_id, agent_id=scope.agent_id or None, limit=limit,
-                           activate=False, min_score=0.0)
-
-    def _extraction_trigger(self, scope: Scope, session_id: str, turns: Sequence[Turn]) -> JobReport | None:
-        """Extract during a session: at once when the user says "remember/forget …"
-        (seed 001 §6), else every N user messages of ≥ min_message_chars, at most
-        max_per_session times a session (seed 002 §6; None: after every turn, seed 003)."""
-        cfg = self.config.extraction
-        users = [t for t in turns if t.role == "user"]
-        if any(is_command(t.content[: cfg.offline_turn_chars], cfg.heuristic_max_sentence_chars) for t in users):
-            applied = self.jobs.apply_commands(scope, session_id, self.clock())
-            if applied is not None and applied.status == "locked" and self._background():
-                self.worker.notify()  # queued as a job: the worker applies them once the scope is free
-        if cfg.every_n_user_messages <= 0 or not users:
-            return None
-        qualifying = sum(1 for t in users if len(t.content.strip()) >= cfg.min_message_chars)
-        if not qualifying:
-            return None
-        with self.store.transaction():
-            session = self.store.get_session(scope, session_id)
-            if session is None:
-                return None
-            count = int(session.metadata.get("user_messages_since_extract", 0)) + qualifying
-            session.metadata["user_messages_since_extract"] = count
-            # the cap counts the runs triggered, not only those finished: a busy worker must not
-            # let a chatty session queue one job per turn past max_per_session
-            triggered = int(session.metadata.get("in_session_extractions", 0))
-            capped = cfg.max_per_session is not None and max(triggered, session.extraction_count) >= cfg.max_per_session
-            if count < cfg.every_n_user_messages or capped:
-                self.store.put_session(session)
-                return None
-            session.metadata["in_session_extractions"] = triggered + 1
-            self.store.put_session(session)
-        if self._background():
-            return self._queue_extraction(scope, session_id)
-        return self._extract_now(scope, session_id, None)
+        return self.extraction.drain(now or self.clock(), validate.integer("limit", limit, 1))
 
     def import_conversations(
         self,
@@ -559,7 +448,7 @@ class Memory:
         """The `episode` rule action: summarise the ended session (seeds 002, 003, 004 §6);
         in the background (see `end_session`) the extractive episode is written at once and
         the worker rewrites it with the LLM (if it never gets to, the extractive one stays)."""
-        if not self._waiting.on and self._background():
+        if not self.extraction.waiting and self.extraction.background():
             episode = self._write_episode(event, offline=True)
             if episode is not None:
                 self.worker.submit(lambda: self._write_episode(event), key=("episode", event.scope,
@@ -1084,10 +973,6 @@ class Memory:
             include_expired=validate.boolean("filters.include_expired", f.include_expired),
             roles=roles,
         )
-
-
-class _Waiting(threading.local):
-    on = False
 
 
 def open_memory(home: str | Path | None = None, **overrides: Any) -> Memory:

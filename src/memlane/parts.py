@@ -153,6 +153,14 @@ class Working(Sweeping, Protocol):
     def drain(self, now: datetime | None = None, *, limit: int = 100) -> list[JobReport]: ...
 
 
+class Extracting(Working, Searches, Protocol):
+    """What extraction's scheduling uses (`extracting.Extraction`): the queue's parts, search
+    (the extractor sees related memories), the embedder and the engine's notices."""
+
+    embedder: Embedder
+    signals: Signals
+
+
 class Consolidating(Archiving, Sweeping, Syncing, Reviewing, Protocol):
     """Everything a consolidation pass touches (`lifecycle`): the queue, the archive, MEMORY.md
     and USER.md, the reviewer, and the embedder's model (its dedup threshold)."""
