@@ -433,7 +433,7 @@ def run_ingest(backend: str, world: World, args: argparse.Namespace, server_url:
                              embedding={"provider": "hash", "dimensions": DIMS, "background": True},
                              extraction={"every_n_user_messages": 0})
         memory = Memory(config)
-        memory._indexer.stop()  # type: ignore[union-attr]  # rows stay queued: ingest alone is timed
+        memory.vectors.indexer.stop()  # type: ignore[union-attr]  # rows stay queued: ingest alone is timed
         try:
             i = 0
             start = time.perf_counter()

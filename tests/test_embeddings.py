@@ -82,7 +82,7 @@ def test_the_first_search_of_a_new_process_embeds_only_its_query(make_memory, tm
     home = tmp_path / "home"
     writer = make_memory(home=home, embedder=CountingEmbedder(), embedding={"background": background})
     writer.add_messages("s", [{"role": "user", "content": "the kettle is descaled every May"}], user_id="u1")
-    assert writer._indexer is None or writer._indexer.wait_idle(timeout=30)
+    assert writer.vectors.indexer is None or writer.vectors.indexer.wait_idle(timeout=30)
     writer.close()
     emb = CountingEmbedder()
     reader = make_memory(home=home, embedder=emb, embedding={"background": background})
@@ -122,7 +122,7 @@ def test_background_embedding_never_blocks_ingest(make_memory):
     assert mem.stats(user_id="u1").turns == 1
     assert mem.search("vectors", user_id="u1", corpus="turns")[0].content.startswith("ingest")
     gate.set()
-    assert mem._indexer is not None and mem._indexer.wait_idle(timeout=30)
+    assert mem.vectors.indexer is not None and mem.vectors.indexer.wait_idle(timeout=30)
     assert mem.stats(user_id="u1").turns_unembedded == 0
 
 

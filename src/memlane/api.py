@@ -38,20 +38,14 @@ from memlane import undo as undoing
 from memlane.attachments import Attachments, SessionStates
 from memlane.config import MAX_ID_CHARS, Config
 from memlane.context import Context, build_context
-from memlane.crosslingual import PARALLEL_TEXTS, LanguageAxes, language_axes
 from memlane.embeddings import Embedder, make_embedder
 from memlane.errors import ConfigError, MemlaneError, NotFound, ValidationError
 from memlane.events import Event, EventBus, RuleResult
 from memlane.extracting import Extraction
 from memlane.importers import Conversation, ConversationImport, message_key
 from memlane.indexing import (
-    BackgroundIndexer,
-    QueryCache,
-    embed_cached,
     embed_one,
     index_neighbours,
-    index_pending,
-    warm_cache,
 )
 from memlane.jobs import JobReport, JobRunner
 from memlane.llm import LLM, make_llm
@@ -78,12 +72,13 @@ from memlane.models import (
     utcnow,
 )
 from memlane.policy import importance_score
-from memlane.search import NULL_TEXTS, Filters
+from memlane.search import Filters
 from memlane.search import search as run_search
 from memlane.signals import Signals
 from memlane.store import Store, open_store
 from memlane.text import estimate_tokens
 from memlane.tools import MemoryTools
+from memlane.vectors import Vectors
 from memlane.worker import JobWorker
 
 log = logging.getLogger(__name__)
@@ -139,42 +134,9 @@ class Memory:
         self.store: Store = open_store(self.config)
         self.events.bind(self.store, self.config.events)
         self.embedder: Embedder = embedder or make_embedder(self.config.embedding)
-        self.store.ensure_vectors(self.embedder.model_id, self.embedder.dimensions)
-        self._check_turn_keys()
-        self._query_vector = QueryCache(self.embedder, max_chars=self.config.embedding.max_query_chars)
-        self._nulls: np.ndarray | None = None
-        self._axes: LanguageAxes | None | bool = False  # False: not computed yet
-        self._indexer: BackgroundIndexer | None = None
+        self.vectors = Vectors(self.config, self.store, self.embedder, self._open_side_store)
         self._importing = False
-        if self.config.embedding.background:
-            self._indexer = BackgroundIndexer(
-                self._open_side_store, self.embedder,
-                max_chars=self.config.embedding.max_chars, batch_size=self.config.embedding.batch_size,
-                passage_chars=self.config.embedding.passage_chars, max_passages=self.config.embedding.passages,
-                warm=(*NULL_TEXTS, *PARALLEL_TEXTS), warm_queries=PARALLEL_TEXTS,
-            )
-            self._indexer.notify()  # pick up rows left unembedded by an earlier process
         self.events.check()
-
-    def _check_turn_keys(self) -> None:
-        """Long turns embedded under other key or passage settings (or before passages, issue
-        14) are embedded again, once: their passages would otherwise never be cut."""
-        e = self.config.embedding
-        keys = f"{e.max_chars}:{e.passage_chars if e.passages else 0}:{e.passages}"
-        if self.store.meta("turn_vector_keys") == keys:
-            return  # the common case: a read, no write lock at every open
-        with self.store.transaction():
-            old = self.store.meta("turn_vector_keys")  # again under the lock: another process may have set it
-            if old != keys:
-                if old:  # two programs with different settings on one home re-embed at every switch
-                    log.warning("long turns of %s were embedded with key:passage chars:passages %s; this "
-                                "process uses %s and embeds them again. Give every process using this "
-                                "home the same embedding settings.", self.config.home, old, keys)
-                head = (old or "").split(":")[0]
-                # turns longer than the shorter key were cut differently (an unreadable value: every one)
-                shorter = min(e.max_chars, int(head)) if head.isdigit() else 0
-                self.store.reembed_long_turns(shorter if old else e.max_chars)
-                self.store.set_meta("turn_vector_keys", keys)
 
     def _open_side_store(self) -> Store:
         store = open_store(self.config)
@@ -185,9 +147,7 @@ class Memory:
 
     def close(self) -> None:
         self.extraction.stop()
-        if self._indexer is not None:
-            self._indexer.stop()
-            self._indexer = None
+        self.vectors.stop()
         self.store.close()
 
     def __enter__(self) -> Memory:
@@ -198,30 +158,18 @@ class Memory:
 
     def background_status(self) -> dict[str, Any]:
         """The background indexer and LLM worker, for a server's status page."""
-        idx = self._indexer
-        return {"indexer": None if idx is None else {"error": repr(idx.error) if idx.error else None},
-                "worker": self.extraction.status()}
+        return {"indexer": self.vectors.status(), "worker": self.extraction.status()}
 
     def settle(self, timeout: float) -> bool:
         """Wait up to `timeout` s for the background indexer and worker to finish what they
         hold (a server's graceful shutdown); False when time ran out (the rest stays queued)."""
         deadline = time.monotonic() + timeout
-        ok = True
-        if self._indexer is not None:
-            ok = self._indexer.wait_idle(timeout) and ok
-        ok = self.extraction.wait_idle(max(0.0, deadline - time.monotonic())) and ok
-        return ok
+        ok = self.vectors.wait_idle(timeout)
+        return self.extraction.wait_idle(max(0.0, deadline - time.monotonic())) and ok
 
     def flush(self, progress: Callable[[int], None] | None = None) -> int:
         """Embed every row still waiting for a vector, now, in this thread; returns how many."""
-        e = self.config.embedding
-        done = index_pending(self.store, self.embedder, max_chars=e.max_chars, batch_size=e.batch_size,
-                             progress=progress, passage_chars=e.passage_chars, max_passages=e.passages)
-        if done and self._nulls is None:  # cached with the first rows: the next process's first search needs them
-            self._nulls = warm_cache(self.store, self.embedder, NULL_TEXTS)
-            warm_cache(self.store, self.embedder, PARALLEL_TEXTS)  # the language directions' texts
-            warm_cache(self.store, self.embedder, PARALLEL_TEXTS, query=True)
-        return done
+        return self.vectors.flush(progress)
 
     # ---- turns ------------------------------------------------------------------------
 
@@ -787,9 +735,9 @@ class Memory:
         scopes = scope.readable() if corpus == "memories" else (scope,)
         lists = [run_search(
             self.store, self.config.search, corpus, s, query, limit=limit, now=self.clock(),
-            query_vector=self._query_vector if query_vector is None else query_vector, filters=f,
-            min_score=min_score, null_vectors=self._null_vectors(),
-            passages=self.config.embedding.passages, asked_in=scope, language_axes=self._language_axes(),
+            query_vector=self.vectors.query if query_vector is None else query_vector, filters=f,
+            min_score=min_score, null_vectors=self.vectors.null_vectors(),
+            passages=self.config.embedding.passages, asked_in=scope, language_axes=self.vectors.language_axes(),
             idle_after=timedelta(minutes=self.config.extraction.idle_minutes) if self.config.extraction.idle_minutes
             else None,
         ) for s in scopes]
@@ -801,22 +749,6 @@ class Memory:
             # a weak hit is not a use: routine searching must not keep every memory from fading
             self._activate(scope, [h.memory for h in hits if h.memory is not None and h.score >= floor])
         return hits
-
-    def _null_vectors(self) -> np.ndarray:
-        """`search.NULL_TEXTS` as this embedder's passages: where its unrelated text sits."""
-        if self._nulls is None:
-            self._nulls = embed_cached(self.store, self.embedder, list(NULL_TEXTS))
-        return self._nulls
-
-    def _language_axes(self) -> LanguageAxes | None:
-        """Where this embedder keeps a text's language (crosslingual.py), from its vectors of
-        the parallel sentences: as passages (cached in the store), and as queries."""
-        if self._axes is False:
-            passages = embed_cached(self.store, self.embedder, PARALLEL_TEXTS)
-            asked = embed_cached(self.store, self.embedder, PARALLEL_TEXTS, query=True)
-            self._axes = language_axes(passages[0::2], passages[1::2], asked[0::2], asked[1::2],
-                                       self.config.search.language_alignment_min)
-        return self._axes if isinstance(self._axes, LanguageAxes) else None
 
     def _activate(self, scope: Scope, memories: Sequence[MemoryRecord]) -> None:
         """Seed 001/004: a hit refreshes last_activated and counts; the score is untouched."""
@@ -919,17 +851,8 @@ class Memory:
     # ---- helpers ----------------------------------------------------------------------
 
     def _after_write(self) -> None:
-        if self._importing:
-            return
-        if self._indexer is not None:
-            self._indexer.notify()
-            return
-        try:
-            self.flush()
-        except MemlaneError as exc:
-            # the write itself is committed: failing the call now would make a caller retry
-            # (and store it twice); the rows stay unembedded for the next flush to pick up
-            log.warning("embedding deferred, rows stay queued for the next flush: %s", exc)
+        if not self._importing:  # an import embeds its rows once, at its end
+            self.vectors.rows_written()
 
     def _content(self, content: Any, field: str = "content") -> str:
         return validate.memory_text(field, content, self.config.store.max_content_chars)
