@@ -22,6 +22,7 @@ from memlane import archive as files_archive
 from memlane import forecast as forecasting
 from memlane import (
     forget,
+    ingest,
     lifecycle,
     markdown,
     mdsync,
@@ -29,7 +30,6 @@ from memlane import (
     retention,
     review,
     sessions,
-    topics,
     userprofile,
     validate,
     writes,
@@ -45,7 +45,6 @@ from memlane.extracting import Extraction
 from memlane.importers import Conversation, ConversationImport, message_key
 from memlane.indexing import (
     embed_one,
-    index_neighbours,
 )
 from memlane.jobs import JobReport, JobRunner
 from memlane.llm import LLM, make_llm
@@ -76,7 +75,6 @@ from memlane.search import Filters
 from memlane.search import search as run_search
 from memlane.signals import Signals
 from memlane.store import Store, open_store
-from memlane.text import estimate_tokens
 from memlane.tools import MemoryTools
 from memlane.vectors import Vectors
 from memlane.worker import JobWorker
@@ -125,7 +123,7 @@ class Memory:
         self.signals = Signals()
         self.signals.subscribe("memory.changed", lambda scope: mdsync.after_change(self, scope))
         self.signals.subscribe("memory.forgotten", lambda scope, gone: mdsync.forget_in_files(self, scope, gone))
-        self.signals.subscribe("rows.written", self._after_write)
+        self.signals.subscribe("turns.stored", lambda *turns: ingest.after_turns(self, *turns))
         self.extraction = Extraction(self)
         self.events.register_action("extract", self.extraction.on_session_ended)
         self.events.register_action("episode", self._action_episode)
@@ -135,7 +133,7 @@ class Memory:
         self.events.bind(self.store, self.config.events)
         self.embedder: Embedder = embedder or make_embedder(self.config.embedding)
         self.vectors = Vectors(self.config, self.store, self.embedder, self._open_side_store)
-        self._importing = False
+        self.signals.subscribe("rows.written", self.vectors.rows_written)
         self.events.check()
 
     def _open_side_store(self) -> Store:
@@ -189,54 +187,7 @@ class Memory:
         validate.ident("session_id", session_id)
         msgs = check_messages(messages, self.config.store, cap=self.config.store.max_messages_per_call)
         check_batch(len(msgs), sum(len(m.content) for m in msgs), self.config.store)
-        return self._store_turns(scope, session_id, msgs)
-
-    def _store_turns(self, scope: Scope, session_id: str, msgs: Sequence[Message],
-                     import_keys: Sequence[str] | None = None) -> _list[Turn]:
-        now = self.clock()
-        with self.store.transaction():
-            session = self.store.get_session(scope, session_id) or Session(
-                id=session_id, user_id=scope.user_id, agent_id=scope.agent_id,
-                started_at=msgs[0].created_at or now,
-            )
-            seq = self.store.next_seq(scope, session_id)
-            turns = [Turn(
-                id=new_id(16), user_id=scope.user_id, agent_id=scope.agent_id, session_id=session_id,
-                seq=seq + i, role=msg.role, content=msg.content, name=msg.name, tool_calls=msg.tool_calls,
-                created_at=msg.created_at or now, token_count=estimate_tokens(msg.content),
-                metadata=msg.metadata,
-            ) for i, msg in enumerate(msgs)]
-            self.store.insert_turns(turns, import_keys)  # one batch: a few round trips on PostgreSQL
-            index_neighbours(self.store, self.config.search.neighbour_window, scope, session_id,
-                             turns[0].seq, turns[-1].seq)
-            session.message_count += len(turns)
-            session.ended_at = None
-            self.store.put_session(session)
-        self._after_write()
-        if not self._importing:  # the turns are committed; only now may an LLM summarise them
-            try:
-                if self.extraction.background():  # never wait on the LLM's summary: the worker compacts
-                    if self._needs_compaction(scope, session_id):
-                        self.worker.submit(lambda: sessions.maybe_compact(self, scope, session_id),
-                                           key=("compact", scope, session_id))
-                else:
-                    sessions.maybe_compact(self, scope, session_id)
-                self.extraction.after_turns(scope, session_id, turns)
-            except Exception:
-                # the turns are stored and acknowledged; what failed here (compaction, a command)
-                # is redone from them by the session's next extraction job
-                log.exception("after storing turns of session %s: follow-up work failed", session_id)
-            try:  # seed 002 §4: a topic switch moves the old focus to the finished tasks; seed 000: history.json per turn
-                topics.track_topic(self, scope, session_id, turns)
-                files_archive.after_turns(self, scope, turns)
-            except Exception:  # as above: the turns are stored; history.json is synced again by the next run
-                log.exception("after storing turns of session %s: scratchpad or history.json failed", session_id)
-        return turns
-
-    def _needs_compaction(self, scope: Scope, session_id: str) -> bool:
-        session = self.store.get_session(scope, session_id)
-        through = sessions.compacted_through(session) if session else 0
-        return self.store.next_seq(scope, session_id) - 1 - through > self.config.session.compaction_cap
+        return ingest.store_turns(self, self.signals, scope, session_id, msgs)
 
     def end_session(self, session_id: str, *, user_id: str, agent_id: str | None = None,
                     wait: bool | None = None) -> list[RuleResult]:
@@ -331,27 +282,25 @@ class Memory:
             keys = [message_key(conv.source, sid, j, m.role, m.content) for j, m in enumerate(msgs)]
             plan.append((scope, sid, msgs, keys))
         stored = skipped = 0
-        self._importing = True
-        try:
-            with self.store.transaction():
-                for scope, sid, msgs, keys in plan:
-                    have = self.store.turn_import_keys(scope, keys)
-                    fresh = [j for j, k in enumerate(keys) if k not in have]
-                    if fresh:
-                        self._store_turns(scope, sid, [msgs[j] for j in fresh], [keys[j] for j in fresh])
-                    stored += len(fresh)
-                    skipped += len(msgs) - len(fresh)
-                    if progress:
-                        progress(len(msgs))
-        finally:
-            self._importing = False
+        # history, not a conversation going on: no follow-up work, the vectors once at the end
+        with self.signals.mute("rows.written", "turns.stored"), self.store.transaction():
+            for scope, sid, msgs, keys in plan:
+                have = self.store.turn_import_keys(scope, keys)
+                fresh = [j for j, k in enumerate(keys) if k not in have]
+                if fresh:
+                    ingest.store_turns(self, self.signals, scope, sid, [msgs[j] for j in fresh],
+                                       [keys[j] for j in fresh])
+                stored += len(fresh)
+                skipped += len(msgs) - len(fresh)
+                if progress:
+                    progress(len(msgs))
         if stored:
             try:  # the import's cost, not the first search's (~1 ms a turn)
                 self.store.settle_text()
             except MemlaneError as exc:  # the turns are committed: the next search catches up instead
                 log.warning("imported %d turns; their words are indexed at the next search (%s)", stored, exc)
         if embed:
-            self._after_write()
+            self.signals.send("rows.written")
         return ConversationImport(sessions=len(plan), turns=stored, skipped=skipped)
 
     def get_turns(self, session_id: str | None = None, *, user_id: str, agent_id: str | None = None,
@@ -407,7 +356,7 @@ class Memory:
     def _write_episode(self, event: Event, *, offline: bool = False) -> Episode | None:
         episode = sessions.write_episode(self, event, offline=offline)
         if episode is not None:
-            self._after_write()
+            self.signals.send("rows.written")
         return episode
 
     def scratchpad(self, *, user_id: str, agent_id: str | None = None) -> Scratchpad:
@@ -849,10 +798,6 @@ class Memory:
                      **self.store.stats(scope))
 
     # ---- helpers ----------------------------------------------------------------------
-
-    def _after_write(self) -> None:
-        if not self._importing:  # an import embeds its rows once, at its end
-            self.vectors.rows_written()
 
     def _content(self, content: Any, field: str = "content") -> str:
         return validate.memory_text(field, content, self.config.store.max_content_chars)

@@ -33,6 +33,7 @@ if TYPE_CHECKING:  # names only: events, jobs and worker import feature modules 
     from memlane.config import Config
     from memlane.embeddings import Embedder
     from memlane.events import EventBus
+    from memlane.extracting import Extraction
     from memlane.jobs import JobReport, JobRunner
     from memlane.llm import LLM
     from memlane.models import Corpus, Hit, MemoryRecord, Scratchpad, Source
@@ -159,6 +160,14 @@ class Extracting(Working, Searches, Protocol):
 
     embedder: Embedder
     signals: Signals
+
+
+class Following(Archiving, SessionParts, Protocol):
+    """What follows stored turns (`ingest.after_turns`): compaction and episodes, extraction's
+    scheduling, the scratchpad's topic and the seed-000 archive."""
+
+    @property
+    def extraction(self) -> Extraction: ...
 
 
 class Consolidating(Archiving, Sweeping, Syncing, Reviewing, Protocol):

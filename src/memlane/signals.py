@@ -23,8 +23,8 @@ if TYPE_CHECKING:
 
 # memory.changed (scope): a scope's memories were written · memory.forgotten (scope, records):
 # these memories were deleted, their text must leave the files · rows.written (): new rows
-# wait for their vectors
-Signal = Literal["memory.changed", "memory.forgotten", "rows.written"]
+# wait for their vectors · turns.stored (scope, session_id, turns): turns are committed
+Signal = Literal["memory.changed", "memory.forgotten", "rows.written", "turns.stored"]
 Handler = Callable[..., None]
 
 

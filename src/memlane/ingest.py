@@ -1,0 +1,73 @@
+"""Turns in: stored durably in one transaction before anything else runs, then the work that
+follows them, subscribed to the engine's `turns.stored` notice (signals.py) — a compaction
+when the session outgrew its window, an extraction a command or the turn count calls for,
+the scratchpad's topic (seed 002 §4) and seed 000's history.json. What fails there is
+logged, never the caller's failure: the turns are stored and acknowledged, and the session's
+next extraction job or archive run redoes it from them.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+
+from memlane import archive, sessions, topics
+from memlane.indexing import index_neighbours
+from memlane.models import Message, Scope, Session, Turn, new_id
+from memlane.parts import Following, Parts
+from memlane.signals import Signals
+from memlane.text import estimate_tokens
+
+log = logging.getLogger(__name__)
+
+
+def store_turns(parts: Parts, signals: Signals, scope: Scope, session_id: str, msgs: Sequence[Message],
+                import_keys: Sequence[str] | None = None) -> list[Turn]:
+    """Append `msgs` to the session (created if new) in one transaction, each turn's
+    neighbours indexed with it; then `rows.written` and `turns.stored`."""
+    now = parts.clock()
+    store = parts.store
+    with store.transaction():
+        session = store.get_session(scope, session_id) or Session(
+            id=session_id, user_id=scope.user_id, agent_id=scope.agent_id, started_at=msgs[0].created_at or now)
+        seq = store.next_seq(scope, session_id)
+        turns = [Turn(
+            id=new_id(16), user_id=scope.user_id, agent_id=scope.agent_id, session_id=session_id,
+            seq=seq + i, role=msg.role, content=msg.content, name=msg.name, tool_calls=msg.tool_calls,
+            created_at=msg.created_at or now, token_count=estimate_tokens(msg.content), metadata=msg.metadata,
+        ) for i, msg in enumerate(msgs)]
+        store.insert_turns(turns, import_keys)  # one batch: a few round trips on PostgreSQL
+        index_neighbours(store, parts.config.search.neighbour_window, scope, session_id, turns[0].seq, turns[-1].seq)
+        session.message_count += len(turns)
+        session.ended_at = None
+        store.put_session(session)
+    signals.send("rows.written")
+    signals.send("turns.stored", scope, session_id, turns)  # committed: only now may an LLM summarise them
+    return turns
+
+
+def after_turns(engine: Following, scope: Scope, session_id: str, turns: Sequence[Turn]) -> None:
+    """The follow-up work of stored turns (a `turns.stored` subscriber)."""
+    extraction = engine.extraction
+    try:
+        if extraction.background():  # never wait on the LLM's summary: the worker compacts
+            if needs_compaction(engine, scope, session_id):
+                extraction.worker.submit(lambda: sessions.maybe_compact(engine, scope, session_id),
+                                         key=("compact", scope, session_id))
+        else:
+            sessions.maybe_compact(engine, scope, session_id)
+        extraction.after_turns(scope, session_id, turns)
+    except Exception:
+        # what failed here (compaction, a command) is redone by the session's next extraction job
+        log.exception("after storing turns of session %s: follow-up work failed", session_id)
+    try:  # seed 002 §4: a topic switch moves the old focus to the finished tasks; seed 000: history.json per turn
+        topics.track_topic(engine, scope, session_id, turns)
+        archive.after_turns(engine, scope, turns)
+    except Exception:  # the turns are stored; history.json is synced again by the next run
+        log.exception("after storing turns of session %s: scratchpad or history.json failed", session_id)
+
+
+def needs_compaction(parts: Parts, scope: Scope, session_id: str) -> bool:
+    session = parts.store.get_session(scope, session_id)
+    through = sessions.compacted_through(session) if session else 0
+    return parts.store.next_seq(scope, session_id) - 1 - through > parts.config.session.compaction_cap
