@@ -43,9 +43,6 @@ from memlane.errors import ConfigError, MemlaneError, NotFound, ValidationError
 from memlane.events import Event, EventBus, RuleResult
 from memlane.extracting import Extraction
 from memlane.importers import Conversation, ConversationImport, message_key
-from memlane.indexing import (
-    embed_one,
-)
 from memlane.jobs import JobReport, JobRunner
 from memlane.llm import LLM, make_llm
 from memlane.messages import check_batch, check_messages
@@ -444,16 +441,7 @@ class Memory:
             verified=bool(verified), source_session=session_id,
             pinned=pinned, metadata=metadata or {},
         )
-        vec = embed_one(self.store, self.embedder, content, self.config.embedding.max_chars)
-        with self.store.transaction():
-            rowid = self.store.insert_memory(mem)
-            self.store.put_vectors("memories", scope, [rowid], vec[None, :])
-            self.store.add_event(scope, mem.id, "ADD", None, mem.snapshot(), actor, "", now)
-        self.signals.send("rows.written")
-        self.signals.send("memory.changed", scope)
-        if mem.score >= self.config.events.important_score:  # seed 004 §11.2
-            self.events.emit(Event.memory_important(scope, mem.id, mem.content, mem.category, mem.score, now))
-        return mem
+        return writes.insert(self, scope, mem, actor)
 
     def get(self, memory_id: str, *, user_id: str, agent_id: str | None = None) -> MemoryRecord:
         scope = Scope.of(user_id, agent_id)
@@ -489,16 +477,8 @@ class Memory:
                 offset: int = 0) -> _list[MemoryEvent]:
         """The DELETE events of the scope's memories that are still deleted and can be restored
         (a hard delete keeps no text), last deleted first; each event's `before` is the memory."""
-        scope = Scope.of(user_id, agent_id)
-        limit = validate.integer("limit", limit, 1, 10_000)
-        offset = validate.integer("offset", offset, 0)
-        latest: dict[str, MemoryEvent] = {}
-        for event in self.store.events(scope, None, limit=10_000_000):
-            latest[event.memory_id] = event
-        gone = [e for e in latest.values() if e.kind == "DELETE" and e.before and e.before.get("content")
-                and self.store.get_memory(scope, e.memory_id) is None]
-        gone.sort(key=lambda e: e.id, reverse=True)
-        return gone[offset: offset + limit]
+        return undoing.restorable(self.store, Scope.of(user_id, agent_id), validate.integer("limit", limit, 1, 10_000),
+                                  validate.integer("offset", offset, 0))
 
     def update(
         self,
@@ -563,16 +543,7 @@ class Memory:
         actor = validate.ident("actor", actor)
         reason = validate.text("reason", reason, self.config.store.max_content_chars, required=False)
         before = self.get(memory_id, user_id=user_id, agent_id=agent_id)
-        now = self.clock()
-        with self.store.transaction():
-            self.store.delete_memory(scope, memory_id)
-            self.store.add_event(scope, memory_id, "DELETE", before.snapshot(), None, actor, reason, now)
-            self.store.mark_forgetting()  # a crash before after_delete: the next open scrubs the files
-        forget.after_delete(self, scope, before, hard=hard)
-        self.signals.send("memory.changed", scope)
-        self.signals.send("memory.forgotten", scope, [before])  # in every profile: MEMORY.md (+ .bak), USER.md
-        self.events.emit(Event.memory_deleted(scope, memory_id, before.content, before.category, actor, reason, now))
-        return before
+        return writes.remove(self, scope, before, actor, reason, validate.boolean("hard", hard))
 
     def delete_turns(self, turn_ids: Sequence[str], *, user_id: str, agent_id: str | None = None) -> forget.ForgetReport:
         """Forget turns: their text leaves the store, the neighbours' context, the session's

@@ -116,6 +116,13 @@ class Finding(Parts, Searches, Protocol):
     """Parts plus search: `context.build_context`."""
 
 
+class Noticing(Embedding, Protocol):
+    """Parts, the embedder, the engine's notices and the event bus: `writes` (a memory's
+    audited add and delete)."""
+
+    events: EventBus
+
+
 class Reviewing(Parts, Searches, Protocol):
     """Parts, search and the engine's notices: `review` (the reviewer, "was it used?")."""
 

@@ -20,6 +20,7 @@ from memlane.indexing import embed_one
 from memlane.models import MemoryEvent, MemoryRecord, Scope
 from memlane.parts import Parts, Restoring
 from memlane.policy import restored
+from memlane.store import Store
 
 _ALL = 1_000_000  # every event of one memory (the store reads oldest first, with a limit)
 
@@ -97,3 +98,15 @@ def _record(snapshot: dict[str, Any] | None, scope: Scope, memory_id: str, where
 
 
 __all__ = ["restore", "undo"]
+
+
+def restorable(store: Store, scope: Scope, limit: int, offset: int) -> list[MemoryEvent]:
+    """The DELETE events of the scope's memories that are still deleted and can be restored
+    (a hard delete keeps no text), last deleted first; each event's `before` is the memory."""
+    latest: dict[str, MemoryEvent] = {}
+    for event in store.events(scope, None, limit=10_000_000):
+        latest[event.memory_id] = event
+    gone = [e for e in latest.values() if e.kind == "DELETE" and e.before and e.before.get("content")
+            and store.get_memory(scope, e.memory_id) is None]
+    gone.sort(key=lambda e: e.id, reverse=True)
+    return gone[offset: offset + limit]

@@ -1,16 +1,49 @@
-"""The audited rewrite of a memory row, shared by `Memory.update` and the features that
-rewrite a memory themselves (an undo): the row, its vector when its text changed and the
-audit event in one transaction, then the `memory.changed` notice (signals.py)."""
+"""A memory's audited writes, once validated (`Memory.add` / `update` / `delete`, and the
+features that write a memory themselves, such as an undo): the row, its vector and its audit
+event in one transaction; then the engine's notices (signals.py) for what follows the store,
+and seed 004's events (`memory.write.important`, `memory.deleted`) for the rules."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from memlane import forget
+from memlane.events import Event
 from memlane.indexing import embed_one
 from memlane.models import MemoryRecord, Scope
 
 if TYPE_CHECKING:
-    from memlane.parts import Embedding
+    from memlane.parts import Embedding, Noticing
+
+
+def insert(engine: Noticing, scope: Scope, rec: MemoryRecord, actor: str) -> MemoryRecord:
+    """Store a new memory, audited as ADD; one important enough is an event (seed 004 §11.2)."""
+    vec = embed_one(engine.store, engine.embedder, rec.content, engine.config.embedding.max_chars)
+    with engine.store.transaction():
+        rowid = engine.store.insert_memory(rec)
+        engine.store.put_vectors("memories", scope, [rowid], vec[None, :])
+        engine.store.add_event(scope, rec.id, "ADD", None, rec.snapshot(), actor, "", rec.created_at)
+    engine.signals.send("rows.written")
+    engine.signals.send("memory.changed", scope)
+    if rec.score >= engine.config.events.important_score:
+        engine.events.emit(Event.memory_important(scope, rec.id, rec.content, rec.category, rec.score,
+                                                  rec.created_at))
+    return rec
+
+
+def remove(engine: Noticing, scope: Scope, before: MemoryRecord, actor: str, reason: str, hard: bool) -> MemoryRecord:
+    """Delete a memory, audited; its text leaves every index, cache and file (the audit rows
+    too when `hard`: content-free tombstones, no undo)."""
+    now = engine.clock()
+    with engine.store.transaction():
+        engine.store.delete_memory(scope, before.id)
+        engine.store.add_event(scope, before.id, "DELETE", before.snapshot(), None, actor, reason, now)
+        engine.store.mark_forgetting()  # a crash before after_delete: the next open scrubs the files
+    forget.after_delete(engine, scope, before, hard=hard)
+    engine.signals.send("memory.changed", scope)
+    engine.signals.send("memory.forgotten", scope, [before])  # in every profile: MEMORY.md (+ .bak), USER.md
+    engine.events.emit(Event.memory_deleted(scope, before.id, before.content, before.category, actor, reason, now))
+    return before
 
 
 def rewrite(engine: Embedding, scope: Scope, before: MemoryRecord, after: MemoryRecord, kind: str, actor: str,
