@@ -286,6 +286,10 @@ class Memory:
             self.store.put_session(session)
         self._after_write()
         if not self._importing:  # the turns are committed; only now may an LLM summarise them
+            try:  # seed 002 §3–4: the compiler names the task first; a switch archives the old one
+                topics.track_topic(self, scope, session_id, turns)
+            except Exception:  # the turns are stored; the next turn's tracking reads them again
+                log.exception("after storing turns of session %s: the scratchpad's topic failed", session_id)
             try:
                 if self._background():  # never wait on the LLM's summary: the worker compacts
                     if self._needs_compaction(scope, session_id):
@@ -298,11 +302,10 @@ class Memory:
                 # the turns are stored and acknowledged; what failed here (compaction, a command)
                 # is redone from them by the session's next extraction job
                 log.exception("after storing turns of session %s: follow-up work failed", session_id)
-            try:  # seed 002 §4: a topic switch moves the old focus to the finished tasks; seed 000: history.json per turn
-                topics.track_topic(self, scope, session_id, turns)
+            try:  # seed 000: history.json per turn
                 files_archive.after_turns(self, scope, turns)
             except Exception:  # as above: the turns are stored; history.json is synced again by the next run
-                log.exception("after storing turns of session %s: scratchpad or history.json failed", session_id)
+                log.exception("after storing turns of session %s: history.json failed", session_id)
         return turns
 
     def _needs_compaction(self, scope: Scope, session_id: str) -> bool:
