@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import platform
 import re
 import statistics
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,8 @@ from rich.table import Table
 RESULTS = Path(__file__).parent / "results"
 CACHE = Path(__file__).parent / ".cache"
 console = Console(width=150)
+# what `--llm` takes from the environment: the engine's own HTTP client on that server
+LLM_ENV = ("MEMLANE_LLM_BASE_URL", "MEMLANE_LLM_MODEL", "MEMLANE_LLM_API_KEY")
 
 
 def cache_file(model_id: str) -> Path:
@@ -123,3 +126,18 @@ def write_result(name: str, data: dict[str, Any]) -> Path:
     path = RESULTS / f"{name}.json"
     path.write_text(json.dumps(data, indent=2, ensure_ascii=False, default=str), encoding="utf-8")
     return path
+
+
+def llm_settings(environ: Mapping[str, str] = os.environ) -> dict[str, str] | None:
+    """The MEMLANE_LLM_* settings a bench's `--llm` runs with; None, and a line saying what is
+    missing, when MEMLANE_LLM_BASE_URL is not set (the caller exits with 2)."""
+    if not environ.get("MEMLANE_LLM_BASE_URL"):
+        console.print("--llm needs MEMLANE_LLM_BASE_URL (and MEMLANE_LLM_MODEL / MEMLANE_LLM_API_KEY)")
+        return None
+    return {k: environ[k] for k in LLM_ENV if k in environ}
+
+
+def llm_only(env: Mapping[str, str] | None) -> dict[str, str]:
+    """Only the LLM settings of `env` (a bench's engine takes nothing else from it), empty
+    ones dropped: `Config.load(env=llm_only(env))` is offline when `env` is None."""
+    return {k: v for k, v in (env or {}).items() if k in LLM_ENV and v}

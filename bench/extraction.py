@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import re
 import sys
 import tempfile
@@ -50,7 +49,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
-from common import Timer, console, table, write_result  # noqa: E402
+from common import Timer, console, llm_only, llm_settings, table, write_result  # noqa: E402
 
 from memlane import Config, Memory  # noqa: E402
 from memlane.testing import HashEmbedder, ManualClock  # noqa: E402
@@ -59,7 +58,6 @@ DATA = Path(__file__).parent / "data" / "extraction"
 SPLITS = ("dev", "holdout", "holdout2", "holdout3")
 USER = "bench"
 SESSION = "s1"
-LLM_ENV = ("MEMLANE_LLM_BASE_URL", "MEMLANE_LLM_MODEL", "MEMLANE_LLM_API_KEY")
 HALUMEM = {"Mem0": 0.429, "Supermemory": 0.415}  # HaluMem, arXiv 2511.03506: facts kept
 
 
@@ -127,8 +125,7 @@ def engine_config(home: str, *, profile: str = "default", embedder: str = "hash"
                   llm_env: Mapping[str, str] | None = None) -> Config:
     """The config a user's app would have: offline (no LLM) unless `llm_env` holds the
     MEMLANE_LLM_* settings; extraction run in the caller so its result can be read at once."""
-    env = {k: v for k, v in (llm_env or {}).items() if k in LLM_ENV and v}
-    return Config.load(profile, env=env, store={"home": home},
+    return Config.load(profile, env=llm_only(llm_env), store={"home": home},
                        embedding={"provider": embedder, "background": False},
                        extraction={"wait_for_llm": True})
 
@@ -288,12 +285,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--llm", action="store_true", help="the LLM extractor on MEMLANE_LLM_BASE_URL")
     ap.add_argument("--show", type=int, default=0, metavar="N", help="print the first N misses of each kind")
     args = ap.parse_args(argv)
-    llm_env = None
-    if args.llm:
-        if not os.environ.get("MEMLANE_LLM_BASE_URL"):
-            console.print("--llm needs MEMLANE_LLM_BASE_URL (and MEMLANE_LLM_MODEL / MEMLANE_LLM_API_KEY)")
-            return 2
-        llm_env = {k: os.environ[k] for k in LLM_ENV if k in os.environ}
+    settings = llm_settings() if args.llm else None
+    if args.llm and settings is None:
+        return 2
     splits = SPLITS if args.split == "all" else (args.split,)
     rows: list[list[Any]] = []
     results: dict[str, Any] = {}
@@ -303,7 +297,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             continue
         convs = load(split, args.data)
         with Timer() as timer:
-            outcomes = run(convs, profile=args.profile, embedder=args.embedder, llm_env=llm_env)
+            outcomes = run(convs, profile=args.profile, embedder=args.embedder, llm_env=settings)
         summary = summarise(outcomes)
         rows += _rows(split, summary)
         results[split] = {"metrics": summary, "seconds": round(timer.seconds, 2),
@@ -312,14 +306,14 @@ def main(argv: Sequence[str] | None = None) -> int:
                           "wrong_durations": [[o.conv["id"], k.content, why] for o in outcomes for k, why in o.wrong]}
         if args.show:
             show(split, outcomes, args.show)
-    extractor = "llm" if llm_env else "heuristic"
+    extractor = "llm" if settings else "heuristic"
     console.print(table(f"Extraction ({extractor}, profile {args.profile}, embedder {args.embedder})", COLUMNS, rows))
     console.print("HaluMem (arXiv 2511.03506), facts kept: "
                   + ", ".join(f"{name} {share:.1%}" for name, share in HALUMEM.items()))
     if results:
         name = "extraction" if extractor == "heuristic" else "extraction-llm"
         path = write_result(name, {"extractor": extractor, "profile": args.profile, "embedder": args.embedder,
-                                   "model": (llm_env or {}).get("MEMLANE_LLM_MODEL"), "halumem": HALUMEM,
+                                   "model": (settings or {}).get("MEMLANE_LLM_MODEL"), "halumem": HALUMEM,
                                    **results})
         console.print(f"results: {path}")
     return 0

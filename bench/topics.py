@@ -8,28 +8,38 @@ user); after each user turn the scratchpad says what memlane made of it: a new f
 no focus left (done), or the same (continue). Reported: switch precision and recall, done
 recall, continue accuracy, per language.
 
+Offline (default) the rules of `memlane.topics` decide. `--llm` lets the LLM judge each user
+turn and name the task, as seed 002's compiler does (`session.topic_llm`, on in the progressive
+profile), through the engine's own HTTP client on the server MEMLANE_LLM_BASE_URL names
+(MEMLANE_LLM_MODEL, MEMLANE_LLM_API_KEY); a turn the LLM fails on is decided by the rules.
+The in-session extraction is off in both runs: only the scratchpad is measured.
+
+    python bench/topics.py --show 30
+    python bench/topics.py --data bench/data/topics_holdout.json
+    MEMLANE_LLM_BASE_URL=http://127.0.0.1:8080/v1 python bench/topics.py --llm
+
 `--data bench/data/topics_holdout.json`: a holdout of 24 more sessions (12 Chinese, 12 English;
 177 user turns, labelled the same way) in other domains and wordings: follow-ups in new words
 that are neither answers nor edits, new tasks in the same domain, switches with and without a
 marker, "done" said many ways. It was written apart, without reading the topic detector's code,
 and is not tuned on.
 
-    python bench/topics.py
-    python bench/topics.py --data bench/data/topics_holdout.json
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import logging
 import sys
 import tempfile
 from collections import defaultdict
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
-from common import console, table, write_result  # noqa: E402
+from common import console, llm_only, llm_settings, table, write_result  # noqa: E402
 
 from memlane import Config, Memory  # noqa: E402
 
@@ -43,11 +53,27 @@ def predicted(before: str, after: str) -> str:
     return "done" if not after else "switch"
 
 
-def run(path: Path = DATA, show: bool = False) -> dict[str, Any]:
+class _Count(logging.Handler):
+    """Counts the warnings of `memlane.topics`: each is a turn the LLM gave no verdict on."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.count = 0
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.count += 1
+
+
+def run(path: Path = DATA, llm_env: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """Every session of the set through one progressive `Memory` (a user each); offline unless
+    `llm_env` holds the MEMLANE_LLM_* settings."""
     sessions = json.loads(path.read_text(encoding="utf-8"))["sessions"]
     home = Path(tempfile.mkdtemp(prefix="memlane-topics-"))
-    mem = Memory(Config.load(store={"home": str(home)}, profile="progressive",
-                             embedding={"provider": "hash", "background": False}))
+    mem = Memory(Config.load("progressive", env=llm_only(llm_env), store={"home": str(home)},
+                             embedding={"provider": "hash", "background": False},
+                             extraction={"every_n_user_messages": 0}))
+    fell_back = _Count()  # turns the LLM gave no verdict on (the rules decided them)
+    logging.getLogger("memlane.topics").addHandler(fell_back)
     rows: list[dict[str, Any]] = []
     for s in sessions:
         user = f"topics-{s['id']}"
@@ -57,8 +83,14 @@ def run(path: Path = DATA, show: bool = False) -> dict[str, Any]:
             if turn["role"] == "user":
                 got = predicted(before, mem.scratchpad(user_id=user).current_focus)
                 rows.append({"lang": s["lang"], "label": turn["label"], "got": got, "text": turn["content"]})
+    usage = list(getattr(mem.llm, "usage", []))
+    logging.getLogger("memlane.topics").removeHandler(fell_back)
     mem.close()
     out: dict[str, Any] = {"turns": len(rows)}
+    if mem.llm is not None:
+        out["llm"] = {"calls": len(usage), "fell_back": fell_back.count,
+                      "tokens": sum(u.total_tokens for u in usage),
+                      "seconds_p50": sorted(u.seconds for u in usage)[len(usage) // 2] if usage else None}
     for lang in ("all", "zh", "en"):
         rs = [r for r in rows if lang == "all" or r["lang"] == lang]
         said_switch = [r for r in rs if r["got"] == "switch" and r["label"] != "start"]
@@ -76,13 +108,19 @@ def run(path: Path = DATA, show: bool = False) -> dict[str, Any]:
     return out
 
 
-def main(argv: list[str] | None = None) -> dict[str, Any]:
+def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--data", default=str(DATA))
     ap.add_argument("--show", type=int, default=0, help="print the first N mistakes")
+    ap.add_argument("--llm", action="store_true", help="the LLM judges each turn, on MEMLANE_LLM_BASE_URL")
     args = ap.parse_args(argv)
-    res = run(Path(args.data))
-    console.print(table("Topic switches (progressive profile, offline)",
+    settings = llm_settings() if args.llm else None
+    if args.llm and settings is None:
+        return 2
+    res = run(Path(args.data), llm_env=settings)
+    judge = f"LLM {settings.get('MEMLANE_LLM_MODEL', '')}".strip() if settings else "offline"
+    res["judge"] = judge
+    console.print(table(f"Topic switches (progressive profile, {judge})",
                         ["language", "switch precision", "switch recall", "done recall", "follow-ups kept", "turns"],
                         [[lang, res[lang]["switch_precision"], res[lang]["switch_recall"], res[lang]["done_recall"],
                           res[lang]["continue_kept"], sum(res[lang]["counts"].values())] for lang in ("all", "zh", "en")]))
@@ -90,11 +128,14 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     for e in res["errors"]:
         by[f"{e['label']} → {e['got']}"] += 1
     console.print("mistakes: " + (", ".join(f"{k}: {v}" for k, v in sorted(by.items())) or "none"))
+    if "llm" in res:
+        console.print(f"LLM: {res['llm']['calls']} calls, {res['llm']['tokens']} tokens; "
+                      f"{res['llm']['fell_back']} turns left to the rules (no verdict)")
     for e in res["errors"][: args.show]:
         console.print(f"  [{e['lang']}] {e['label']} → {e['got']}: {e['text'][:90]}")
-    console.print(f"wrote {write_result('topics', res)}")
-    return res
+    console.print(f"wrote {write_result('topics-llm' if settings else 'topics', res)}")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

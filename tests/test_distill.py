@@ -28,6 +28,9 @@ NONE = json.dumps({"operations": []})
 
 
 def _scripted(make_memory: MakeMemory, profile: str, **kw: Any) -> Memory:
+    # the scripted replies are the extractor's: progressive's topic judge (its own call each
+    # user turn, tests/test_topics.py) is left to the rules here
+    kw.setdefault("session", {"topic_llm": False})
     m = make_memory(profile, clock=ManualClock(T0), **kw)
     m.llm = ScriptedLLM()
     return m

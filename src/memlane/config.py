@@ -423,6 +423,19 @@ class SessionConfig(_Section):
     topic_min_keywords: int = Field(3, ge=1)
     topic_context_turns: int = Field(6, ge=0)
     focus_chars: int = Field(200, ge=16)  # not from a seed: an automatic focus is the turn cut to this
+    # Seed 002 §3–4: the current task comes from the compiler, an LLM, every turn ("当前任务: 来自
+    # compiler 输出，每轮同步更新"). True: with an LLM configured and topic tracking on (above),
+    # the LLM judges each user turn (continue / done / switch) and names the task; the rules
+    # decide offline and whenever the LLM fails, times out or answers unreadably. Its own small
+    # call: extraction (seed 002 §6) sees ≤5 turns of ≥30 characters a session, in the
+    # background, while the task must follow every turn before the next prompt is built.
+    topic_llm: bool = False
+    # not from a seed: add_messages waits at most this long for the LLM's verdicts on its turns
+    # (seed 002's compiler runs before the agent's own request); the rules decide the rest
+    topic_llm_timeout_s: float = Field(8.0, gt=0)
+    topic_llm_context_tokens: int = Field(600, ge=0)  # not from a seed: recent turns shown with the message
+    topic_llm_max_turns: int = Field(4, ge=1)  # not from a seed: the last N user turns of one call go to the LLM
+    task_name_chars: int = Field(40, ge=8)  # not from a seed: the LLM names the task in at most this many characters
 
 
 class ExtractionConfig(_Section):
@@ -902,7 +915,8 @@ PROFILES: dict[str, dict[str, Any]] = {
             "transient_ends_with_session": True,  # seed 002 §4: TRANSIENT "end_session 时清理"
         },
         "context": {"auto_inject_memories": False},
-        "session": {"topic_shift_below": 0.2},  # seed 002 §4: topic switches archive the old task
+        # seed 002 §4: topic switches archive the old task; §3: the compiler (an LLM) names it
+        "session": {"topic_shift_below": 0.2, "topic_llm": True},
         # seed 002 §6: extract_from_turn_v2 on user messages, ≤5 per session, ≥30 chars
         "extraction": {"max_per_session": 5, "min_message_chars": 30, "every_n_user_messages": 1},
         "lifecycle": {"nightly_at": "03:00"},

@@ -49,6 +49,10 @@ def store_turns(parts: Parts, signals: Signals, scope: Scope, session_id: str, m
 def after_turns(engine: Following, scope: Scope, session_id: str, turns: Sequence[Turn]) -> None:
     """The follow-up work of stored turns (a `turns.stored` subscriber)."""
     extraction = engine.extraction
+    try:  # seed 002 §3–4: the compiler names the task first; a switch archives the old one
+        topics.track_topic(engine, scope, session_id, turns)
+    except Exception:  # the turns are stored; the next turn's tracking reads them again
+        log.exception("after storing turns of session %s: the scratchpad's topic failed", session_id)
     try:
         if extraction.background():  # never wait on the LLM's summary: the worker compacts
             if needs_compaction(engine, scope, session_id):
@@ -60,11 +64,10 @@ def after_turns(engine: Following, scope: Scope, session_id: str, turns: Sequenc
     except Exception:
         # what failed here (compaction, a command) is redone by the session's next extraction job
         log.exception("after storing turns of session %s: follow-up work failed", session_id)
-    try:  # seed 002 §4: a topic switch moves the old focus to the finished tasks; seed 000: history.json per turn
-        topics.track_topic(engine, scope, session_id, turns)
+    try:  # seed 000: history.json per turn
         archive.after_turns(engine, scope, turns)
     except Exception:  # the turns are stored; history.json is synced again by the next run
-        log.exception("after storing turns of session %s: scratchpad or history.json failed", session_id)
+        log.exception("after storing turns of session %s: history.json failed", session_id)
 
 
 def needs_compaction(parts: Parts, scope: Scope, session_id: str) -> bool:
