@@ -26,6 +26,7 @@ from memlane import (
     lifecycle,
     markdown,
     mdsync,
+    plugins,
     portable,
     retention,
     review,
@@ -126,6 +127,9 @@ class Memory:
         self.events.register_action("episode", self._action_episode)
         for name, action in (actions or {}).items():
             self.events.register_action(name, action)
+        for name in {a for rule in self.config.events.rules for a in rule.actions} - set(self.events.actions):
+            if name in plugins.installed("actions"):  # an installed package's action (plugins.py)
+                self.events.register_action(name, plugins.load("actions", name))
         self.store: Store = open_store(self.config)
         self.events.bind(self.store, self.config.events)
         self.embedder: Embedder = embedder or make_embedder(self.config.embedding)

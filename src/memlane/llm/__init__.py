@@ -6,7 +6,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Protocol, TypedDict, runtime_checkable
 
+from memlane import plugins
 from memlane.config import LLMConfig
+from memlane.errors import ConfigError
 
 
 class ChatMessage(TypedDict, total=False):
@@ -27,6 +29,17 @@ class LLM(Protocol):
 
 
 def make_llm(cfg: LLMConfig) -> LLM | None:
+    """The configured LLM: an OpenAI-compatible server at `llm.base_url` (none: offline), or an
+    installed plugin's provider (`llm.provider`, entry point group `memlane.llms`, plugins.py)."""
+    if cfg.provider != "openai":
+        if cfg.provider not in plugins.installed("llms"):
+            known = sorted({"openai", *plugins.installed("llms")})
+            raise ConfigError(f"llm.provider: unknown {cfg.provider!r}; one of {known}")
+        llm = plugins.load("llms", cfg.provider)(cfg)
+        if not callable(getattr(llm, "complete", None)) or not isinstance(getattr(llm, "model_id", None), str):
+            raise ConfigError(f"llm.provider {cfg.provider!r} gave {type(llm).__name__}, not an LLM "
+                              "(model_id, complete(messages, json_schema=...))")
+        return llm
     if not cfg.base_url:
         return None
     from memlane.llm.client import OpenAICompatibleLLM
