@@ -1,15 +1,17 @@
-"""Seed 002 §3–4 topic detection with an LLM (issue 30 row 5): the compiler, an LLM, judges each
-user turn (continue / done / switch) and names the task the scratchpad holds; a dead, slow or
-confused LLM leaves the turn to the offline rules. Driven end to end through
-`Memory.add_messages` under the progressive profile: with `ScriptedLLM`, and through the
-engine's own HTTP client against an OpenAI-compatible stub on 127.0.0.1."""
+"""Seed 002 §3–4 topic detection (issue 30 row 5). With an LLM, the compiler judges each user turn
+(continue / done / switch) and names the task the scratchpad holds; a dead, slow or confused LLM
+leaves the turn to the offline rules. Offline, the rules tell a finished task said many ways from
+its look-alikes. Driven end to end through `Memory.add_messages` under the progressive profile:
+with `ScriptedLLM`, without an LLM, and through the engine's own HTTP client against an
+OpenAI-compatible stub on 127.0.0.1."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -17,8 +19,8 @@ import pytest
 from memlane import Memory
 from memlane.errors import BackendError, ExtractionError
 from memlane.llm.prompts.topic import TopicAnswer, topic_prompt
-from memlane.testing import ManualClock, ScriptedLLM
-from tests.conftest import T0
+from memlane.testing import HashEmbedder, ManualClock, ScriptedLLM
+from tests.conftest import T0, make_config
 from tests.stubs import openai_stub
 
 MakeMemory = Callable[..., Memory]
@@ -240,3 +242,133 @@ def test_the_answer_is_read_as_json_or_bracket_lines(reply: str, move: str, task
 def test_an_unreadable_answer_is_an_extraction_error(reply: str) -> None:
     with pytest.raises(ExtractionError):
         topic_prompt("", [], "hi", language="zh", task_chars=40).parse(reply)
+
+
+# ---- offline: the task finished, said many ways -----------------------------------------------
+
+TASK = {"zh": "帮我写一封给客户的邮件，说明发货会推迟一周",
+        "en": "Write an email to my client saying the delivery will be a week late"}
+REPLIES = {  # the assistant's turn before the user's: a result, an offer of more, a question, a fix
+    "draft": {"zh": "初稿写好了：尊敬的王总，……", "en": "Here's a draft: Dear Ms. Lee, ..."},
+    "offer": {"zh": "要不要我再加一段关于补偿的说明？", "en": "Want me to add a subject line too?"},
+    "ask": {"zh": "语气要正式一点还是轻松一点？", "en": "Should it sound formal or friendly?"},
+    "fix": {"zh": "试试把 useEffect 的依赖数组加上 count。", "en": "Try clearing the cache, then restart the server."},
+}
+CLOSING = [  # (language, the assistant's turn before, the user's turn, what it does to the task)
+    # thanks, approval, a decision, the result put to use, a goodbye: done
+    ("zh", "draft", "好的谢谢", "done"),
+    ("zh", "draft", "完美，就用这个了", "done"),
+    ("zh", "draft", "行，就这么定了", "done"),
+    ("zh", "draft", "没问题了", "done"),
+    ("zh", "draft", "搞定", "done"),
+    ("zh", "draft", "可以了可以了", "done"),
+    ("zh", "draft", "这样就行", "done"),
+    ("zh", "draft", "太感谢了，帮了大忙", "done"),
+    ("zh", "draft", "很好，我这就发给客户", "done"),
+    ("zh", "draft", "写得真好，谢谢你", "done"),
+    ("zh", "draft", "不错不错，就这版吧", "done"),
+    ("zh", "draft", "嗯嗯，没别的了，谢谢", "done"),
+    ("zh", "draft", "OK了，辛苦啦", "done"),
+    ("zh", "draft", "就是我想要的，谢谢", "done"),
+    ("zh", "draft", "好的，我拿去用了", "done"),
+    ("zh", "draft", "剩下的我自己来就行，谢谢", "done"),
+    ("zh", "draft", "好嘞，先这样吧", "done"),
+    ("zh", "draft", "不用改了，挺好的", "done"),
+    ("zh", "draft", "完美👍", "done"),
+    ("zh", "draft", "收到，多谢", "done"),
+    ("zh", "draft", "今天就到这里吧，拜拜", "done"),
+    ("zh", "draft", "那我就用这版了", "done"),
+    ("zh", "draft", "太棒了，我去试试", "done"),
+    ("zh", "draft", "好的好的，谢谢你的耐心解答", "done"),
+    ("zh", "draft", "👍", "done"),
+    ("zh", "draft", "🙏", "done"),
+    ("zh", "offer", "不用了，谢谢", "done"),
+    ("zh", "offer", "不用了，就这样", "done"),
+    ("zh", "fix", "我把依赖加上了，现在正常了", "done"),
+    ("zh", "fix", "果然是这个，好了", "done"),
+    ("en", "draft", "perfect, thanks!", "done"),
+    ("en", "draft", "great, that's exactly what I needed", "done"),
+    ("en", "draft", "ok I'll send it now", "done"),
+    ("en", "draft", "cool, all set", "done"),
+    ("en", "draft", "that works, cheers", "done"),
+    ("en", "draft", "thank you so much", "done"),
+    ("en", "draft", "awesome, I'll take it from here", "done"),
+    ("en", "draft", "looks good to me 👍", "done"),
+    ("en", "draft", "thanks a ton, you're a lifesaver", "done"),
+    ("en", "draft", "nice, I'll go with that one", "done"),
+    ("en", "draft", "love it! sending it to my boss right away", "done"),
+    ("en", "draft", "we're good, thanks", "done"),
+    ("en", "draft", "that's perfect, no more changes", "done"),
+    ("en", "draft", "all good, thanks for your help", "done"),
+    ("en", "draft", "thx!", "done"),
+    ("en", "draft", "great job, I'll use this version", "done"),
+    ("en", "draft", "sounds good, I'll give it a try", "done"),
+    ("en", "draft", "brilliant 🙌", "done"),
+    ("en", "draft", "ok cool, that's it for the email", "done"),
+    ("en", "draft", "much better, thank you", "done"),
+    ("en", "draft", "perfect, that's all I needed", "done"),
+    ("en", "draft", "this is great, I'll print it out tonight", "done"),
+    ("en", "draft", "👍", "done"),
+    ("en", "offer", "no thanks, that's all", "done"),
+    ("en", "fix", "that did the trick, thanks", "done"),
+    ("en", "fix", "I restarted the server and now it works", "done"),
+    # approval followed by a request, "thanks, but…", a question, a yes to an offer, "ok" answering:
+    # the task goes on
+    ("zh", "draft", "好的，再加一段关于补偿的说明", "continue"),
+    ("zh", "draft", "谢谢，不过语气有点太正式了", "continue"),
+    ("zh", "draft", "很好，那第二段呢", "continue"),
+    ("zh", "draft", "就这样吗？", "continue"),
+    ("zh", "draft", "完美，但是能不能短一点", "continue"),
+    ("zh", "draft", "不错，还是有点长", "continue"),
+    ("zh", "draft", "好的谢谢，顺便把标题也改一下", "continue"),
+    ("zh", "draft", "谢谢！还有，第三段删掉", "continue"),
+    ("zh", "draft", "好，就是有点长", "continue"),
+    ("zh", "offer", "好啊，谢谢", "continue"),
+    ("zh", "ask", "好的", "continue"),
+    ("zh", "fix", "我试了，还是不行", "continue"),
+    ("en", "draft", "great, now make it shorter", "continue"),
+    ("en", "draft", "thanks, but it's too long", "continue"),
+    ("en", "draft", "is that all?", "continue"),
+    ("en", "draft", "perfect, can you make it a bit shorter?", "continue"),
+    ("en", "draft", "looks good, but the date is wrong", "continue"),
+    ("en", "draft", "thanks! one more thing: mention the tracking number", "continue"),
+    ("en", "draft", "that works but it's a bit long", "continue"),
+    ("en", "draft", "I'll send you the tracking number", "continue"),
+    ("en", "offer", "sure, thanks", "continue"),
+    ("en", "offer", "sounds good", "continue"),
+    ("en", "ask", "ok", "continue"),
+    ("en", "fix", "it still doesn't work", "continue"),
+]
+_users = itertools.count()
+
+
+@pytest.fixture(scope="module")
+def chat(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Memory]:
+    """One progressive memory without an LLM for all the cases below, a user each."""
+    memory = Memory(make_config(tmp_path_factory.mktemp("closing"), "progressive",
+                                extraction={"every_n_user_messages": 0}), embedder=HashEmbedder())
+    yield memory
+    memory.close()
+
+
+@pytest.mark.parametrize(("lang", "reply", "said", "move"), CLOSING)
+def test_offline_a_closing_turn_finishes_the_task_and_its_look_alikes_do_not(
+        chat: Memory, lang: str, reply: str, said: str, move: str) -> None:
+    """A turn of closing acts alone (thanks, a verdict, a decision, the result put to use, word that
+    it works) finishes the task; one with a request, a question or a "but", a yes to an offer of
+    more work, or an "ok" answering the assistant's question continues it."""
+    user = f"closing-{next(_users)}"
+    for role, text in [("user", TASK[lang]), ("assistant", REPLIES[reply][lang]), ("user", said)]:
+        chat.add_messages(user, [{"role": role, "content": text}], user_id=user)
+    pad = chat.scratchpad(user_id=user)
+    assert pad.current_focus == ("" if move == "done" else TASK[lang])
+    assert [t["task"] for t in pad.recent_tasks] == ([TASK[lang]] if move == "done" else [])
+
+
+def test_offline_a_closing_turn_with_no_task_starts_none(chat: Memory) -> None:
+    talk = [("user", TASK["en"]), ("assistant", "Here's a draft."), ("user", "perfect, that's all"),
+            ("assistant", "Glad to help!"), ("user", "thanks again, I'll send it to my client tomorrow morning")]
+    for role, text in talk:
+        chat.add_messages("after-done", [{"role": role, "content": text}], user_id="after-done")
+    pad = chat.scratchpad(user_id="after-done")
+    assert pad.current_focus == "" and [t["task"] for t in pad.recent_tasks] == [TASK["en"]]
