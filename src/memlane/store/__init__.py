@@ -1,19 +1,24 @@
-"""The store: everything memlane keeps goes through the `Store` protocol (store/protocol.py).
+"""The store: everything memlane keeps goes through the `Store` protocol (store/protocol.py),
+and the server's API keys through `KeyTable` (store/keys.py).
 
-`open_store(config)` is the one place a backend is chosen: the rest of memlane never
-imports a concrete store. Every method takes a `Scope` first and never returns another
-scope's rows.
+`open_store(config)` and `open_key_table(...)` (`open_keys(config)`) are the one place a
+backend is chosen: the rest of memlane never imports a concrete store, nor a database driver.
+Every method takes a `Scope` first and never returns another scope's rows.
 
-The package: protocol.py, shared.py (what both backends do alike), rows.py (rows ↔ records), sqlite/ (the default backend, with migrations.py, fts5.py,
-lexindex.py, postings.py, vindex.py, memcache.py, memrows.py, packed.py and erase.py beside
-it) and postgres/ (with pgschema.py, pgtext.py and pglocal.py); copy.py moves a whole store
-from one backend to the other.
+The package: protocol.py and keys.py, shared.py (what both backends do alike), rows.py (rows
+↔ records), sqlite/ (the default backend, with migrations.py, fts5.py, lexindex.py,
+postings.py, vindex.py, memcache.py, memrows.py, packed.py and erase.py beside it) and
+postgres/ (with pgschema.py, pgtext.py and pglocal.py); copy.py moves a whole store from one
+backend to the other.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from memlane.config import Config
 from memlane.errors import ConfigError
+from memlane.store.keys import KeyRow, KeyTable
 from memlane.store.protocol import PASSAGE_BASE, PASSAGE_STRIDE, Store, passage_rowids, vector_owner
 from memlane.store.rows import turn_search_text
 
@@ -45,10 +50,32 @@ def open_store(config: Config) -> Store:
     raise ConfigError(f"store.backend: {config.store.backend!r} is unknown; use 'sqlite' or 'postgres'")
 
 
+def open_keys(config: Config) -> KeyTable:
+    """The API keys of the configured store (opening it creates or migrates the schema)."""
+    url = config.store.database_url if config.store.backend == "postgres" else ""
+    return open_key_table(config.db_path, busy_timeout_ms=config.store.busy_timeout_ms, database_url=url,
+                          connect_timeout=config.store.connect_timeout_seconds)
+
+
+def open_key_table(db_path: Path, *, busy_timeout_ms: int = 30_000, database_url: str = "",
+                   connect_timeout: float = 5.0) -> KeyTable:
+    """The API keys in the PostgreSQL database at `database_url`, or else in the SQLite file
+    `db_path` (created, with the whole schema, when it does not exist yet)."""
+    if database_url:
+        try:
+            from memlane.store.postgres.keys import PostgresKeys
+        except ImportError as exc:
+            raise _missing_postgres(exc) from exc
+        return PostgresKeys(database_url, connect_timeout=connect_timeout)
+    from memlane.store.sqlite.keys import SQLiteKeys
+
+    return SQLiteKeys(db_path, busy_timeout_ms=busy_timeout_ms)
+
+
 def _missing_postgres(exc: ImportError) -> ConfigError:
     return ConfigError(f"store.backend 'postgres' needs the postgres extra ({exc.name} is missing): "
                        "pip install 'memlane[postgres]'")
 
 
-__all__ = ["PASSAGE_BASE", "PASSAGE_STRIDE", "Store", "open_store", "passage_rowids", "turn_search_text",
-           "vector_owner"]
+__all__ = ["PASSAGE_BASE", "PASSAGE_STRIDE", "KeyRow", "KeyTable", "Store", "open_key_table", "open_keys",
+           "open_store", "passage_rowids", "turn_search_text", "vector_owner"]
