@@ -216,3 +216,76 @@ def test_feature_modules_work_through_only_the_parts_they_declare(make_memory: C
     other = make_memory(home=tmp_path / "other")
     portable.import_scope(Only(other, _protocol_of(portable.import_scope)), exported, user_id="lin")
     assert [h.memory.id for h in other.search("cat", user_id="lin") if h.memory] == [first.id]
+
+
+# ---- the store (issue 31): small modules, no cycle, the database drivers behind it -----------
+
+STORE = PACKAGE / "store"
+DRIVERS = ("apsw", "psycopg", "psycopg_pool", "pgvector", "sqlite_vec")
+BACKENDS = ("memlane.store.sqlite", "memlane.store.postgres")
+
+
+def _top_level_imports(path: Path) -> list[tuple[int, str]]:
+    """Every top-level package `path` imports (also inside a function or under TYPE_CHECKING)."""
+    found: list[tuple[int, str]] = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, a.name.split(".")[0]) for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            found.append((node.lineno, node.module.split(".")[0]))
+    return found
+
+
+def test_no_store_module_is_over_700_lines() -> None:
+    sizes = {str(p.relative_to(PACKAGE.parent)): len(p.read_text(encoding="utf-8").splitlines())
+             for p in sorted(STORE.rglob("*.py"))}
+    assert "memlane/store/sqlite/__init__.py" in sizes and "memlane/store/postgres/__init__.py" in sizes
+    assert {p: n for p, n in sizes.items() if n > 700} == {}, "split the module by the jobs it does"
+
+
+def test_only_the_store_talks_to_the_database_drivers() -> None:
+    wrong = [f"{path.relative_to(PACKAGE.parent)}:{line} imports {name}"
+             for path in sorted(PACKAGE.rglob("*.py")) if STORE not in path.parents
+             for line, name in _top_level_imports(path) if name in DRIVERS]
+    assert wrong == [], "database code belongs in memlane.store, behind its protocols"
+    # and the check sees a driver where there is one
+    assert any(name == "apsw" for _, name in _top_level_imports(STORE / "sqlite" / "base.py"))
+
+
+def test_nothing_outside_the_store_names_a_backend() -> None:
+    wrong = [f"{path.relative_to(PACKAGE.parent)}:{line} imports {name}"
+             for path in sorted(PACKAGE.rglob("*.py")) if STORE not in path.parents
+             for line, name in _imports(path, _module(path))
+             if any(name == b or name.startswith(b + ".") for b in BACKENDS)]
+    assert wrong == [], "choose a backend through memlane.store.open_store / open_key_table"
+
+
+def _cycle(graph: dict[str, set[str]]) -> list[str]:
+    """One import cycle of the graph (its modules in order, the first one again at the end), or []."""
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+    path: list[str] = []
+
+    def visit(module: str) -> list[str]:
+        state[module] = 1
+        path.append(module)
+        for nxt in sorted(graph.get(module, ())):
+            if state.get(nxt) == 1:
+                return [*path[path.index(nxt):], nxt]
+            if nxt not in state and (found := visit(nxt)):
+                return found
+        path.pop()
+        state[module] = 2
+        return []
+
+    for module in sorted(graph):
+        if module not in state and (found := visit(module)):
+            return found
+    return []
+
+
+def test_the_store_has_no_import_cycle() -> None:
+    graph = {_module(p): {name for _, name in _imports(p, _module(p)) if name.startswith("memlane.store")}
+             for p in sorted(STORE.rglob("*.py"))}
+    assert _cycle(graph) == [], "a store module imports one that imports it back (even inside a function)"
+    # and the check sees a cycle where there is one
+    assert _cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]

@@ -20,8 +20,9 @@ import numpy as np
 
 from memlane.errors import ValidationError
 from memlane.models import Scope
-from memlane.store import PASSAGE_BASE, Store, vector_owner
-from memlane.store.rows import turn_search_text
+from memlane.store.fts5 import scope_token
+from memlane.store.protocol import PASSAGE_BASE, Store, vector_owner
+from memlane.store.rows import episode_text, turn_search_text
 from memlane.text import index_text
 
 # table → (its columns, its key); the corpora also get their full text rebuilt
@@ -126,7 +127,7 @@ def _body(table: str, row: dict[str, Any]) -> str:
     if table == "memories":
         return str(row["content"])
     if table == "episodes":
-        return " ".join([row["summary"], row["goal"], row["outcome"], " ".join(json.loads(row["entities"]))])
+        return episode_text(row["summary"], row["goal"], row["outcome"], json.loads(row["entities"]))
     calls = json.loads(row["tool_calls"]) if row["tool_calls"] else None
     return turn_search_text(row["content"], calls, row["role"], row["name"])
 
@@ -158,8 +159,6 @@ def _write(dst: Store, table: str, cols: str, batch: Sequence[tuple[Any, ...]], 
         dst._many(f"INSERT INTO {table}({cols}{extra}) VALUES ({marks})", out)
         return
     conn = dst._conn  # type: ignore[attr-defined]
-    from memlane.store.migrations import scope_token
-
     conn.executemany(f"INSERT INTO {table}({cols}) VALUES ({', '.join('?' * len(names))})",
                      [tuple(bytes(v) if isinstance(v, memoryview) else v for v in row) for row in batch])
     if corpus:

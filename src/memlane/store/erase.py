@@ -26,7 +26,8 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from memlane.store.migrations import FTS_TABLES
+from memlane.store.fts5 import FTS_TABLES
+from memlane.store.shared import scope_where
 
 # tables whose rows are one scope's but which forget.py handles row by row first (their
 # full-text and vector entries), or which must outlive a purge (the tombstone goes in after)
@@ -147,13 +148,6 @@ def checkpoint(conn: Any, busy_timeout_ms: int) -> None:
         conn.set_busy_timeout(busy_timeout_ms)
 
 
-def scope_where(user_id: str, agent_id: str | None) -> tuple[str, tuple[str, ...]]:
-    """The WHERE clause of one scope, or of every scope of the user when `agent_id` is None."""
-    if agent_id is None:
-        return "user_id = ?", (user_id,)
-    return "user_id = ? AND agent_id = ?", (user_id, agent_id)
-
-
 def scope_tables(conn: Any) -> list[str]:
     """Every ordinary table holding a `user_id` column, besides the three corpora: sessions,
     scratchpad, jobs, events and whatever later migrations add (a purge must miss none)."""
@@ -173,7 +167,7 @@ def scope_tables(conn: Any) -> list[str]:
 def delete_scope_rows(conn: Any, user_id: str, agent_id: str | None) -> dict[str, int]:
     """Delete the scope's rows of every `scope_tables` table and the leases named after it in
     `meta`; returns rows deleted per table. Runs in the caller's transaction."""
-    where, params = scope_where(user_id, agent_id)
+    where, params = scope_where(user_id, agent_id, "?")
     counts: dict[str, int] = {}
     for table in scope_tables(conn):
         conn.execute(f'DELETE FROM "{table}" WHERE {where}', params)
@@ -189,6 +183,6 @@ def delete_scope_rows(conn: Any, user_id: str, agent_id: str | None) -> dict[str
 def rowids_of(conn: Any, corpus: str, user_id: str, agent_id: str | None,
               extra: str = "", extra_params: Sequence[Any] = ()) -> list[tuple[int, str]]:
     """[(rowid, agent_id)] of the scope's rows of a corpus (with an extra condition)."""
-    where, params = scope_where(user_id, agent_id)
+    where, params = scope_where(user_id, agent_id, "?")
     return [(int(r[0]), str(r[1])) for r in conn.execute(
         f"SELECT rowid, agent_id FROM {corpus} WHERE {where}{extra}", (*params, *extra_params)).fetchall()]

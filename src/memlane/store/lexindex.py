@@ -42,7 +42,7 @@ import apsw
 import numpy as np
 
 from memlane.models import Corpus
-from memlane.store.migrations import FTS_TABLES
+from memlane.store.fts5 import FTS_TABLES
 from memlane.store.postings import Postings, build
 from memlane.store.vindex import Access
 

@@ -3,10 +3,16 @@ the record that it ran (table `migrations`)."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Callable
 from typing import Any
+
+from memlane.store import lexindex
+from memlane.store.fts5 import FTS_TABLES, scope_token
+from memlane.store.rows import turn_search_text
+from memlane.text import index_text
+
+__all__ = ["FTS_TABLES", "MIGRATIONS", "index_vector_chunks", "scope_token"]
 
 Migration = Callable[[Any], None]
 MIGRATIONS: list[Migration] = []
@@ -118,17 +124,6 @@ def m002_vector_log(db: Any) -> None:
                 f"SELECT ?, user_id, agent_id, COUNT(*) FROM vec_{corpus} GROUP BY user_id, agent_id",
                 (corpus,),
             )
-
-
-def scope_token(user_id: str, agent_id: str) -> str:
-    """One FTS5 token per scope: letters then digits only, so porter leaves it whole."""
-    digest = hashlib.sha1(f"{user_id}\x00{agent_id}".encode()).digest()
-    return f"zs{int.from_bytes(digest[:8], 'big'):020d}"
-
-
-# FTS5 table → (base table, its text columns); the scope column is always the last
-FTS_TABLES = {"memories_fts": ("memories", ("body",)), "turns_fts": ("turns", ("body", "context")),
-              "episodes_fts": ("episodes", ("body",))}
 
 
 @migration
@@ -287,10 +282,6 @@ def m011_attachments_events_tool_text(db: Any) -> None:
     stored turn with tool calls, which now holds their names, arguments and results, and of
     each tool result turn, which holds the tool's name (seed 002 §3's second level). New turns are indexed so by `insert_turn`; this re-indexes the old ones
     once, logged for the in-process BM25 caches like any FTS write."""
-    from memlane.store import lexindex
-    from memlane.store.rows import turn_search_text
-    from memlane.text import index_text
-
     db.execute(
         """
         CREATE TABLE attachments(

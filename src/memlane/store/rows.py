@@ -1,7 +1,8 @@
-"""Rows ↔ records for the SQLite store: column lists, parsers, parameters, time stamps.
+"""Rows ↔ records for both stores: column lists, parsers, parameters, time stamps.
 
-Times are stored as UTC epoch seconds (REAL): cheap to compare and to do arithmetic on, and
-`datetime(created_at, 'unixepoch')` shows them in any SQLite client.
+Times are stored as UTC epoch seconds (REAL on SQLite, float8 on PostgreSQL): cheap to
+compare and to do arithmetic on, and `datetime(created_at, 'unixepoch')` shows them in any
+SQLite client. JSON is text on both.
 """
 
 from __future__ import annotations
@@ -11,7 +12,16 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from memlane.models import Episode, MemoryRecord, Session, Turn
+from memlane.models import (
+    Attachment,
+    Episode,
+    ExtractionJob,
+    MemoryEvent,
+    MemoryRecord,
+    Session,
+    StoredEvent,
+    Turn,
+)
 
 
 def ts(value: datetime | None) -> float | None:
@@ -47,6 +57,12 @@ EPISODE_COLS = (
     "id, user_id, agent_id, session_id, summary, goal, outcome, entities, tools_used, "
     "started_at, ended_at, score, created_at"
 )
+SESSION_COLS = "id, user_id, agent_id, started_at, ended_at, summary, message_count, extraction_count, metadata"
+JOB_COLS = "id, user_id, agent_id, session_id, first_seq, last_seq, status, attempts, next_at, last_error, created_at"
+EVENT_COLS = "id, memory_id, user_id, agent_id, kind, before, after, actor, reason, created_at"
+BUS_EVENT_COLS = "id, user_id, agent_id, type, subject, source, payload, at, status, actions"
+ATTACHMENT_COLS = ("id, user_id, agent_id, session_id, name, media_type, description, uri, size, sha256, "
+                   "created_at, expires_at, metadata")
 
 
 def memory_row(row: Sequence[Any]) -> MemoryRecord:
@@ -80,6 +96,30 @@ def session_row(r: Sequence[Any]) -> Session:
                    message_count=r[6], extraction_count=r[7], metadata=json.loads(r[8]))
 
 
+def job_row(r: Sequence[Any]) -> ExtractionJob:
+    return ExtractionJob(id=r[0], user_id=r[1], agent_id=r[2], session_id=r[3], first_seq=r[4], last_seq=r[5],
+                         status=r[6], attempts=r[7], next_at=dt_(r[8]), last_error=r[9], created_at=dt_(r[10]))
+
+
+def event_row(r: Sequence[Any]) -> MemoryEvent:
+    return MemoryEvent(id=r[0], memory_id=r[1], user_id=r[2], agent_id=r[3], kind=r[4],
+                       before=json.loads(r[5]) if r[5] else None, after=json.loads(r[6]) if r[6] else None,
+                       actor=r[7], reason=r[8], created_at=dt_(r[9]))
+
+
+def bus_event_row(r: Sequence[Any]) -> StoredEvent:
+    return StoredEvent(id=r[0], user_id=r[1], agent_id=r[2], type=r[3], subject=r[4], source=r[5],
+                       payload=json.loads(r[6]), at=dt_(r[7]), status=r[8], actions=json.loads(r[9]))
+
+
+def attachment_row(r: Sequence[Any], *, with_data: bool) -> Attachment:
+    """An attachment of ATTACHMENT_COLS, then its bytes (`data`) where `with_data`."""
+    return Attachment(id=r[0], user_id=r[1], agent_id=r[2], session_id=r[3], name=r[4], media_type=r[5],
+                      description=r[6], uri=r[7], size=r[8], sha256=r[9], created_at=dt_(r[10]),
+                      expires_at=None if r[11] is None else dt_(r[11]), metadata=json.loads(r[12]),
+                      data=bytes(r[13]) if with_data and r[13] is not None else None)
+
+
 def memory_params(m: MemoryRecord) -> tuple[Any, ...]:
     return (
         m.id, m.user_id, m.agent_id, m.content, m.category, m.kind, m.score, m.confidence, m.subject,
@@ -87,6 +127,29 @@ def memory_params(m: MemoryRecord) -> tuple[Any, ...]:
         ts(m.expires_at), m.source, int(m.verified), m.source_session, m.status, int(m.pinned),
         to_json(m.metadata),
     )
+
+
+def turn_params(t: Turn, import_key: str | None) -> tuple[Any, ...]:
+    """TURN_COLS, then the import key."""
+    return (t.id, t.user_id, t.agent_id, t.session_id, t.seq, t.role, t.content, t.name,
+            to_json(t.tool_calls) if t.tool_calls else None, ts(t.created_at), t.token_count, t.archived,
+            to_json(t.metadata), import_key)
+
+
+def episode_params(e: Episode) -> tuple[Any, ...]:
+    return (e.id, e.user_id, e.agent_id, e.session_id, e.summary, e.goal, e.outcome, to_json(e.entities),
+            to_json(e.tools_used), ts(e.started_at), ts(e.ended_at), e.score, ts(e.created_at))
+
+
+def attachment_params(a: Attachment) -> tuple[Any, ...]:
+    """ATTACHMENT_COLS, then the bytes."""
+    return (a.id, a.user_id, a.agent_id, a.session_id, a.name, a.media_type, a.description, a.uri, a.size,
+            a.sha256, ts(a.created_at), ts(a.expires_at), to_json(a.metadata), a.data)
+
+
+def episode_text(summary: str, goal: str, outcome: str, entities: Sequence[str]) -> str:
+    """What an episode's full-text entry holds."""
+    return " ".join([summary, goal, outcome, " ".join(entities)])
 
 
 # ---- what a turn's full-text entry holds (seed 002 §3: the second level searches tool
