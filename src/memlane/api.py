@@ -48,6 +48,7 @@ from memlane.jobs import JobReport, JobRunner
 from memlane.llm import LLM, make_llm
 from memlane.messages import check_batch, check_messages
 from memlane.models import (
+    MEMORY_SORTS,
     Activity,
     Corpus,
     Episode,
@@ -57,6 +58,7 @@ from memlane.models import (
     Hit,
     MemoryEvent,
     MemoryRecord,
+    MemoryWhere,
     Message,
     Role,
     Scope,
@@ -466,16 +468,49 @@ class Memory:
         until: datetime | None = None,
         limit: int | None = None,
         offset: int = 0,
+        source: str | None = None,
+        verified: bool | None = None,
+        pinned: bool | None = None,
+        min_score: float | None = None,
+        max_score: float | None = None,
+        sort: str = "score",
+        descending: bool = True,
     ) -> _list[MemoryRecord]:
-        """Memories of a scope, best score first, filtered."""
+        """Memories of a scope, filtered, sorted (`sort`: one of `models.MEMORY_SORTS`, best
+        score first by default) and paged (`limit`, `offset`) in the store."""
         scope = Scope.of(user_id, agent_id)
+        sort = validate.choice("sort", sort, MEMORY_SORTS)
+        direction = "DESC" if validate.boolean("descending", descending) else "ASC"
+        order = f"{sort} {direction}" + (f", updated_at {direction}" if sort == "score" else "")
         return self.store.list_memories(
             scope, category=None if category is None else self._category(category),
             status=None if status is None else validate.choice("status", status, ("active", "archived")),
             session_id=validate.optional_ident("session_id", session_id),
             since=validate.optional_when("since", since), until=validate.optional_when("until", until),
             limit=validate.optional_integer("limit", limit, 0), offset=validate.integer("offset", offset, 0),
+            order=order, where=self._where(source, verified, pinned, min_score, max_score),
         )
+
+    def count(self, *, user_id: str, agent_id: str | None = None, category: str | None = None,
+              status: str | None = None, since: datetime | None = None, until: datetime | None = None,
+              source: str | None = None, verified: bool | None = None, pinned: bool | None = None,
+              min_score: float | None = None, max_score: float | None = None) -> int:
+        """How many memories `list` with the same filters holds in all (a listing's page count)."""
+        return self.store.count_memories(
+            Scope.of(user_id, agent_id),
+            None if status is None else validate.choice("status", status, ("active", "archived")),
+            category=None if category is None else self._category(category),
+            since=validate.optional_when("since", since), until=validate.optional_when("until", until),
+            where=self._where(source, verified, pinned, min_score, max_score))
+
+    @staticmethod
+    def _where(source: Any, verified: Any, pinned: Any, min_score: Any, max_score: Any) -> MemoryWhere:
+        return MemoryWhere(
+            source=None if source is None else validate.choice("source", source, get_args(Source)),
+            verified=None if verified is None else validate.boolean("verified", verified),
+            pinned=None if pinned is None else validate.boolean("pinned", pinned),
+            min_score=None if min_score is None else validate.number("min_score", min_score, 0.0, 1.0),
+            max_score=None if max_score is None else validate.number("max_score", max_score, 0.0, 1.0))
 
     def deleted(self, *, user_id: str, agent_id: str | None = None, limit: int = 100,
                 offset: int = 0) -> _list[MemoryEvent]:

@@ -126,6 +126,22 @@ class MemoryRecord(_Record):
 
 
 @dataclass(frozen=True)
+class MemoryWhere:
+    """Filters of a memory listing beyond category, status, session and time (`Memory.list`):
+    each None matches every memory."""
+
+    source: str | None = None
+    verified: bool | None = None
+    pinned: bool | None = None
+    min_score: float | None = None
+    max_score: float | None = None
+
+
+# the columns a memory listing may be sorted by (`Memory.list(sort=...)`)
+MEMORY_SORTS = ("score", "updated_at", "created_at", "last_activated", "activation_count", "content")
+
+
+@dataclass(frozen=True)
 class MemoryFacts:
     """The few fields ranking and filtering need, as columns, one entry per memory found:
     read without building records, and ranked in numpy. Times are POSIX seconds."""

@@ -96,15 +96,27 @@ def list_(
     since: Annotated[str | None, typer.Option("--since", help="Created at or after (ISO).")] = None,
     until: Annotated[str | None, typer.Option("--until", help="Created at or before (ISO).")] = None,
     limit: Annotated[int | None, typer.Option("--limit", "-n", min=0)] = None,
+    offset: Annotated[int, typer.Option("--offset", min=0, help="Skip this many (a page).")] = 0,
+    source: Annotated[str | None, typer.Option("--source", help="user, extractor, heuristic, import, agent...")] = None,
+    verified: Annotated[bool | None, typer.Option("--verified/--unverified", help="Confirmed by a person or not.")] = None,
+    pinned: Annotated[bool | None, typer.Option("--pinned/--unpinned")] = None,
+    min_score: Annotated[float | None, typer.Option("--min-score", min=0, max=1)] = None,
+    max_score: Annotated[float | None, typer.Option("--max-score", min=0, max=1)] = None,
+    sort: Annotated[str, typer.Option("--sort", help="score, updated_at, created_at, last_activated, "
+                                                     "activation_count or content.")] = "score",
+    ascending: Annotated[bool, typer.Option("--ascending", help="Smallest first.")] = False,
     as_json: JsonOpt = False,
 ) -> None:
-    """List memories, best score first.
+    """List memories, best score first, filtered and sorted.
 
     Example: memlane list --user lin --category preference --status active
+    Example: memlane list --user lin --source agent --unverified --sort created_at
     """
     with _memory() as mem:
         mems = mem.list(user_id=user, agent_id=agent, category=_category(mem, category), status=status, session_id=session,
-                        since=_parse_time(since, "--since"), until=_parse_time(until, "--until"), limit=limit)
+                        since=_parse_time(since, "--since"), until=_parse_time(until, "--until"), limit=limit,
+                        offset=offset, source=source, verified=verified, pinned=pinned, min_score=min_score,
+                        max_score=max_score, sort=sort, descending=not ascending)
     if as_json:
         _emit_json(mems)
     else:

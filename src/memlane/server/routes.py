@@ -96,19 +96,30 @@ def list_memories(mem: MemoryDep, scope: ScopeDep, category: str | None = None,
                   status: Literal["active", "archived", "deleted"] | None = None, session_id: str | None = None,
                   since: str | None = None, until: str | None = None,
                   limit: Annotated[int, Query(ge=1, le=1000)] = 100,
-                  offset: Annotated[int, Query(ge=0)] = 0) -> Response:
-    """Memories of the scope, best score first, filtered and paged (`next_offset` is null on the
-    last page). `status=deleted`: the deleted ones that can still be restored, last deleted first."""
+                  offset: Annotated[int, Query(ge=0)] = 0,
+                  source: str | None = None, verified: bool | None = None, pinned: bool | None = None,
+                  min_score: Annotated[float | None, Query(ge=0, le=1)] = None,
+                  max_score: Annotated[float | None, Query(ge=0, le=1)] = None,
+                  sort: Literal["score", "updated_at", "created_at", "last_activated", "activation_count",
+                                "content"] = "score",
+                  order: Literal["asc", "desc"] = "desc") -> Response:
+    """Memories of the scope, filtered, sorted (best score first by default) and paged in the
+    store (`next_offset` is null on the last page; `total`: how many match in all).
+    `status=deleted`: the deleted ones that can still be restored, last deleted first."""
     if status == "deleted":
         gone = mem.deleted(**who(scope), limit=limit + 1, offset=offset)
         return ok({"memories": [s.deleted_memory(e) for e in gone[:limit]], "limit": limit, "offset": offset,
                    "next_offset": offset + limit if len(gone) > limit else None})
-    rows = mem.list(**who(scope), category=category, status=status, session_id=session_id,
-                    since=validate.optional_when("since", since), until=validate.optional_when("until", until),
+    match: dict[str, Any] = {
+        "category": category, "status": status, "since": validate.optional_when("since", since),
+        "until": validate.optional_when("until", until), "source": source, "verified": verified, "pinned": pinned,
+        "min_score": min_score, "max_score": max_score}
+    rows = mem.list(**who(scope), **match, session_id=session_id, sort=sort, descending=order == "desc",
                     limit=limit + 1, offset=offset)
     more = len(rows) > limit
+    total = mem.count(**who(scope), **match) if session_id is None else None
     return ok({"memories": jsonable(rows[:limit]), "limit": limit, "offset": offset,
-               "next_offset": offset + limit if more else None})
+               "next_offset": offset + limit if more else None, "total": total})
 
 
 @v1.get("/memories/{memory_id}", tags=["memories"])

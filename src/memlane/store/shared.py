@@ -25,6 +25,7 @@ from memlane.models import (
     Corpus,
     MemoryEvent,
     MemoryRecord,
+    MemoryWhere,
     Scope,
     Scratchpad,
     Session,
@@ -184,21 +185,34 @@ class SharedSQL(ABC):
     def list_memories(self, scope: Scope, *, category: str | None = None, status: str | None = None,
                       session_id: str | None = None, since: datetime | None = None, until: datetime | None = None,
                       limit: int | None = None, offset: int = 0,
-                      order: str = "score DESC, updated_at DESC") -> list[MemoryRecord]:
+                      order: str = "score DESC, updated_at DESC", where: MemoryWhere | None = None) -> list[MemoryRecord]:
+        """The scope's memories that match, in `order` (SQL of the memories' columns, memlane's own,
+        never a caller's text), a page of them."""
         self._lock_scope(scope)
-        where, params = filters(self._mark, scope, [("category", category), ("status", status),
-                                                     ("source_session", session_id)], since, until)
-        sql = f"SELECT {MEMORY_COLS} FROM memories WHERE {' AND '.join(where)} ORDER BY {order}{self._ties}"
+        conds, params = self._memory_where(scope, category, status, session_id, since, until, where)
+        sql = f"SELECT {MEMORY_COLS} FROM memories WHERE {conds} ORDER BY {order}{self._ties}"
         sql += f" LIMIT {self._no_limit if limit is None else int(limit)} OFFSET {int(offset)}"
         return [memory_row(r) for r in self._q(sql, params)]
 
-    def count_memories(self, scope: Scope, status: str | None = None) -> int:
-        sql = f"SELECT COUNT(*) FROM memories WHERE {self._in_scope}"
-        params: list[Any] = [scope.user_id, scope.agent_id]
-        if status:
-            sql += f" AND status = {self._mark}"
-            params.append(status)
-        return int(self._q(sql, params)[0][0])
+    def count_memories(self, scope: Scope, status: str | None = None, *, category: str | None = None,
+                       since: datetime | None = None, until: datetime | None = None,
+                       where: MemoryWhere | None = None) -> int:
+        conds, params = self._memory_where(scope, category, status or None, None, since, until, where)
+        return int(self._q(f"SELECT COUNT(*) FROM memories WHERE {conds}", params)[0][0])
+
+    def _memory_where(self, scope: Scope, category: str | None, status: str | None, session_id: str | None,
+                      since: datetime | None, until: datetime | None,
+                      where: MemoryWhere | None) -> tuple[str, list[Any]]:
+        w = where or MemoryWhere()
+        conds, params = filters(self._mark, scope, [
+            ("category", category), ("status", status), ("source_session", session_id), ("source", w.source),
+            ("verified", None if w.verified is None else int(w.verified)),
+            ("pinned", None if w.pinned is None else int(w.pinned))], since, until)
+        for cond, value in (("score >=", w.min_score), ("score <=", w.max_score)):
+            if value is not None:
+                conds.append(f"{cond} {self._mark}")
+                params.append(value)
+        return " AND ".join(conds), params
 
     def delete_memory(self, scope: Scope, memory_id: str) -> bool:
         return self._delete_by_id("memories", scope, memory_id)

@@ -39,6 +39,7 @@ def register(ui: WebUI) -> None:
         ctx = await ui.context(request)
         mem = ctx.mem
         tq = TableQuery.parse(request.query_params, ctx.lang)
+        size = mem.config.web.page_size
         filters: dict[str, Any] = {"status": tq.engine_status(), "since": tq.since, "until": tq.until}
         if tq.category:
             filters["category"] = tq.category
@@ -46,19 +47,19 @@ def register(ui: WebUI) -> None:
             # looking is not using: no activation from the UI; weak hits dropped as build_context does
             hits = await ui.call(mem.search, tq.q, **ctx.scope, limit=mem.config.web.search_limit, filters=filters,
                                  activate=False, min_score=mem.config.search.min_relevance)
-            found = [h.memory for h in hits if h.memory is not None]
+            rows = tq.ordered([h.memory for h in hits if h.memory is not None and tq.keep(h.memory)])
             relevance = {h.id: h.score for h in hits}
-        else:
-            found = await ui.call(mem.list, **ctx.scope, category=tq.category or None,
-                                  status=tq.engine_status(), since=tq.since, until=tq.until)
+            total = len(rows)
+            shown = rows[(tq.page - 1) * size: tq.page * size]
+        else:  # filtered, sorted and paged by the store: a page reads its rows, not the scope's
+            total = await ui.call(mem.count, **ctx.scope, **tq.listing())
+            shown = await ui.call(mem.list, **ctx.scope, **tq.listing(), **tq.sorting(), limit=size,
+                                  offset=(tq.page - 1) * size)
             relevance = {}
-        rows = tq.ordered([m for m in found if tq.keep(m)])
-        size = mem.config.web.page_size
-        pages = max(1, -(-len(rows) // size))
-        shown = rows[(tq.page - 1) * size: tq.page * size]
+        pages = max(1, -(-total // size))
         now, pol = mem.clock(), mem.config.policy
         stats = await ui.call(mem.stats, **ctx.scope)
-        values: dict[str, Any] = {"tq": tq, "rows": [(m, forecast(m, pol, now)) for m in shown], "total": len(rows),
+        values: dict[str, Any] = {"tq": tq, "rows": [(m, forecast(m, pol, now)) for m in shown], "total": total,
                   "pages": pages, "relevance": relevance, "categories": pol.categories, "sources": SOURCES,
                   "stats": stats, "archive_below": pol.archive_below, "notice": request.query_params.get("notice", ""),
                   "undo_ids": request.query_params.getlist("undo")[:BULK_MAX]}

@@ -92,8 +92,18 @@ class TableQuery:
     def engine_status(self) -> str | None:
         return None if self.status == "any" else self.status
 
+    def listing(self) -> dict[str, Any]:
+        """The filters, sort and order as `Memory.list` / `count` take them (in SQL)."""
+        yes_no = {"yes": True, "no": False, "": None}
+        return {"category": self.category or None, "status": self.engine_status(), "since": self.since,
+                "until": self.until, "source": self.source or None, "verified": yes_no[self.verified],
+                "pinned": yes_no[self.pinned], "min_score": self.min_score, "max_score": self.max_score}
+
+    def sorting(self) -> dict[str, Any]:
+        return {"sort": self.sort or "score", "descending": self.order == "desc"}
+
     def keep(self, mem: MemoryRecord) -> bool:
-        """The filters the engine's list / search do not take themselves."""
+        """The filters a search's hits are held to (a search takes category, status and time)."""
         if self.source and mem.source != self.source:
             return False
         if self.verified and mem.verified != (self.verified == "yes"):
