@@ -399,3 +399,75 @@ def test_a_change_from_a_day_on_lasts_past_it():
 ])
 def test_upcoming_names_the_last_day_of_the_future_a_text_names(text, day):
     assert upcoming(text, JAN.date()) == day
+
+
+# ---- issue 29, unseen chats: how people type, headings, offers, and what is no fact ----------
+
+def test_a_value_mended_inside_its_sentence_is_kept_mended():
+    assert contents("我女儿今年上二年级，哦不对，三年级了") == ["用户的女儿今年上三年级"]
+    assert contents("我周四去青岛开会，呃说错了，是周五") == ["用户周五去青岛开会"]
+    [flight] = contents("my flight is on the 4th no wait the 6th")
+    assert "6th" in flight and "4th" not in flight
+    assert contents("My cat is called Mochi - sorry, autocorrect - Mocha") == ["The user's cat is called Mocha."]
+
+
+def test_a_heading_announces_and_says_nothing_itself():
+    assert contents("Heads up: my gym closes at 8 now") == ["The user's gym closes at 8 now."]
+    assert contents("先说明一下：我对猫毛过敏") == ["用户对猫毛过敏"]
+    assert contents("Quick intro: Dana Reyes, pharmacist in Lyon.") == ["The user: Dana Reyes, pharmacist in Lyon."]
+    assert contents("简单介绍下自己：王磊，28，杭州，做前端") == ["用户：王磊，28，杭州，做前端"]
+    assert contents("Some facts about me:\n- lactose intolerant\n- two dogs, Pip and Olive") == [
+        "The user: lactose intolerant.", "The user: two dogs, Pip and Olive."]
+    assert contents("Name: Ravi Kumar") == ["The user's name is Ravi Kumar."]
+    assert contents("职业：律师") == ["用户的职业是律师"]
+
+
+def test_chat_spellings_are_read_as_written_out():
+    assert contents("im 30 and i cant stand olives") == ["The user is 30.", "The user dislikes olives."]
+    assert contents("fav food is ramen tbh") == ["The user's favourite food is ramen."]
+
+
+@pytest.mark.parametrize("messages", [
+    ["A:Want me to make a shopping list too?", "maybe tomorrow"],
+    ["A:Want a quick recap?", "go on"],
+    ["A:需要我帮你订个餐厅吗？", "要的"],
+    ["A:需要我推荐几家吗？", "好啊，要安静点的"],
+])
+def test_a_reply_to_an_offer_is_no_fact(messages):
+    assert contents(*messages) == []
+
+
+def test_how_to_answer_is_a_standing_rule_unless_it_is_for_today():
+    assert contents("please use short sentences") == ["The user asks: use short sentences."]
+    assert contents("你跟我说话简单点啊") == ["用户要求：跟用户说话简单点"]
+    assert contents("我今天网不好，回复简短点") == []
+    assert contents("today my connection is bad so keep answers short") == []
+
+
+@pytest.mark.parametrize("messages", [
+    ["我妈一直这么叫我"],
+    ["先不聊这个"],
+    ["今天真倒霉，早上地铁晚点，中午食堂的菜咸得我不行"],
+    ["A:可以先列个提纲。", "思路还行"],
+    ["人生真奇妙"],
+    ["A:可以做红烧肉。", "红烧肉我会"],
+    ["据说是隔壁老王养的，现在天天叫"],
+    ["my grandson Ben fixed my printer", "A:Nice!", "Ben will be so proud"],
+    ["my phone decided to restart during the meeting"],
+    ["I was thinking about the weekend"],
+    ["I want to buy something"],
+])
+def test_pointers_the_day_s_story_verdicts_and_the_minute_s_plans_yield_nothing(messages):
+    assert contents(*messages) == []
+
+
+def test_what_is_said_around_a_fact_is_not_kept_with_it():
+    assert contents("以后别叫我宝子，听着怪怪的") == ["用户要求：以后别叫用户宝子"]  # the reason for the rule
+    assert contents("老弟啊，我跟你说，我在武汉上班") == ["用户在武汉上班"]  # a word of address
+    assert contents("I lived in Rome for years. I still do.") == ["The user lived in Rome for years."]
+
+
+def test_a_question_word_before_dou_or_ye_asks_nothing():
+    assert contents("周末我哪也不去，在家看书") == ["周末用户哪也不去，在家看书"]
+    assert contents("我什么都吃") == ["用户什么都吃"]
+    assert contents("我最烦开长会") == ["用户最烦开长会"]

@@ -24,6 +24,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from memlane.spoken import heading
 from memlane.text import language_of
 
 
@@ -104,7 +105,7 @@ _ZH_KIN_ANY = re.compile(rf"(?:我|和|跟|与|带|陪|给)(?:的|家)?({_KIN})(
                          rf"[A-Za-z]+)?")
 _ZH_CALLED_ME = re.compile(r"^(?:大家|朋友们?|同事们?|家里人|家人|身边的人|别人)(?:都|一般|平时|经常)?(?:叫|喊|称呼)我")
 _ZH_OTHER = re.compile(r"^(?:你|您|这|那|大家|别人|有人|人家|谁)")
-_ZH_CHAIN = re.compile(r"(?:而且|并且|同时|但是|可是|不过(?!敏)|也(?!许)|还(?!是|好|行|不错|可以|挺|有))")
+_ZH_CHAIN = re.compile(r"(?:而且|并且|同时|但是|可是|不过(?!敏)|(?<![哪谁么儿])也(?!许)|还(?!是|好|行|不错|可以|挺|有))")
 _ZH_CONJ_START = re.compile(r"^(?:也|还|而且|并且|同时|另外|但|不过|可是|还有|以及)")
 _ZH_ALSO = re.compile(r"^(?:也|还|又)(?!是|行|好|不错|可以)")
 # "养了一只橘猫" / "有两只猫" introduce things; "叫橘子" / "一只叫年糕" then describe them
@@ -245,7 +246,7 @@ _EN_BARE_NOUN = re.compile(r"^(?!(?:the|a|an|this|that|it|there|he|she|they|you|
 # "…, it's remote", "…, which is great": says more of what the clause before it named
 _EN_DESCRIBES = re.compile(r"^(?:it's|it is|which is|which was)\s+(?!in\b|on\b|at\b|for\b|to\b|like\b)\w+", re.I)
 # what a bare noun names when it is the user's: "start date is May 4th", "goal is sub 1:50"
-_EN_ATTRIBUTE = re.compile(r"\b(?:date|goal|target|budget|name|birthday|deadline|job|role|title|plan|address|number|"
+_EN_ATTRIBUTE = re.compile(r"^favou?rite\b|\b(?:date|goal|target|budget|name|birthday|deadline|job|role|title|plan|address|number|"
                            r"size|schedule|salary|commute|flight|appointment|exam|interview|favou?rite|pb|time)$", re.I)
 _EN_POSSESSIVE = re.compile(r"\bmy\b", re.I)
 # "fantasy is ok-ish", "plain paragraphs are better": a bare noun judged, the speaker's taste
@@ -420,6 +421,9 @@ class Reader:
                 continue
             asked = bool(_ZH_ASKED.search(sentence[-2:]))
             body = sentence.rstrip("。！？!?～~… ")
+            head = heading(body)
+            if head is not None:  # "先说好：我受不了…", "先做个自我介绍：陈嘉怡，31，深圳"
+                body = head[1]
             pieces = [p for part in _ZH_PUNCT.split(body) for p in _zh_chained(part)]
             out: list[Clause] = []
             for raw, chained in pieces:
@@ -471,7 +475,8 @@ class Reader:
         if _ZH_CALLED_ME.match(core):
             return Clause(p, "user"), topic  # "大家都叫我静静": the user's name, said by others
         if _ZH_OTHER.match(core) or topic is None or _ZH_THIRD.search(core):
-            return Clause(p, "other"), topic
+            # "据说是前主人教的，现在怎么都改不掉": what follows hearsay is the hearsay's too
+            return Clause(p, "other"), None if re.search(r"听说|据说", core) else topic
         if "我" in core:  # "医生让我少吃盐", "住的话我比较喜欢民宿": the user is in it already
             return Clause(p, "user"), topic
         body = _ZH_ALSO.sub("", p, count=1)
@@ -494,9 +499,16 @@ class Reader:
 
     def _en(self, text: str, after_question: bool) -> Iterator[Clause]:
         sentences = [m.group().strip() for m in EN_SENTENCE.finditer(text) if m.group().strip()]
+        listing = False  # a heading about the user ("Things about me:") opened a list of bare items
         for n, sentence in enumerate(sentences):
             asked = sentence.endswith("?")
             body = sentence.rstrip(".!?; ")
+            head = heading(body)
+            if head is not None:  # "Heads up: my standup moved", "Quick intro: Priya, staff engineer"
+                body, mine = head[1], head[0] == "self"
+                listing = listing or (mine and not body)
+            else:
+                mine = False
             pieces = _en_pieces(body)
             out: list[Clause] = []
             for kind, p in pieces:
@@ -506,8 +518,9 @@ class Reader:
                     out[-1].text = f"{out[-1].text}, {p}"  # "…at Fernleaf and it's remote": the job is
                     continue
                 clause = self._en_clause(p, kind)
-                if clause.about == "none" and after_question and n == 0 and not out:
-                    clause.about = "answer"  # "product designer, fully remote"
+                if clause.about == "none" and ((after_question and n == 0 and not out) or (
+                        (mine or listing) and not _EN_OTHER.match(p))):
+                    clause.about = "answer"  # "product designer, fully remote"; an item of "about me:"
                 clause.sentence, clause.lang, clause.said = sentence, "en", p
                 out.append(clause)
             if asked and out:

@@ -22,14 +22,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime
 
+from memlane import chatter, validate
 from memlane import statements as st
-from memlane import validate
 from memlane.clauses import EN_SENTENCE, ZH_SENTENCE, Clause, Reader, opens_with_predicate, unquoted
 from memlane.config import Config
 from memlane.dates import upcoming
 from memlane.extraction import Extraction, Operation
 from memlane.models import Turn
 from memlane.policy import category_for, initial_score, retention
+from memlane.spoken import as_meant, offers
 from memlane.statements import conjugated, same_words, third_person  # re-exported: jobs, the tests
 from memlane.text import has_cjk, language_of
 
@@ -93,6 +94,7 @@ class _Ctx:
     today: date
     standing: bool
     message: str = ""
+    offer_reply: str = ""  # the message's first sentence, when it answers the assistant's offer
 
 
 @dataclass
@@ -118,24 +120,28 @@ class HeuristicExtractor:
         reader = Reader()
         said: list[_Said] = []
         asked = False  # the assistant's last message asked something: a bare reply answers it
+        offered = False  # it offered to do something: a bare reply accepts or declines
         standing = False  # the user is setting rules: "另外…" / "also…" in the next message goes on
         order = 0
         for turn in turns:
             if turn.role == "assistant":
-                asked = bool(re.search(r"[?？]\s*$|[吗呢]\s*$", turn.content.strip())) and not st.HOW_FEEL.search(turn.content)
+                offered = offers(turn.content)  # "want me to …?": the reply says yes or no, no fact
+                asked = (bool(re.search(r"[?？]\s*$|[吗呢]\s*$", turn.content.strip())) and not st.HOW_FEEL.search(turn.content)
+                         and not offered)
                 continue  # the assistant's words are not the user's facts
             if turn.role != "user":
                 continue
-            text = unquoted(turn.content[: self.config.extraction.offline_turn_chars])  # a pasted page: its start
+            text = as_meant(unquoted(turn.content[: self.config.extraction.offline_turn_chars]))  # a pasted page: its start
             standing = bool(st.ZH_STANDING.search(text) or st.EN_STANDING.search(text)
                             or (standing and st.GOES_ON.match(text.strip())))
-            ctx = _Ctx(now, _today(turn, now), standing, text)
+            first = next((m.group().strip() for m in ZH_SENTENCE.finditer(text) if m.group().strip()), "")
+            ctx = _Ctx(now, _today(turn, now), standing, text, first if offered else "")
             items, sentences = self._turn(text, reader, ctx, asked, order)
             said += items
             for k, sentence in sentences:
                 said = self._corrected(said, k, sentence, now)
             order += len(sentences) + 1
-            asked = False
+            asked = offered = False
         ops = [s.op for s in said if s.op is not None]
         result.operations = _fitting(ops + self._named(ops, now), self.config)
         return result
@@ -172,6 +178,8 @@ class HeuristicExtractor:
             if _joins(clause, out):
                 continue
             op = self._clause(clause, ctx)
+            if op is not None and _after_rule(clause, op, out):
+                continue
             if op is not None:
                 out.append(_Said(op, clause.sentence, where))
         return out, sorted((k, sentence) for sentence, k in places.items())
@@ -180,7 +188,8 @@ class HeuristicExtractor:
 
     def _clause(self, c: Clause, ctx: _Ctx) -> Operation | None:
         """The operation one clause gives, if it says something about the user."""
-        if c.asked or c.about == "other" or not c.text or st.consumed(c):
+        addressed = c.lang == "zh" and c.about == "other" and re.match(r"^(?:你|您)", c.said)  # "你跟我说话简单点": an ask
+        if c.asked or (c.about == "other" and not addressed) or not c.text or st.consumed(c):
             return None
         if c.lang == "zh":
             return self._zh_clause(c, ctx)
@@ -196,15 +205,17 @@ class HeuristicExtractor:
         said = c.said if c.carried else re.sub(r"^我", "", text)
         if (st.ZH_REQUEST.search(said) and (c.carried or not st.ZH_ENDING_REQUEST.search(said)) or st.ZH_REQUEST.match(text)
                 or (st.ZH_ENDING_REQUEST.search(said) and st.ZH_ANSWER_VERB.match(said))):
-            if (standing or st.ZH_STANDING.search(text)) and st.ZH_HOW_TO_ANSWER.search(said):
-                return self._add("用户要求：" + st.third_person_zh(st.tidy(c.said)), st.STANDING_RULE, now)
+            if ((standing or st.ZH_STANDING.search(text)) and st.ZH_HOW_TO_ANSWER.search(said)) or (
+                    st.ZH_ANSWER_FORM.search(said) and not st.zh_today(c.sentence)):  # "今天网不好，回复简短点": for today
+                ask = re.sub(r"^(?:你|您)(?:就|也|以后)?", "", st.tidy(c.said))  # the one asked is the assistant
+                return self._add("用户要求：" + st.third_person_zh(re.sub(r"[啊呀哈吧]+$", "", ask)), st.STANDING_RULE, now)
             return None  # a request for now ("帮我查一下"), or a courtesy ("以后请多关照")
         if st.ZH_WISH_NOW.match(text) or st.ZH_TRY.search(said) or st.ZH_BARE_OPINION.match(text):
             return None  # "想找几首…的歌", "下次带去给指挥听听", "我觉得不专业": the moment's wish or verdict
         if (c.about == "kin" and st.ZH_HEARSAY.match(text)) or st.ZH_ABOUT_CHAT.search(text) or st.ZH_WE_EPISODE.match(st.tidy(text)) or st.ZH_TASK.search(text):
             return None  # "我同事说他邻居家小孩也花生过敏": a third person's news
         verdict = st.ZH_VERDICT.match(said)
-        if (verdict is not None and st.zh_rule(text) is None and not re.match(r"[这那你它他她]", said) and not st.zh_today(said)
+        if (verdict is not None and st.zh_rule(text) is None and not chatter.zh_about_the_chat(said) and not re.match(r"[这那你它他她]", said) and not st.zh_today(said)
                 and not st.ZH_MOMENT.search(verdict.group("n"))):  # "今天天气不错": the day's, not a taste
             return self._add("用户觉得" + st.tidy(said), st.Rule(re.compile(""), "", "preference", "medium", None, "喜好"), now)
         if (c.carried and c.about == "user" and st.in_question(c) and st.ZH_SETTING.match(said)
@@ -219,6 +230,9 @@ class HeuristicExtractor:
             if rule.template == "用户{x}" and groups["x"].count("用户"):
                 content = groups["x"]  # "下周三我要…": the user is named in the words already
             return self._dated_plan(content, rule, ctx, (text, c.sentence))
+        if chatter.zh_no_fact(c, opens_message=re.sub(r"^[\W喂嘿哎诶]+", "", ctx.message).startswith(c.said)) or (
+                ctx.offer_reply == c.sentence and c.carried):
+            return None  # "同事都这么叫我", "思路可以", "要的" (yes to an offer): nothing of the user's
         if not self._zh_says_something(c, said):
             return None
         generic = st.zh_generic(text, today)
@@ -234,7 +248,7 @@ class HeuristicExtractor:
         size = len(re.findall(r"[\u4e00-\u9fffA-Za-z0-9]", body))
         if st.ZH_HEDGE.match(body) or size < 2 or st.ZH_EMPTY.match(body) or st.ZH_CRAVING.match(body):
             return False  # "到了", "我知道", "想吃火锅了": the moment, not the person
-        if st.zh_today(c.text) or (c.carried and st.zh_today(c.sentence)):
+        if st.zh_today(c.text) or (c.carried and st.zh_today(c.sentence)) or chatter.zh_days_story(c):
             return bool(st.ZH_HEALTH.search(c.text))  # today's condition holds a day; today's mood, not at all
         return not (st.ZH_MOMENT.search(body) and len(body) <= 10)
 
@@ -247,8 +261,9 @@ class HeuristicExtractor:
                 c.about == "kin" and st.EN_TODAY.search(s) and not (st.EN_HEALTH.search(s) or st.EN_LASTING.search(s))):
             return None  # "and 'two tickets please'": words to work on, not the user's
         if c.about in ("request", "none"):
-            if (standing and not re.match(r"^(?:it|that|this|they)\b|^\w+$", s, re.I)) or (
-                    c.about == "request" and st.EN_STANDING.search(s)):
+            if (standing and (c.about == "request" or st.EN_BARE_ASK.search(s))) or (
+                    c.about == "request" and (st.EN_STANDING.search(s) or (
+                        st.EN_ANSWER_FORM.match(s) and not st.EN_TODAY.search(c.sentence)))):
                 ask = st.third_person_en(st.EN_POLITE.sub("", s))
                 return self._add(f"The user asks: {ask}.", st.STANDING_RULE, now)
             return None
@@ -263,7 +278,8 @@ class HeuristicExtractor:
         if any(rule.pattern.search(s) for rule in st.EN_RULES):
             op = self.statement(s, now=now, today=today, context=c.sentence, message=ctx.message)
             return None if op is None or st.EN_POINTS_AWAY.search(op.content or "") else op
-        if st.EN_MOMENT.search(s) or (st.EN_TODAY.search(s) and not st.EN_HEALTH.search(s)):
+        if st.EN_MOMENT.search(s) or (st.EN_TODAY.search(s) and not st.EN_HEALTH.search(s)) or chatter.en_no_fact(
+                c, s, dated=any(upcoming(t, today) for t in (s, c.sentence))):
             return None
         content = st.third_person(s)
         if (st.EN_OBJECT_PRONOUN.match(content) or len(re.findall(r"[A-Za-z0-9]+", content)) < 4
@@ -440,6 +456,26 @@ def _joins(c: Clause, out: list[_Said]) -> bool:
     content = last.op.content or ""
     out[-1] = replace(last, op=replace(last.op, content=f"{st.tidy(content)}，{st.third_person_zh(said)}"))
     return True
+
+
+_ZH_RULE_LEAD = "用户要求："
+
+
+def _after_rule(c: Clause, op: Operation, out: list[_Said]) -> bool:
+    """A Chinese clause said after a rule in the same sentence: a bare "how" joins the rule
+    ("以后别给我发那么长，简短点": one rule); a clause without a subject of its own is the
+    reason for it ("别叫我亲，听着跟淘宝客服似的") and is no fact. True: nothing more to keep."""
+    last = out[-1] if out else None
+    if c.lang != "zh" or last is None or last.op is None or last.sentence != c.sentence:
+        return False
+    before = last.op.content or ""
+    if not before.startswith(_ZH_RULE_LEAD):
+        return False
+    content = op.content or ""
+    if content.startswith(_ZH_RULE_LEAD) and len(st.tidy(c.said)) <= 4:  # "简短点": how, said of the rule before
+        out[-1] = replace(last, op=replace(last.op, content=f"{st.tidy(before)}，{content[len(_ZH_RULE_LEAD):]}"))
+        return True
+    return not content.startswith(_ZH_RULE_LEAD) and c.carried and st.zh_rule(c.text) is None
 
 
 _EN_REQUEST_VERB = re.compile(r"\b(?:translate|summari[sz]e|proofread|rewrite|rephrase|fix|check|edit|improve|"

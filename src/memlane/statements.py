@@ -45,7 +45,7 @@ _ZH_RULES = [
          "用户{a}{v}{x}", "preference", "high", None, "饮食"),
     Rule(_r(r"^我对(?P<x>.{1,20}?)(?:也|都|一直|完全|真的)?(?:不感冒|无感|没兴趣|不感兴趣|没什么兴趣)"), "用户对{x}不感兴趣",
          "preference", "medium", None, "不喜欢"),
-    Rule(_r(r"^我(?P<a>比较|很|非常|特别|最|挺|超|更)?(?P<v>讨厌|不喜欢|受不了|不爱)(?P<x>.{1,40})"), "用户{a}{v}{x}", "preference", "medium", None, "不喜欢"),
+    Rule(_r(r"^我(?P<a>比较|很|非常|特别|最|挺|超|更)?(?P<v>讨厌|不喜欢|受不了|不爱|(?<=[最很超])烦(?![死透人躁恼心了]))(?P<x>.{1,40})"), "用户{a}{v}{x}", "preference", "medium", None, "不喜欢"),
     Rule(_r(r"^我(?P<a>比较|很|非常|特别|最|挺|超|更|一直)?(?P<v>喜欢|爱|偏好|偏爱)(?P<x>.{2,40})"), "用户{a}{v}{x}", "preference", "medium", None, "喜欢"),
     Rule(_r(rf"^(?:我)?(?P<x>{_ZH_TIME}.*要.+)"), "用户{x}", "todo", "high", "30d", "计划"),
     Rule(_r(rf"^(?P<x>.*要在{_ZH_TIME}.+)"), "用户{x}", "todo", "high", "30d", "计划"),
@@ -99,7 +99,8 @@ THIRD_PERSON = {"have to": "has to", "need to": "needs to", "am going to": "is g
 QUESTION_END = re.compile(r"[?？]")
 # Not statements about the user (issue 18): a question (我对什么过敏？ / Do I prefer tea?), a
 # hypothetical (如果我… / if I…) or a doubt (I wonder if I…). The offline extractor skips them.
-ZH_ASKING = re.compile(r"什么|(?<!不)怎么|为什么|为何|哪(?!怕)|谁|(?<!好)(?:几点|几个|几岁|几天|几次|几号)|几$|多少|多久|多大|多远|是否|"
+# a question word before 都 / 也 is no question: "哪也不去", "什么都吃", "谁都知道"
+ZH_ASKING = re.compile(r"什么(?!都|也)|(?<!不)怎么(?!都|也)|为什么|为何|哪(?!怕|儿?[都也]|里[都也])|谁(?![都也])|(?<!好)(?:几点|几个|几岁|几天|几次|几号)|几$|多少|多久|多大|多远|是否|"
                         r"([\u4e00-\u9fff])[不没]\1|(?:吗|呢|么|吧|嘛)$")
 _ZH_HYPOTHETICAL = re.compile(r"^(?:我|你|他|她)?(?:如果|假如|要是|万一|假设|倘若|假使|如若|若是|即使|就算|哪怕|设想|想象一下|难道)")
 EN_ASKING = _r(r"^(?:(?:what|who|whom|whose|which|where|why|how)\b(?!\s+I\b)|"
@@ -197,12 +198,14 @@ def same_words(text: str) -> str:
     return re.sub(r"[\W_]+", "", third_person(text).lower())
 
 
+_THANKS_END = re.compile(r"[，,\s]*(?:谢谢你?|谢啦|多谢)[。.!！~～]*$")
 _LAUGH_END = re.compile(r"(?:哈{2,}|嘿{2,}|呵{2,}|嘻{2,}|h{3,}|2{3,})[。.!！~～]*$")
 
 
 def tidy(x: str) -> str:
     """The text without the punctuation and dashes around it."""
     x = _LAUGH_END.sub("", x.strip())  # "特别爱吃冰淇淋哈哈": the laugh is no part of the fact
+    x = _THANKS_END.sub("", x)  # "简短点谢谢"
     return x.strip().lstrip("-–—,，;；:： ").rstrip("。.!！?？;；,，:：-–— ")
 
 
@@ -215,10 +218,10 @@ def tidy(x: str) -> str:
 
 ZH_REQUEST = re.compile(r"^(?:帮我|帮忙|请|麻烦|给我|给你|你|您|推荐|告诉我|介绍|写|改|翻译|找|查|看看|想想|别|不要|不用|换|讲|"
                          r"说说|算|解释|总结|列|继续|重新|发|把|讲讲|举|分析|生成|画|"
-                         r"记得|提醒我|叫我|能不能|可不可以|可以帮|来个|来点|再来|整|搞|再)|(?:一点|一些|点|就行|就好|就可以)$|"
+                         r"记得|提醒我|叫我|能不能|可不可以|可以帮|来个|来点|再来|整|搞|再)|(?:一点|一些|点|就行|就好|就可以|(?<!了)一下)(?:谢谢|谢啦|多谢|哈|啊|呀|吧)?$|"
                          r"提醒我|帮我|告诉我|以后请")
 # "再正式一点", "简单点就行": how the assistant should answer this once
-ZH_ENDING_REQUEST = re.compile(r"(?:一点|一些|点|就行|就好|就可以)$")
+ZH_ENDING_REQUEST = re.compile(r"(?:一点|一些|点|就行|就好|就可以|(?<!了)一下)(?:谢谢|谢啦|多谢|哈|啊|呀|吧)?$")
 # a clause about how the assistant answers: "回复我的时候简短一点" asks, for now
 ZH_ANSWER_VERB = re.compile(r"^(?:我)?(?:回复|回答|答|写|说|讲|解释|翻译|改|列|总结)")
 # an assistant's question about how something feels: its answer ("hard but fun") is the moment's
@@ -229,6 +232,16 @@ HOW_FEEL = re.compile(r"\bhow (?:are you finding|do you like|was it|was the|did 
 GOES_ON = re.compile(r"^(?:另外|还有|而且|并且|also|and|plus|oh and|btw)\b|^(?:另外|还有|而且|并且)", re.I)
 ZH_STANDING_LEAD = re.compile(r"^(?:以后|今后|从现在起|从今以后|往后|每次|下次)(?:都|你)?(?:用|别|不要|叫|回答|回复|称呼|提醒|"
                                r"说|写|给我|帮我|记得)")
+# how the assistant should answer, said as a request: it holds past this conversation even without
+# "以后" ("说话简单点", "代码示例尽量用Rust", "别整那些英文词儿"; "use short sentences", "no emojis")
+ZH_ANSWER_FORM = re.compile(r"(?:回答|回复|说话|讲话|消息|代码|示例|例子|code|example).{0,12}?(?:用|简单|简短|短|长|详细|要点|列|分点|通俗|白话)|"
+                            r"(?:别|不要|少|不用)(?:用|整|夹|带|说|写|发)?.{0,6}?(?:英文|英语|术语|表情|emoji|大段|长篇)", re.I)
+EN_ANSWER_FORM = re.compile(r"^(?:please\s+|pls\s+|kindly\s+)?(?:use|keep|avoid|skip|stick to|stop using|no|don't use|do not use|"
+                            r"answer|reply|respond|talk|speak)\b.*\b(?:answers?|repl(?:y|ies)|responses?|sentences?|spelling|"
+                            r"emojis?|jargon|examples?|bullet(?: points)?|paragraphs?|tone|words|format(?:ting)?|units?)\b", re.I)
+# a bare ask with no verb, in a message that sets rules: "no emojis", "only metric units", "shorter answers"
+EN_BARE_ASK = re.compile(r"^(?:no|not|only|just|less|more|fewer|shorter|longer|simpler|plain|metric|british|american)\s+\w|"
+                         r"^(?:when|whenever|if|every time)\s+you\b|\b(?:pls|plz|please)\b", re.I)
 # what a standing rule is about: how the assistant answers, calls, reminds, writes
 ZH_HOW_TO_ANSWER = re.compile(r"用|回答|回复|说|写|叫|称呼|提醒|别|不要|不用|记得|给我|帮我|推荐|发|列|加|格式|语言|中文|英文|"
                                r"简短|详细|长|短|表情|标点|代码|注释")
@@ -537,7 +550,7 @@ def zh_rule(clause: str) -> tuple[Rule, re.Match[str]] | None:
     return None
 
 
-__all__ = ["EN_ASKING", "EN_HEALTH", "EN_HYPOTHETICAL", "EN_MOMENT", "EN_NAMED_KIN", "EN_NEGATED", "EN_NO_VALUE",
+__all__ = ["EN_ANSWER_FORM", "EN_BARE_ASK", "ZH_ANSWER_FORM", "EN_ASKING", "EN_HEALTH", "EN_HYPOTHETICAL", "EN_MOMENT", "EN_NAMED_KIN", "EN_NEGATED", "EN_NO_VALUE",
            "EN_OBJECT_PRONOUN", "EN_POLITE", "EN_QUESTION", "EN_RULES", "EN_STANDING", "EN_TODAY",
            "EN_TRAILING", "EN_ASK_AFTER", "EN_VALUE_END", "GOES_ON", "Generic", "QUESTION_END", "Rule", "STANDING_RULE",
            "THIRD_PERSON", "ZH_ASKING", "ZH_CRAVING", "ZH_EMPTY", "ZH_ENDING_REQUEST", "ZH_HEALTH",
