@@ -471,3 +471,35 @@ def test_a_question_word_before_dou_or_ye_asks_nothing():
     assert contents("周末我哪也不去，在家看书") == ["周末用户哪也不去，在家看书"]
     assert contents("我什么都吃") == ["用户什么都吃"]
     assert contents("我最烦开长会") == ["用户最烦开长会"]
+
+
+def test_clause_boundaries_a_lead_in_a_pair_of_subjects_and_a_consequence():
+    assert contents("weird question but I really can't stand mushrooms") == ["The user dislikes mushrooms."]
+    assert contents("it's the weekly quiz night me and my brother host at the pub") == []  # "me and my brother": one subject
+    assert contents("grandpa passed away last spring so it's our first Christmas without him") == [
+        "The user's grandpa passed away last spring."]
+    assert contents("my cousin Lena is driving down from Leeds for it") == [
+        "The user's cousin Lena is driving down from Leeds."]
+    assert contents("Then on the way back it snowed and my bike chain snapped") == []  # a thing's one-off
+
+
+def test_who_is_speaking_and_who_is_asked():
+    assert contents("Hi there, this is Edith. I'm 79") == ["The user's name is Edith.", "The user is 79."]
+    assert contents("avoid jargon, keep it brief, and never recommend I 'just relax'") == [
+        "The user asks: avoid jargon, keep it brief, and never recommend the user 'just relax'."]
+    assert contents("I'm Sofia, recently moved to Porto for a new job") == [
+        "The user's name is Sofia.", "The user recently moved to Porto for a new job."]
+    assert contents("I not like coffee") == ["The user not like coffee."]  # "not" is no verb to conjugate
+
+
+def test_a_verdict_on_a_suggestion_and_an_output_asked_for_are_no_facts():
+    assert contents("A:Maybe an early night and some tea?", "sounds perfect") == []
+    assert contents("I need a weekly workout plan that fits around shifts") == []
+
+
+def test_how_the_speaker_is_today_and_a_new_job_that_lasts():
+    [(content, _, until)] = said("back from the dentist with a numb face today")
+    assert content == "The user is back from the dentist with a numb face today." and until == JAN.replace(
+        day=11, hour=0)
+    [(_, cat, until)] = said("I'm starting at a small design studio in October")
+    assert cat == "fact" and until is None

@@ -163,7 +163,8 @@ EN_FILLER = re.compile(r"^(?:by the way|also|oh|ooh|ok|okay|well|so|and|but|actu
                        r"quick update|update|gracias|merci|cheers|[-–—(]+)(?:\b|(?<=[-–—(]))[,!.:\s]*", re.I)
 _EN_SPLIT = re.compile(r"\s*,\s*(?:(?:and|but|so|plus|or|because|while|though|although|whereas)\s+)?(?:also\s+)?"
                        r"|\s+(?:and|but|plus|because|while|though|although|whereas)\s+(?:also\s+)?"
-                       r"|\s+[-–—]+\s+|\s+so\s+(?=(?:i|i'm|i've|i'll|my|we)\b)", re.I)
+                       r"|\s+[-–—]+\s+|\s+so\s+(?=(?:i|i'm|i've|i'll|my|we|it|it's|that|that's|there|there's|he|he's|she|she's|"
+                       r"they|they're|everyone|everybody|nobody)\b)", re.I)
 _ADVERB = (r"really|also|usually|always|never|often|sometimes|just|still|absolutely|totally|generally|normally|"
            r"rarely|only|even|already|mostly|definitely|actually|recently|currently|now|mainly|typically|"
            r"regularly|occasionally|basically|kind of|sort of|pretty much")
@@ -187,7 +188,7 @@ _EN_LEAD = re.compile(r"^(?:(?:next|this|last|on|in|at|by|every|each|after|befor
                       r"(?=(?:i|i'm|i've|i'll|i'd|my|we|we're)\b)", re.I)
 _EN_MINE = re.compile(r"^(?:my|our)\b", re.I)
 _EN_BARE_KIN = re.compile(rf"^(?:{_EN_KIN_WORDS})\b(?=\s+(?:is|was|said|says|thinks|wants|has|likes|loves|hates|"
-                          r"works|lives|told|recommended|suggested|gets|got|will|can|can't)\b)", re.I)
+                          r"works|lives|told|recommended|suggested|gets|got|will|can|can't|passed|died|[a-z]+ed)\b)", re.I)
 _EN_REMOTE = re.compile(rf"^(?:my|our)\s+(?:(?:best|old|older|younger|little|big)\s+)?(?:{_EN_KIN_WORDS})'s\s+"
                         rf"(?:(?:ex|step|future|new|old|older|younger|little|big)[-\s])?(?:{_EN_KIN_WORDS})\b", re.I)
 # kin of several people, whom "they" names; kin the user says they have ("I have a 3-year-old son")
@@ -259,6 +260,8 @@ _EN_TAG = re.compile(r"^(?:right|correct|yeah|yes|no|huh|eh|ok|okay|true|isn't i
                      r"or not|yeah\?)$", re.I)
 _SUBORDINATE = re.compile(r"^(?:since|because|as|cause|cuz|given that|now that)\s+(?=i\b|i'm\b|my\b)", re.I)
 _AS_A = re.compile(r"^as an? ", re.I)
+# a writer naming themself as a message opens ("Hello dear, this is Margaret")
+_EN_THIS_IS = re.compile(r"^(?:[A-Za-z]+,\s*)?this is (?-i:[A-Z][\w'-]+(?:\s+[A-Z][\w'-]+)?)$", re.I)
 
 
 def _en_opens(text: str, be: bool) -> str | None:
@@ -294,6 +297,9 @@ def _en_ellipsis(text: str) -> str:
     that is the subject ("Swimming is fun") is left alone."""
     if _AS_A.match(text):
         return "I'm " + text[3:]
+    if re.match(r"^(?:home|back|off|away|out|stuck|sick|ill|laid up|in bed)\s+(?:with|from|sick|today|for|in|at|on)\b",
+                text, re.I):
+        return "I'm " + text[:1].lower() + text[1:]  # "home with a migraine today": where or how the speaker is
     if re.match(r"^not\s+(?:into|a fan|a big fan|big on|keen|interested|a huge fan|an? [\w-]+ person)\b", text, re.I):
         return "I'm " + text[:1].lower() + text[1:]
     m = re.match(r"^([A-Za-z'-]+)(\s+\S+)?", text)
@@ -330,12 +336,19 @@ def _en_pieces(sentence: str) -> list[tuple[str, str]]:
         dash = bool(re.search(r"[-–—]", m.group()))
         if dash and kind is None:
             kind = "other"
+        if re.fullmatch(r"\s+and\s+", m.group(), re.I) and re.search(r"\b(?:me|I)\s*$", left):
+            continue  # "the film night me and my dad do": one subject of two people
+        if kind == "self" and not out and not _is_clause(left) and re.search(r"\b(?:but|so)\b", m.group(), re.I):
+            start = m.end()  # "random but I can't stand tomatoes", "long story short, I quit": a lead-in
+            continue
         if kind is None or not (_is_clause(left) or dash):
             continue
+        if kind == "other" and re.search(r"\bso\b", m.group(), re.I):
+            kind = "so"  # "…passed away, so it's his first birthday without her": a consequence, no description
         out.append((kind0, carried + left))
         carried = (subject or "I ") if kind == "verb" else "I'm " if kind == "be" else ""
         kind0 = kind
-        if kind in ("self", "kin", "other"):
+        if kind in ("self", "kin", "other", "so"):
             be = bool(_BE.search(right[:40]))
             subject = _en_subject(right)
         start = m.end()
@@ -345,7 +358,8 @@ def _en_pieces(sentence: str) -> list[tuple[str, str]]:
 
 # "I'm Maria Fernandes, senior accountant at …": a name, then what the person is
 _INTRO = re.compile(r"^(?:i'm|i am|im|this is)\s+(?P<name>(?-i:[A-Z][\w'-]+(?:\s+[A-Z][\w'-]+){0,2}))\s*,\s*"
-                    r"(?P<role>(?!(?:and|but|so|i|you|what|how|can|could|nice|thanks)\b)[a-z][^,;]*)", re.I)
+                    r"(?P<role>(?!(?:and|but|so|i|you|what|how|can|could|nice|thanks|it|it's|that|that's|this|they|he|she)\b)"
+                    r"[a-z][^,;]*)", re.I)
 
 
 def _introduction(s: str) -> str:
@@ -355,6 +369,8 @@ def _introduction(s: str) -> str:
     if m is None:
         return s
     role = m.group("role")
+    if _EN_VERB.match(role) or re.match(r"^(?:just|recently|currently|now)\s+\w+ed\b|^\w+ed\b", role, re.I):
+        return f"my name is {m.group('name')} and I {role}{s[m.end():]}"  # "I'm Wei, just moved to Toronto"
     if not re.match(r"^(?:a|an|the|from|in|at|on|based|originally|living|working|\w+ing)\b", role, re.I):
         role = ("an " if role[:1].lower() in "aeiou" else "a ") + role
     return f"my name is {m.group('name')} and I'm {role}{s[m.end():]}"
@@ -370,7 +386,9 @@ def _en_subject(text: str) -> str | None:
     pronoun = re.match(r"^(?:he|she)\b", t, re.I)
     if pronoun is not None:
         return pronoun.group() + " "
-    return None if _EN_OTHER.match(t) else "I "
+    if _EN_OTHER.match(t) or _EN_REQUEST.match(t):
+        return None  # "use British spelling … and never suggest …": the one asked does it, not "I"
+    return "I "
 
 
 def _strip_en_filler(text: str) -> str:
@@ -386,9 +404,9 @@ def _is_clause(text: str) -> bool:
     """Whether a piece says something of its own (a verb), not just "Next month" or "My
     manager, Tom"."""
     t = text.strip()
-    return bool(re.search(r"\b(?:i|we|they|he|she)\s+\w|\b(?:i'm|i've|i'd|im|is|are|am|was|were|has|have|had|do|"
+    return bool(re.search(r"\b(?:i|we|they|he|she)\s+\w|\b(?:it|there|everyone|everybody|nobody|someone)\s+[a-z]+ed\b|\b(?:i'm|i've|i'd|im|is|are|am|was|were|has|have|had|do|"
                           r"does|did|can|will|would)\b|'s\s", t, re.I)
-                or any(_EN_VERB.match(t[m.start():]) for m in re.finditer(r"\b\w", t)))
+                or any(_EN_VERB.match(t[m.start():]) for m in re.finditer(r"\b\w", t)) or _EN_BARE_KIN.match(t) is not None)
 
 
 # ---- the reader -----------------------------------------------------------------------------
@@ -514,10 +532,12 @@ class Reader:
             for kind, p in pieces:
                 if not p:
                     continue
-                if out and out[-1].about in ("user", "kin") and _EN_DESCRIBES.match(p):
+                if out and out[-1].about in ("user", "kin") and _EN_DESCRIBES.match(p) and kind != "so":
                     out[-1].text = f"{out[-1].text}, {p}"  # "…at Fernleaf and it's remote": the job is
                     continue
                 clause = self._en_clause(p, kind)
+                if n == 0 and not out and _EN_THIS_IS.match(p):
+                    clause.about = "user"  # "Hello dear, this is Margaret": who is writing
                 if clause.about == "none" and ((after_question and n == 0 and not out) or (
                         (mine or listing) and not _EN_OTHER.match(p))):
                     clause.about = "answer"  # "product designer, fully remote"; an item of "about me:"

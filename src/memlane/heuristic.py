@@ -268,6 +268,8 @@ class HeuristicExtractor:
                 return self._add(f"The user asks: {ask}.", st.STANDING_RULE, now)
             return None
         s = st.before_doubt(s)
+        bare = st.EN_POINTER_PHRASE.sub("", s)  # "is flying in from Perth for it": the trip is named elsewhere
+        s = bare if len(bare.split()) >= 4 and not re.search(r"\b(?:it|them|this|that|him|her)\b", bare, re.I) else s
         if (not s or st.EN_NEED_OUTPUT.search(s) or st.EN_WE_EPISODE.match(s) or st.EN_HEARSAY.match(s)
                 or st.EN_TASK.search(s)):
             return None  # "if …", "need invitation wording", "we moved it": no standing fact of the user

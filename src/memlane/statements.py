@@ -76,6 +76,8 @@ EN_RULES = [
             r"(?P<x>(?-i:[A-Z][\w'-]*(?:\s+[A-Z][\w'-]*)*))"), "The user goes by {x}", "fact", "high", None, "name"),
     Rule(re.compile(r"^I(?:'m| am) (?P<x>[A-Z][a-z'-]+(?:\s+[A-Z][a-z'-]+)+)$"), "The user's name is {x}", "fact", "high",
          None, "name"),
+    Rule(_r(r"^(?:[a-z]+,\s*)?this is (?P<x>(?-i:[A-Z][\w'-]+(?:\s+[A-Z][\w'-]+)?))$"), "The user's name is {x}", "fact",
+         "high", None, "name"),
     Rule(_r(r"\bI (?:don't|do not|never|can't|cannot|no longer) (?P<v>eat|drink) (?P<x>[^,;]+?)(?: any ?more)?(?=[,;]|$)"), "The user does not {v} {x}", "preference", "high", None, "diet"),
     Rule(_r(rf"\bI {_EN_ADV}prefer (?P<x>{_VAL})"), "The user prefers {x}", "preference", "medium", None, "prefers"),
     # a dislike in its many phrasings: "can't stand", "not a fan of", "not into", "don't care for"
@@ -142,7 +144,7 @@ _VERB_AS_IS = {  # modals and common irregular past forms: the same after "the u
 _VERB_IRREGULAR = {"am": "is", "'m": "is", "are": "is", "were": "was", "aren't": "isn't", "weren't": "wasn't",
                    "have": "has", "haven't": "hasn't", "'ve": "has", "do": "does", "don't": "doesn't", "go": "goes",
                    "be": "is", "ain't": "isn't", "'d": "would", "'ll": "will"}
-_NOT_A_VERB = {"and", "or", "but", "nor", "so", "too", "then", "now", "here", "there", "at", "in", "on", "with",
+_NOT_A_VERB = {"not", "never", "and", "or", "but", "nor", "so", "too", "then", "now", "here", "there", "at", "in", "on", "with",
                "to", "for", "of", "from", "a", "an", "the", "myself", "alone", "both", "either"}
 
 
@@ -286,7 +288,7 @@ EN_STANDING = re.compile(r"\b(?:from now on|always|never(?!\s*mind)|every time|i
                           r"stop|unless i ask|in (?:the )?future|each time|call me (?-i:[A-Z])\w*|by default)\b", re.I)
 # the chat itself judged: "I love this answer", "good idea", "makes sense"
 EN_ABOUT_CHAT = re.compile(r"\b(?:(?:this|that|your) (?:answer|response|reply|idea|suggestion|explanation)|(?:great|good) "
-                           r"(?:idea|point)|makes sense|sounds good)\b", re.I)
+                           r"(?:idea|point)|makes sense|sounds good)\b|^(?:that\s+|this\s+|it\s+)?(?:sounds|looks|seems)\b", re.I)
 # what happens on a day and lasts: "my dog turned 3 today", "my sister got engaged today"
 EN_LASTING = re.compile(r"\b(?:turn(?:s|ed)|born|birthday|graduat\w+|married|engaged|passed away|died|started|retired|"
                         r"adopted|diagnosed|promoted|hired)\b", re.I)
@@ -309,13 +311,17 @@ _EN_LIKE = re.compile(r"\b(?:like|likes|love|loves|enjoy|enjoys|hate|hates|prefe
                       r"can't stand|dislike|dislikes|favou?rite)\b", re.I)
 # a memory that ends on a word pointing elsewhere: "The user keeps mixing it up.", "The user
 # definitely doesn't want that.": the thing is named in another message, the memory says nothing
-EN_POINTS_AWAY = re.compile(r"\b(?:it|them|that|this|these|those|one|him|her)(?:\s+(?:up|out|down|off|over|again|too|"
+EN_POINTS_AWAY = re.compile(r"\b(?:it|them|that|this|these|those|one|him|her)(?:\s+(?:up|out|down|off|over|back|again|too|"
                             r"either|anymore|any more|now|then|later|first))?[.!]?$", re.I)
+# a phrase at a clause's end that only points at what was said before: "…from Perth for it"
+EN_POINTER_PHRASE = re.compile(r"\s+(?:for|to|about|with|from|at|on|in|by|without|after|before|because of)\s+"
+                               r"(?:it|this|that|them|him|her)$", re.I)
 # what the user asks the assistant to produce, said as a need: "need invitation wording", "I want ideas"
 EN_NEED_OUTPUT = re.compile(r"\b(?:need|want|would like|'d like|could use|looking for)\s+(?:some\s+|a\s+|an\s+|the\s+)?"
                             r"(?:[\w-]+\s+)?(?:wording|ideas?|help|advice|tips|suggestions|recommendations|recipes?|"
                             r"outline|draft|template|names|feedback|examples|options|a plan|a list|list|summary|"
-                            r"translation|text|caption|message|email|speech|toast|script|quiz)\b", re.I)
+                            r"translation|text|caption|message|email|speech|toast|script|quiz|plans?|menu|itinerary|schedule|"
+                            r"routine|workout|programme|program|playlist)\b", re.I)
 # the task at hand, not a fact of the user's life: "I'm getting a null pointer exception", "trying to fix
 # this bug", "这段代码老是报错"
 EN_TASK = re.compile(r"\b(?:trying to (?:fix|debug|figure out|get|make|solve|understand)|getting (?:an?|the|this|some)\b[^,;]{0,40}?"
@@ -392,7 +398,8 @@ STANDING_RULE = Rule(re.compile(""), "", "rule", "high", None, "asks")
 
 
 # a change from a day on, which lasts past it: "starting next month", "从下个月起"
-_EN_FROM_ON = re.compile(r"\b(?:starting|from|as of|beginning|effective)\s+(?:next|this|in|on|the|tomorrow|monday|tuesday|"
+_EN_FROM_ON = re.compile(r"\b(?:starting|start|beginning)\s+(?:a new job\b|work\b|(?:at|with)\s+(?!\d))|"
+                         r"\b(?:starting|from|as of|beginning|effective)\s+(?:next|this|in|on|the|tomorrow|monday|tuesday|"
                          r"wednesday|thursday|friday|saturday|sunday|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)",
                          re.I)
 _ZH_FROM_ON = re.compile(r"从\S{1,8}(?:开始|起)(?!.*(?:到|至))")
@@ -550,7 +557,7 @@ def zh_rule(clause: str) -> tuple[Rule, re.Match[str]] | None:
     return None
 
 
-__all__ = ["EN_ANSWER_FORM", "EN_BARE_ASK", "ZH_ANSWER_FORM", "EN_ASKING", "EN_HEALTH", "EN_HYPOTHETICAL", "EN_MOMENT", "EN_NAMED_KIN", "EN_NEGATED", "EN_NO_VALUE",
+__all__ = ["EN_ANSWER_FORM", "EN_BARE_ASK", "EN_POINTER_PHRASE", "ZH_ANSWER_FORM", "EN_ASKING", "EN_HEALTH", "EN_HYPOTHETICAL", "EN_MOMENT", "EN_NAMED_KIN", "EN_NEGATED", "EN_NO_VALUE",
            "EN_OBJECT_PRONOUN", "EN_POLITE", "EN_QUESTION", "EN_RULES", "EN_STANDING", "EN_TODAY",
            "EN_TRAILING", "EN_ASK_AFTER", "EN_VALUE_END", "GOES_ON", "Generic", "QUESTION_END", "Rule", "STANDING_RULE",
            "THIRD_PERSON", "ZH_ASKING", "ZH_CRAVING", "ZH_EMPTY", "ZH_ENDING_REQUEST", "ZH_HEALTH",
