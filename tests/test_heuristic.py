@@ -383,7 +383,7 @@ def test_they_and_he_name_the_kin_the_user_has():
         "The user's kids are 6 and 9.", "The user's kids are both obsessed with Minecraft."]
     assert contents("I have a 3-year-old son named Leo", "A:Cute!", "he's allergic to dairy") == [
         "The user has a 3-year-old son named Leo.", "The user's son is allergic to dairy."]
-    assert contents("我们家一般周日吃火锅") == ["用户的家一般周日吃火锅"]  # every Sunday: no date added
+    assert contents("我们家一般周日吃火锅") == ["用户家一般周日吃火锅"]  # every Sunday: no date added
 
 
 def test_a_change_from_a_day_on_lasts_past_it():
@@ -503,3 +503,9 @@ def test_how_the_speaker_is_today_and_a_new_job_that_lasts():
         day=11, hour=0)
     [(_, cat, until)] = said("I'm starting at a small design studio in October")
     assert cat == "fact" and until is None
+
+
+def test_chinese_said_without_punctuation_is_cut_where_a_new_subject_starts():
+    got = contents("我跟你讲一下我们家大女儿下个月要去日本留学她对青霉素过敏你帮我查查那边看病贵不贵她不太会说日语")
+    assert got == ["用户家大女儿下个月要去日本留学", "用户的女儿对青霉素过敏", "用户的女儿不太会说日语"]
+    assert contents("我们俩都在杭州上班") == ["用户两人都在杭州上班"]

@@ -86,7 +86,7 @@ _KIN = (r"女儿|儿子|孩子|小孩|宝宝|老婆|妻子|太太|爱人|丈夫|
 # kin the user speaks of as several people: whom a later 他们 means
 _ZH_PLURAL_KIN = re.compile(r"爸妈|父母|孩子们|家人|公婆|爷爷奶奶|外公外婆|姥姥姥爷|岳父母|两个孩子|俩孩子")
 _ZH_SELF = re.compile(r"^(?:我们|咱们|我(?!的?(?:" + _KIN + r")))(?:的)?")
-_ZH_KIN = re.compile(rf"^(?:我(?:的|家)?|咱)(?:{_KIN})(?:(?![倒也都还就又才却])[\u4e00-\u9fff]{{0,3}}?(?=叫|是|对|在|今年|也|很|特别|喜欢|不|有|下周|[，,]|$))?")
+_ZH_KIN = re.compile(rf"^(?:我们家|咱们家|咱家|我(?:的|家)?|咱)[大小二]?(?:{_KIN})(?:(?![倒也都还就又才却])[\u4e00-\u9fff]{{0,3}}?(?=叫|是|对|在|今年|也|很|特别|喜欢|不|有|下周|[，,]|$))?")
 # bare at a clause's start, these are the user's own: "老板叫郑凯", "猫平时不进卧室"
 _ZH_BARE_KIN = re.compile(r"^(?:老婆|妻子|太太|老公|丈夫|女儿|儿子|孩子|宝宝|老板|领导|经理|猫|狗|爸妈|父母|妈妈|爸爸|医生|房东|"
                           r"老妈|老爸|男朋友|女朋友|男友|女友|媳妇|老伴|闺女)")
@@ -101,7 +101,7 @@ _ZH_TIME_LEAD = re.compile(r"^(?:(?:下下|下|这|本)?个?(?:周|星期|礼拜
 # two characters after a kin word that are no name: "我妈生日", "我爸身体"
 _NOT_NAME = (r"(?:生日|今年|最近|现在|身体|工作|公司|家里|那边|这边|年纪|退休|平时|特别|一直|已经|非常|每天|以前|"
              r"以后|明天|后天|下周|上周|周末|晚上|早上|住院|上班|上学|出差|做饭|说过|也是|还是|就是|不是|不太)")
-_ZH_KIN_ANY = re.compile(rf"(?:我|和|跟|与|带|陪|给)(?:的|家)?({_KIN})((?!{_NOT_NAME})[\u4e00-\u9fff]{{2}}(?=$|[，,。是也的对在今很喜不有要吃下和去])|"
+_ZH_KIN_ANY = re.compile(rf"(?:我们家|咱家|我|和|跟|与|带|陪|给)(?:的|家)?[大小二]?({_KIN})((?!{_NOT_NAME})[\u4e00-\u9fff]{{2}}(?=$|[，,。是也的对在今很喜不有要吃下和去])|"
                          rf"[A-Za-z]+)?")
 _ZH_CALLED_ME = re.compile(r"^(?:大家|朋友们?|同事们?|家里人|家人|身边的人|别人)(?:都|一般|平时|经常)?(?:叫|喊|称呼)我")
 _ZH_OTHER = re.compile(r"^(?:你|您|这|那|大家|别人|有人|人家|谁)")
@@ -144,6 +144,20 @@ def _zh_chained(piece: str) -> list[tuple[str, bool]]:
             start = m.end()
     out.append((piece[start:], start > 0 or bool(_ZH_CONJ_START.match(piece.strip()))))
     return out
+
+
+# a pronoun that opens a new clause in unmarked speech ("…住一个月他对鸡蛋过敏你帮我想想…"), unless a
+# verb or preposition before it takes it as its object ("跟你说", "帮我想想", "让他来")
+_ZH_RUN_SUBJECT = re.compile(r"(?<![跟和给让叫帮对陪带把被请问找像比与同替为向教送说是使令])(?=我们|我|你|他们|她们|他|她)")
+
+
+def _zh_runs(part: str, limit: int | None) -> list[str]:
+    """A long stretch of Chinese said without punctuation (voice input, an elderly typist) cut
+    before each pronoun that starts a new clause; a stretch under `limit` is left whole."""
+    if limit is None or len(part) < limit:
+        return [part]
+    cuts = [m.start() for m in _ZH_RUN_SUBJECT.finditer(part) if m.start() > 0]
+    return [part[a:b] for a, b in zip([0, *cuts], [*cuts, len(part)], strict=True) if part[a:b].strip()]
 
 
 def _strip_zh_filler(p: str) -> str:
@@ -419,6 +433,9 @@ class Reader:
     referent: str | None = None  # the user's person or thing last named: "my sister", "我老婆"
     remote: bool = False  # the last person named is nobody of the user's (我朋友的表哥)
     names: set[str] = field(default_factory=set)  # names the user gave their people and pets
+    # a Chinese run this long without a mark is cut where a new subject starts (config
+    # `extraction.offline_runon_chars`); None: read as marked
+    runon_chars: int | None = None
 
     def read(self, text: str, *, after_question: bool = False) -> Iterator[Clause]:
         """The clauses of one user message. `after_question`: the assistant just asked
@@ -442,7 +459,8 @@ class Reader:
             head = heading(body)
             if head is not None:  # "先说好：我受不了…", "先做个自我介绍：陈嘉怡，31，深圳"
                 body = head[1]
-            pieces = [p for part in _ZH_PUNCT.split(body) for p in _zh_chained(part)]
+            pieces = [p for part in _ZH_PUNCT.split(body) for run in _zh_runs(part, self.runon_chars)
+                      for p in _zh_chained(run)]
             out: list[Clause] = []
             for raw, chained in pieces:
                 p = _strip_zh_filler(raw)

@@ -117,7 +117,7 @@ class HeuristicExtractor:
 
     def extract(self, turns: Sequence[Turn], *, now: datetime) -> Extraction:
         result = Extraction(language=language_of(" ".join(t.content for t in turns if t.role == "user")))
-        reader = Reader()
+        reader = Reader(runon_chars=self.config.extraction.offline_runon_chars)
         said: list[_Said] = []
         asked = False  # the assistant's last message asked something: a bare reply answers it
         offered = False  # it offered to do something: a bare reply accepts or declines
