@@ -509,3 +509,13 @@ def test_chinese_said_without_punctuation_is_cut_where_a_new_subject_starts():
     got = contents("我跟你讲一下我们家大女儿下个月要去日本留学她对青霉素过敏你帮我查查那边看病贵不贵她不太会说日语")
     assert got == ["用户家大女儿下个月要去日本留学", "用户的女儿对青霉素过敏", "用户的女儿不太会说日语"]
     assert contents("我们俩都在杭州上班") == ["用户两人都在杭州上班"]
+
+
+def test_an_aside_before_the_subject_and_the_moment_s_leftovers():
+    assert contents("Fun fact, I'm moving to Lisbon in June for work") == [
+        "The user is moving to Lisbon in June for work."]
+    assert contents("what can I bake? something easy, I've got like 40 mins") == []
+    assert contents("A:Try the lemon drizzle.", "nice, I'll bake it tomorrow") == []
+    assert contents("A:猫狗各有所长。", "哈哈有道理") == []
+    assert contents("假如我下个月辞职呢", "A:先存好半年的生活费。", "开个玩笑啦") == []
+    assert contents("我爸天天在家看新闻，他以前喜欢下棋") == ["用户爸天天在家看新闻", "用户爸以前喜欢下棋"]

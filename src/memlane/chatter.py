@@ -26,7 +26,8 @@ _ZH_POINTS_AWAY = re.compile(r"(?:这么|那么|这样|那样)(?:叫|说|做|干
 _ZH_BARE_MODAL = re.compile(r"我(?:也|都|还|就|不|当然|肯定)?(?:会|能|可以|敢|肯)(?:的|了|啊|呀)?$")
 # the chat judged: "思路可以", "这个主意不错"
 _ZH_CHAT_VERDICT = re.compile(r"^(?:这个|那个|你的|你这个)?(?:思路|主意|想法|建议|办法|方法|方案|答案|回答|点子|框架|清单|安排)"
-                              r"(?:也|还|挺|很|真)?(?:可以|不错|挺好|很好|好|行|对|靠谱|合理)")
+                              r"(?:也|还|挺|很|真)?(?:可以|不错|挺好|很好|好|行|对|靠谱|合理)|"
+                              r"^(?:也|还|挺|很|真)?(?:有道理|说得对|说的对|没错|确实|可不是|也是|是这样)(?:啊|呀|哈|吧|的)?$")
 # an exclamation about the world: "生活真奇妙", "天气真好"
 _ZH_EXCLAIM = re.compile(r"^[\u4e00-\u9fff]{1,4}真(?:的)?(?!的)[\u4e00-\u9fff]{1,3}(?:啊|呀|了|哈|啦)?$")
 # what the user is off to do this minute: "我去问我姐", "先查查"
@@ -85,10 +86,15 @@ _EN_MUSING = re.compile(r"\b(?:was|were|have been|'ve been|been)\s+(?:thinking|w
                         r"^(?:\S+\s+){1,5}(?:something|anything|stuff|things)\.?$", re.I)
 
 
+# the time the user has right now: "I've got like 20 mins"
+_EN_TIME_AT_HAND = re.compile(r"\b(?:have|has|'ve|got)\s+(?:got\s+)?(?:like\s+|about\s+|only\s+|just\s+|maybe\s+)?"
+                              r"(?:\d+|an?|one|two|three|half an?)\s*(?:mins?|minutes|hours?|hrs?|secs?)\b", re.I)
+
+
 def en_no_fact(c: Clause, s: str, *, dated: bool) -> bool:
     """Whether an English clause no rule matched says nothing to keep; `s` is its words as
     read, `dated` whether it names a day to come."""
-    if _EN_ELLIPSIS.match(s) or _EN_MUSING.search(s):
+    if _EN_ELLIPSIS.match(s) or _EN_MUSING.search(s) or _EN_TIME_AT_HAND.search(s):
         return True
     if c.about == "kin" and not dated and _EN_FEELING_TO_COME.search(s):
         return True

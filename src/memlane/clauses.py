@@ -99,7 +99,8 @@ _ZH_TIME_LEAD = re.compile(r"^(?:(?:下下|下|这|本)?个?(?:周|星期|礼拜
                            r"\d{1,2}月\d{1,2}[日号]|\d{1,2}月(?:份)?|\d{1,2}[日号]|明年|今年|最近|现在|目前|平时|以后|那天|"
                            r"早上|晚上|上午|下午|中午)+")
 # two characters after a kin word that are no name: "我妈生日", "我爸身体"
-_NOT_NAME = (r"(?:生日|今年|最近|现在|身体|工作|公司|家里|那边|这边|年纪|退休|平时|特别|一直|已经|非常|每天|以前|"
+_NOT_NAME = (r"(?:生日|今年|最近|现在|身体|工作|公司|家里|那边|这边|年纪|退休|平时|特别|一直|已经|非常|每天|以前|天天|整天|"
+             r"总是|经常|常常|老是|刚刚|刚才|今天|昨天|"
              r"以后|明天|后天|下周|上周|周末|晚上|早上|住院|上班|上学|出差|做饭|说过|也是|还是|就是|不是|不太)")
 _ZH_KIN_ANY = re.compile(rf"(?:我们家|咱家|我|和|跟|与|带|陪|给)(?:的|家)?[大小二]?({_KIN})((?!{_NOT_NAME})[\u4e00-\u9fff]{{2}}(?=$|[，,。是也的对在今很喜不有要吃下和去])|"
                          rf"[A-Za-z]+)?")
@@ -200,6 +201,11 @@ _EN_LEAD = re.compile(r"^(?:(?:next|this|last|on|in|at|by|every|each|after|befor
                       r"mornings|evening|evenings|night|nights|(?:mon|tues|wednes|thurs|fri|satur|sun)days?|the|a|"
                       r"few|couple|of|days|weeks|months|years|later|soon|lately|sometimes|then|\d+\w*),?\s+)+"
                       r"(?=(?:i|i'm|i've|i'll|i'd|my|we|we're)\b)", re.I)
+# a few words and a comma before the subject: "Heads up, I'm …", "Fun fact, my …"
+_EN_ASIDE = re.compile(r"^(?P<lead>[^,]{1,30}),\s*(?=(?-i:I|I'm|I've|I'll|I'd|my|My|we|We)\b)")
+_EN_WHEN = re.compile(r"\d|\b(?:next|this|last|tomorrow|tonight|today|yesterday|week|weekend|month|year|monday|tuesday|"
+                      r"wednesday|thursday|friday|saturday|sunday|january|february|march|april|may|june|july|august|"
+                      r"september|october|november|december|spring|summer|autumn|fall|winter|morning|evening)\b", re.I)
 _EN_MINE = re.compile(r"^(?:my|our)\b", re.I)
 _EN_BARE_KIN = re.compile(rf"^(?:{_EN_KIN_WORDS})\b(?=\s+(?:is|was|said|says|thinks|wants|has|likes|loves|hates|"
                           r"works|lives|told|recommended|suggested|gets|got|will|can|can't|passed|died|[a-z]+ed)\b)", re.I)
@@ -585,6 +591,11 @@ class Reader:
         if lead is not None and lead.end() > 0:  # "Next week I have to…", "When I fly I prefer…"
             clause = self._en_about(p[lead.end():], kind)
             return Clause(p[:lead.end()] + clause.text, clause.about, clause.asked, clause.carried)
+        aside = _EN_ASIDE.match(p)
+        if aside is not None and not _is_clause(aside.group("lead")):  # "Heads up, I'm moving…": a lead-in
+            clause = self._en_about(p[aside.end():], kind)
+            keep = p[:aside.end()] if _EN_WHEN.search(aside.group("lead")) else ""  # "In May, I…" keeps its time
+            return Clause(keep + clause.text, clause.about, clause.asked, clause.carried)
         if kind == "ask" or _EN_ASK.match(p):
             return Clause(p, "other", asked=True)
         if _EN_REMOTE.match(p):

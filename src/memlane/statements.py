@@ -251,7 +251,7 @@ ZH_HOW_TO_ANSWER = re.compile(r"用|回答|回复|说|写|叫|称呼|提醒|别|
                                r"简短|详细|长|短|表情|标点|代码|注释")
 ZH_STANDING = re.compile(r"以后|今后|从现在起|从今以后|往后|每次|每年|每天都|永远|别再|不要再|都用|都要|都别|叫我|称呼我")
 ZH_MOMENT = re.compile(r"累|困|饿|渴|无聊|烦|焦虑|开心|高兴|难过|伤心|郁闷|激动|兴奋|崩溃|纠结|晚安|早安|没事|(?<!就)算了|"
-                        r"随便|尴尬|忘了|忘记|搞定|决定了|想好了|知道了|明白了|懂了|问问|聊聊|说说|试试|逗|开玩笑|做梦|"
+                        r"随便|尴尬|忘了|忘记|搞定|决定了|想好了|知道了|明白了|懂了|问问|聊聊|说说|试试|逗|开个?玩笑|做梦|"
                         r"太冷|好冷|好热|天气|不错|还行|可惜|羡慕|哈哈|嘿嘿|呵呵|别扭|不对|不变|照旧|一样|笑死|死了|死我了|"
                         r"早上好|晚上好|中午好|下午好|你好|您好|再见|拜拜")
 # a bare verb of knowing or agreeing, or a verb and 了 with no object: "我知道", "看过了"
@@ -340,7 +340,8 @@ ZH_WE_EPISODE = re.compile(r"^我们.*(?:上周|上个?星期|上个?月|昨天|
 # "we moved it", "we went to the beach yesterday": an episode of the user and others, nothing lasting
 EN_WE_EPISODE = re.compile(r"^(?:we|the user and others)\s+(?:\w+ly\s+)?(?:went|had|did|saw|got|made|watched|ate|tried|"
                            r"moved|visited|met|played|spent|took|came|left|bought|found|[a-z]+ed)\b", re.I)
-EN_OBJECT_PRONOUN = re.compile(r"^the user\s+(?:\w+ly\s+)?(?!is\b|was\b|has\b)\w+\s+(?:it|them|these|those|one)\b",
+EN_OBJECT_PRONOUN = re.compile(r"^the user\s+(?:(?:will|would|can|could|might|may|should|must|is going to|wants to|"
+                               r"needs to|has to)\s+)?(?:\w+ly\s+)?(?!is\b|was\b|has\b)\w+\s+(?:it|them|these|those|one)\b",
                                 re.I)
 EN_POLITE = re.compile(r"^(?:pls|plz|please|kindly)\s+|\s+(?:pls|plz|please)$", re.I)
 ZH_NAMED_KIN = re.compile(r"^(?:我|用户)(?:的)?(?P<kin>" + "|".join(("女儿", "儿子", "老婆", "妻子", "老公", "丈夫",
