@@ -420,6 +420,8 @@ def test_a_heading_announces_and_says_nothing_itself():
         "The user: lactose intolerant.", "The user: two dogs, Pip and Olive."]
     assert contents("Name: Ravi Kumar") == ["The user's name is Ravi Kumar."]
     assert contents("职业：律师") == ["用户的职业是律师"]
+    assert contents("My kids: Tom (6) and Ana (4)") == ["The user's kids are Tom (6) and Ana (4)."]
+    assert contents("我的爱好：爬山、摄影") == ["用户的爱好是爬山、摄影"]
 
 
 def test_chat_spellings_are_read_as_written_out():
@@ -519,3 +521,11 @@ def test_an_aside_before_the_subject_and_the_moment_s_leftovers():
     assert contents("A:猫狗各有所长。", "哈哈有道理") == []
     assert contents("假如我下个月辞职呢", "A:先存好半年的生活费。", "开个玩笑啦") == []
     assert contents("我爸天天在家看新闻，他以前喜欢下棋") == ["用户爸天天在家看新闻", "用户爸以前喜欢下棋"]
+
+
+def test_words_quoted_inside_a_clause_are_kept_as_said():
+    assert contents("never recommend I 'try cold showers' unless I ask, please") == [
+        "The user asks: never recommend the user 'try cold showers' unless the user asks."]
+    assert contents("my boss keeps saying 'we need to circle back on this' in every meeting") == [
+        "The user's boss keeps saying 'we need to circle back on this' in every meeting."]
+    assert contents("A:我可以问一下你在哪个城市吗？", "成都") == ["用户：成都"]  # a question, not an offer

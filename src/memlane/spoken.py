@@ -166,25 +166,27 @@ def heading(sentence: str) -> tuple[str, str] | None:
         return None
     head, rest = m.group("h").strip(), m.group("rest").strip()
     if zh:
-        if _ZH_KEY.match(head):
+        if _ZH_KEY.match(head) or re.fullmatch(r"我的[\u4e00-\u9fffA-Za-z]{1,6}", head):  # "我的爱好：…"
             return "key", (f"{head}是{rest}" if head.startswith("我的") else f"我的{head}是{rest}") if rest else ""
         if re.search(r"[帮请把给你您]|翻译|改|看看|[吗呢？?]", head):
             return None
         return ("self" if _ZH_ABOUT_ME.search(head) else "lead"), rest
     if len(head.split()) > 6 or _EN_HEAD_ASKS.search(head):
         return None
-    if _EN_KEY.match(head):
-        return "key", f"{'' if head.lower().startswith('my ') else 'my '}{head.lower()} is {rest}" if rest else ""
+    if _EN_KEY.match(head) or re.fullmatch(r"(?:my|our)\s+[\w'-]+(?:\s+[\w'-]+)?", head, re.I):  # "My kids: …"
+        noun = "my " + re.sub(r"^(?:my|our)\s+", "", head, flags=re.I).lower()
+        verb = "are" if re.search(r"(?<!s)s$", noun) else "is"
+        return "key", f"{noun} {verb} {rest}" if rest else ""
     return ("self" if _EN_ABOUT_ME.search(head) else "lead"), rest
 
 
 # ---- the assistant's questions --------------------------------------------------------------
 
 # an offer to do something, asked as a question: its answer is "yes" / "maybe later"
-_EN_OFFER = re.compile(r"\b(?:(?:do you )?want me to|would you like(?: me to)?|shall i|should i|can i|may i|"
+_EN_OFFER = re.compile(r"\b(?:(?:do you )?want me to|would you like(?: me to)?|(?:shall|should|can|may) i(?! ask)|"
                        r"want (?:a|an|some|more|any|me)\b|how about|need (?:me|help)\b|"
                        r"want (?:\w+[-\s]?){1,3}(?:too|as well)\b)", re.I)
-_ZH_OFFER = re.compile(r"需要我|要我|要不要|需不需要|用不用|我(?:可以|来|帮你|给你)")
+_ZH_OFFER = re.compile(r"需要我|要我|要不要|需不需要|用不用|我(?:可以|来|帮你|给你)(?!问)")
 _LAST_QUESTION = re.compile(r"[^.!?。！？\n]*[?？]\s*$")
 
 

@@ -169,7 +169,20 @@ def conjugated(verb: str) -> str:
     return verb + "s"
 
 
+# words quoted inside a clause are said as they were: "never suggest I 'reach out to a professional'"
+_QUOTED_WORDS = re.compile(r"(?<![A-Za-z])['\"“‘][^'\"”’\n]{2,}['\"”’](?![A-Za-z])")
+
+
 def third_person_en(text: str) -> str:
+    quotes = [m.group() for m in _QUOTED_WORDS.finditer(text)]
+    if quotes:  # each quote kept as said; only the words around it change person
+        parts = _QUOTED_WORDS.split(text)
+        out = [_third_person_en(p) for p in parts]
+        return "".join(x for pair in zip(out, [*quotes, ""], strict=True) for x in pair)
+    return _third_person_en(text)
+
+
+def _third_person_en(text: str) -> str:
     subs = [(r"\bI'm\b", "the user is"), (r"\bI've\b", "the user has"), (r"\bI'll\b", "the user will"),
             (r"\bI'd\b", "the user would")]
     for pat, rep in subs:
