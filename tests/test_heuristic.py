@@ -454,7 +454,6 @@ def test_how_to_answer_is_a_standing_rule_unless_it_is_for_today():
     ["人生真奇妙"],
     ["A:可以做红烧肉。", "红烧肉我会"],
     ["据说是隔壁老王养的，现在天天叫"],
-    ["my grandson Ben fixed my printer", "A:Nice!", "Ben will be so proud"],
     ["my phone decided to restart during the meeting"],
     ["I was thinking about the weekend"],
     ["I want to buy something"],
@@ -467,6 +466,8 @@ def test_what_is_said_around_a_fact_is_not_kept_with_it():
     assert contents("以后别叫我宝子，听着怪怪的") == ["用户要求：以后别叫用户宝子"]  # the reason for the rule
     assert contents("老弟啊，我跟你说，我在武汉上班") == ["用户在武汉上班"]  # a word of address
     assert contents("I lived in Rome for years. I still do.") == ["The user lived in Rome for years."]
+    assert contents("my grandson Ben fixed my printer", "A:Nice!", "Ben will be so proud") == [
+        "The user's grandson Ben fixed the user's printer."]  # a guess at how he will feel is no fact
 
 
 def test_a_question_word_before_dou_or_ye_asks_nothing():
@@ -529,3 +530,9 @@ def test_words_quoted_inside_a_clause_are_kept_as_said():
     assert contents("my boss keeps saying 'we need to circle back on this' in every meeting") == [
         "The user's boss keeps saying 'we need to circle back on this' in every meeting."]
     assert contents("A:我可以问一下你在哪个城市吗？", "成都") == ["用户：成都"]  # a question, not an offer
+
+
+def test_a_fact_said_in_a_day_s_story_or_beside_a_one_off_is_kept():
+    assert contents("今天我生日，我今年30了") == ["用户今年30了"]
+    assert contents("I love trying new things") == ["The user likes trying new things."]
+    assert contents("my boyfriend proposed last night") == ["The user's boyfriend proposed last night."]

@@ -37,8 +37,10 @@ _ZH_VOCATIVE = re.compile(r"^(?:喂|嘿|哎|诶)?[\u4e00-\u9fff]{1,4}(?:啊|呀|
 # a sentence that opens on today sets the time of its clauses: "今天真是离谱，…，我也懒得计较了"
 _ZH_DAY_OPENS = re.compile(r"^[^\u4e00-\u9fff]*(?:今天|今早|今晚|今儿|刚才|刚刚)")
 # a time of a clause's own, other than today's: it is then no part of the day's story
-_ZH_OWN_TIME = re.compile(r"下周|下个?星期|下个?礼拜|下个?月|明天|后天|明年|每|平时|一般|经常|总是|以后|下次|周末|\d+月|"
-                          r"\d+[号日]|去年|上周|以前|从小|一直|最近|已经")
+_ZH_OWN_TIME = re.compile(r"下周|下个?星期|下个?礼拜|下个?月|明天|后天|明年|今年|每|平时|一般|经常|总是|以后|下次|周末|\d+月|"
+                          r"\d+[号日]|去年|上周|以前|从小|一直|最近|已经|开始|起|岁")
+# what a story tells: a thing done (了), how it went (辣得…), or a time of the day it happened in
+_ZH_HAPPENED = re.compile(r"了$|[\u4e00-\u9fff]得(?!到|了)[\u4e00-\u9fff]|早上|上午|中午|下午|晚上|刚才|刚刚")
 
 
 def zh_no_fact(c: Clause, *, opens_message: bool) -> bool:
@@ -58,9 +60,11 @@ def zh_about_the_chat(said: str) -> bool:
 
 
 def zh_days_story(c: Clause) -> bool:
-    """Whether a clause is part of the day's story: its sentence opens on today and the clause
-    names no time of its own ("今天…，中午同事拉我去吃湘菜，辣得我怀疑人生")."""
-    return bool(_ZH_DAY_OPENS.match(c.sentence)) and not _ZH_OWN_TIME.search(c.said)
+    """Whether a clause is part of the day's story: its sentence opens on today, the clause
+    names no time of its own and tells what happened ("今天…，中午同事拉我去吃湘菜，辣得我怀疑
+    人生"), not how things stand ("今天去体检，…，医生让我少吃盐")."""
+    return (bool(_ZH_DAY_OPENS.match(c.sentence)) and not _ZH_OWN_TIME.search(c.said)
+            and bool(_ZH_HAPPENED.search(c.said.rstrip("。！!～~ "))))
 
 
 # ---- English --------------------------------------------------------------------------------
@@ -73,7 +77,8 @@ _EN_ELLIPSIS = re.compile(r"^(?:the user|i|we|he|she|they|the user's \w+|my \w+)
 _EN_FEELING_TO_COME = re.compile(r"(?:\bwill|'ll|\bgonna|\bgoing to|\bwould)\s+(?:\w+\s+)?(?:be\s+)?(?:so\s+|very\s+)?"
                                  r"(?:proud|happy|thrilled|glad|pleased|excited|surprised|upset|mad|sad|jealous|"
                                  r"love|like|hate|enjoy)\b", re.I)
-# a thing of the user's that did something once: "my laptop decided to update itself"
+# a thing of the user's (not a person: those are kin) that did something once: "my laptop decided to
+# update itself"
 _EN_THING_EPISODE = re.compile(r"^(?:the user's|my|our)\s+(?!(?:wife|husband|partner|daughter|son|kids?|mom|mum|"
                                r"dad|mother|father|sister|brother|boss|manager|friend|dog|cat)\b)[a-z]+(?:\s+[a-z]+)?\s+"
                                r"(?:just\s+)?(?:decided|broke|died|crashed|flipped|stopped|froze|fell|got|went|"
@@ -83,7 +88,7 @@ _EN_CHANGE = re.compile(r"\b(?:switched|moved|changed|joined|became|started|reti
                         r"promoted|diagnosed|passed away|turned|born)\b", re.I)
 # a thinking or talking that is no fact: "I was thinking about the trip", "trying to plan something"
 _EN_MUSING = re.compile(r"\b(?:was|were|have been|'ve been|been)\s+(?:thinking|wondering|talking|reading)\s+about\b|"
-                        r"^(?:\S+\s+){1,5}(?:something|anything|stuff|things)\.?$", re.I)
+                        r"^(?:\S+\s+){1,5}(?:something|anything|someone|anyone)\.?$", re.I)
 
 
 # the time the user has right now: "I've got like 20 mins"
@@ -98,7 +103,7 @@ def en_no_fact(c: Clause, s: str, *, dated: bool) -> bool:
         return True
     if c.about == "kin" and not dated and _EN_FEELING_TO_COME.search(s):
         return True
-    return not dated and bool(_EN_THING_EPISODE.match(s)) and not _EN_CHANGE.search(s)
+    return c.about == "user" and not dated and bool(_EN_THING_EPISODE.match(s)) and not _EN_CHANGE.search(s)
 
 
 __all__ = ["en_no_fact", "zh_about_the_chat", "zh_days_story", "zh_no_fact"]
