@@ -536,3 +536,11 @@ def test_a_fact_said_in_a_day_s_story_or_beside_a_one_off_is_kept():
     assert contents("今天我生日，我今年30了") == ["用户今年30了"]
     assert contents("I love trying new things") == ["The user likes trying new things."]
     assert contents("my boyfriend proposed last night") == ["The user's boyfriend proposed last night."]
+
+
+def test_who_we_are_and_whose_words_follow_a_verb_of_saying():
+    assert contents("hii im Mia, 17, really into volleyball") == [
+        "The user's name is Mia.", "The user is 17, really into volleyball."]
+    assert contents("budget is tight, like 5k max") == ["The user's budget is tight, like 5k max."]
+    assert contents("我们在一起做饭老吵架") == ["用户他们在一起做饭老吵架"]
+    assert contents("我牙不好，牙医说不能吃太硬的，也不能喝太凉的") == ["用户牙不好"]

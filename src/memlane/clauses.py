@@ -120,6 +120,11 @@ _ENTITY_END = re.compile(r"(?:[一两二三四五六七八九十几]|\d+|了|有
 _DESCRIBES = re.compile(r"^(?:它|他|她)?(?:叫|名字叫|名叫|今年|已经|才|快|是(?:只|一只|个|一个|条)|[一二三四五六七八九十两\d]+岁|"
                         r"[一两二三四五六七八九十\d](?:只|个|条|位)(?:叫|是))")
 _ZH_ASKED = re.compile(r"[?？]")
+# someone named by a noun, then a verb of saying: "牙医说…", "房东讲…"
+_ZH_OTHER_SAYS = re.compile(r"^(?!平时|一般|经常|总是|每天|现在|以前|最近|也|还|都)[\u4e00-\u9fff]{1,4}?"
+                            r"(?:说(?!话)|讲(?!话|究|课)|告诉我|提到)")
+# a verb of saying: the clauses after it report someone's words
+_ZH_SAYS = re.compile(r"^[^，,]{0,4}(?:说|讲|告诉|提到|觉得|认为)")
 
 
 def opens_with_predicate(clause: str) -> bool:
@@ -178,7 +183,7 @@ def _strip_zh_filler(p: str) -> str:
 
 EN_SENTENCE = re.compile(r"[^.!?;\n]+(?:\.(?:\d|[a-z]\.)[^.!?;\n]*)*[.!?;]*")
 EN_FILLER = re.compile(r"^(?:by the way|also|oh|ooh|ok|okay|well|so|and|but|actually|btw|yes|yeah|yep|hi there|hello there|"
-                       r"hey there|hi|hello|hey|finally|honestly|seriously|literally|frankly|personally|genuinely|good (?:morning|afternoon|evening)|side note|(?:that |which )?means|"
+                       r"hey there|hi+|hel+o+|he+y+|yo|ngl|imo|fyi|finally|honestly|seriously|literally|frankly|personally|genuinely|good (?:morning|afternoon|evening)|side note|(?:that |which )?means|"
                        r"anyway|plus|oh and|and also|haha+|lol|hmm+|hm|ugh|wow|nice|perfect|great|cool|thanks|thx|ta|"
                        r"fwiw|tbh|ah|right|sure|alright|hah|heh|hehe|omg|um+|uh+|big news|guess what|fun fact|"
                        r"quick update|update|gracias|merci|cheers|[-–—(]+)(?:\b|(?<=[-–—(]))[,!.:\s]*", re.I)
@@ -261,8 +266,8 @@ _NOT_GERUND = re.compile(r"^(?:thing|nothing|something|anything|everything|morni
                          r"hilarious|touching|worrying|puzzling|encouraging|insulting|overwhelming)$", re.I)
 _BE = re.compile(r"\b(?:i'm|i am|im)\b", re.I)
 # "like" and "just" that are no verb: "like I said", "like under 150 words", "just checking"
-_NOT_VERB = re.compile(r"^(?:like|just)\s+(?:i|you|he|she|we|they|that|this|under|over|about|around|once|twice|maybe|"
-                       r"totally|really|literally|a|an|the|\d)\b|^just\s+\w+ing\b", re.I)
+_NOT_VERB = re.compile(r"^(?:like|just)\s+(?:(?:i|you|he|she|we|they|that|this|under|over|about|around|once|twice|maybe|"
+                       r"totally|really|literally|a|an|the)\b|\d)|^just\s+\w+ing\b", re.I)
 _VERB_ELLIPSIS = re.compile(r"^(?:love|loves|like|likes|enjoy|hate|dislike|can't|cannot|can not|don't|adore|speak|"
                             r"got|finished|passed|graduated|started|quit|adopted|booked|joined|turned|"
                             r"prefer|work|live|moved|need|plan|planning|"
@@ -385,7 +390,7 @@ def _en_pieces(sentence: str) -> list[tuple[str, str]]:
 # "I'm Maria Fernandes, senior accountant at …": a name, then what the person is
 _INTRO = re.compile(r"^(?:i'm|i am|im|this is)\s+(?P<name>(?-i:[A-Z][\w'-]+(?:\s+[A-Z][\w'-]+){0,2}))\s*,\s*"
                     r"(?P<role>(?!(?:and|but|so|i|you|what|how|can|could|nice|thanks|it|it's|that|that's|this|they|he|she)\b)"
-                    r"[a-z][^,;]*)", re.I)
+                    r"[a-z0-9][^,;]*)", re.I)
 
 
 def _introduction(s: str) -> str:
@@ -395,6 +400,8 @@ def _introduction(s: str) -> str:
     if m is None:
         return s
     role = m.group("role")
+    if role[:1].isdigit():
+        return f"my name is {m.group('name')} and I'm {role}{s[m.end():]}"  # "I'm Zoe, 16"
     if _EN_VERB.match(role) or re.match(r"^(?:just|recently|currently|now)\s+\w+ed\b|^\w+ed\b", role, re.I):
         return f"my name is {m.group('name')} and I {role}{s[m.end():]}"  # "I'm Wei, just moved to Toronto"
     if not re.match(r"^(?:a|an|the|from|in|at|on|based|originally|living|working|\w+ing)\b", role, re.I):
@@ -501,8 +508,8 @@ class Reader:
             self.referent, self.remote = None, True
             return Clause(p, "other"), None
         kin = _ZH_KIN.match(core)
-        if kin is not None:
-            return Clause(p, "kin"), kin.group()
+        if kin is not None:  # "医生说不能喝冰的，也不能吃辣": what follows their words is theirs to say
+            return Clause(p, "kin"), None if _ZH_SAYS.search(core[kin.end():]) else kin.group()
         own = _ZH_SELF.match(core)
         if own is not None:
             body = _ZH_ALSO.sub("", core[own.end():], count=1)  # "我也对芒果过敏" says "我对芒果过敏"
@@ -516,7 +523,7 @@ class Reader:
         bare = _ZH_BARE_KIN.match(core)
         if bare is not None:
             self.referent, self.remote = "我的" + bare.group(), False
-            return Clause(when + "我的" + core, "kin"), "我的" + bare.group()
+            return Clause(when + "我的" + core, "kin"), None if _ZH_SAYS.search(core[bare.end():]) else "我的" + bare.group()
         name = next((n for n in self.names if core.startswith(n)), None)
         if name is not None:
             return Clause(p, "kin"), name
@@ -527,6 +534,8 @@ class Reader:
             return Clause(p, "other"), None if re.search(r"听说|据说", core) else topic
         if "我" in core:  # "医生让我少吃盐", "住的话我比较喜欢民宿": the user is in it already
             return Clause(p, "user"), topic
+        if _ZH_OTHER_SAYS.match(core):  # "牙医说不能吃太硬的，也…": someone's words, and what follows them
+            return Clause(p, "other"), None
         body = _ZH_ALSO.sub("", p, count=1)
         return Clause(topic + body, "user" if topic == "我" else "kin", carried=True), topic
 

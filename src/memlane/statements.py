@@ -125,7 +125,7 @@ def third_person_zh(text: str) -> str:
     text = re.sub(r"(?:我们|咱们|我|咱)俩", "用户两人", text)  # 我们俩住在…: the user and the one just named
     text = re.sub(r"我们(?=公司|学校|团队|部门|小区|班|单位|组)", "用户的", text)  # 我们公司: the user's company
     text = re.sub(r"(?<!自)我(?!们)", "用户", text)  # 自我介绍 stays a word
-    return text.replace("我们", "用户的团队")
+    return text.replace("我们", "用户他们")  # "we": the user and the people just named, not a team
 
 
 _ADVERBS = (r"really|also|usually|always|never|often|sometimes|just|still|absolutely|strongly|totally|generally|"
