@@ -544,3 +544,9 @@ def test_who_we_are_and_whose_words_follow_a_verb_of_saying():
     assert contents("budget is tight, like 5k max") == ["The user's budget is tight, like 5k max."]
     assert contents("我们在一起做饭老吵架") == ["用户他们在一起做饭老吵架"]
     assert contents("我牙不好，牙医说不能吃太硬的，也不能喝太凉的") == ["用户牙不好"]
+
+
+def test_kin_named_in_a_request_is_whom_he_means_and_asides_of_the_asker():
+    assert contents("Can you write a toast for my mum? She's turning 70.") == ["The user's mum is turning 70."]
+    assert contents("Not gonna lie I'm scared of heights") == ["The user is scared of heights."]
+    assert contents("is a bee sting dangerous? asking for my neighbour's son. he's 6") == []

@@ -88,6 +88,7 @@ _EN_CHANGE = re.compile(r"\b(?:switched|moved|changed|joined|became|started|reti
                         r"promoted|diagnosed|passed away|turned|born)\b", re.I)
 # a thinking or talking that is no fact: "I was thinking about the trip", "trying to plan something"
 _EN_MUSING = re.compile(r"\b(?:was|were|have been|'ve been|been)\s+(?:thinking|wondering|talking|reading)\s+about\b|"
+                        r"\b(?:is|am|'m)\s+(?:just\s+)?asking\s+(?:for|because|about|since)\b|\bjust curious\b|"
                         r"^(?:\S+\s+){1,5}(?:something|anything|someone|anyone)\.?$", re.I)
 
 

@@ -183,7 +183,7 @@ def _strip_zh_filler(p: str) -> str:
 
 EN_SENTENCE = re.compile(r"[^.!?;\n]+(?:\.(?:\d|[a-z]\.)[^.!?;\n]*)*[.!?;]*")
 EN_FILLER = re.compile(r"^(?:by the way|also|oh|ooh|ok|okay|well|so|and|but|actually|btw|yes|yeah|yep|hi there|hello there|"
-                       r"hey there|hi+|hel+o+|he+y+|yo|ngl|imo|fyi|finally|honestly|seriously|literally|frankly|personally|genuinely|good (?:morning|afternoon|evening)|side note|(?:that |which )?means|"
+                       r"hey there|hi+|hel+o+|he+y+|yo|ngl|imo|fyi|not gonna lie|to be honest|finally|honestly|seriously|literally|frankly|personally|genuinely|good (?:morning|afternoon|evening)|side note|(?:that |which )?means|"
                        r"anyway|plus|oh and|and also|haha+|lol|hmm+|hm|ugh|wow|nice|perfect|great|cool|thanks|thx|ta|"
                        r"fwiw|tbh|ah|right|sure|alright|hah|heh|hehe|omg|um+|uh+|big news|guess what|fun fact|"
                        r"quick update|update|gracias|merci|cheers|[-–—(]+)(?:\b|(?<=[-–—(]))[,!.:\s]*", re.I)
@@ -593,8 +593,11 @@ class Reader:
 
     def _en_clause(self, p: str, kind: str) -> Clause:
         clause = self._en_about(p, kind)
+        named = [m for m in _EN_KIN_ANY.finditer(p)]
+        if clause.about not in ("user", "kin") and named and not re.match(
+                rf"'s\s+(?:{_EN_KIN_WORDS})\b", p[named[-1].end():], re.I):
+            self.referent, self.remote = named[-1].group(), False  # "a message for my dad? He's turning 60"
         if clause.about in ("user", "kin"):
-            named = [m for m in _EN_KIN_ANY.finditer(p)]
             if named and not re.match(rf"'s\s+(?:{_EN_KIN_WORDS})\b", p[named[-1].end():], re.I):
                 self.referent, self.remote = named[-1].group(), False  # not "my friend's cousin"
             elif (had := _EN_HAVE_KIN.search(p)) is not None:

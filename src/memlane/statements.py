@@ -307,7 +307,7 @@ EN_ABOUT_CHAT = re.compile(r"\b(?:(?:this|that|your) (?:answer|response|reply|id
 # what happens on a day and lasts: "my dog turned 3 today", "my sister got engaged today"
 EN_LASTING = re.compile(r"\b(?:turn(?:s|ed)|born|birthday|graduat\w+|married|engaged|passed away|died|started|retired|"
                         r"adopted|diagnosed|promoted|hired)\b", re.I)
-EN_MOMENT = re.compile(r"\b(?:just saying|saying hi|just wanted to say|nothing much|not much|thx|ty|cheers|tired|bored|hungry|sleepy|scared|nervous|excited|happy|sad|stressed|anxious|"
+EN_MOMENT = re.compile(r"\b(?:just saying|saying hi|just wanted to say|nothing much|not much|thx|ty|cheers|tired|bored|hungry|sleepy|scared(?! of)|nervous(?! about| of)|excited|happy|sad|stressed|anxious(?! about| of)|"
                         r"brain fog|long day|kidding|joking|never ?mind|nvm|got it|checking|alive|"
                         r"good one|thanks|thank you|weather|i'd like|i would like|i'll just|i will just|"
                         r"i decided|i guess|i (?:do(?:n't)? )?think so|i hope so|i suppose|i believe so|i mean|i meant|wish me luck|no worries|sorry|nothing yet|"
