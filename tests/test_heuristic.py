@@ -383,7 +383,7 @@ def test_they_and_he_name_the_kin_the_user_has():
         "The user's kids are 6 and 9.", "The user's kids are both obsessed with Minecraft."]
     assert contents("I have a 3-year-old son named Leo", "A:Cute!", "he's allergic to dairy") == [
         "The user has a 3-year-old son named Leo.", "The user's son is allergic to dairy."]
-    assert contents("我们家一般周日吃火锅") == ["用户的家一般周日吃火锅"]  # every Sunday: no date added
+    assert contents("我们家一般周日吃火锅") == ["用户家一般周日吃火锅"]  # every Sunday: no date added
 
 
 def test_a_change_from_a_day_on_lasts_past_it():
@@ -399,3 +399,154 @@ def test_a_change_from_a_day_on_lasts_past_it():
 ])
 def test_upcoming_names_the_last_day_of_the_future_a_text_names(text, day):
     assert upcoming(text, JAN.date()) == day
+
+
+# ---- issue 29, unseen chats: how people type, headings, offers, and what is no fact ----------
+
+def test_a_value_mended_inside_its_sentence_is_kept_mended():
+    assert contents("我女儿今年上二年级，哦不对，三年级了") == ["用户的女儿今年上三年级"]
+    assert contents("我周四去青岛开会，呃说错了，是周五") == ["用户周五去青岛开会"]
+    [flight] = contents("my flight is on the 4th no wait the 6th")
+    assert "6th" in flight and "4th" not in flight
+    assert contents("My cat is called Mochi - sorry, autocorrect - Mocha") == ["The user's cat is called Mocha."]
+
+
+def test_a_heading_announces_and_says_nothing_itself():
+    assert contents("Heads up: my gym closes at 8 now") == ["The user's gym closes at 8 now."]
+    assert contents("先说明一下：我对猫毛过敏") == ["用户对猫毛过敏"]
+    assert contents("Quick intro: Dana Reyes, pharmacist in Lyon.") == ["The user: Dana Reyes, pharmacist in Lyon."]
+    assert contents("简单介绍下自己：王磊，28，杭州，做前端") == ["用户：王磊，28，杭州，做前端"]
+    assert contents("Some facts about me:\n- lactose intolerant\n- two dogs, Pip and Olive") == [
+        "The user: lactose intolerant.", "The user: two dogs, Pip and Olive."]
+    assert contents("Name: Ravi Kumar") == ["The user's name is Ravi Kumar."]
+    assert contents("职业：律师") == ["用户的职业是律师"]
+    assert contents("My kids: Tom (6) and Ana (4)") == ["The user's kids are Tom (6) and Ana (4)."]
+    assert contents("我的爱好：爬山、摄影") == ["用户的爱好是爬山、摄影"]
+
+
+def test_chat_spellings_are_read_as_written_out():
+    assert contents("im 30 and i cant stand olives") == ["The user is 30.", "The user dislikes olives."]
+    assert contents("fav food is ramen tbh") == ["The user's favourite food is ramen."]
+
+
+@pytest.mark.parametrize("messages", [
+    ["A:Want me to make a shopping list too?", "maybe tomorrow"],
+    ["A:Want a quick recap?", "go on"],
+    ["A:需要我帮你订个餐厅吗？", "要的"],
+    ["A:需要我推荐几家吗？", "好啊，要安静点的"],
+])
+def test_a_reply_to_an_offer_is_no_fact(messages):
+    assert contents(*messages) == []
+
+
+def test_how_to_answer_is_a_standing_rule_unless_it_is_for_today():
+    assert contents("please use short sentences") == ["The user asks: use short sentences."]
+    assert contents("你跟我说话简单点啊") == ["用户要求：跟用户说话简单点"]
+    assert contents("我今天网不好，回复简短点") == []
+    assert contents("today my connection is bad so keep answers short") == []
+
+
+@pytest.mark.parametrize("messages", [
+    ["我妈一直这么叫我"],
+    ["先不聊这个"],
+    ["今天真倒霉，早上地铁晚点，中午食堂的菜咸得我不行"],
+    ["A:可以先列个提纲。", "思路还行"],
+    ["人生真奇妙"],
+    ["A:可以做红烧肉。", "红烧肉我会"],
+    ["据说是隔壁老王养的，现在天天叫"],
+    ["my phone decided to restart during the meeting"],
+    ["I was thinking about the weekend"],
+    ["I want to buy something"],
+])
+def test_pointers_the_day_s_story_verdicts_and_the_minute_s_plans_yield_nothing(messages):
+    assert contents(*messages) == []
+
+
+def test_what_is_said_around_a_fact_is_not_kept_with_it():
+    assert contents("以后别叫我宝子，听着怪怪的") == ["用户要求：以后别叫用户宝子"]  # the reason for the rule
+    assert contents("老弟啊，我跟你说，我在武汉上班") == ["用户在武汉上班"]  # a word of address
+    assert contents("I lived in Rome for years. I still do.") == ["The user lived in Rome for years."]
+    assert contents("my grandson Ben fixed my printer", "A:Nice!", "Ben will be so proud") == [
+        "The user's grandson Ben fixed the user's printer."]  # a guess at how he will feel is no fact
+
+
+def test_a_question_word_before_dou_or_ye_asks_nothing():
+    assert contents("周末我哪也不去，在家看书") == ["周末用户哪也不去，在家看书"]
+    assert contents("我什么都吃") == ["用户什么都吃"]
+    assert contents("我最烦开长会") == ["用户最烦开长会"]
+
+
+def test_clause_boundaries_a_lead_in_a_pair_of_subjects_and_a_consequence():
+    assert contents("weird question but I really can't stand mushrooms") == ["The user dislikes mushrooms."]
+    assert contents("it's the weekly quiz night me and my brother host at the pub") == []  # "me and my brother": one subject
+    assert contents("grandpa passed away last spring so it's our first Christmas without him") == [
+        "The user's grandpa passed away last spring."]
+    assert contents("my cousin Lena is driving down from Leeds for it") == [
+        "The user's cousin Lena is driving down from Leeds."]
+    assert contents("Then on the way back it snowed and my bike chain snapped") == []  # a thing's one-off
+
+
+def test_who_is_speaking_and_who_is_asked():
+    assert contents("Hi there, this is Edith. I'm 79") == ["The user's name is Edith.", "The user is 79."]
+    assert contents("avoid jargon, keep it brief, and never recommend I 'just relax'") == [
+        "The user asks: avoid jargon, keep it brief, and never recommend the user 'just relax'."]
+    assert contents("I'm Sofia, recently moved to Porto for a new job") == [
+        "The user's name is Sofia.", "The user recently moved to Porto for a new job."]
+    assert contents("I not like coffee") == ["The user not like coffee."]  # "not" is no verb to conjugate
+
+
+def test_a_verdict_on_a_suggestion_and_an_output_asked_for_are_no_facts():
+    assert contents("A:Maybe an early night and some tea?", "sounds perfect") == []
+    assert contents("I need a weekly workout plan that fits around shifts") == []
+
+
+def test_how_the_speaker_is_today_and_a_new_job_that_lasts():
+    [(content, _, until)] = said("back from the dentist with a numb face today")
+    assert content == "The user is back from the dentist with a numb face today." and until == JAN.replace(
+        day=11, hour=0)
+    [(_, cat, until)] = said("I'm starting at a small design studio in October")
+    assert cat == "fact" and until is None
+
+
+def test_chinese_said_without_punctuation_is_cut_where_a_new_subject_starts():
+    got = contents("我跟你讲一下我们家大女儿下个月要去日本留学她对青霉素过敏你帮我查查那边看病贵不贵她不太会说日语")
+    assert got == ["用户家大女儿下个月要去日本留学", "用户的女儿对青霉素过敏", "用户的女儿不太会说日语"]
+    assert contents("我们俩都在杭州上班") == ["用户两人都在杭州上班"]
+
+
+def test_an_aside_before_the_subject_and_the_moment_s_leftovers():
+    assert contents("Fun fact, I'm moving to Lisbon in June for work") == [
+        "The user is moving to Lisbon in June for work."]
+    assert contents("what can I bake? something easy, I've got like 40 mins") == []
+    assert contents("A:Try the lemon drizzle.", "nice, I'll bake it tomorrow") == []
+    assert contents("A:猫狗各有所长。", "哈哈有道理") == []
+    assert contents("假如我下个月辞职呢", "A:先存好半年的生活费。", "开个玩笑啦") == []
+    assert contents("我爸天天在家看新闻，他以前喜欢下棋") == ["用户爸天天在家看新闻", "用户爸以前喜欢下棋"]
+
+
+def test_words_quoted_inside_a_clause_are_kept_as_said():
+    assert contents("never recommend I 'try cold showers' unless I ask, please") == [
+        "The user asks: never recommend the user 'try cold showers' unless the user asks."]
+    assert contents("my boss keeps saying 'we need to circle back on this' in every meeting") == [
+        "The user's boss keeps saying 'we need to circle back on this' in every meeting."]
+    assert contents("A:我可以问一下你在哪个城市吗？", "成都") == ["用户：成都"]  # a question, not an offer
+
+
+def test_a_fact_said_in_a_day_s_story_or_beside_a_one_off_is_kept():
+    assert contents("今天我生日，我今年30了") == ["用户今年30了"]
+    assert contents("I love trying new things") == ["The user likes trying new things."]
+    assert contents("my boyfriend proposed last night") == ["The user's boyfriend proposed last night."]
+
+
+def test_who_we_are_and_whose_words_follow_a_verb_of_saying():
+    assert contents("hii im Mia, 17, really into volleyball") == [
+        "The user's name is Mia.", "The user is 17, really into volleyball."]
+    assert contents("budget is tight, like 5k max") == ["The user's budget is tight, like 5k max."]
+    assert contents("我们在一起做饭老吵架") == ["用户他们在一起做饭老吵架"]
+    assert contents("我牙不好，牙医说不能吃太硬的，也不能喝太凉的") == ["用户牙不好"]
+
+
+def test_kin_named_in_a_request_is_whom_he_means_and_asides_of_the_asker():
+    assert contents("Can you write a toast for my mum? She's turning 70.") == ["The user's mum is turning 70."]
+    assert contents("Not gonna lie I'm scared of heights") == ["The user is scared of heights."]
+    assert contents("is a bee sting dangerous? asking for my neighbour's son. he's 6") == []

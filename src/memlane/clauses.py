@@ -24,6 +24,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from memlane.spoken import heading
 from memlane.text import language_of
 
 
@@ -47,10 +48,16 @@ _QUOTED = re.compile(r"“[^”]{2,}”|「[^」]{2,}」|『[^』]{2,}』|‘[^�
 
 def unquoted(text: str) -> str:
     """The text with its quoted passages cut out (each ends a sentence where it stood). A
-    short quoted word or name stays: "don't call me 'buddy'", "sign them 'Best, Lucía'"."""
+    short quoted word or name stays: "don't call me 'buddy'", "sign them 'Best, Lucía'"; so
+    does a phrase without punctuation that the sentence goes on after ("never suggest I 'see
+    a professional' unless I ask")."""
     def cut(m: re.Match[str]) -> str:
         passage = m.group()[1:-1]
         if len(passage) < 25 and not re.search(r"[。！？!?：:]|\.\s*\S|\.$", passage):
+            return m.group()
+        embedded = (re.search(r"[A-Za-z]\s*$", text[:m.start()]) and re.match(r"\s*[a-z]", text[m.end():])
+                    and not re.search(r"[。！？!?：:.,，;；]", passage))
+        if embedded:  # "never suggest I 'reach out to a professional' unless I ask": words mentioned in a clause
             return m.group()
         return "。" if has_cjk_text(passage) or has_cjk_text(text) else ". "
     return _QUOTED.sub(cut, text)
@@ -85,7 +92,7 @@ _KIN = (r"女儿|儿子|孩子|小孩|宝宝|老婆|妻子|太太|爱人|丈夫|
 # kin the user speaks of as several people: whom a later 他们 means
 _ZH_PLURAL_KIN = re.compile(r"爸妈|父母|孩子们|家人|公婆|爷爷奶奶|外公外婆|姥姥姥爷|岳父母|两个孩子|俩孩子")
 _ZH_SELF = re.compile(r"^(?:我们|咱们|我(?!的?(?:" + _KIN + r")))(?:的)?")
-_ZH_KIN = re.compile(rf"^(?:我(?:的|家)?|咱)(?:{_KIN})(?:(?![倒也都还就又才却])[\u4e00-\u9fff]{{0,3}}?(?=叫|是|对|在|今年|也|很|特别|喜欢|不|有|下周|[，,]|$))?")
+_ZH_KIN = re.compile(rf"^(?:我们家|咱们家|咱家|我(?:的|家)?|咱)[大小二]?(?:{_KIN})(?:(?![倒也都还就又才却])[\u4e00-\u9fff]{{0,3}}?(?=叫|是|对|在|今年|也|很|特别|喜欢|不|有|下周|[，,]|$))?")
 # bare at a clause's start, these are the user's own: "老板叫郑凯", "猫平时不进卧室"
 _ZH_BARE_KIN = re.compile(r"^(?:老婆|妻子|太太|老公|丈夫|女儿|儿子|孩子|宝宝|老板|领导|经理|猫|狗|爸妈|父母|妈妈|爸爸|医生|房东|"
                           r"老妈|老爸|男朋友|女朋友|男友|女友|媳妇|老伴|闺女)")
@@ -98,13 +105,14 @@ _ZH_TIME_LEAD = re.compile(r"^(?:(?:下下|下|这|本)?个?(?:周|星期|礼拜
                            r"\d{1,2}月\d{1,2}[日号]|\d{1,2}月(?:份)?|\d{1,2}[日号]|明年|今年|最近|现在|目前|平时|以后|那天|"
                            r"早上|晚上|上午|下午|中午)+")
 # two characters after a kin word that are no name: "我妈生日", "我爸身体"
-_NOT_NAME = (r"(?:生日|今年|最近|现在|身体|工作|公司|家里|那边|这边|年纪|退休|平时|特别|一直|已经|非常|每天|以前|"
+_NOT_NAME = (r"(?:生日|今年|最近|现在|身体|工作|公司|家里|那边|这边|年纪|退休|平时|特别|一直|已经|非常|每天|以前|天天|整天|"
+             r"总是|经常|常常|老是|刚刚|刚才|今天|昨天|"
              r"以后|明天|后天|下周|上周|周末|晚上|早上|住院|上班|上学|出差|做饭|说过|也是|还是|就是|不是|不太)")
-_ZH_KIN_ANY = re.compile(rf"(?:我|和|跟|与|带|陪|给)(?:的|家)?({_KIN})((?!{_NOT_NAME})[\u4e00-\u9fff]{{2}}(?=$|[，,。是也的对在今很喜不有要吃下和去])|"
+_ZH_KIN_ANY = re.compile(rf"(?:我们家|咱家|我|和|跟|与|带|陪|给)(?:的|家)?[大小二]?({_KIN})((?!{_NOT_NAME})[\u4e00-\u9fff]{{2}}(?=$|[，,。是也的对在今很喜不有要吃下和去])|"
                          rf"[A-Za-z]+)?")
 _ZH_CALLED_ME = re.compile(r"^(?:大家|朋友们?|同事们?|家里人|家人|身边的人|别人)(?:都|一般|平时|经常)?(?:叫|喊|称呼)我")
 _ZH_OTHER = re.compile(r"^(?:你|您|这|那|大家|别人|有人|人家|谁)")
-_ZH_CHAIN = re.compile(r"(?:而且|并且|同时|但是|可是|不过(?!敏)|也(?!许)|还(?!是|好|行|不错|可以|挺|有))")
+_ZH_CHAIN = re.compile(r"(?:而且|并且|同时|但是|可是|不过(?!敏)|(?<![哪谁么儿])也(?!许)|还(?!是|好|行|不错|可以|挺|有))")
 _ZH_CONJ_START = re.compile(r"^(?:也|还|而且|并且|同时|另外|但|不过|可是|还有|以及)")
 _ZH_ALSO = re.compile(r"^(?:也|还|又)(?!是|行|好|不错|可以)")
 # "养了一只橘猫" / "有两只猫" introduce things; "叫橘子" / "一只叫年糕" then describe them
@@ -112,6 +120,11 @@ _ENTITY_END = re.compile(r"(?:[一两二三四五六七八九十几]|\d+|了|有
 _DESCRIBES = re.compile(r"^(?:它|他|她)?(?:叫|名字叫|名叫|今年|已经|才|快|是(?:只|一只|个|一个|条)|[一二三四五六七八九十两\d]+岁|"
                         r"[一两二三四五六七八九十\d](?:只|个|条|位)(?:叫|是))")
 _ZH_ASKED = re.compile(r"[?？]")
+# someone named by a noun, then a verb of saying: "牙医说…", "房东讲…"
+_ZH_OTHER_SAYS = re.compile(r"^(?!平时|一般|经常|总是|每天|现在|以前|最近|也|还|都)[\u4e00-\u9fff]{1,4}?"
+                            r"(?:说(?!话)|讲(?!话|究|课)|告诉我|提到)")
+# a verb of saying: the clauses after it report someone's words
+_ZH_SAYS = re.compile(r"^[^，,]{0,4}(?:说|讲|告诉|提到|觉得|认为)")
 
 
 def opens_with_predicate(clause: str) -> bool:
@@ -145,6 +158,20 @@ def _zh_chained(piece: str) -> list[tuple[str, bool]]:
     return out
 
 
+# a pronoun that opens a new clause in unmarked speech ("…住一个月他对鸡蛋过敏你帮我想想…"), unless a
+# verb or preposition before it takes it as its object ("跟你说", "帮我想想", "让他来")
+_ZH_RUN_SUBJECT = re.compile(r"(?<![跟和给让叫帮对陪带把被请问找像比与同替为向教送说是使令])(?=我们|我|你|他们|她们|他|她)")
+
+
+def _zh_runs(part: str, limit: int | None) -> list[str]:
+    """A long stretch of Chinese said without punctuation (voice input, an elderly typist) cut
+    before each pronoun that starts a new clause; a stretch under `limit` is left whole."""
+    if limit is None or len(part) < limit:
+        return [part]
+    cuts = [m.start() for m in _ZH_RUN_SUBJECT.finditer(part) if m.start() > 0]
+    return [part[a:b] for a, b in zip([0, *cuts], [*cuts, len(part)], strict=True) if part[a:b].strip()]
+
+
 def _strip_zh_filler(p: str) -> str:
     p = p.strip()
     while (m := ZH_FILLER.match(p)) is not None and m.end() > 0:
@@ -156,13 +183,14 @@ def _strip_zh_filler(p: str) -> str:
 
 EN_SENTENCE = re.compile(r"[^.!?;\n]+(?:\.(?:\d|[a-z]\.)[^.!?;\n]*)*[.!?;]*")
 EN_FILLER = re.compile(r"^(?:by the way|also|oh|ooh|ok|okay|well|so|and|but|actually|btw|yes|yeah|yep|hi there|hello there|"
-                       r"hey there|hi|hello|hey|finally|honestly|seriously|literally|frankly|personally|genuinely|good (?:morning|afternoon|evening)|side note|(?:that |which )?means|"
+                       r"hey there|hi+|hel+o+|he+y+|yo|ngl|imo|fyi|not gonna lie|to be honest|finally|honestly|seriously|literally|frankly|personally|genuinely|good (?:morning|afternoon|evening)|side note|(?:that |which )?means|"
                        r"anyway|plus|oh and|and also|haha+|lol|hmm+|hm|ugh|wow|nice|perfect|great|cool|thanks|thx|ta|"
                        r"fwiw|tbh|ah|right|sure|alright|hah|heh|hehe|omg|um+|uh+|big news|guess what|fun fact|"
                        r"quick update|update|gracias|merci|cheers|[-–—(]+)(?:\b|(?<=[-–—(]))[,!.:\s]*", re.I)
 _EN_SPLIT = re.compile(r"\s*,\s*(?:(?:and|but|so|plus|or|because|while|though|although|whereas)\s+)?(?:also\s+)?"
                        r"|\s+(?:and|but|plus|because|while|though|although|whereas)\s+(?:also\s+)?"
-                       r"|\s+[-–—]+\s+|\s+so\s+(?=(?:i|i'm|i've|i'll|my|we)\b)", re.I)
+                       r"|\s+[-–—]+\s+|\s+so\s+(?=(?:i|i'm|i've|i'll|my|we|it|it's|that|that's|there|there's|he|he's|she|she's|"
+                       r"they|they're|everyone|everybody|nobody)\b)", re.I)
 _ADVERB = (r"really|also|usually|always|never|often|sometimes|just|still|absolutely|totally|generally|normally|"
            r"rarely|only|even|already|mostly|definitely|actually|recently|currently|now|mainly|typically|"
            r"regularly|occasionally|basically|kind of|sort of|pretty much")
@@ -184,9 +212,14 @@ _EN_LEAD = re.compile(r"^(?:(?:next|this|last|on|in|at|by|every|each|after|befor
                       r"mornings|evening|evenings|night|nights|(?:mon|tues|wednes|thurs|fri|satur|sun)days?|the|a|"
                       r"few|couple|of|days|weeks|months|years|later|soon|lately|sometimes|then|\d+\w*),?\s+)+"
                       r"(?=(?:i|i'm|i've|i'll|i'd|my|we|we're)\b)", re.I)
+# a few words and a comma before the subject: "Heads up, I'm …", "Fun fact, my …"
+_EN_ASIDE = re.compile(r"^(?P<lead>[^,]{1,30}),\s*(?=(?-i:I|I'm|I've|I'll|I'd|my|My|we|We)\b)")
+_EN_WHEN = re.compile(r"\d|\b(?:next|this|last|tomorrow|tonight|today|yesterday|week|weekend|month|year|monday|tuesday|"
+                      r"wednesday|thursday|friday|saturday|sunday|january|february|march|april|may|june|july|august|"
+                      r"september|october|november|december|spring|summer|autumn|fall|winter|morning|evening)\b", re.I)
 _EN_MINE = re.compile(r"^(?:my|our)\b", re.I)
 _EN_BARE_KIN = re.compile(rf"^(?:{_EN_KIN_WORDS})\b(?=\s+(?:is|was|said|says|thinks|wants|has|likes|loves|hates|"
-                          r"works|lives|told|recommended|suggested|gets|got|will|can|can't)\b)", re.I)
+                          r"works|lives|told|recommended|suggested|gets|got|will|can|can't|passed|died|[a-z]+ed)\b)", re.I)
 _EN_REMOTE = re.compile(rf"^(?:my|our)\s+(?:(?:best|old|older|younger|little|big)\s+)?(?:{_EN_KIN_WORDS})'s\s+"
                         rf"(?:(?:ex|step|future|new|old|older|younger|little|big)[-\s])?(?:{_EN_KIN_WORDS})\b", re.I)
 # kin of several people, whom "they" names; kin the user says they have ("I have a 3-year-old son")
@@ -233,8 +266,8 @@ _NOT_GERUND = re.compile(r"^(?:thing|nothing|something|anything|everything|morni
                          r"hilarious|touching|worrying|puzzling|encouraging|insulting|overwhelming)$", re.I)
 _BE = re.compile(r"\b(?:i'm|i am|im)\b", re.I)
 # "like" and "just" that are no verb: "like I said", "like under 150 words", "just checking"
-_NOT_VERB = re.compile(r"^(?:like|just)\s+(?:i|you|he|she|we|they|that|this|under|over|about|around|once|twice|maybe|"
-                       r"totally|really|literally|a|an|the|\d)\b|^just\s+\w+ing\b", re.I)
+_NOT_VERB = re.compile(r"^(?:like|just)\s+(?:(?:i|you|he|she|we|they|that|this|under|over|about|around|once|twice|maybe|"
+                       r"totally|really|literally|a|an|the)\b|\d)|^just\s+\w+ing\b", re.I)
 _VERB_ELLIPSIS = re.compile(r"^(?:love|loves|like|likes|enjoy|hate|dislike|can't|cannot|can not|don't|adore|speak|"
                             r"got|finished|passed|graduated|started|quit|adopted|booked|joined|turned|"
                             r"prefer|work|live|moved|need|plan|planning|"
@@ -245,7 +278,7 @@ _EN_BARE_NOUN = re.compile(r"^(?!(?:the|a|an|this|that|it|there|he|she|they|you|
 # "…, it's remote", "…, which is great": says more of what the clause before it named
 _EN_DESCRIBES = re.compile(r"^(?:it's|it is|which is|which was)\s+(?!in\b|on\b|at\b|for\b|to\b|like\b)\w+", re.I)
 # what a bare noun names when it is the user's: "start date is May 4th", "goal is sub 1:50"
-_EN_ATTRIBUTE = re.compile(r"\b(?:date|goal|target|budget|name|birthday|deadline|job|role|title|plan|address|number|"
+_EN_ATTRIBUTE = re.compile(r"^favou?rite\b|\b(?:date|goal|target|budget|name|birthday|deadline|job|role|title|plan|address|number|"
                            r"size|schedule|salary|commute|flight|appointment|exam|interview|favou?rite|pb|time)$", re.I)
 _EN_POSSESSIVE = re.compile(r"\bmy\b", re.I)
 # "fantasy is ok-ish", "plain paragraphs are better": a bare noun judged, the speaker's taste
@@ -258,6 +291,8 @@ _EN_TAG = re.compile(r"^(?:right|correct|yeah|yes|no|huh|eh|ok|okay|true|isn't i
                      r"or not|yeah\?)$", re.I)
 _SUBORDINATE = re.compile(r"^(?:since|because|as|cause|cuz|given that|now that)\s+(?=i\b|i'm\b|my\b)", re.I)
 _AS_A = re.compile(r"^as an? ", re.I)
+# a writer naming themself as a message opens ("Hello dear, this is Margaret")
+_EN_THIS_IS = re.compile(r"^(?:[A-Za-z]+,\s*)?this is (?-i:[A-Z][\w'-]+(?:\s+[A-Z][\w'-]+)?)$", re.I)
 
 
 def _en_opens(text: str, be: bool) -> str | None:
@@ -293,6 +328,9 @@ def _en_ellipsis(text: str) -> str:
     that is the subject ("Swimming is fun") is left alone."""
     if _AS_A.match(text):
         return "I'm " + text[3:]
+    if re.match(r"^(?:home|back|off|away|out|stuck|sick|ill|laid up|in bed)\s+(?:with|from|sick|today|for|in|at|on)\b",
+                text, re.I):
+        return "I'm " + text[:1].lower() + text[1:]  # "home with a migraine today": where or how the speaker is
     if re.match(r"^not\s+(?:into|a fan|a big fan|big on|keen|interested|a huge fan|an? [\w-]+ person)\b", text, re.I):
         return "I'm " + text[:1].lower() + text[1:]
     m = re.match(r"^([A-Za-z'-]+)(\s+\S+)?", text)
@@ -329,12 +367,19 @@ def _en_pieces(sentence: str) -> list[tuple[str, str]]:
         dash = bool(re.search(r"[-–—]", m.group()))
         if dash and kind is None:
             kind = "other"
+        if re.fullmatch(r"\s+and\s+", m.group(), re.I) and re.search(r"\b(?:me|I)\s*$", left):
+            continue  # "the film night me and my dad do": one subject of two people
+        if kind == "self" and not out and not _is_clause(left) and re.search(r"\b(?:but|so)\b", m.group(), re.I):
+            start = m.end()  # "random but I can't stand tomatoes", "long story short, I quit": a lead-in
+            continue
         if kind is None or not (_is_clause(left) or dash):
             continue
+        if kind == "other" and re.search(r"\bso\b", m.group(), re.I):
+            kind = "so"  # "…passed away, so it's his first birthday without her": a consequence, no description
         out.append((kind0, carried + left))
         carried = (subject or "I ") if kind == "verb" else "I'm " if kind == "be" else ""
         kind0 = kind
-        if kind in ("self", "kin", "other"):
+        if kind in ("self", "kin", "other", "so"):
             be = bool(_BE.search(right[:40]))
             subject = _en_subject(right)
         start = m.end()
@@ -344,7 +389,8 @@ def _en_pieces(sentence: str) -> list[tuple[str, str]]:
 
 # "I'm Maria Fernandes, senior accountant at …": a name, then what the person is
 _INTRO = re.compile(r"^(?:i'm|i am|im|this is)\s+(?P<name>(?-i:[A-Z][\w'-]+(?:\s+[A-Z][\w'-]+){0,2}))\s*,\s*"
-                    r"(?P<role>(?!(?:and|but|so|i|you|what|how|can|could|nice|thanks)\b)[a-z][^,;]*)", re.I)
+                    r"(?P<role>(?!(?:and|but|so|i|you|what|how|can|could|nice|thanks|it|it's|that|that's|this|they|he|she)\b)"
+                    r"[a-z0-9][^,;]*)", re.I)
 
 
 def _introduction(s: str) -> str:
@@ -354,6 +400,10 @@ def _introduction(s: str) -> str:
     if m is None:
         return s
     role = m.group("role")
+    if role[:1].isdigit():
+        return f"my name is {m.group('name')} and I'm {role}{s[m.end():]}"  # "I'm Zoe, 16"
+    if _EN_VERB.match(role) or re.match(r"^(?:just|recently|currently|now)\s+\w+ed\b|^\w+ed\b", role, re.I):
+        return f"my name is {m.group('name')} and I {role}{s[m.end():]}"  # "I'm Wei, just moved to Toronto"
     if not re.match(r"^(?:a|an|the|from|in|at|on|based|originally|living|working|\w+ing)\b", role, re.I):
         role = ("an " if role[:1].lower() in "aeiou" else "a ") + role
     return f"my name is {m.group('name')} and I'm {role}{s[m.end():]}"
@@ -369,7 +419,9 @@ def _en_subject(text: str) -> str | None:
     pronoun = re.match(r"^(?:he|she)\b", t, re.I)
     if pronoun is not None:
         return pronoun.group() + " "
-    return None if _EN_OTHER.match(t) else "I "
+    if _EN_OTHER.match(t) or _EN_REQUEST.match(t):
+        return None  # "use British spelling … and never suggest …": the one asked does it, not "I"
+    return "I "
 
 
 def _strip_en_filler(text: str) -> str:
@@ -385,9 +437,9 @@ def _is_clause(text: str) -> bool:
     """Whether a piece says something of its own (a verb), not just "Next month" or "My
     manager, Tom"."""
     t = text.strip()
-    return bool(re.search(r"\b(?:i|we|they|he|she)\s+\w|\b(?:i'm|i've|i'd|im|is|are|am|was|were|has|have|had|do|"
+    return bool(re.search(r"\b(?:i|we|they|he|she)\s+\w|\b(?:it|there|everyone|everybody|nobody|someone)\s+[a-z]+ed\b|\b(?:i'm|i've|i'd|im|is|are|am|was|were|has|have|had|do|"
                           r"does|did|can|will|would)\b|'s\s", t, re.I)
-                or any(_EN_VERB.match(t[m.start():]) for m in re.finditer(r"\b\w", t)))
+                or any(_EN_VERB.match(t[m.start():]) for m in re.finditer(r"\b\w", t)) or _EN_BARE_KIN.match(t) is not None)
 
 
 # ---- the reader -----------------------------------------------------------------------------
@@ -400,6 +452,9 @@ class Reader:
     referent: str | None = None  # the user's person or thing last named: "my sister", "我老婆"
     remote: bool = False  # the last person named is nobody of the user's (我朋友的表哥)
     names: set[str] = field(default_factory=set)  # names the user gave their people and pets
+    # a Chinese run this long without a mark is cut where a new subject starts (config
+    # `extraction.offline_runon_chars`); None: read as marked
+    runon_chars: int | None = None
 
     def read(self, text: str, *, after_question: bool = False) -> Iterator[Clause]:
         """The clauses of one user message. `after_question`: the assistant just asked
@@ -420,7 +475,11 @@ class Reader:
                 continue
             asked = bool(_ZH_ASKED.search(sentence[-2:]))
             body = sentence.rstrip("。！？!?～~… ")
-            pieces = [p for part in _ZH_PUNCT.split(body) for p in _zh_chained(part)]
+            head = heading(body)
+            if head is not None:  # "先说好：我受不了…", "先做个自我介绍：陈嘉怡，31，深圳"
+                body = head[1]
+            pieces = [p for part in _ZH_PUNCT.split(body) for run in _zh_runs(part, self.runon_chars)
+                      for p in _zh_chained(run)]
             out: list[Clause] = []
             for raw, chained in pieces:
                 p = _strip_zh_filler(raw)
@@ -449,8 +508,8 @@ class Reader:
             self.referent, self.remote = None, True
             return Clause(p, "other"), None
         kin = _ZH_KIN.match(core)
-        if kin is not None:
-            return Clause(p, "kin"), kin.group()
+        if kin is not None:  # "医生说不能喝冰的，也不能吃辣": what follows their words is theirs to say
+            return Clause(p, "kin"), None if _ZH_SAYS.search(core[kin.end():]) else kin.group()
         own = _ZH_SELF.match(core)
         if own is not None:
             body = _ZH_ALSO.sub("", core[own.end():], count=1)  # "我也对芒果过敏" says "我对芒果过敏"
@@ -464,16 +523,19 @@ class Reader:
         bare = _ZH_BARE_KIN.match(core)
         if bare is not None:
             self.referent, self.remote = "我的" + bare.group(), False
-            return Clause(when + "我的" + core, "kin"), "我的" + bare.group()
+            return Clause(when + "我的" + core, "kin"), None if _ZH_SAYS.search(core[bare.end():]) else "我的" + bare.group()
         name = next((n for n in self.names if core.startswith(n)), None)
         if name is not None:
             return Clause(p, "kin"), name
         if _ZH_CALLED_ME.match(core):
             return Clause(p, "user"), topic  # "大家都叫我静静": the user's name, said by others
         if _ZH_OTHER.match(core) or topic is None or _ZH_THIRD.search(core):
-            return Clause(p, "other"), topic
+            # "据说是前主人教的，现在怎么都改不掉": what follows hearsay is the hearsay's too
+            return Clause(p, "other"), None if re.search(r"听说|据说", core) else topic
         if "我" in core:  # "医生让我少吃盐", "住的话我比较喜欢民宿": the user is in it already
             return Clause(p, "user"), topic
+        if _ZH_OTHER_SAYS.match(core):  # "牙医说不能吃太硬的，也…": someone's words, and what follows them
+            return Clause(p, "other"), None
         body = _ZH_ALSO.sub("", p, count=1)
         return Clause(topic + body, "user" if topic == "我" else "kin", carried=True), topic
 
@@ -494,20 +556,30 @@ class Reader:
 
     def _en(self, text: str, after_question: bool) -> Iterator[Clause]:
         sentences = [m.group().strip() for m in EN_SENTENCE.finditer(text) if m.group().strip()]
+        listing = False  # a heading about the user ("Things about me:") opened a list of bare items
         for n, sentence in enumerate(sentences):
             asked = sentence.endswith("?")
             body = sentence.rstrip(".!?; ")
+            head = heading(body)
+            if head is not None:  # "Heads up: my standup moved", "Quick intro: Priya, staff engineer"
+                body, mine = head[1], head[0] == "self"
+                listing = listing or (mine and not body)
+            else:
+                mine = False
             pieces = _en_pieces(body)
             out: list[Clause] = []
             for kind, p in pieces:
                 if not p:
                     continue
-                if out and out[-1].about in ("user", "kin") and _EN_DESCRIBES.match(p):
+                if out and out[-1].about in ("user", "kin") and _EN_DESCRIBES.match(p) and kind != "so":
                     out[-1].text = f"{out[-1].text}, {p}"  # "…at Fernleaf and it's remote": the job is
                     continue
                 clause = self._en_clause(p, kind)
-                if clause.about == "none" and after_question and n == 0 and not out:
-                    clause.about = "answer"  # "product designer, fully remote"
+                if n == 0 and not out and _EN_THIS_IS.match(p):
+                    clause.about = "user"  # "Hello dear, this is Margaret": who is writing
+                if clause.about == "none" and ((after_question and n == 0 and not out) or (
+                        (mine or listing) and not _EN_OTHER.match(p))):
+                    clause.about = "answer"  # "product designer, fully remote"; an item of "about me:"
                 clause.sentence, clause.lang, clause.said = sentence, "en", p
                 out.append(clause)
             if asked and out:
@@ -521,8 +593,11 @@ class Reader:
 
     def _en_clause(self, p: str, kind: str) -> Clause:
         clause = self._en_about(p, kind)
+        named = [m for m in _EN_KIN_ANY.finditer(p)]
+        if clause.about not in ("user", "kin") and named and not re.match(
+                rf"'s\s+(?:{_EN_KIN_WORDS})\b", p[named[-1].end():], re.I):
+            self.referent, self.remote = named[-1].group(), False  # "a message for my dad? He's turning 60"
         if clause.about in ("user", "kin"):
-            named = [m for m in _EN_KIN_ANY.finditer(p)]
             if named and not re.match(rf"'s\s+(?:{_EN_KIN_WORDS})\b", p[named[-1].end():], re.I):
                 self.referent, self.remote = named[-1].group(), False  # not "my friend's cousin"
             elif (had := _EN_HAVE_KIN.search(p)) is not None:
@@ -534,6 +609,11 @@ class Reader:
         if lead is not None and lead.end() > 0:  # "Next week I have to…", "When I fly I prefer…"
             clause = self._en_about(p[lead.end():], kind)
             return Clause(p[:lead.end()] + clause.text, clause.about, clause.asked, clause.carried)
+        aside = _EN_ASIDE.match(p)
+        if aside is not None and not _is_clause(aside.group("lead")):  # "Heads up, I'm moving…": a lead-in
+            clause = self._en_about(p[aside.end():], kind)
+            keep = p[:aside.end()] if _EN_WHEN.search(aside.group("lead")) else ""  # "In May, I…" keeps its time
+            return Clause(keep + clause.text, clause.about, clause.asked, clause.carried)
         if kind == "ask" or _EN_ASK.match(p):
             return Clause(p, "other", asked=True)
         if _EN_REMOTE.match(p):

@@ -499,6 +499,10 @@ class ExtractionConfig(_Section):
     # March", "下周三要做产品评审") is kept until the last day its words name plus this many
     # days: it is still talked about just after ("how did the race go?"), then gone
     plan_margin_days: int = Field(7, ge=0)
+    # not from a seed (issue 29): a Chinese run of this many characters with no punctuation
+    # (voice input, "我们家小孙子下个礼拜天过来住一个月他对鸡蛋过敏你帮我想想…") is cut into clauses
+    # where a pronoun opens a new one; a marked clause is rarely this long (dev, holdout: ≤ 21)
+    offline_runon_chars: int = Field(24, ge=8)
     # Not from a seed (issue 28): the offline extractor, the extractive summaries and episodes
     # read each turn's first this many characters. A pasted page is read by its start: a
     # session of 1.2 M characters took 54 s to end (42 s summarising), in the request

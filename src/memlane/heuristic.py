@@ -22,61 +22,29 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime
 
+from memlane import chatter, validate
 from memlane import statements as st
-from memlane import validate
 from memlane.clauses import EN_SENTENCE, ZH_SENTENCE, Clause, Reader, opens_with_predicate, unquoted
+from memlane.commands import (
+    EN_LEAD_FILLER,
+    ZH_LEAD_FILLER,
+    command,
+    is_ack,
+    is_command,
+    is_command_sentence,
+    tail_command,
+    units,
+)
 from memlane.config import Config
 from memlane.dates import upcoming
 from memlane.extraction import Extraction, Operation
 from memlane.models import Turn
 from memlane.policy import category_for, initial_score, retention
+from memlane.spoken import as_meant, offers
 from memlane.statements import conjugated, same_words, third_person  # re-exported: jobs, the tests
 from memlane.text import has_cjk, language_of
 
-# the commands' own readings (remember / forget): unchanged by the clause reader's
-_ZH_SENTENCE = ZH_SENTENCE
-_EN_SENTENCE = EN_SENTENCE
-# words before a command that are not what it points at; "算了" / "never mind" take back what
-# was just said ("算了，忘掉那个", issue 30), so they are read the same way, however many lead
-_ZH_FILLER = re.compile(r"^(?:(?:对了|另外|还有|而且|其实|嗯|哦|所以|但是|不过|是的|好的|好主意|然后|因为|顺便说一下|顺便|"
-                        r"算了|不对|等等|等一下|哎呀|哎|唉|呃)[，,、\s]*)+")
-_EN_FILLER = re.compile(r"^(?:(?:by the way|also|oh|ok|okay|well|so|and|but|actually|btw|yes|yeah|hi|hello|"
-                        r"never ?mind|wait|hmm+|oops|sorry|on second thought)\b[,\s]*)+", re.I)
-# a sentence that only takes back what was said ("算了。", "Never mind.") says nothing itself
-_RETRACT = re.compile(r"^(?:算了|算了吧|不对|等等|never ?mind|scratch that|wait)$", re.I)
 
-
-def _r(p: str) -> re.Pattern[str]:
-    return re.compile(p, re.IGNORECASE)
-
-
-_ZH_REMEMBER = _r(r"^(?:请|帮我)?(?:记住|记下|记一下|记得)(?:了|吧)?[：:，,\s]*(?P<x>.*)$")
-_ZH_FORGET = _r(r"^(?:请|帮我)?(?:忘掉|忘记|别再记着|不要再记着)(?:关于)?(?P<x>.*?)(?:这件事|的事|吧|这条|这个记忆)?$")
-_EN_REMEMBER = _r(r"^(?:please )?(?:remember|note|keep in mind)(?: that)?[:,\s]+(?P<x>.*)$|^(?:please )?remember this$")
-_EN_FORGET = _r(r"^(?:please )?forget (?:about )?(?:that )?(?P<x>.*)$|^(?:please )?forget (?:it|that|this)$")
-# "别记这个", "刚才那个不用记了", "don't save that": a request not to keep what was just said.
-# Only the pointing form: "别记错了" / "不要记恨他" name no memory, so no words may follow the verb
-_ZH_DONT_KEEP = _r(r"^(?:请)?(?:刚才|刚刚)?(?:说的)?(?:这个|那个|这些|那些|这件事|那件事|这条|那条|这句|那句|它)?(?:就|也)?"
-                   r"(?:不用|不要|别|无需|不必|没必要)(?:再)?(?:记|记住|记下|记着|记录)(?:下来)?"
-                   r"(?:这个|那个|这些|那些|这件事|那件事|这条|那条|这句|那句|它)?(?:了|啦|吧|哦)*(?P<x>)$")
-_EN_DONT_KEEP = _r(r"^(?:please )?(?:don'?t|do not|no need to|you don'?t (?:need|have) to)\s+"
-                   r"(?:remember|save|store|keep|note|write down|record)\s+(?:this|that|it)(?: down)?(?P<x>)$")
-# a command closing a sentence points back at it: "我的车牌是浙A12345，记住这个", "…, remember that"
-_ZH_TAIL = _r(r"^(?P<rest>.*?[^，,；;\s])[，,；;\s]++(?P<cmd>(?:请|帮我)?(?:记住|记下|记一下|忘掉|忘记)(?:这个|这点|这件事|那个|那件事|它)?(?:吧|了)?"
-              r"|(?:这个|那个|这件事|那件事)?(?:就)?(?:不用|不要|别)(?:再)?(?:记|记住|记下|记着)(?:这个|那个|它)?(?:了|吧)?)$")
-_EN_TAIL = _r(r"^(?P<rest>.*?[^,;\s])[,;\s]++(?P<cmd>(?:please )?(?:remember|note|forget) (?:this|that|it)"
-              r"|(?:please )?(?:don'?t|do not|no need to) (?:remember|save|store|keep|note) (?:this|that|it))$")
-# the tail commands that ask not to keep what the sentence said
-_TAIL_FORGETS = _r(r"忘|forget|不用|不要|别|don'?t|do not|no need")
-# "记住这个：…" / "remember this: …" — the words after the colon are what is meant
-_DEICTIC_LEAD = _r(r"^(?:这个|这点|这件事|这些|下面的?|以下|this|that|the following)\s*[：:，,]\s*")
-_DEICTIC = {"", "这个", "这点", "这些", "这件事", "那个", "那件事", "那些", "它", "this", "that", "it", "这", "那"}
-# what an assistant says to acknowledge is never what the user means by "this" (issue 13)
-_ACK_WORD = _r(r"^(?:你好|您好|hi|hello|hey|好的|好滴|好嘞|好|嗯+|哦+|噢|收到|明白了|明白|知道了|了解|没问题|当然|谢谢|多谢|行|"
-               r"ok(?:ay)?|sure|got it|noted|understood|alright|all right|will do|of course|thank you|thanks|"
-               r"yes|yeah|no problem|great|cool|perfect)(?![\w])[\s,，.。!！~、]*")
-_ACK_TAIL = _r(r"^(?:我)?(?:会|已经|已)?(?:记住|记下|记好)(?:了|啦)?(?:的|啦)?|"
-               r"I(?:'ll| will| have|'ve)? (?:remember|noted?|keep in mind)(?: (?:that|it|this))?")
 def _today(turn: Turn, now: datetime) -> date:
     """The day the user spoke: what "tomorrow" and "next March" count from."""
     at = turn.created_at or now
@@ -93,6 +61,7 @@ class _Ctx:
     today: date
     standing: bool
     message: str = ""
+    offer_reply: str = ""  # the message's first sentence, when it answers the assistant's offer
 
 
 @dataclass
@@ -115,27 +84,31 @@ class HeuristicExtractor:
 
     def extract(self, turns: Sequence[Turn], *, now: datetime) -> Extraction:
         result = Extraction(language=language_of(" ".join(t.content for t in turns if t.role == "user")))
-        reader = Reader()
+        reader = Reader(runon_chars=self.config.extraction.offline_runon_chars)
         said: list[_Said] = []
         asked = False  # the assistant's last message asked something: a bare reply answers it
+        offered = False  # it offered to do something: a bare reply accepts or declines
         standing = False  # the user is setting rules: "另外…" / "also…" in the next message goes on
         order = 0
         for turn in turns:
             if turn.role == "assistant":
-                asked = bool(re.search(r"[?？]\s*$|[吗呢]\s*$", turn.content.strip())) and not st.HOW_FEEL.search(turn.content)
+                offered = offers(turn.content)  # "want me to …?": the reply says yes or no, no fact
+                asked = (bool(re.search(r"[?？]\s*$|[吗呢]\s*$", turn.content.strip())) and not st.HOW_FEEL.search(turn.content)
+                         and not offered)
                 continue  # the assistant's words are not the user's facts
             if turn.role != "user":
                 continue
-            text = unquoted(turn.content[: self.config.extraction.offline_turn_chars])  # a pasted page: its start
+            text = as_meant(unquoted(turn.content[: self.config.extraction.offline_turn_chars]))  # a pasted page: its start
             standing = bool(st.ZH_STANDING.search(text) or st.EN_STANDING.search(text)
                             or (standing and st.GOES_ON.match(text.strip())))
-            ctx = _Ctx(now, _today(turn, now), standing, text)
+            first = next((m.group().strip() for m in ZH_SENTENCE.finditer(text) if m.group().strip()), "")
+            ctx = _Ctx(now, _today(turn, now), standing, text, first if offered else "")
             items, sentences = self._turn(text, reader, ctx, asked, order)
             said += items
             for k, sentence in sentences:
                 said = self._corrected(said, k, sentence, now)
             order += len(sentences) + 1
-            asked = False
+            asked = offered = False
         ops = [s.op for s in said if s.op is not None]
         result.operations = _fitting(ops + self._named(ops, now), self.config)
         return result
@@ -152,8 +125,8 @@ class HeuristicExtractor:
             if not sentence or len(sentence) > self.config.extraction.heuristic_max_sentence_chars:
                 continue
             places.setdefault(sentence, order + len(places))
-            if _is_command(sentence):  # commands() handles these, in both modes
-                what = (_command(sentence) or ("", "", True))[1] or (_tail(sentence) or ("", ""))[0]
+            if is_command_sentence(sentence):  # commands() handles these, in both modes
+                what = (command(sentence) or ("", "", True))[1] or (tail_command(sentence) or ("", ""))[0]
                 if what:
                     out.append(_Said(None, sentence, places[sentence], what))
                 continue
@@ -172,6 +145,8 @@ class HeuristicExtractor:
             if _joins(clause, out):
                 continue
             op = self._clause(clause, ctx)
+            if op is not None and _after_rule(clause, op, out):
+                continue
             if op is not None:
                 out.append(_Said(op, clause.sentence, where))
         return out, sorted((k, sentence) for sentence, k in places.items())
@@ -180,7 +155,8 @@ class HeuristicExtractor:
 
     def _clause(self, c: Clause, ctx: _Ctx) -> Operation | None:
         """The operation one clause gives, if it says something about the user."""
-        if c.asked or c.about == "other" or not c.text or st.consumed(c):
+        addressed = c.lang == "zh" and c.about == "other" and re.match(r"^(?:你|您)", c.said)  # "你跟我说话简单点": an ask
+        if c.asked or (c.about == "other" and not addressed) or not c.text or st.consumed(c):
             return None
         if c.lang == "zh":
             return self._zh_clause(c, ctx)
@@ -196,15 +172,17 @@ class HeuristicExtractor:
         said = c.said if c.carried else re.sub(r"^我", "", text)
         if (st.ZH_REQUEST.search(said) and (c.carried or not st.ZH_ENDING_REQUEST.search(said)) or st.ZH_REQUEST.match(text)
                 or (st.ZH_ENDING_REQUEST.search(said) and st.ZH_ANSWER_VERB.match(said))):
-            if (standing or st.ZH_STANDING.search(text)) and st.ZH_HOW_TO_ANSWER.search(said):
-                return self._add("用户要求：" + st.third_person_zh(st.tidy(c.said)), st.STANDING_RULE, now)
+            if ((standing or st.ZH_STANDING.search(text)) and st.ZH_HOW_TO_ANSWER.search(said)) or (
+                    st.ZH_ANSWER_FORM.search(said) and not st.zh_today(c.sentence)):  # "今天网不好，回复简短点": for today
+                ask = re.sub(r"^(?:你|您)(?:就|也|以后)?", "", st.tidy(c.said))  # the one asked is the assistant
+                return self._add("用户要求：" + st.third_person_zh(re.sub(r"[啊呀哈吧]+$", "", ask)), st.STANDING_RULE, now)
             return None  # a request for now ("帮我查一下"), or a courtesy ("以后请多关照")
         if st.ZH_WISH_NOW.match(text) or st.ZH_TRY.search(said) or st.ZH_BARE_OPINION.match(text):
             return None  # "想找几首…的歌", "下次带去给指挥听听", "我觉得不专业": the moment's wish or verdict
         if (c.about == "kin" and st.ZH_HEARSAY.match(text)) or st.ZH_ABOUT_CHAT.search(text) or st.ZH_WE_EPISODE.match(st.tidy(text)) or st.ZH_TASK.search(text):
             return None  # "我同事说他邻居家小孩也花生过敏": a third person's news
         verdict = st.ZH_VERDICT.match(said)
-        if (verdict is not None and st.zh_rule(text) is None and not re.match(r"[这那你它他她]", said) and not st.zh_today(said)
+        if (verdict is not None and st.zh_rule(text) is None and not chatter.zh_about_the_chat(said) and not re.match(r"[这那你它他她]", said) and not st.zh_today(said)
                 and not st.ZH_MOMENT.search(verdict.group("n"))):  # "今天天气不错": the day's, not a taste
             return self._add("用户觉得" + st.tidy(said), st.Rule(re.compile(""), "", "preference", "medium", None, "喜好"), now)
         if (c.carried and c.about == "user" and st.in_question(c) and st.ZH_SETTING.match(said)
@@ -219,6 +197,9 @@ class HeuristicExtractor:
             if rule.template == "用户{x}" and groups["x"].count("用户"):
                 content = groups["x"]  # "下周三我要…": the user is named in the words already
             return self._dated_plan(content, rule, ctx, (text, c.sentence))
+        if chatter.zh_no_fact(c, opens_message=re.sub(r"^[\W喂嘿哎诶]+", "", ctx.message).startswith(c.said)) or (
+                ctx.offer_reply == c.sentence and c.carried):
+            return None  # "同事都这么叫我", "思路可以", "要的" (yes to an offer): nothing of the user's
         if not self._zh_says_something(c, said):
             return None
         generic = st.zh_generic(text, today)
@@ -234,7 +215,7 @@ class HeuristicExtractor:
         size = len(re.findall(r"[\u4e00-\u9fffA-Za-z0-9]", body))
         if st.ZH_HEDGE.match(body) or size < 2 or st.ZH_EMPTY.match(body) or st.ZH_CRAVING.match(body):
             return False  # "到了", "我知道", "想吃火锅了": the moment, not the person
-        if st.zh_today(c.text) or (c.carried and st.zh_today(c.sentence)):
+        if st.zh_today(c.text) or (c.carried and st.zh_today(c.sentence)) or chatter.zh_days_story(c):
             return bool(st.ZH_HEALTH.search(c.text))  # today's condition holds a day; today's mood, not at all
         return not (st.ZH_MOMENT.search(body) and len(body) <= 10)
 
@@ -247,12 +228,17 @@ class HeuristicExtractor:
                 c.about == "kin" and st.EN_TODAY.search(s) and not (st.EN_HEALTH.search(s) or st.EN_LASTING.search(s))):
             return None  # "and 'two tickets please'": words to work on, not the user's
         if c.about in ("request", "none"):
-            if (standing and not re.match(r"^(?:it|that|this|they)\b|^\w+$", s, re.I)) or (
-                    c.about == "request" and st.EN_STANDING.search(s)):
+            if (standing and (c.about == "request" or st.EN_BARE_ASK.search(s))) or (
+                    c.about == "request" and (st.EN_STANDING.search(s) or (
+                        st.EN_ANSWER_FORM.match(s) and not st.EN_TODAY.search(c.sentence)))):
                 ask = st.third_person_en(st.EN_POLITE.sub("", s))
+                if len(re.findall(r"[A-Za-z0-9]+", ask)) < 2 or ask.lower() in ("please", "pls", "plz"):
+                    return None  # ", please", "thanks": politeness, no rule
                 return self._add(f"The user asks: {ask}.", st.STANDING_RULE, now)
             return None
         s = st.before_doubt(s)
+        bare = st.EN_POINTER_PHRASE.sub("", s)  # "is flying in from Perth for it": the trip is named elsewhere
+        s = bare if len(bare.split()) >= 4 and not re.search(r"\b(?:it|them|this|that|him|her)\b", bare, re.I) else s
         if (not s or st.EN_NEED_OUTPUT.search(s) or st.EN_WE_EPISODE.match(s) or st.EN_HEARSAY.match(s)
                 or st.EN_TASK.search(s)):
             return None  # "if …", "need invitation wording", "we moved it": no standing fact of the user
@@ -263,7 +249,8 @@ class HeuristicExtractor:
         if any(rule.pattern.search(s) for rule in st.EN_RULES):
             op = self.statement(s, now=now, today=today, context=c.sentence, message=ctx.message)
             return None if op is None or st.EN_POINTS_AWAY.search(op.content or "") else op
-        if st.EN_MOMENT.search(s) or (st.EN_TODAY.search(s) and not st.EN_HEALTH.search(s)):
+        if st.EN_MOMENT.search(s) or (st.EN_TODAY.search(s) and not st.EN_HEALTH.search(s)) or chatter.en_no_fact(
+                c, s, dated=any(upcoming(t, today) for t in (s, c.sentence))):
             return None
         content = st.third_person(s)
         if (st.EN_OBJECT_PRONOUN.match(content) or len(re.findall(r"[A-Za-z0-9]+", content)) < 4
@@ -280,7 +267,7 @@ class HeuristicExtractor:
         sentence, where a plan's date may sit outside its clause."""
         if language_of(sentence) == "zh":
             return None
-        s = _EN_FILLER.sub("", sentence.strip())
+        s = EN_LEAD_FILLER.sub("", sentence.strip())
         if st.EN_ASKING.match(s):
             return None
         for rule in st.EN_RULES:
@@ -442,6 +429,26 @@ def _joins(c: Clause, out: list[_Said]) -> bool:
     return True
 
 
+_ZH_RULE_LEAD = "用户要求："
+
+
+def _after_rule(c: Clause, op: Operation, out: list[_Said]) -> bool:
+    """A Chinese clause said after a rule in the same sentence: a bare "how" joins the rule
+    ("以后别给我发那么长，简短点": one rule); a clause without a subject of its own is the
+    reason for it ("别叫我亲，听着跟淘宝客服似的") and is no fact. True: nothing more to keep."""
+    last = out[-1] if out else None
+    if c.lang != "zh" or last is None or last.op is None or last.sentence != c.sentence:
+        return False
+    before = last.op.content or ""
+    if not before.startswith(_ZH_RULE_LEAD):
+        return False
+    content = op.content or ""
+    if content.startswith(_ZH_RULE_LEAD) and len(st.tidy(c.said)) <= 4:  # "简短点": how, said of the rule before
+        out[-1] = replace(last, op=replace(last.op, content=f"{st.tidy(before)}，{content[len(_ZH_RULE_LEAD):]}"))
+        return True
+    return not content.startswith(_ZH_RULE_LEAD) and c.carried and st.zh_rule(c.text) is None
+
+
 _EN_REQUEST_VERB = re.compile(r"\b(?:translate|summari[sz]e|proofread|rewrite|rephrase|fix|check|edit|improve|"
                               r"correct|explain|format|shorten|polish)\b", re.I)
 
@@ -452,82 +459,10 @@ def _material_cut(sentence: str) -> str:
     m = re.search(r"[：:]", sentence)
     if m is None:
         return sentence
-    head = _ZH_FILLER.sub("", _EN_FILLER.sub("", sentence[:m.start()].strip()))
+    head = ZH_LEAD_FILLER.sub("", EN_LEAD_FILLER.sub("", sentence[:m.start()].strip()))
     if st.ZH_REQUEST.match(head) or _EN_REQUEST_VERB.search(head) or re.search(r"翻译|改写|润色|总结|解释|校对|检查", head):
         return sentence[:m.start()]
     return sentence
-
-
-def _command(sentence: str) -> tuple[str, str, bool] | None:
-    """("remember" | "forget", what, points_back) for a command sentence; None otherwise.
-    `points_back`: "this / that / 这个" with nothing after it, so the referent is elsewhere."""
-    # a sentence keeps its closing mark ("remember that!"): the patterns read the words
-    s = _ZH_FILLER.sub("", _EN_FILLER.sub("", sentence.strip().rstrip(".!?;。！？； ")))
-    for kind, patterns in (("remember", (_ZH_REMEMBER, _EN_REMEMBER)),
-                           ("forget", (_ZH_FORGET, _EN_FORGET, _ZH_DONT_KEEP, _EN_DONT_KEEP))):
-        m = next((m for p in patterns if (m := p.match(s)) is not None), None)
-        if m is not None:
-            what = st.tidy(_DEICTIC_LEAD.sub("", m.group("x") or ""))
-            return (kind, "", True) if what.lower() in _DEICTIC else (kind, what, False)
-    return None
-
-
-def _tail(sentence: str) -> tuple[str, str] | None:
-    """(statement, "remember" | "forget") for "…，记住这个" / "…, remember that"."""
-    # a sentence keeps its closing mark ("remember that!"): the patterns read the words
-    s = _ZH_FILLER.sub("", _EN_FILLER.sub("", sentence.strip().rstrip(".!?;。！？； ")))
-    m = _ZH_TAIL.match(s) or _EN_TAIL.match(s)
-    if m is None:
-        return None
-    return st.tidy(m.group("rest")), "forget" if _TAIL_FORGETS.search(m.group("cmd")) else "remember"
-
-
-def _is_command(sentence: str) -> bool:
-    return _command(sentence) is not None or _tail(sentence) is not None
-
-
-def is_ack(text: str) -> bool:
-    """Whether a message only acknowledges ("好的", "Got it.", "好的，我记住了"): it is never
-    what "this" means."""
-    t = text.strip()
-    while (m := _ACK_WORD.match(t)) is not None and m.end() > 0:
-        t = t[m.end():]
-    t = st.tidy(t)
-    return not t or _ACK_TAIL.fullmatch(t) is not None
-
-
-def _is_question(sentence: str, end: str) -> bool:
-    s = st.tidy(sentence)
-    return any(st.QUESTION_END.match(c) for c in end) or bool(st.ZH_QUESTION.search(s)) or bool(st.EN_QUESTION.match(s))
-
-
-def _units(text: str, max_chars: int | None = None) -> list[tuple[str, str]]:
-    """A user message as ("say" | "ask" | "remember" | "forget" | "remember?" | "forget?",
-    text) units in order; "remember?": a command that points back. Acknowledgements dropped.
-    A sentence over `max_chars` (a pasted document) is read as said, without the patterns."""
-    splitter = _ZH_SENTENCE if language_of(text) == "zh" else _EN_SENTENCE
-    out: list[tuple[str, str]] = []
-    for m in splitter.finditer(text):
-        sentence = m.group().strip()
-        if not sentence:
-            continue
-        if max_chars is not None and len(sentence) > max_chars:
-            out.append(("say", st.tidy(sentence)))
-        elif (cmd := _command(sentence)) is not None:
-            kind, what, back = cmd
-            out.append((kind + "?", "") if back else (kind, what))
-        elif (tail := _tail(sentence)) is not None:
-            out += [("say", tail[0]), (tail[1] + "?", "")]
-        elif _is_question(sentence, sentence[-1:] + text[m.end():m.end() + 1]):  # its own mark, or the next
-            out.append(("ask", sentence))
-        elif not is_ack(sentence) and not _RETRACT.match(st.tidy(sentence).rstrip(".!?。！？ ")):
-            out.append(("say", st.tidy(sentence)))
-    return out
-
-
-def is_command(text: str, max_chars: int | None = None) -> bool:
-    """Whether a user message says "remember …" or "forget …" (记住…/忘掉…) anywhere."""
-    return any(kind in ("remember", "forget", "remember?", "forget?") for kind, _ in _units(text, max_chars))
 
 
 _REMEMBERED = "the user asked to remember it"
@@ -579,11 +514,11 @@ def _read_commands(turns: Sequence[Turn], config: Config, now: datetime,
             continue
         if turn.role != "user":
             continue
-        units = _units(turn.content[: config.extraction.offline_turn_chars], config.extraction.heuristic_max_sentence_chars)
-        said = [t for k, t in units if k == "say"]
+        read = units(turn.content[: config.extraction.offline_turn_chars], config.extraction.heuristic_max_sentence_chars)
+        said = [t for k, t in read if k == "say"]
         here = _Topic(_joined(said)) if said else topic
         if turn.seq > after_seq:
-            for kind, what in units:
+            for kind, what in read:
                 if kind in ("say", "ask"):
                     continue
                 ref = _Topic(what) if what else here
@@ -598,10 +533,10 @@ def _read_commands(turns: Sequence[Turn], config: Config, now: datetime,
                            if not (op.op == "ADD" and op.reason == _REMEMBERED and op.content == gone)]
                     ops.append((turn.seq, Operation("FORGET", query=ref.text, source="user",
                                                     reason=f"the user asked to forget: {st.tidy(turn.content)[:200]}")))
-        explicit = [w for k, w in units if k in ("remember", "forget") and w]
+        explicit = [w for k, w in read if k in ("remember", "forget") and w]
         if said or explicit:
             topic, asked = (here if said else _Topic(explicit[-1])), False
-        elif any(k == "ask" for k, _ in units):
+        elif any(k == "ask" for k, _ in read):
             asked = True
     return ops
 

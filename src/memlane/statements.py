@@ -45,7 +45,7 @@ _ZH_RULES = [
          "用户{a}{v}{x}", "preference", "high", None, "饮食"),
     Rule(_r(r"^我对(?P<x>.{1,20}?)(?:也|都|一直|完全|真的)?(?:不感冒|无感|没兴趣|不感兴趣|没什么兴趣)"), "用户对{x}不感兴趣",
          "preference", "medium", None, "不喜欢"),
-    Rule(_r(r"^我(?P<a>比较|很|非常|特别|最|挺|超|更)?(?P<v>讨厌|不喜欢|受不了|不爱)(?P<x>.{1,40})"), "用户{a}{v}{x}", "preference", "medium", None, "不喜欢"),
+    Rule(_r(r"^我(?P<a>比较|很|非常|特别|最|挺|超|更)?(?P<v>讨厌|不喜欢|受不了|不爱|(?<=[最很超])烦(?![死透人躁恼心了]))(?P<x>.{1,40})"), "用户{a}{v}{x}", "preference", "medium", None, "不喜欢"),
     Rule(_r(r"^我(?P<a>比较|很|非常|特别|最|挺|超|更|一直)?(?P<v>喜欢|爱|偏好|偏爱)(?P<x>.{2,40})"), "用户{a}{v}{x}", "preference", "medium", None, "喜欢"),
     Rule(_r(rf"^(?:我)?(?P<x>{_ZH_TIME}.*要.+)"), "用户{x}", "todo", "high", "30d", "计划"),
     Rule(_r(rf"^(?P<x>.*要在{_ZH_TIME}.+)"), "用户{x}", "todo", "high", "30d", "计划"),
@@ -76,6 +76,8 @@ EN_RULES = [
             r"(?P<x>(?-i:[A-Z][\w'-]*(?:\s+[A-Z][\w'-]*)*))"), "The user goes by {x}", "fact", "high", None, "name"),
     Rule(re.compile(r"^I(?:'m| am) (?P<x>[A-Z][a-z'-]+(?:\s+[A-Z][a-z'-]+)+)$"), "The user's name is {x}", "fact", "high",
          None, "name"),
+    Rule(_r(r"^(?:[a-z]+,\s*)?this is (?P<x>(?-i:[A-Z][\w'-]+(?:\s+[A-Z][\w'-]+)?))$"), "The user's name is {x}", "fact",
+         "high", None, "name"),
     Rule(_r(r"\bI (?:don't|do not|never|can't|cannot|no longer) (?P<v>eat|drink) (?P<x>[^,;]+?)(?: any ?more)?(?=[,;]|$)"), "The user does not {v} {x}", "preference", "high", None, "diet"),
     Rule(_r(rf"\bI {_EN_ADV}prefer (?P<x>{_VAL})"), "The user prefers {x}", "preference", "medium", None, "prefers"),
     # a dislike in its many phrasings: "can't stand", "not a fan of", "not into", "don't care for"
@@ -99,7 +101,8 @@ THIRD_PERSON = {"have to": "has to", "need to": "needs to", "am going to": "is g
 QUESTION_END = re.compile(r"[?？]")
 # Not statements about the user (issue 18): a question (我对什么过敏？ / Do I prefer tea?), a
 # hypothetical (如果我… / if I…) or a doubt (I wonder if I…). The offline extractor skips them.
-ZH_ASKING = re.compile(r"什么|(?<!不)怎么|为什么|为何|哪(?!怕)|谁|(?<!好)(?:几点|几个|几岁|几天|几次|几号)|几$|多少|多久|多大|多远|是否|"
+# a question word before 都 / 也 is no question: "哪也不去", "什么都吃", "谁都知道"
+ZH_ASKING = re.compile(r"什么(?!都|也)|(?<!不)怎么(?!都|也)|为什么|为何|哪(?!怕|儿?[都也]|里[都也])|谁(?![都也])|(?<!好)(?:几点|几个|几岁|几天|几次|几号)|几$|多少|多久|多大|多远|是否|"
                         r"([\u4e00-\u9fff])[不没]\1|(?:吗|呢|么|吧|嘛)$")
 _ZH_HYPOTHETICAL = re.compile(r"^(?:我|你|他|她)?(?:如果|假如|要是|万一|假设|倘若|假使|如若|若是|即使|就算|哪怕|设想|想象一下|难道)")
 EN_ASKING = _r(r"^(?:(?:what|who|whom|whose|which|where|why|how)\b(?!\s+I\b)|"
@@ -118,9 +121,11 @@ EN_QUESTION = _r(r"^(?:what|who|where|when|why|how|do|does|did|is|are|can|could|
 
 
 def third_person_zh(text: str) -> str:
-    text = re.sub(r"我们(?=公司|家|学校|团队|部门|小区|班|单位|组)", "用户的", text)  # 我们公司: the user's company
-    text = re.sub(r"我(?!们)", "用户", text)
-    return text.replace("我们", "用户的团队")
+    text = re.sub(r"(?:我们|咱们|咱)家", "用户家", text)  # 我们家小孙子: the user's grandson
+    text = re.sub(r"(?:我们|咱们|我|咱)俩", "用户两人", text)  # 我们俩住在…: the user and the one just named
+    text = re.sub(r"我们(?=公司|学校|团队|部门|小区|班|单位|组)", "用户的", text)  # 我们公司: the user's company
+    text = re.sub(r"(?<!自)我(?!们)", "用户", text)  # 自我介绍 stays a word
+    return text.replace("我们", "用户他们")  # "we": the user and the people just named, not a team
 
 
 _ADVERBS = (r"really|also|usually|always|never|often|sometimes|just|still|absolutely|strongly|totally|generally|"
@@ -141,7 +146,7 @@ _VERB_AS_IS = {  # modals and common irregular past forms: the same after "the u
 _VERB_IRREGULAR = {"am": "is", "'m": "is", "are": "is", "were": "was", "aren't": "isn't", "weren't": "wasn't",
                    "have": "has", "haven't": "hasn't", "'ve": "has", "do": "does", "don't": "doesn't", "go": "goes",
                    "be": "is", "ain't": "isn't", "'d": "would", "'ll": "will"}
-_NOT_A_VERB = {"and", "or", "but", "nor", "so", "too", "then", "now", "here", "there", "at", "in", "on", "with",
+_NOT_A_VERB = {"not", "never", "and", "or", "but", "nor", "so", "too", "then", "now", "here", "there", "at", "in", "on", "with",
                "to", "for", "of", "from", "a", "an", "the", "myself", "alone", "both", "either"}
 
 
@@ -164,7 +169,20 @@ def conjugated(verb: str) -> str:
     return verb + "s"
 
 
+# words quoted inside a clause are said as they were: "never suggest I 'reach out to a professional'"
+_QUOTED_WORDS = re.compile(r"(?<![A-Za-z])['\"“‘][^'\"”’\n]{2,}['\"”’](?![A-Za-z])")
+
+
 def third_person_en(text: str) -> str:
+    quotes = [m.group() for m in _QUOTED_WORDS.finditer(text)]
+    if quotes:  # each quote kept as said; only the words around it change person
+        parts = _QUOTED_WORDS.split(text)
+        out = [_third_person_en(p) for p in parts]
+        return "".join(x for pair in zip(out, [*quotes, ""], strict=True) for x in pair)
+    return _third_person_en(text)
+
+
+def _third_person_en(text: str) -> str:
     subs = [(r"\bI'm\b", "the user is"), (r"\bI've\b", "the user has"), (r"\bI'll\b", "the user will"),
             (r"\bI'd\b", "the user would")]
     for pat, rep in subs:
@@ -197,12 +215,14 @@ def same_words(text: str) -> str:
     return re.sub(r"[\W_]+", "", third_person(text).lower())
 
 
+_THANKS_END = re.compile(r"[，,\s]*(?:谢谢你?|谢啦|多谢)[。.!！~～]*$")
 _LAUGH_END = re.compile(r"(?:哈{2,}|嘿{2,}|呵{2,}|嘻{2,}|h{3,}|2{3,})[。.!！~～]*$")
 
 
 def tidy(x: str) -> str:
     """The text without the punctuation and dashes around it."""
     x = _LAUGH_END.sub("", x.strip())  # "特别爱吃冰淇淋哈哈": the laugh is no part of the fact
+    x = _THANKS_END.sub("", x)  # "简短点谢谢"
     return x.strip().lstrip("-–—,，;；:： ").rstrip("。.!！?？;；,，:：-–— ")
 
 
@@ -215,10 +235,10 @@ def tidy(x: str) -> str:
 
 ZH_REQUEST = re.compile(r"^(?:帮我|帮忙|请|麻烦|给我|给你|你|您|推荐|告诉我|介绍|写|改|翻译|找|查|看看|想想|别|不要|不用|换|讲|"
                          r"说说|算|解释|总结|列|继续|重新|发|把|讲讲|举|分析|生成|画|"
-                         r"记得|提醒我|叫我|能不能|可不可以|可以帮|来个|来点|再来|整|搞|再)|(?:一点|一些|点|就行|就好|就可以)$|"
+                         r"记得|提醒我|叫我|能不能|可不可以|可以帮|来个|来点|再来|整|搞|再)|(?:一点|一些|点|就行|就好|就可以|(?<!了)一下)(?:谢谢|谢啦|多谢|哈|啊|呀|吧)?$|"
                          r"提醒我|帮我|告诉我|以后请")
 # "再正式一点", "简单点就行": how the assistant should answer this once
-ZH_ENDING_REQUEST = re.compile(r"(?:一点|一些|点|就行|就好|就可以)$")
+ZH_ENDING_REQUEST = re.compile(r"(?:一点|一些|点|就行|就好|就可以|(?<!了)一下)(?:谢谢|谢啦|多谢|哈|啊|呀|吧)?$")
 # a clause about how the assistant answers: "回复我的时候简短一点" asks, for now
 ZH_ANSWER_VERB = re.compile(r"^(?:我)?(?:回复|回答|答|写|说|讲|解释|翻译|改|列|总结)")
 # an assistant's question about how something feels: its answer ("hard but fun") is the moment's
@@ -229,12 +249,22 @@ HOW_FEEL = re.compile(r"\bhow (?:are you finding|do you like|was it|was the|did 
 GOES_ON = re.compile(r"^(?:另外|还有|而且|并且|also|and|plus|oh and|btw)\b|^(?:另外|还有|而且|并且)", re.I)
 ZH_STANDING_LEAD = re.compile(r"^(?:以后|今后|从现在起|从今以后|往后|每次|下次)(?:都|你)?(?:用|别|不要|叫|回答|回复|称呼|提醒|"
                                r"说|写|给我|帮我|记得)")
+# how the assistant should answer, said as a request: it holds past this conversation even without
+# "以后" ("说话简单点", "代码示例尽量用Rust", "别整那些英文词儿"; "use short sentences", "no emojis")
+ZH_ANSWER_FORM = re.compile(r"(?:回答|回复|说话|讲话|消息|代码|示例|例子|code|example).{0,12}?(?:用|简单|简短|短|长|详细|要点|列|分点|通俗|白话)|"
+                            r"(?:别|不要|少|不用)(?:用|整|夹|带|说|写|发)?.{0,6}?(?:英文|英语|术语|表情|emoji|大段|长篇)", re.I)
+EN_ANSWER_FORM = re.compile(r"^(?:please\s+|pls\s+|kindly\s+)?(?:use|keep|avoid|skip|stick to|stop using|no|don't use|do not use|"
+                            r"answer|reply|respond|talk|speak)\b.*\b(?:answers?|repl(?:y|ies)|responses?|sentences?|spelling|"
+                            r"emojis?|jargon|examples?|bullet(?: points)?|paragraphs?|tone|words|format(?:ting)?|units?)\b", re.I)
+# a bare ask with no verb, in a message that sets rules: "no emojis", "only metric units", "shorter answers"
+EN_BARE_ASK = re.compile(r"^(?:no|not|only|just|less|more|fewer|shorter|longer|simpler|plain|metric|british|american)\s+\w|"
+                         r"^(?:when|whenever|if|every time)\s+you\b|\b(?:pls|plz|please)\b", re.I)
 # what a standing rule is about: how the assistant answers, calls, reminds, writes
 ZH_HOW_TO_ANSWER = re.compile(r"用|回答|回复|说|写|叫|称呼|提醒|别|不要|不用|记得|给我|帮我|推荐|发|列|加|格式|语言|中文|英文|"
                                r"简短|详细|长|短|表情|标点|代码|注释")
 ZH_STANDING = re.compile(r"以后|今后|从现在起|从今以后|往后|每次|每年|每天都|永远|别再|不要再|都用|都要|都别|叫我|称呼我")
 ZH_MOMENT = re.compile(r"累|困|饿|渴|无聊|烦|焦虑|开心|高兴|难过|伤心|郁闷|激动|兴奋|崩溃|纠结|晚安|早安|没事|(?<!就)算了|"
-                        r"随便|尴尬|忘了|忘记|搞定|决定了|想好了|知道了|明白了|懂了|问问|聊聊|说说|试试|逗|开玩笑|做梦|"
+                        r"随便|尴尬|忘了|忘记|搞定|决定了|想好了|知道了|明白了|懂了|问问|聊聊|说说|试试|逗|开个?玩笑|做梦|"
                         r"太冷|好冷|好热|天气|不错|还行|可惜|羡慕|哈哈|嘿嘿|呵呵|别扭|不对|不变|照旧|一样|笑死|死了|死我了|"
                         r"早上好|晚上好|中午好|下午好|你好|您好|再见|拜拜")
 # a bare verb of knowing or agreeing, or a verb and 了 with no object: "我知道", "看过了"
@@ -273,11 +303,11 @@ EN_STANDING = re.compile(r"\b(?:from now on|always|never(?!\s*mind)|every time|i
                           r"stop|unless i ask|in (?:the )?future|each time|call me (?-i:[A-Z])\w*|by default)\b", re.I)
 # the chat itself judged: "I love this answer", "good idea", "makes sense"
 EN_ABOUT_CHAT = re.compile(r"\b(?:(?:this|that|your) (?:answer|response|reply|idea|suggestion|explanation)|(?:great|good) "
-                           r"(?:idea|point)|makes sense|sounds good)\b", re.I)
+                           r"(?:idea|point)|makes sense|sounds good)\b|^(?:that\s+|this\s+|it\s+)?(?:sounds|looks|seems)\b", re.I)
 # what happens on a day and lasts: "my dog turned 3 today", "my sister got engaged today"
 EN_LASTING = re.compile(r"\b(?:turn(?:s|ed)|born|birthday|graduat\w+|married|engaged|passed away|died|started|retired|"
                         r"adopted|diagnosed|promoted|hired)\b", re.I)
-EN_MOMENT = re.compile(r"\b(?:just saying|saying hi|just wanted to say|nothing much|not much|thx|ty|cheers|tired|bored|hungry|sleepy|scared|nervous|excited|happy|sad|stressed|anxious|"
+EN_MOMENT = re.compile(r"\b(?:just saying|saying hi|just wanted to say|nothing much|not much|thx|ty|cheers|tired|bored|hungry|sleepy|scared(?! of)|nervous(?! about| of)|excited|happy|sad|stressed|anxious(?! about| of)|"
                         r"brain fog|long day|kidding|joking|never ?mind|nvm|got it|checking|alive|"
                         r"good one|thanks|thank you|weather|i'd like|i would like|i'll just|i will just|"
                         r"i decided|i guess|i (?:do(?:n't)? )?think so|i hope so|i suppose|i believe so|i mean|i meant|wish me luck|no worries|sorry|nothing yet|"
@@ -296,13 +326,17 @@ _EN_LIKE = re.compile(r"\b(?:like|likes|love|loves|enjoy|enjoys|hate|hates|prefe
                       r"can't stand|dislike|dislikes|favou?rite)\b", re.I)
 # a memory that ends on a word pointing elsewhere: "The user keeps mixing it up.", "The user
 # definitely doesn't want that.": the thing is named in another message, the memory says nothing
-EN_POINTS_AWAY = re.compile(r"\b(?:it|them|that|this|these|those|one|him|her)(?:\s+(?:up|out|down|off|over|again|too|"
+EN_POINTS_AWAY = re.compile(r"\b(?:it|them|that|this|these|those|one|him|her)(?:\s+(?:up|out|down|off|over|back|again|too|"
                             r"either|anymore|any more|now|then|later|first))?[.!]?$", re.I)
+# a phrase at a clause's end that only points at what was said before: "…from Perth for it"
+EN_POINTER_PHRASE = re.compile(r"\s+(?:for|to|about|with|from|at|on|in|by|without|after|before|because of)\s+"
+                               r"(?:it|this|that|them|him|her)$", re.I)
 # what the user asks the assistant to produce, said as a need: "need invitation wording", "I want ideas"
 EN_NEED_OUTPUT = re.compile(r"\b(?:need|want|would like|'d like|could use|looking for)\s+(?:some\s+|a\s+|an\s+|the\s+)?"
                             r"(?:[\w-]+\s+)?(?:wording|ideas?|help|advice|tips|suggestions|recommendations|recipes?|"
                             r"outline|draft|template|names|feedback|examples|options|a plan|a list|list|summary|"
-                            r"translation|text|caption|message|email|speech|toast|script|quiz)\b", re.I)
+                            r"translation|text|caption|message|email|speech|toast|script|quiz|plans?|menu|itinerary|schedule|"
+                            r"routine|workout|programme|program|playlist)\b", re.I)
 # the task at hand, not a fact of the user's life: "I'm getting a null pointer exception", "trying to fix
 # this bug", "这段代码老是报错"
 EN_TASK = re.compile(r"\b(?:trying to (?:fix|debug|figure out|get|make|solve|understand)|getting (?:an?|the|this|some)\b[^,;]{0,40}?"
@@ -319,7 +353,8 @@ ZH_WE_EPISODE = re.compile(r"^我们.*(?:上周|上个?星期|上个?月|昨天|
 # "we moved it", "we went to the beach yesterday": an episode of the user and others, nothing lasting
 EN_WE_EPISODE = re.compile(r"^(?:we|the user and others)\s+(?:\w+ly\s+)?(?:went|had|did|saw|got|made|watched|ate|tried|"
                            r"moved|visited|met|played|spent|took|came|left|bought|found|[a-z]+ed)\b", re.I)
-EN_OBJECT_PRONOUN = re.compile(r"^the user\s+(?:\w+ly\s+)?(?!is\b|was\b|has\b)\w+\s+(?:it|them|these|those|one)\b",
+EN_OBJECT_PRONOUN = re.compile(r"^the user\s+(?:(?:will|would|can|could|might|may|should|must|is going to|wants to|"
+                               r"needs to|has to)\s+)?(?:\w+ly\s+)?(?!is\b|was\b|has\b)\w+\s+(?:it|them|these|those|one)\b",
                                 re.I)
 EN_POLITE = re.compile(r"^(?:pls|plz|please|kindly)\s+|\s+(?:pls|plz|please)$", re.I)
 ZH_NAMED_KIN = re.compile(r"^(?:我|用户)(?:的)?(?P<kin>" + "|".join(("女儿", "儿子", "老婆", "妻子", "老公", "丈夫",
@@ -379,7 +414,8 @@ STANDING_RULE = Rule(re.compile(""), "", "rule", "high", None, "asks")
 
 
 # a change from a day on, which lasts past it: "starting next month", "从下个月起"
-_EN_FROM_ON = re.compile(r"\b(?:starting|from|as of|beginning|effective)\s+(?:next|this|in|on|the|tomorrow|monday|tuesday|"
+_EN_FROM_ON = re.compile(r"\b(?:starting|start|beginning)\s+(?:a new job\b|work\b|(?:at|with)\s+(?!\d))|"
+                         r"\b(?:starting|from|as of|beginning|effective)\s+(?:next|this|in|on|the|tomorrow|monday|tuesday|"
                          r"wednesday|thursday|friday|saturday|sunday|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)",
                          re.I)
 _ZH_FROM_ON = re.compile(r"从\S{1,8}(?:开始|起)(?!.*(?:到|至))")
@@ -537,7 +573,7 @@ def zh_rule(clause: str) -> tuple[Rule, re.Match[str]] | None:
     return None
 
 
-__all__ = ["EN_ASKING", "EN_HEALTH", "EN_HYPOTHETICAL", "EN_MOMENT", "EN_NAMED_KIN", "EN_NEGATED", "EN_NO_VALUE",
+__all__ = ["EN_ANSWER_FORM", "EN_BARE_ASK", "EN_POINTER_PHRASE", "ZH_ANSWER_FORM", "EN_ASKING", "EN_HEALTH", "EN_HYPOTHETICAL", "EN_MOMENT", "EN_NAMED_KIN", "EN_NEGATED", "EN_NO_VALUE",
            "EN_OBJECT_PRONOUN", "EN_POLITE", "EN_QUESTION", "EN_RULES", "EN_STANDING", "EN_TODAY",
            "EN_TRAILING", "EN_ASK_AFTER", "EN_VALUE_END", "GOES_ON", "Generic", "QUESTION_END", "Rule", "STANDING_RULE",
            "THIRD_PERSON", "ZH_ASKING", "ZH_CRAVING", "ZH_EMPTY", "ZH_ENDING_REQUEST", "ZH_HEALTH",
