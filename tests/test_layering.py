@@ -80,6 +80,27 @@ def test_only_the_faces_import_the_facade() -> None:
     assert any(name == "memlane.api" for _, name in _imports(PACKAGE / "aio.py", "memlane.aio"))
 
 
+def _under(name: str, packages: tuple[str, ...]) -> bool:
+    return any(name == p or name.startswith(p + ".") for p in packages)
+
+
+# Retrieval lies under the engine and the features: it ranks what the store holds with the
+# text helpers and the core's models and configuration, and reaches up to nothing else.
+BELOW_RETRIEVAL = ("memlane.retrieval", "memlane.store", "memlane.models", "memlane.config", "memlane.errors",
+                   "memlane.validate", "memlane.text", "memlane.cjkwords", "memlane.dates", "memlane.crosslingual")
+
+
+def test_retrieval_imports_neither_the_facade_nor_a_feature() -> None:
+    modules = {path: _module(path) for path in sorted((PACKAGE / "retrieval").rglob("*.py"))}
+    assert "memlane.retrieval.search" in modules.values()
+    wrong = [f"{path.relative_to(PACKAGE.parent)}:{line} imports {name}"
+             for path, module in modules.items() for line, name in _imports(path, module)
+             if not _under(name, BELOW_RETRIEVAL)]
+    assert wrong == [], "retrieval reaches up to the façade, a feature or the engine"
+    # and the check sees an upward import where there is one
+    assert not _under("memlane.sessions", BELOW_RETRIEVAL) and not _under("memlane.api", BELOW_RETRIEVAL)
+
+
 def _members(protocol: type) -> set[str]:
     """The attributes and methods a Protocol of memlane.parts declares, its bases' included."""
     names: set[str] = set()

@@ -19,7 +19,7 @@ from memlane.errors import (
     ValidationError,
 )
 from memlane.models import Episode, Hit, MemoryEvent, MemoryRecord, Message, Session, Stats, Turn
-from memlane.search import Filters
+from memlane.retrieval.filters import Filters
 
 __version__ = "0.1.0"
 

@@ -73,8 +73,9 @@ from memlane.models import (
     utcnow,
 )
 from memlane.policy import initial_score
-from memlane.search import NULL_TEXTS, Filters
-from memlane.search import search as run_search
+from memlane.retrieval.filters import Filters
+from memlane.retrieval.relevance import NULL_TEXTS
+from memlane.retrieval.search import search as run_search
 from memlane.store import Store, open_store
 from memlane.text import estimate_tokens, neighbour_context
 from memlane.tools import MemoryTools, message_fields
@@ -926,7 +927,7 @@ class Memory:
 
         `query_vector` skips embedding the query: a vector the caller already has, or a
         function from text to vector (the caller's own embedder or cache), given the text the
-        dense side embeds (`search.dense_text`)."""
+        dense side embeds (`retrieval.query.dense_text`)."""
         scope = Scope.of(user_id, agent_id)
         validate.text("query", query, self.config.search.max_query_chars, setting="search.max_query_chars",
                       required=False, controls=True)
@@ -967,7 +968,7 @@ class Memory:
         return hits
 
     def _null_vectors(self) -> np.ndarray:
-        """`search.NULL_TEXTS` as this embedder's passages: where its unrelated text sits."""
+        """`retrieval.relevance.NULL_TEXTS` as this embedder's passages: where its unrelated text sits."""
         if self._nulls is None:
             self._nulls = embed_cached(self.store, self.embedder, list(NULL_TEXTS))
         return self._nulls

@@ -167,7 +167,7 @@ def index_pending(store: Store, embedder: Embedder, *, max_chars: int, batch_siz
 
 class BackgroundIndexer:
     """A daemon thread that embeds pending rows on its own database connection. After its
-    first rows it caches `warm` too, the texts every search embeds (search.NULL_TEXTS, and
+    first rows it caches `warm` too, the texts every search embeds (retrieval.relevance.NULL_TEXTS, and
     crosslingual.PARALLEL also as queries: `warm_queries`), so that the next process's first
     search embeds only its query."""
 
