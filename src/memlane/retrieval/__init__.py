@@ -14,5 +14,9 @@ The modules, in the order a search uses them:
 - `priors`: the turn priors that move a turn up or down by where and how it was said;
 - `relevance`: a row's absolute relevance, the same whatever else the search found;
 - `filters`: what a search may return besides the scope;
-- `search`: `search()`, the pools widened until the page is full, ranked per corpus.
+- `search`: `search()`, the pools widened until the page is full, ranked per corpus;
+- `bm25`: the BM25 formula, written once, for the stores and seed 000's file search.
+
+This package's `__init__` imports nothing: the store takes `memlane.retrieval.bm25`, a leaf,
+without pulling in the search that imports the store.
 """
