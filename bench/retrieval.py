@@ -51,7 +51,7 @@ from memlane import Config, Memory  # noqa: E402
 from memlane.importers import locomo_sessions  # noqa: E402
 from memlane.indexing import content_hash, embed_cached, vector_key, vector_keys  # noqa: E402
 from memlane.models import Scope  # noqa: E402
-from memlane.search import analyse  # noqa: E402
+from memlane.retrieval.query import analyse  # noqa: E402
 from memlane.text import has_cjk, segment  # noqa: E402
 
 SHARED = Path(__file__).parents[2] / "shared" / "bench"

@@ -242,7 +242,7 @@ def run_scenario(name: str, world: World, args: argparse.Namespace) -> dict[str,
         with Timer() as t:
             memory.store.knn("memories", scopes[queries[0][0]], queries[0][2], 10)
         build_s = t.seconds
-        from memlane.search import analyse
+        from memlane.retrieval.query import analyse
 
         rss_before = rss_mb()
         with Timer() as t:
@@ -364,7 +364,7 @@ def run_postgres(name: str, world: World, args: argparse.Namespace, server_url: 
         rows_of = np.split(order, np.cumsum(np.bincount(corpus.users, minlength=n_users))[:-1])
         queries = world.queries(args.queries, [np.unique(corpus.topics[r]) for r in rows_of])
         scopes = [Scope(user_id=f"u{u:04d}") for u in range(n_users)]
-        from memlane.search import analyse
+        from memlane.retrieval.query import analyse
 
         for u, text, vec in queries[:5]:  # warm-up
             memory.search(text, user_id=scopes[u].user_id, query_vector=vec, activate=False, min_score=0.0)

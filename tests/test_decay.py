@@ -9,7 +9,7 @@ from datetime import timedelta
 import pytest
 
 from memlane.policy import expires_at, reinforce, reinforced
-from memlane.search import Filters
+from memlane.retrieval.filters import Filters
 from memlane.testing import ScriptedLLM
 from tests.lifecycle_support import START, Clock, MakeMemory, extracted
 

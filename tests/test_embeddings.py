@@ -10,7 +10,7 @@ from memlane import BackendError, Config
 from memlane.crosslingual import PARALLEL_TEXTS
 from memlane.embeddings import make_embedder
 from memlane.embeddings.hashing import HashEmbedder
-from memlane.search import NULL_TEXTS
+from memlane.retrieval.relevance import NULL_TEXTS
 
 from .stubs import openai_stub
 
@@ -76,7 +76,7 @@ def test_nothing_is_embedded_twice(make_memory):
 
 @pytest.mark.parametrize("background", [False, True])
 def test_the_first_search_of_a_new_process_embeds_only_its_query(make_memory, tmp_path, background):
-    """What every search compares with (search.NULL_TEXTS) is embedded behind ingest with the
+    """What every search compares with (retrieval.relevance.NULL_TEXTS) is embedded behind ingest with the
     rows: the first search of the next process (a CLI call after an import) embedded it, 36 ms
     of e5 on top of a 10 ms search."""
     home = tmp_path / "home"

@@ -93,6 +93,37 @@ def test_no_module_reaches_into_another_objects_private_members() -> None:
     assert [n for p in PROTOCOLS for n in _members(p) if n.startswith("_")] == []
 
 
+def _under(name: str, packages: tuple[str, ...]) -> bool:
+    return any(name == p or name.startswith(p + ".") for p in packages)
+
+
+# Retrieval lies under the engine and the features: it ranks what the store holds with the
+# text helpers and the core's models and configuration, and reaches up to nothing else.
+BELOW_RETRIEVAL = ("memlane.retrieval", "memlane.store", "memlane.models", "memlane.config", "memlane.errors",
+                   "memlane.validate", "memlane.text", "memlane.cjkwords", "memlane.dates", "memlane.crosslingual")
+
+
+def test_retrieval_imports_neither_the_facade_nor_a_feature() -> None:
+    modules = {path: _module(path) for path in sorted((PACKAGE / "retrieval").rglob("*.py"))}
+    assert {"memlane.retrieval.search", "memlane.retrieval.bm25"} <= set(modules.values())
+    wrong = [f"{path.relative_to(PACKAGE.parent)}:{line} imports {name}"
+             for path, module in modules.items() for line, name in _imports(path, module)
+             if not _under(name, BELOW_RETRIEVAL)]
+    assert wrong == [], "retrieval reaches up to the façade, a feature or the engine"
+    # and the check sees an upward import where there is one
+    assert not _under("memlane.sessions", BELOW_RETRIEVAL) and not _under("memlane.api", BELOW_RETRIEVAL)
+
+
+def test_the_store_takes_only_the_leaf_bm25_from_retrieval() -> None:
+    """One BM25 for the stores and the file search: the store imports it, a module that
+    imports nothing of memlane's, and nothing else of retrieval (which imports the store)."""
+    taken = {name for path in sorted((PACKAGE / "store").rglob("*.py"))
+             for _, name in _imports(path, _module(path)) if _under(name, ("memlane.retrieval",))}
+    assert taken == {"memlane.retrieval.bm25"}
+    assert _imports(PACKAGE / "retrieval" / "bm25.py", "memlane.retrieval.bm25") == []
+    assert _imports(PACKAGE / "retrieval" / "__init__.py", "memlane.retrieval") == []
+
+
 def _members(protocol: type) -> set[str]:
     """The attributes and methods a Protocol of memlane.parts declares, its bases' included."""
     names: set[str] = set()

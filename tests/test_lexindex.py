@@ -16,7 +16,7 @@ import pytest
 
 from memlane import Memory
 from memlane.models import MemoryRecord, Scope, Turn
-from memlane.search import analyse
+from memlane.retrieval.query import analyse
 from memlane.store.lexindex import COLUMNS, LexSettings, Tokenizer
 from memlane.store.migrations import scope_token
 from memlane.store.postings import build

@@ -23,7 +23,7 @@ from memlane import Config, Memory
 from memlane.errors import BackendError
 from memlane.lifecycle import sweep_unextracted
 from memlane.models import MemoryRecord, Scope
-from memlane.search import drop_common
+from memlane.retrieval.query import drop_common
 from memlane.testing import HashEmbedder
 from memlane.text import fts_terms
 
@@ -65,7 +65,7 @@ def test_full_text_ranks_as_sqlite_does(make_memory: Callable[..., Memory], tmp_
         m.add_messages("s1", [{"role": "user", "content": t} for t in texts[:60]], user_id="u1")
     s1 = Scope.of("u1")
     for query in ["白茶", "花生过敏", "橘猫 钢琴", "running peanuts", "americano coffee Beijing", "三体 piano 美式"]:
-        from memlane.search import analyse
+        from memlane.retrieval.query import analyse
 
         match = analyse(query)[1]
         for corpus, weights in (("memories", (1.0,)), ("turns", (1.0, 0.3))):

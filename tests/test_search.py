@@ -105,7 +105,7 @@ def test_a_hit_activates_only_where_the_profile_says(make_memory, profile, activ
 
 
 def test_words_most_documents_hold_are_left_out_of_large_corpora(make_memory):
-    from memlane.search import drop_common
+    from memlane.retrieval.query import drop_common
 
     memory = make_memory(search={"common_term_min_docs": 30, "common_term_share": 0.2})
     for i in range(40):
@@ -124,7 +124,7 @@ def test_other_users_rows_never_drop_a_word_from_a_query(make_memory):
     # the share of rows holding a word was counted over every user: another user's many rows
     # left a word out of this user's full-text query (influence across users, and a small
     # user's ranking decided by a big one in a shared database)
-    from memlane.search import drop_common
+    from memlane.retrieval.query import drop_common
 
     memory = make_memory(search={"common_term_min_docs": 30, "common_term_share": 0.2})
     for i in range(40):
@@ -278,7 +278,9 @@ def test_filters_on_fact_columns_keep_what_filters_on_records_keep():
     import numpy as np
 
     from memlane.models import MemoryFacts, MemoryRecord
-    from memlane.search import Filters, _keep_memory, _kept_facts
+    from memlane.retrieval.filters import Filters
+    from memlane.retrieval.filters import keep_memory as _keep_memory
+    from memlane.retrieval.filters import kept_facts as _kept_facts
 
     rng = random.Random(3)
     records = [MemoryRecord(

@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 import pytest
 
 from memlane import Memory
-from memlane.search import asked_role, asks_accumulated
+from memlane.retrieval.query import asked_role, asks_accumulated
 from memlane.testing import ManualClock
 
 USER_FACT = "I redeemed a $5 coupon on coffee creamer at Target last Sunday. Do you know other ways to save on groceries?"

@@ -30,7 +30,7 @@ from memlane.models import (
     Stats,
     Turn,
 )
-from memlane.search import Filters
+from memlane.retrieval.filters import Filters
 
 __version__ = "0.1.0"
 

@@ -71,8 +71,8 @@ from memlane.models import (
     utcnow,
 )
 from memlane.policy import importance_score
-from memlane.search import Filters
-from memlane.search import search as run_search
+from memlane.retrieval.filters import Filters
+from memlane.retrieval.search import search as run_search
 from memlane.signals import Signals
 from memlane.store import Store, open_store
 from memlane.tools import MemoryTools
@@ -669,7 +669,7 @@ class Memory:
 
         `query_vector` skips embedding the query: a vector the caller already has, or a
         function from text to vector (the caller's own embedder or cache), given the text the
-        dense side embeds (`search.dense_text`)."""
+        dense side embeds (`retrieval.query.dense_text`)."""
         scope = Scope.of(user_id, agent_id)
         validate.text("query", query, self.config.search.max_query_chars, setting="search.max_query_chars",
                       required=False, controls=True)

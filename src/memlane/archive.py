@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import json
 import logging
-import math
 import re
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
@@ -35,6 +34,7 @@ from memlane.llm import LLM, ChatMessage
 from memlane.markdown import MEMORY_FILE, atomic_write, read_memory_md, scope_dir
 from memlane.models import Scope, Turn
 from memlane.parts import Archiving, Parts
+from memlane.retrieval import bm25
 from memlane.text import cut, estimate_tokens, fts_terms, language_of, seed000_keywords
 
 log = logging.getLogger(__name__)
@@ -525,10 +525,11 @@ def tokens(text: str) -> list[str]:
     return out
 
 
-def bm25_scores(docs: Sequence[Sequence[str]], query: Sequence[str], k1: float = 1.2, b: float = 0.75) -> list[float]:
-    """Okapi BM25 with Lucene's idf, ln(1 + (N - df + .5) / (df + .5)), written out here
-    rather than taken from bm25s so the scores are exact, stable and checkable by hand
-    against seed 000's threshold of 0.2."""
+def bm25_scores(docs: Sequence[Sequence[str]], query: Sequence[str], k1: float = bm25.K1,
+                b: float = bm25.B) -> list[float]:
+    """Okapi BM25 with Lucene's idf, ln(1 + (N - df + .5) / (df + .5)): memlane's own
+    (retrieval/bm25.py) rather than bm25s', so the scores are exact, stable and checkable by
+    hand against seed 000's threshold of 0.2."""
     n = len(docs)
     if not n:
         return []
@@ -539,11 +540,11 @@ def bm25_scores(docs: Sequence[Sequence[str]], query: Sequence[str], k1: float =
         df = sum(1 for c in counts if term in c)
         if not df:
             continue
-        idf = math.log(1 + (n - df + 0.5) / (df + 0.5))
+        idf = bm25.lucene_idf(n, df)
         for i, c in enumerate(counts):
             tf = c.get(term, 0)
             if tf:
-                scores[i] += idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * len(docs[i]) / avgdl))
+                scores[i] += bm25.term_score(idf, tf, len(docs[i]), avgdl, k1, b)
     return scores
 
 

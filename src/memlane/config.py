@@ -180,9 +180,9 @@ class SearchConfig(_Section):
     # Not from a seed: a question about what has built up over time ("What books has Melanie
     # read?", "How many hours have I spent on…", "你给我推荐过哪些…") has its answers spread over
     # several conversations, not clustered in one: it gets this session prior instead
-    # (search.asks_accumulated; issue 14, bench/retrieval.py: LoCoMo R@10 0.853 → 0.855,
-    # multi-hop S_all@10 0.511 → 0.532, MemoryBank R@5 zh +0.003 / en +0.004, LongMemEval
-    # recall unchanged; half the session prior gains less)
+    # (retrieval.query.asks_accumulated; issue 14, bench/retrieval.py: LoCoMo R@10 0.853 →
+    # 0.855, multi-hop S_all@10 0.511 → 0.532, MemoryBank R@5 zh +0.003 / en +0.004,
+    # LongMemEval recall unchanged; half the session prior gains less)
     accumulated_session_prior: float = Field(0.0, ge=0)
     # A turn with passage vectors (embedding.passages) scores its key's similarity raised by
     # this share of how far its best passage is above it. 1.0, the best vector alone, favours

@@ -7,7 +7,7 @@ memories found none of them in the top 5). The direction is estimated once per e
 the parallel sentences below — the same statements and questions in English and Chinese, so
 the difference of their means is language and nothing else — and the query vector loses its
 component along it: what is left ranks a memory by what it says, in either language. What
-bias remains is a level: each language's candidates are then standardised apart (search.py).
+bias remains is a level: each language's candidates are then standardised apart (retrieval/fuse.py).
 
 An embedder that does not align the languages (the hash embedder: a translation shares no
 feature with its original) has nothing to correct and gets no direction.

@@ -11,11 +11,13 @@ import logging
 import re
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 
 import numpy as np
 
 from memlane.embeddings import Embedder
+from memlane.loop import Loop
 from memlane.models import Corpus, Scope
 from memlane.store import Store, passage_rowids
 from memlane.text import neighbour_context
@@ -184,10 +186,10 @@ def index_pending(store: Store, embedder: Embedder, *, max_chars: int, batch_siz
 
 
 class BackgroundIndexer:
-    """A daemon thread that embeds pending rows on its own database connection. After its
-    first rows it caches `warm` too, the texts every search embeds (search.NULL_TEXTS, and
-    crosslingual.PARALLEL also as queries: `warm_queries`), so that the next process's first
-    search embeds only its query."""
+    """A daemon thread (`loop.Loop`) that embeds pending rows on its own database connection
+    whenever notified. After its first rows it caches `warm` too, the texts every search
+    embeds (retrieval.relevance.NULL_TEXTS, and crosslingual.PARALLEL also as queries:
+    `warm_queries`), so that the next process's first search embeds only its query."""
 
     def __init__(self, open_store: Callable[[], Store], embedder: Embedder, *, max_chars: int, batch_size: int,
                  passage_chars: int = 0, max_passages: int = 0, warm: Sequence[str] = (),
@@ -199,46 +201,42 @@ class BackgroundIndexer:
         self._max_chars = max_chars
         self._passages = (passage_chars, max_passages)
         self._batch_size = batch_size
-        self._wake = threading.Event()
-        self._idle = threading.Event()
-        self._stop = False
         self.error: BaseException | None = None
-        self._thread = threading.Thread(target=self._run, name="memlane-indexer", daemon=True)
-        self._thread.start()
+        self._store: Store | None = None  # the thread's own, while it runs
+        self._loop = Loop("memlane-indexer", self._pass, around=self._opened_store)
+        self._loop.start()
 
     def notify(self) -> None:
-        self._idle.clear()
-        self._wake.set()
+        self._loop.notify()
 
     def wait_idle(self, timeout: float | None = None) -> bool:
-        self.notify()
-        return self._idle.wait(timeout)
+        return self._loop.wait_idle(timeout)
 
     def stop(self) -> None:
-        self._stop = True
-        self._wake.set()
-        self._thread.join(timeout=30)
+        self._loop.stop(timeout=30)
 
-    def _run(self) -> None:
-        store = self._open_store()
+    @contextmanager
+    def _opened_store(self) -> Iterator[None]:
+        self._store = self._open_store()
         try:
-            while not self._stop:
-                self._wake.wait()
-                self._wake.clear()
-                try:
-                    while not self._stop and index_pending(
-                        store, self._embedder, max_chars=self._max_chars, batch_size=self._batch_size,
-                        limit=self._batch_size * 4, passage_chars=self._passages[0], max_passages=self._passages[1],
-                    ):
-                        if self._warm:
-                            warm_cache(store, self._embedder, self._warm)
-                            warm_cache(store, self._embedder, self._warm_queries, query=True)
-                            self._warm = ()
-                    self.error = None
-                except Exception as exc:  # the rows stay pending; the next notify retries (never dies)
-                    self.error = exc
-                    log.warning("background embedding failed, will retry: %s", exc)
-                if not self._wake.is_set():
-                    self._idle.set()
+            yield
         finally:
-            store.close()
+            self._store.close()
+
+    def _pass(self) -> None:
+        """Every pending row, in batches, until none is left or a stop is asked."""
+        assert self._store is not None
+        store = self._store
+        try:
+            while not self._loop.stopping and index_pending(
+                store, self._embedder, max_chars=self._max_chars, batch_size=self._batch_size,
+                limit=self._batch_size * 4, passage_chars=self._passages[0], max_passages=self._passages[1],
+            ):
+                if self._warm:
+                    warm_cache(store, self._embedder, self._warm)
+                    warm_cache(store, self._embedder, self._warm_queries, query=True)
+                    self._warm = ()
+            self.error = None
+        except Exception as exc:  # the rows stay pending; the next notify retries (never dies)
+            self.error = exc
+            log.warning("background embedding failed, will retry: %s", exc)

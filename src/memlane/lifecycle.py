@@ -33,6 +33,7 @@ from memlane.errors import MemlaneError, ValidationError
 from memlane.events import Event
 from memlane.jobs import JobReport
 from memlane.llm.prompts.review import ReviewAnswer, ReviewMode
+from memlane.loop import Loop
 from memlane.models import MemoryRecord, Scope
 from memlane.parts import Consolidating, Parts, Sweeping
 from memlane.policy import (
@@ -613,12 +614,10 @@ class Scheduler:
         self.memory = memory
         self.clock = clock or memory.clock
         self.on_run = on_run
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
         self.runs = 0
         self.last_poll: PollReport | None = None  # the idle sweep + due jobs of the last tick between runs
-        self.failures = 0  # ticks that raised; the thread logged them and kept ticking
-        self.last_error: str | None = None
+        # ticks that raised are logged and counted (`status()`), and the thread ticks on
+        self._loop = Loop("memlane-scheduler", self._tick_counted, every=memory.config.lifecycle.scheduler_poll_seconds)
         lc = memory.config.lifecycle
         self.nightly: time | None = None
         if lc.nightly_at:
@@ -658,17 +657,13 @@ class Scheduler:
         return report
 
     def start(self) -> None:
-        """Tick in a daemon thread every `lifecycle.scheduler_poll_seconds` until `stop()`."""
-        if self._thread is not None:
-            return
-        self._stop.clear()
-        self._thread = threading.Thread(target=self._loop, name="memlane-scheduler", daemon=True)
-        self._thread.start()
+        """Tick in a daemon thread at once, then every `lifecycle.scheduler_poll_seconds` until `stop()`."""
+        self._loop.start(at_once=True)
 
     def status(self) -> dict[str, Any]:
         """For a server's health page: is the thread ticking, and how did the runs go."""
-        return {"alive": self._thread is not None and self._thread.is_alive(), "runs": self.runs,
-                "failures": self.failures, "last_error": self.last_error,
+        return {"alive": self._loop.alive, "runs": self.runs,
+                "failures": self._loop.failures, "last_error": self._loop.last_error,
                 "last_run": (last.isoformat() if (last := self._safe_last_run()) else None)}
 
     def _safe_last_run(self) -> datetime | None:
@@ -677,24 +672,12 @@ class Scheduler:
         except Exception:  # a status page must not fail with the store
             return None
 
-    def _loop(self) -> None:
-        poll = self.memory.config.lifecycle.scheduler_poll_seconds
-        while True:
-            try:
-                if self.tick() is not None:
-                    self.runs += 1
-            except Exception as exc:  # the scheduler never dies: log, count, tick again
-                self.failures += 1
-                self.last_error = f"{type(exc).__name__}: {exc}"
-                log.exception("scheduled consolidation failed")
-            if self._stop.wait(poll):
-                return
+    def _tick_counted(self) -> None:
+        if self.tick() is not None:
+            self.runs += 1
 
     def stop(self, timeout: float = 10.0) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout)
-            self._thread = None
+        self._loop.stop(timeout)
 
 
 __all__ = ["STEPS", "Action", "ConsolidationReport", "PollReport", "Scheduler", "SweepReport", "consolidate",

@@ -37,7 +37,7 @@ if TYPE_CHECKING:  # names only: events, jobs and worker import feature modules 
     from memlane.jobs import JobReport, JobRunner
     from memlane.llm import LLM
     from memlane.models import Corpus, Hit, MemoryRecord, Scratchpad, Source
-    from memlane.search import Filters
+    from memlane.retrieval.filters import Filters
     from memlane.signals import Signals
     from memlane.store import Store
     from memlane.worker import JobWorker

@@ -15,7 +15,7 @@ from memlane.crosslingual import PARALLEL_TEXTS, LanguageAxes, language_axes
 from memlane.embeddings import Embedder
 from memlane.errors import MemlaneError
 from memlane.indexing import BackgroundIndexer, QueryCache, embed_cached, index_pending, warm_cache
-from memlane.search import NULL_TEXTS
+from memlane.retrieval.relevance import NULL_TEXTS
 from memlane.store import Store
 
 log = logging.getLogger(__name__)

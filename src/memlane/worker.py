@@ -3,14 +3,14 @@
 With an LLM configured (and `extraction.wait_for_llm` off), `end_session` and `add_messages`
 commit what they were given, queue the extraction job (durable, in the store) or hand a
 task (an episode, a compaction) to this thread, and return. The thread runs the tasks, then
-every due extraction job (after queueing the turns of sessions gone idle), then sleeps until notified or `extraction.worker_poll_seconds`
-pass — so a job backed off for 10 minutes runs 10 minutes later, not at the next nightly
-pass. Nothing it runs may stop it: each failure is logged and counted in `status()`.
+every due extraction job (after queueing the turns of sessions gone idle), then sleeps until
+notified or `extraction.worker_poll_seconds` pass (`loop.Loop`) — so a job backed off for 10
+minutes runs 10 minutes later, not at the next nightly pass. Nothing it runs may stop it:
+each failure is logged and counted in `status()`.
 """
 
 from __future__ import annotations
 
-import logging
 import threading
 import time
 from collections import deque
@@ -18,12 +18,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, cast
 
+from memlane.loop import Loop
 from memlane.parts import Working
 
 if TYPE_CHECKING:
     from memlane.jobs import JobReport
-
-log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -47,14 +46,10 @@ class JobWorker:
         self._tasks: deque[tuple[object, Callable[[], object]]] = deque()
         self._keys: set[object] = set()
         self._guard = threading.Lock()
-        self._wake = threading.Event()
-        self._idle = threading.Event()
-        self._stop = threading.Event()
         self._swept = float("-inf")  # monotonic time of the last idle sweep
-        self.tasks_run = self.jobs_run = self.failures = 0
-        self.last_error: str | None = None
-        self._thread = threading.Thread(target=self._run, name="memlane-worker", daemon=True)
-        self._thread.start()
+        self.tasks_run = self.jobs_run = 0
+        self._loop = Loop("memlane-worker", self._pass, every=self._poll)
+        self._loop.start()
 
     def submit(self, task: Callable[[], object], key: object = None) -> None:
         """Run `task` on the worker; a task whose `key` is already waiting is not queued twice."""
@@ -67,37 +62,28 @@ class JobWorker:
 
     def notify(self) -> None:
         """Look for due jobs now."""
-        self._idle.clear()
-        self._wake.set()
+        self._loop.notify()
 
     def wait_idle(self, timeout: float | None = None) -> bool:
         """Block until the tasks and due jobs are done (tests, `flush`); False on timeout."""
-        self.notify()
-        return self._idle.wait(timeout)
+        return self._loop.wait_idle(timeout)
 
     def status(self) -> WorkerStatus:
         with self._guard:
             pending = len(self._tasks)
-        return WorkerStatus(self._thread.is_alive(), self.tasks_run, self.jobs_run, self.failures, self.last_error,
-                            pending)
+        return WorkerStatus(self._loop.alive, self.tasks_run, self.jobs_run, self._loop.failures,
+                            self._loop.last_error, pending)
 
     def stop(self, timeout: float) -> bool:
         """Stop, waiting at most `timeout` s for a call in progress (an LLM call may hang: a
         job it leaves "running" is taken over by the next worker). True when it stopped."""
-        self._stop.set()
-        self._wake.set()
-        self._thread.join(timeout)
-        return not self._thread.is_alive()
+        return self._loop.stop(timeout)
 
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            self._wake.wait(self._poll)
-            self._wake.clear()
-            self._guard_call(self._sweep)
-            while not self._stop.is_set() and self._step():
-                pass
-            if not self._wake.is_set():
-                self._idle.set()
+    def _pass(self) -> None:
+        """The idle sweep, then every task and due job, until none is left or a stop is asked."""
+        self._loop.guarded(self._sweep)
+        while not self._loop.stopping and self._step():
+            pass
 
     def _sweep(self) -> None:
         """Seed 001 §3.2: idle sessions' unextracted turns are queued (then drained below) —
@@ -117,23 +103,14 @@ class JobWorker:
             if item is not None:
                 self._keys.discard(item[0])
         if item is not None:
-            self._guard_call(item[1])
+            self._loop.guarded(item[1])
             self.tasks_run += 1
             return True
-        reports = cast("list[JobReport]", self._guard_call(lambda: self._memory.drain(limit=20)) or [])
+        reports = cast("list[JobReport]", self._loop.guarded(lambda: self._memory.drain(limit=20)) or [])
         # a locked scope waits for its holder; an unrecordable failure for the next poll
         ran = [r for r in reports if r.status not in ("locked", "skipped", "error")]
         self.jobs_run += len(ran)
         return bool(ran)
-
-    def _guard_call(self, fn: Callable[[], object]) -> object:
-        try:
-            return fn()
-        except Exception as exc:  # the worker never dies: the failure is logged and counted
-            self.failures += 1
-            self.last_error = f"{type(exc).__name__}: {exc}"
-            log.exception("background work failed")
-            return None
 
 
 __all__ = ["JobWorker", "WorkerStatus"]

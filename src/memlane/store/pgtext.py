@@ -18,12 +18,15 @@ to 1 MB (the rarest case: ~100k distinct terms in one turn).
 from __future__ import annotations
 
 import functools
-import math
 from collections import Counter
 from collections.abc import Sequence
 
 import apsw
 
+from memlane.retrieval import bm25
+from memlane.retrieval.bm25 import K1 as K1  # the store takes these from here too
+from memlane.retrieval.bm25 import idf as idf
+from memlane.retrieval.bm25 import skippable as skippable
 from memlane.store.lexindex import Tokenizer
 from memlane.text import index_text
 
@@ -129,9 +132,6 @@ def tsquery(lexemes_: Sequence[str], weight: str = "") -> str:
     return tree(items)
 
 
-K1, B = 1.2, 0.75  # fts5_aux.c's bm25 constants (store/postings.py)
-
-
 def rank_sql(corpus: str) -> str:
     """One statement for a query's full text in a scope: ('t', N, tokens, version) the scope's
     documents and tokens (table fts_stats, kept by triggers: pgschema m003, m005); then, in a
@@ -192,32 +192,10 @@ def rank_rows(hits: Sequence[tuple[int, int, str, int, int]], lexemes_: Sequence
             if wb != 0.0:
                 for _ in range(nb):
                     f += wb
-            score += w * ((f * (K1 + 1.0)) / (f + K1 * ((1 - B) + B * dl / avgdl)))
+            score += bm25.term_score(w, f, dl, avgdl)
         out.append((-score, rowid))
     out.sort()
     return [(rowid, neg) for neg, rowid in out[:limit]]
-
-
-def idf(n_docs: int, holding: int) -> float:
-    """fts5_aux.c's idf: log((N - n + 0.5) / (n + 0.5)), floored at 1e-6."""
-    value = math.log((n_docs - holding + 0.5) / (holding + 0.5))
-    return value if value > 0.0 else 1e-6
-
-
-def skippable(idfs: Sequence[float], holding: Sequence[int]) -> set[int]:
-    """Lexemes whose rows need not all be candidates (store/postings.py's `_skippable`): the
-    commonest, while together they weigh under half the next one and hold most of the hits."""
-    if len(idfs) < 2 or sum(holding) < 4_096:
-        return set()
-    by_idf = sorted(range(len(idfs)), key=lambda i: idfs[i])
-    out: set[int] = set()
-    weight = 0.0
-    for i, nxt in zip(by_idf, by_idf[1:], strict=False):
-        if weight + idfs[i] > 0.5 * idfs[nxt]:
-            break
-        weight += idfs[i]
-        out.add(i)
-    return out if 2 * sum(holding[i] for i in out) >= sum(holding) else set()
 
 
 def bm25_sql(corpus: str) -> str:
@@ -235,7 +213,7 @@ def bm25_sql(corpus: str) -> str:
                    + %(wb)s::float8 * cardinality(array_positions(x.weights, 'B')) AS f
             FROM d, unnest(d.fts) x WHERE x.lexeme = ANY(%(terms)s::text[]))
         SELECT h.rowid,
-               -sum(i.idf * ((h.f * {K1 + 1.0}) / (h.f + {K1} * ((1 - {B}) + {B} * h.fts_len / %(avgdl)s::float8)))) AS s
+               -sum({bm25.term_sql("i.idf", "h.f", "h.fts_len", "%(avgdl)s::float8")}) AS s
         FROM h JOIN unnest(%(terms)s::text[], %(idfs)s::float8[]) AS i(lexeme, idf) USING (lexeme)
         GROUP BY h.rowid ORDER BY s, h.rowid LIMIT %(k)s
     """

@@ -13,12 +13,12 @@ engine wants the second: in one user's conversation the speakers' names are in h
 turns (idf near 0 there) but rare across all users, where they would dominate the ranking
 (issue 3, LoCoMo R@10 0.787 → 0.809). Per scope, N and the token total are kept as arrays
 updated on every change, and a term's count is its slice's length.
+The formula is retrieval/bm25.py's, shared with the PostgreSQL store and the file search.
 """
 
 from __future__ import annotations
 
 import json
-import math
 import os
 from collections.abc import Callable, Iterable, Sequence
 from itertools import chain
@@ -27,9 +27,9 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from memlane.retrieval import bm25
 from memlane.store.erase import temp_path
 
-K1, B = 1.2, 0.75  # fts5_aux.c's bm25 constants
 _FORMAT = 1  # of the saved file
 
 
@@ -309,12 +309,12 @@ class Postings:
             n = self._live(a, b) + len(delta) if per_scope else self.df(tid)
             if n == 0:
                 continue
-            idf = math.log((n_all - n + 0.5) / (n + 0.5))
             if b > a or delta:
-                terms.append(_Term(idf if idf > 0.0 else 1e-6, tid, a, b, delta))
+                terms.append(_Term(bm25.idf(n_all, n), tid, a, b, delta))
         if not terms:
             return []
-        skipped = _skippable(terms) if prune and min(weights, default=1.0) >= 0.0 else set()
+        sizes = [t.b - t.a + len(t.delta) for t in terms]  # postings of each term
+        skipped = bm25.skippable([t.idf for t in terms], sizes) if prune and min(weights, default=1.0) >= 0.0 else set()
         held = [None if i in skipped else self._gather(t) for i, t in enumerate(terms)]
         cands = _union([h[0] for h in held if h is not None])
         if skipped and len(cands) < limit:
@@ -326,12 +326,12 @@ class Postings:
             else:
                 at, tf, dl = np.searchsorted(cands, h[0]), h[1], h[2]
             f = _frequency(tf, weights)
-            score[at] += t.idf * ((f * (K1 + 1.0)) / (f + K1 * ((1 - B) + B * dl / avgdl)))
+            score[at] += bm25.term_score(t.idf, f, dl, avgdl)
         neg = -score
         if skipped:
             # each term adds less than idf·(k1+1): a row holding only skipped terms scores below
             # `bound`, so it cannot displace the k-th best (float sums of smaller terms stay smaller)
-            bound = sum(terms[i].idf * (K1 + 1.0) for i in skipped) * (1 + 1e-9)
+            bound = sum(bm25.max_term_score(terms[i].idf) for i in skipped) * (1 + 1e-9)
             if not -np.partition(neg, limit - 1)[limit - 1] > bound:
                 return self.rank(sid, tids, weights, limit, per_scope, prune=False)
         rowids = np.empty(len(cands), np.int64)
@@ -520,23 +520,6 @@ class _Term(NamedTuple):
     a: int
     b: int
     delta: list[int]
-
-
-def _skippable(terms: Sequence[_Term]) -> set[int]:
-    """Terms whose rows need not all be candidates: the most common ones, while together they
-    weigh under half the lightest remaining term and hold most of the postings."""
-    sizes = [t.b - t.a + len(t.delta) for t in terms]
-    if len(terms) < 2 or sum(sizes) < 4_096:
-        return set()  # ranking every row is cheap already
-    by_idf = sorted(range(len(terms)), key=lambda i: terms[i].idf)
-    out: set[int] = set()
-    weight = 0.0
-    for i, nxt in zip(by_idf, by_idf[1:], strict=False):
-        if weight + terms[i].idf > 0.5 * terms[nxt].idf:
-            break
-        weight += terms[i].idf
-        out.add(i)
-    return out if 2 * sum(sizes[i] for i in out) >= sum(sizes) else set()
 
 
 def _insert(arr: np.ndarray, at: np.ndarray, values: np.ndarray) -> np.ndarray:
