@@ -7,12 +7,10 @@ anything is written; every write is one transaction, audited where it touches a 
 from __future__ import annotations
 
 import builtins
-import heapq
 import logging
 import time
 from collections.abc import Callable, Iterable, Sequence
-from datetime import datetime, timedelta
-from itertools import islice
+from datetime import datetime
 from pathlib import Path
 from typing import Any, get_args
 
@@ -28,6 +26,7 @@ from memlane import (
     mdsync,
     plugins,
     portable,
+    reading,
     retention,
     review,
     sessions,
@@ -60,7 +59,6 @@ from memlane.models import (
     MemoryRecord,
     MemoryWhere,
     Message,
-    Role,
     Scope,
     Scratchpad,
     Session,
@@ -71,8 +69,7 @@ from memlane.models import (
     utcnow,
 )
 from memlane.policy import importance_score
-from memlane.retrieval.filters import Filters
-from memlane.retrieval.search import search as run_search
+from memlane.retrieval.filters import Filters, check_filters
 from memlane.signals import Signals
 from memlane.store import Store, open_store
 from memlane.tools import MemoryTools
@@ -681,45 +678,15 @@ class Memory:
         elif query_vector is not None:  # the caller's function: what it returns is checked too
             given, dims = query_vector, self.embedder.dimensions
             query_vector = lambda text: validate.vector("query_vector", given(text), dims)  # noqa: E731
-        f = self._filters(filters)
         limit = limit or self.config.search.default_limit
-        floor = self.config.search.min_relevance
         # memories and episodes are what an agent is given: weak ones are left out by default.
         # A turn is ranked by its conversation too (its neighbours, its session): its own score
         # says how much of the query it holds, not whether it belongs in the answer
-        default = 0.0 if corpus == "turns" else floor
+        default = 0.0 if corpus == "turns" else self.config.search.min_relevance
         min_score = default if min_score is None else validate.number("min_score", min_score, 0.0, 1.0)
-        # an agent scope also reads its user's shared memories (`Scope.readable`); its turns
-        # and episodes stay its own
-        scopes = scope.readable() if corpus == "memories" else (scope,)
-        lists = [run_search(
-            self.store, self.config.search, corpus, s, query, limit=limit, now=self.clock(),
-            query_vector=self.vectors.query if query_vector is None else query_vector, filters=f,
-            min_score=min_score, null_vectors=self.vectors.null_vectors(),
-            passages=self.config.embedding.passages, asked_in=scope, language_axes=self.vectors.language_axes(),
-            idle_after=timedelta(minutes=self.config.extraction.idle_minutes) if self.config.extraction.idle_minutes
-            else None,
-        ) for s in scopes]
-        # Hit.score is an absolute relevance: the lists merge by it, each kept in its rank
-        # order (a merge looks only at the lists' heads, so a shorter page stays the start of
-        # a longer one: a full sort would pull a later-ranked hit of a longer list forward)
-        hits = lists[0] if len(lists) == 1 else list(islice(heapq.merge(*lists, key=lambda h: -h.score), limit))
-        if corpus == "memories" and (self.config.search.activate_on_hit if activate is None else activate):
-            # a weak hit is not a use: routine searching must not keep every memory from fading
-            self._activate(scope, [h.memory for h in hits if h.memory is not None and h.score >= floor])
-        return hits
-
-    def _activate(self, scope: Scope, memories: Sequence[MemoryRecord]) -> None:
-        """Seed 001/004: a hit refreshes last_activated and counts; the score is untouched."""
-        if not memories:
-            return
-        now = self.clock()
-        with self.store.transaction():
-            for mem in memories:
-                self.store.update_memory(
-                    mem.model_copy(update={"last_activated": now, "activation_count": mem.activation_count + 1}),
-                    content_changed=False,
-                )
+        return reading.search(self, scope, query, corpus, limit=limit, filters=check_filters(filters, self.config),
+                              min_score=min_score, query_vector=query_vector,
+                              activate=self.config.search.activate_on_hit if activate is None else activate)
 
     # ---- human-readable files, the seed-000 archive, export / import (issue 7) -----------
 
@@ -819,38 +786,6 @@ class Memory:
 
     def _importance(self, importance: Any) -> float:
         return importance_score(importance, self.config.policy)
-
-    def _filters(self, filters: Any) -> Filters:
-        """Search filters, each checked like the argument of the same name."""
-        if filters is None:
-            return Filters()
-        if isinstance(filters, Filters):
-            filters = {k: getattr(filters, k) for k in Filters.__dataclass_fields__}
-        if not isinstance(filters, dict):
-            raise ValidationError("filters", f"must be a dict or Filters, got {type(filters).__name__}")
-        f = Filters.from_dict(filters)
-        cats = f.category
-        if cats is not None:
-            if isinstance(cats, str):
-                cats = self._category(cats, "filters.category")
-            elif isinstance(cats, list | tuple) and cats:
-                cats = [self._category(c, f"filters.category[{i}]") for i, c in enumerate(cats)]
-            else:
-                raise ValidationError("filters.category", "must be a category or a non-empty list of categories")
-        roles = f.roles
-        if roles is not None:
-            if not isinstance(roles, list | tuple):
-                raise ValidationError("filters.roles", "must be a list of roles")
-            roles = [validate.choice(f"filters.roles[{i}]", r, get_args(Role)) for i, r in enumerate(roles)]
-        return Filters(
-            category=cats,
-            status=None if f.status is None else validate.choice("filters.status", f.status, ("active", "archived")),
-            session_id=validate.optional_ident("filters.session_id", f.session_id),
-            since=validate.optional_when("filters.since", f.since),
-            until=validate.optional_when("filters.until", f.until),
-            include_expired=validate.boolean("filters.include_expired", f.include_expired),
-            roles=roles,
-        )
 
 
 def open_memory(home: str | Path | None = None, **overrides: Any) -> Memory:

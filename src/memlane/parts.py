@@ -40,6 +40,7 @@ if TYPE_CHECKING:  # names only: events, jobs and worker import feature modules 
     from memlane.retrieval.filters import Filters
     from memlane.signals import Signals
     from memlane.store import Store
+    from memlane.vectors import Vectors
     from memlane.worker import JobWorker
 
 
@@ -114,6 +115,13 @@ class SessionParts(Parts, Writes, Protocol):
 
 class Finding(Parts, Searches, Protocol):
     """Parts plus search: `context.build_context`."""
+
+
+class Reading(Parts, Protocol):
+    """Parts plus the embedder's side (`vectors.Vectors`: the query cache, the null texts, the
+    language axes): `reading.search`."""
+
+    vectors: Vectors
 
 
 class Noticing(Embedding, Protocol):

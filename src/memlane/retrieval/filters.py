@@ -7,12 +7,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, get_args
 
 import numpy as np
 
+from memlane import validate
+from memlane.config import Config
 from memlane.errors import ValidationError
-from memlane.models import MemoryFacts, MemoryRecord, Scope, Turn
+from memlane.models import MemoryFacts, MemoryRecord, Role, Scope, Turn
 from memlane.store import Store
 
 
@@ -94,3 +96,40 @@ def any_turn(store: Store, scope: Scope, f: Filters) -> bool:
     if f.session_id is None and f.since is None and f.until is None:
         return True
     return bool(store.get_turns(scope, session_id=f.session_id, since=f.since, until=f.until, limit=1))
+
+
+def check_filters(filters: Any, cfg: Config) -> Filters:
+    """Search filters given as a dict or `Filters`, each checked like the argument of the same name."""
+    if filters is None:
+        return Filters()
+    if isinstance(filters, Filters):
+        filters = {k: getattr(filters, k) for k in Filters.__dataclass_fields__}
+    if not isinstance(filters, dict):
+        raise ValidationError("filters", f"must be a dict or Filters, got {type(filters).__name__}")
+    f = Filters.from_dict(filters)
+
+    def category(value: Any, field: str) -> str:
+        return validate.category(field, value, cfg.policy.categories, cfg.profile)
+
+    cats = f.category
+    if cats is not None:
+        if isinstance(cats, str):
+            cats = category(cats, "filters.category")
+        elif isinstance(cats, list | tuple) and cats:
+            cats = [category(c, f"filters.category[{i}]") for i, c in enumerate(cats)]
+        else:
+            raise ValidationError("filters.category", "must be a category or a non-empty list of categories")
+    roles = f.roles
+    if roles is not None:
+        if not isinstance(roles, list | tuple):
+            raise ValidationError("filters.roles", "must be a list of roles")
+        roles = [validate.choice(f"filters.roles[{i}]", r, get_args(Role)) for i, r in enumerate(roles)]
+    return Filters(
+        category=cats,
+        status=None if f.status is None else validate.choice("filters.status", f.status, ("active", "archived")),
+        session_id=validate.optional_ident("filters.session_id", f.session_id),
+        since=validate.optional_when("filters.since", f.since),
+        until=validate.optional_when("filters.until", f.until),
+        include_expired=validate.boolean("filters.include_expired", f.include_expired),
+        roles=roles,
+    )
