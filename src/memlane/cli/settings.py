@@ -74,7 +74,7 @@ def config_(
 
 def config_reference() -> str:
     """Markdown: one table per section, each setting with its default, its environment
-    variable and the comment beside it in memlane/config.py (the seed it comes from)."""
+    variable and the comment beside it in memlane/config/ (the seed it comes from)."""
     default = Config()
     lines = ["| setting | default | environment | what it is |", "|---|---|---|---|"]
     lines.append("| `profile` | `default` | `MEMLANE_PROFILE` | " + _comments(Config).get("profile", "") + " |")
@@ -94,7 +94,7 @@ def config_reference() -> str:
 
 
 def _comments(model: type[BaseModel]) -> dict[str, str]:
-    """Each field's comment in config.py: the lines above it and the one beside it."""
+    """Each field's comment in memlane/config/: the lines above it and the one beside it."""
     try:
         source = inspect.getsource(model)
     except (OSError, TypeError):
