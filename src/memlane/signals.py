@@ -36,8 +36,14 @@ class Signals:
     def subscribe(self, name: Signal, handler: Handler) -> Callable[[], None]:
         """Call `handler(scope, *payload)` (`handler()` for rows.written) on every `send` of
         `name`; returns an unsubscribe."""
-        self._handlers.setdefault(name, []).append(handler)
-        return lambda: self._handlers.get(name, []).remove(handler) if handler in self._handlers.get(name, []) else None
+        handlers = self._handlers.setdefault(name, [])
+        handlers.append(handler)
+
+        def unsubscribe() -> None:
+            if handler in handlers:
+                handlers.remove(handler)
+
+        return unsubscribe
 
     def send(self, name: Signal, scope: Scope | None = None, *payload: Any) -> None:
         if self.muted(name):
