@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import Any, get_args
+from typing import Any
 
 import numpy as np
 
@@ -24,6 +24,7 @@ from memlane import (
     lifecycle,
     markdown,
     mdsync,
+    memory_input,
     plugins,
     portable,
     reading,
@@ -36,28 +37,25 @@ from memlane import (
 )
 from memlane import undo as undoing
 from memlane.attachments import Attachments, SessionStates
-from memlane.config import MAX_ID_CHARS, Config
+from memlane.config import Config
 from memlane.context import Context, build_context
 from memlane.embeddings import Embedder, make_embedder
-from memlane.errors import ConfigError, MemlaneError, NotFound, ValidationError
+from memlane.errors import NotFound
 from memlane.events import Event, EventBus, RuleResult
 from memlane.extracting import Extraction
-from memlane.importers import Conversation, ConversationImport, message_key
+from memlane.importers import Conversation, ConversationImport
 from memlane.jobs import JobReport, JobRunner
 from memlane.llm import LLM, make_llm
 from memlane.messages import check_batch, check_messages
 from memlane.models import (
-    MEMORY_SORTS,
     Activity,
     Corpus,
     Episode,
-    EventKind,
     ExtractionJob,
     Forecast,
     Hit,
     MemoryEvent,
     MemoryRecord,
-    MemoryWhere,
     Message,
     Scope,
     Scratchpad,
@@ -65,11 +63,9 @@ from memlane.models import (
     Source,
     Stats,
     Turn,
-    new_id,
     utcnow,
 )
-from memlane.policy import importance_score
-from memlane.retrieval.filters import Filters, check_filters
+from memlane.retrieval.filters import Filters
 from memlane.signals import Signals
 from memlane.store import Store, open_store
 from memlane.tools import MemoryTools
@@ -102,17 +98,7 @@ class Memory:
         configured as `open_memory(path)` and `memlane --home path` are (its memlane.toml, then
         MEMLANE_*); `Memory()`: MEMLANE_HOME or ~/.memlane. `actions`: event-rule actions by
         name beyond memlane's own (seed 004 §11.1)."""
-        if isinstance(config, str | Path):
-            if home is not None:
-                raise ConfigError("Memory: give the data directory once, as Memory(path) or Memory(home=path)")
-            config, home = None, config
-        if config is not None and not isinstance(config, Config):
-            raise ConfigError(f"Memory: config must be a memlane.Config or a data directory path, got "
-                              f"{type(config).__name__}; e.g. Memory(Config.load('companion')) or Memory('~/.memlane')")
-        if config is not None and home is not None:
-            raise ConfigError("Memory: give a Config or home, not both; a Config sets its data directory "
-                              "with Config.from_env(home=...) or Config.load(store={'home': ...})")
-        self.config = config if config is not None else Config.from_env(home=home)
+        self.config = Config.resolve(config, home)
         self.clock = clock or utcnow
         self.llm: LLM | None = llm if llm is not None else make_llm(self.config.llm)
         self.events = EventBus(list(self.config.events.rules))
@@ -171,14 +157,8 @@ class Memory:
 
     # ---- turns ------------------------------------------------------------------------
 
-    def add_messages(
-        self,
-        session_id: str,
-        messages: Iterable[Message | dict[str, Any]],
-        *,
-        user_id: str,
-        agent_id: str | None = None,
-    ) -> list[Turn]:
+    def add_messages(self, session_id: str, messages: Iterable[Message | dict[str, Any]], *, user_id: str,
+                     agent_id: str | None = None) -> list[Turn]:
         """Store conversation turns durably (one transaction), before anything else runs.
 
         Every message is checked first; a refused one names itself (`messages[3].content`)
@@ -247,15 +227,8 @@ class Memory:
         now = validate.optional_when("now", now)
         return self.extraction.drain(now or self.clock(), validate.integer("limit", limit, 1))
 
-    def import_conversations(
-        self,
-        conversations: Sequence[Conversation],
-        *,
-        user_id: str,
-        agent_id: str | None = None,
-        progress: Callable[[int], None] | None = None,
-        embed: bool = True,
-    ) -> ConversationImport:
+    def import_conversations(self, conversations: Sequence[Conversation], *, user_id: str, agent_id: str | None = None,
+                             progress: Callable[[int], None] | None = None, embed: bool = True) -> ConversationImport:
         """Store parsed conversations (see `memlane.importers`), all or nothing, in one transaction.
 
         Every message is checked before anything is written; a refused one fails the import
@@ -264,44 +237,8 @@ class Memory:
         the same file again — after a crash, say — skips what is stored: `.skipped` says how
         many. `embed=False` leaves the vectors to the background indexer or the next `flush()`."""
         Scope.of(user_id, agent_id)
-        if isinstance(conversations, Conversation) or not isinstance(conversations, Iterable):
-            raise ValidationError("conversations", "must be a list of Conversation (see memlane.importers)")
-        plan: _list[tuple[Scope, str, _list[Message], _list[str]]] = []
-        for i, conv in enumerate(conversations):
-            where = f"sessions[{i}]"
-            if not isinstance(conv, Conversation):
-                raise ValidationError(where, f"must be a Conversation, got {type(conv).__name__}")
-            try:
-                scope = Scope.of(user_id if conv.user_id is None else conv.user_id, agent_id)
-                sid = validate.ident(f"{where}.session_id", conv.session_id)
-                msgs = check_messages(conv.messages, self.config.store, f"{where}.messages")
-            except ValidationError as exc:
-                origin = f"{conv.source}, " if conv.source else ""
-                raise ValidationError(exc.field, f"{str(exc)[len(exc.field) + 2:]} ({origin}session "
-                                                 f"{str(conv.session_id)[:60]!r}); nothing was imported") from None
-            keys = [message_key(conv.source, sid, j, m.role, m.content) for j, m in enumerate(msgs)]
-            plan.append((scope, sid, msgs, keys))
-        stored = skipped = 0
-        # history, not a conversation going on: no follow-up work, the vectors once at the end
-        with self.signals.mute("rows.written", "turns.stored"), self.store.transaction():
-            for scope, sid, msgs, keys in plan:
-                have = self.store.turn_import_keys(scope, keys)
-                fresh = [j for j, k in enumerate(keys) if k not in have]
-                if fresh:
-                    ingest.store_turns(self, self.signals, scope, sid, [msgs[j] for j in fresh],
-                                       [keys[j] for j in fresh])
-                stored += len(fresh)
-                skipped += len(msgs) - len(fresh)
-                if progress:
-                    progress(len(msgs))
-        if stored:
-            try:  # the import's cost, not the first search's (~1 ms a turn)
-                self.store.settle_text()
-            except MemlaneError as exc:  # the turns are committed: the next search catches up instead
-                log.warning("imported %d turns; their words are indexed at the next search (%s)", stored, exc)
-        if embed:
-            self.signals.send("rows.written")
-        return ConversationImport(sessions=len(plan), turns=stored, skipped=skipped)
+        return ingest.import_conversations(self, self.signals, conversations, user_id, agent_id, progress=progress,
+                                           embed=validate.boolean("embed", embed))
 
     def get_turns(self, session_id: str | None = None, *, user_id: str, agent_id: str | None = None,
                   limit: int | None = None) -> list[Turn]:
@@ -342,22 +279,14 @@ class Memory:
                                         limit=validate.integer("limit", limit, 0))
 
     def _action_episode(self, event: Event) -> Episode | None:
-        """The `episode` rule action: summarise the ended session (seeds 002, 003, 004 §6);
-        in the background (see `end_session`) the extractive episode is written at once and
-        the worker rewrites it with the LLM (if it never gets to, the extractive one stays)."""
-        if not self.extraction.waiting and self.extraction.background():
-            episode = self._write_episode(event, offline=True)
+        """The `episode` rule action: summarise the ended session (seeds 002, 003, 004 §6), with
+        the LLM in the background as `Extraction.offline_first` says."""
+        def write(offline: bool) -> Episode | None:
+            episode = sessions.write_episode(self, event, offline=offline)
             if episode is not None:
-                self.worker.submit(lambda: self._write_episode(event), key=("episode", event.scope,
-                                                                              event.payload["session_id"]))
+                self.signals.send("rows.written")
             return episode
-        return self._write_episode(event)
-
-    def _write_episode(self, event: Event, *, offline: bool = False) -> Episode | None:
-        episode = sessions.write_episode(self, event, offline=offline)
-        if episode is not None:
-            self.signals.send("rows.written")
-        return episode
+        return self.extraction.offline_first(write, ("episode", event.scope, event.payload["session_id"]))
 
     def scratchpad(self, *, user_id: str, agent_id: str | None = None) -> Scratchpad:
         """The scope's scratchpad (empty when never set)."""
@@ -401,50 +330,18 @@ class Memory:
 
     # ---- memories ---------------------------------------------------------------------
 
-    def add(
-        self,
-        content: str,
-        *,
-        user_id: str,
-        agent_id: str | None = None,
-        category: str | None = None,
-        importance: float | str | None = None,
-        metadata: dict[str, Any] | None = None,
-        source: Source = "user",
-        pinned: bool = False,
-        verified: bool | None = None,
-        expires_at: datetime | None = None,
-        session_id: str | None = None,
-        subject: str | None = None,
-        predicate: str | None = None,
-        confidence: float = 1.0,
-        actor: str = "api",
-    ) -> MemoryRecord:
+    def add(self, content: str, *, user_id: str, agent_id: str | None = None, category: str | None = None,
+            importance: float | str | None = None, metadata: dict[str, Any] | None = None, source: Source = "user",
+            pinned: bool = False, verified: bool | None = None, expires_at: datetime | None = None,
+            session_id: str | None = None, subject: str | None = None, predicate: str | None = None,
+            confidence: float = 1.0, actor: str = "api") -> MemoryRecord:
         """Store one memory directly (audited as ADD)."""
         scope = Scope.of(user_id, agent_id)
-        content = self._content(content)
-        category = self._category(category)
-        score = self._importance(importance)
-        confidence = validate.number("confidence", confidence, 0.0, 1.0)
-        metadata = validate.metadata("metadata", metadata, self.config.store, validate.MEMORY_KEYS)
-        source = validate.choice("source", source, get_args(Source))
-        pinned = validate.boolean("pinned", pinned)
-        verified = None if verified is None else validate.boolean("verified", verified)
-        expires_at = validate.optional_when("expires_at", expires_at)
-        session_id = validate.optional_ident("session_id", session_id)
-        subject = validate.optional_text("subject", subject, MAX_ID_CHARS)
-        predicate = validate.optional_text("predicate", predicate, MAX_ID_CHARS)
-        actor = validate.ident("actor", actor)
-        now = self.clock()
-        mem = MemoryRecord(
-            id=new_id(), user_id=scope.user_id, agent_id=scope.agent_id, content=content, category=category,
-            score=score, confidence=confidence, subject=subject, predicate=predicate, created_at=now,
-            updated_at=now, last_activated=now, expires_at=expires_at, source=source,
-            # only a person's own words are "verified" (seed 003); code adding memories says so explicitly
-            verified=bool(verified), source_session=session_id,
-            pinned=pinned, metadata=metadata or {},
-        )
-        return writes.insert(self, scope, mem, actor)
+        mem = memory_input.new_memory(
+            self.config, scope, self.clock(), content_=content, category_=category, importance=importance,
+            metadata=metadata, source=source, pinned=pinned, verified=verified, expires_at=expires_at,
+            session_id=session_id, subject=subject, predicate=predicate, confidence=confidence)
+        return writes.insert(self, scope, mem, validate.ident("actor", actor))
 
     def get(self, memory_id: str, *, user_id: str, agent_id: str | None = None) -> MemoryRecord:
         scope = Scope.of(user_id, agent_id)
@@ -453,40 +350,20 @@ class Memory:
             raise NotFound(f"memory {memory_id!r} not found for user {user_id!r}; `memlane list` shows the ids")
         return mem
 
-    def list(
-        self,
-        *,
-        user_id: str,
-        agent_id: str | None = None,
-        category: str | None = None,
-        status: str | None = None,
-        session_id: str | None = None,
-        since: datetime | None = None,
-        until: datetime | None = None,
-        limit: int | None = None,
-        offset: int = 0,
-        source: str | None = None,
-        verified: bool | None = None,
-        pinned: bool | None = None,
-        min_score: float | None = None,
-        max_score: float | None = None,
-        sort: str = "score",
-        descending: bool = True,
-    ) -> _list[MemoryRecord]:
+    def list(self, *, user_id: str, agent_id: str | None = None, category: str | None = None,
+             status: str | None = None, session_id: str | None = None, since: datetime | None = None,
+             until: datetime | None = None, limit: int | None = None, offset: int = 0, source: str | None = None,
+             verified: bool | None = None, pinned: bool | None = None, min_score: float | None = None,
+             max_score: float | None = None, sort: str = "score", descending: bool = True) -> _list[MemoryRecord]:
         """Memories of a scope, filtered, sorted (`sort`: one of `models.MEMORY_SORTS`, best
         score first by default) and paged (`limit`, `offset`) in the store."""
-        scope = Scope.of(user_id, agent_id)
-        sort = validate.choice("sort", sort, MEMORY_SORTS)
-        direction = "DESC" if validate.boolean("descending", descending) else "ASC"
-        order = f"{sort} {direction}" + (f", updated_at {direction}" if sort == "score" else "")
         return self.store.list_memories(
-            scope, category=None if category is None else self._category(category),
-            status=None if status is None else validate.choice("status", status, ("active", "archived")),
-            session_id=validate.optional_ident("session_id", session_id),
+            Scope.of(user_id, agent_id), category=None if category is None else memory_input.category(self.config, category),
+            status=memory_input.status(status), session_id=validate.optional_ident("session_id", session_id),
             since=validate.optional_when("since", since), until=validate.optional_when("until", until),
             limit=validate.optional_integer("limit", limit, 0), offset=validate.integer("offset", offset, 0),
-            order=order, where=self._where(source, verified, pinned, min_score, max_score),
-        )
+            order=memory_input.order(sort, descending),
+            where=memory_input.where(source, verified, pinned, min_score, max_score))
 
     def count(self, *, user_id: str, agent_id: str | None = None, category: str | None = None,
               status: str | None = None, since: datetime | None = None, until: datetime | None = None,
@@ -494,20 +371,10 @@ class Memory:
               min_score: float | None = None, max_score: float | None = None) -> int:
         """How many memories `list` with the same filters holds in all (a listing's page count)."""
         return self.store.count_memories(
-            Scope.of(user_id, agent_id),
-            None if status is None else validate.choice("status", status, ("active", "archived")),
-            category=None if category is None else self._category(category),
+            Scope.of(user_id, agent_id), memory_input.status(status),
+            category=None if category is None else memory_input.category(self.config, category),
             since=validate.optional_when("since", since), until=validate.optional_when("until", until),
-            where=self._where(source, verified, pinned, min_score, max_score))
-
-    @staticmethod
-    def _where(source: Any, verified: Any, pinned: Any, min_score: Any, max_score: Any) -> MemoryWhere:
-        return MemoryWhere(
-            source=None if source is None else validate.choice("source", source, get_args(Source)),
-            verified=None if verified is None else validate.boolean("verified", verified),
-            pinned=None if pinned is None else validate.boolean("pinned", pinned),
-            min_score=None if min_score is None else validate.number("min_score", min_score, 0.0, 1.0),
-            max_score=None if max_score is None else validate.number("max_score", max_score, 0.0, 1.0))
+            where=memory_input.where(source, verified, pinned, min_score, max_score))
 
     def deleted(self, *, user_id: str, agent_id: str | None = None, limit: int = 100,
                 offset: int = 0) -> _list[MemoryEvent]:
@@ -516,55 +383,22 @@ class Memory:
         return undoing.restorable(self.store, Scope.of(user_id, agent_id), validate.integer("limit", limit, 1, 10_000),
                                   validate.integer("offset", offset, 0))
 
-    def update(
-        self,
-        memory_id: str,
-        *,
-        user_id: str,
-        agent_id: str | None = None,
-        content: str | None = None,
-        category: str | None = None,
-        importance: float | str | None = None,
-        score: float | None = None,
-        metadata: dict[str, Any] | None = None,
-        pinned: bool | None = None,
-        status: str | None = None,
-        expires_at: datetime | None = None,
-        actor: str = "api",
-        reason: str = "",
-        kind: str = "UPDATE",
-        verified: bool | None = None,
-        source: Source | None = None,
-    ) -> MemoryRecord:
+    def update(self, memory_id: str, *, user_id: str, agent_id: str | None = None, content: str | None = None,
+               category: str | None = None, importance: float | str | None = None, score: float | None = None,
+               metadata: dict[str, Any] | None = None, pinned: bool | None = None, status: str | None = None,
+               expires_at: datetime | None = None, actor: str = "api", reason: str = "", kind: str = "UPDATE",
+               verified: bool | None = None, source: Source | None = None) -> MemoryRecord:
         """Change a memory; new content is re-indexed and re-embedded. Audited.
 
         `kind` is the audit event's kind (memlane's own steps record e.g. PROMOTE); one of
         `models.EventKind`, so the history stays readable."""
         scope = Scope.of(user_id, agent_id)
-        changes: dict[str, Any] = {}
-        if content is not None:
-            changes["content"] = self._content(content)
-        if category is not None:
-            changes["category"] = self._category(category)
-        if importance is not None:
-            changes["score"] = self._importance(importance)
-        if score is not None:
-            changes["score"] = validate.number("score", score, 0.0, 1.0)
-        if metadata is not None:
-            changes["metadata"] = validate.metadata("metadata", metadata, self.config.store, validate.MEMORY_KEYS)
-        if pinned is not None:
-            changes["pinned"] = validate.boolean("pinned", pinned)
-        if verified is not None:  # a person confirmed it (seed 003 `verified`)
-            changes["verified"] = validate.boolean("verified", verified)
-        if source is not None:  # whose words the memory now holds (an agent's rewrite: "agent")
-            changes["source"] = validate.choice("source", source, get_args(Source))
-        if status is not None:
-            changes["status"] = validate.choice("status", status, ("active", "archived"))
-        if expires_at is not None:
-            changes["expires_at"] = validate.when("expires_at", expires_at)
+        changes = memory_input.changes(
+            self.config, content_=content, category_=category, importance=importance, score=score,
+            metadata=metadata, pinned=pinned, verified=verified, source=source, status=status, expires_at=expires_at)
         actor = validate.ident("actor", actor)
         reason = validate.text("reason", reason, self.config.store.max_content_chars, required=False)
-        kind = validate.choice("kind", kind, get_args(EventKind))
+        kind = memory_input.audit_kind(kind)
         before = self.get(memory_id, user_id=user_id, agent_id=agent_id)
         if not changes:
             return before
@@ -642,19 +476,10 @@ class Memory:
 
     # ---- search -----------------------------------------------------------------------
 
-    def search(
-        self,
-        query: str,
-        *,
-        user_id: str,
-        agent_id: str | None = None,
-        limit: int | None = None,
-        filters: Filters | dict[str, Any] | None = None,
-        corpus: Corpus = "memories",
-        activate: bool | None = None,
-        query_vector: np.ndarray | Callable[[str], np.ndarray] | None = None,
-        min_score: float | None = None,
-    ) -> _list[Hit]:
+    def search(self, query: str, *, user_id: str, agent_id: str | None = None, limit: int | None = None,
+               filters: Filters | dict[str, Any] | None = None, corpus: Corpus = "memories",
+               activate: bool | None = None, query_vector: np.ndarray | Callable[[str], np.ndarray] | None = None,
+               min_score: float | None = None) -> _list[Hit]:
         """Hybrid search of one corpus: "memories" (default), "turns" or "episodes".
 
         Hits come in rank order; `Hit.score` is an absolute relevance in [0, 1] (keywords held,
@@ -667,26 +492,8 @@ class Memory:
         `query_vector` skips embedding the query: a vector the caller already has, or a
         function from text to vector (the caller's own embedder or cache), given the text the
         dense side embeds (`retrieval.query.dense_text`)."""
-        scope = Scope.of(user_id, agent_id)
-        validate.text("query", query, self.config.search.max_query_chars, setting="search.max_query_chars",
-                      required=False, controls=True)
-        corpus = validate.choice("corpus", corpus, ("memories", "turns", "episodes"))
-        limit = validate.optional_integer("limit", limit, 0, 10_000)  # 0: the default
-        activate = None if activate is None else validate.boolean("activate", activate)
-        if query_vector is not None and not callable(query_vector):
-            validate.vector("query_vector", query_vector, self.embedder.dimensions)
-        elif query_vector is not None:  # the caller's function: what it returns is checked too
-            given, dims = query_vector, self.embedder.dimensions
-            query_vector = lambda text: validate.vector("query_vector", given(text), dims)  # noqa: E731
-        limit = limit or self.config.search.default_limit
-        # memories and episodes are what an agent is given: weak ones are left out by default.
-        # A turn is ranked by its conversation too (its neighbours, its session): its own score
-        # says how much of the query it holds, not whether it belongs in the answer
-        default = 0.0 if corpus == "turns" else self.config.search.min_relevance
-        min_score = default if min_score is None else validate.number("min_score", min_score, 0.0, 1.0)
-        return reading.search(self, scope, query, corpus, limit=limit, filters=check_filters(filters, self.config),
-                              min_score=min_score, query_vector=query_vector,
-                              activate=self.config.search.activate_on_hit if activate is None else activate)
+        return reading.ask(self, Scope.of(user_id, agent_id), query, corpus, limit=limit, filters=filters,
+                           activate=activate, query_vector=query_vector, min_score=min_score)
 
     # ---- human-readable files, the seed-000 archive, export / import (issue 7) -----------
 
@@ -694,31 +501,22 @@ class Memory:
         """The scope's directory for MEMORY.md, USER.md, history.json and memory/."""
         return markdown.scope_dir(self.config.home, Scope.of(user_id, agent_id))
 
-    @staticmethod
-    def _path(field: str, path: Any) -> Path | None:
-        if path is None:
-            return None
-        if not isinstance(path, str | Path) or (isinstance(path, str) and not path.strip()):
-            raise ValidationError(field, f"must be a file path, got {type(path).__name__}")
-        validate.text(field, str(path), 4096, setting="a file path", required=True)
-        return Path(path)
-
     def md_export(self, *, user_id: str, agent_id: str | None = None, path: Path | None = None) -> Path:
         """Write MEMORY.md (seed 001 §2.3): a full rewrite after a copy to MEMORY.md.bak."""
         scope = Scope.of(user_id, agent_id)
-        return markdown.write_memory_md(self, scope, self._path("path", path))
+        return markdown.write_memory_md(self, scope, validate.optional_path("path", path))
 
     def md_import(self, path: Path | None = None, *, user_id: str, agent_id: str | None = None,
                   dry_run: bool = False) -> _list[markdown.MdOperation]:
         """Apply a person's edits of MEMORY.md as audited ADD / UPDATE / DELETE (actor "import")."""
         scope = Scope.of(user_id, agent_id)
-        return mdsync.import_memory_md(self, scope, self._path("path", path),
+        return mdsync.import_memory_md(self, scope, validate.optional_path("path", path),
                                        dry_run=validate.boolean("dry_run", dry_run))
 
     def user_profile(self, *, user_id: str, agent_id: str | None = None, path: Path | None = None) -> Path:
         """Write USER.md (seed 002): the profile from preference / fact / workflow memories."""
         scope = Scope.of(user_id, agent_id)
-        return userprofile.write_user_md(self, scope, self._path("path", path))
+        return userprofile.write_user_md(self, scope, validate.optional_path("path", path))
 
     def archive(self, *, user_id: str, agent_id: str | None = None,
                 force: bool = False) -> files_archive.ArchiveReport:
@@ -741,7 +539,7 @@ class Memory:
     def import_(self, path: str | Path, *, user_id: str | None = None,
                 agent_id: str | None = None) -> portable.ImportReport:
         """Import a memlane JSONL export (all or nothing; records already here are skipped)."""
-        file = self._path("path", path) or Path()
+        file = validate.path("path", path)
         validate.optional_ident("user_id", user_id)
         validate.optional_ident("agent_id", agent_id or None)
         return portable.import_scope(self, file, user_id=user_id, agent_id=agent_id)
@@ -773,20 +571,6 @@ class Memory:
         scope = Scope.of(user_id, agent_id)
         return Stats(user_id=scope.user_id, agent_id=scope.agent_id, embedder=self.embedder.model_id,
                      **self.store.stats(scope))
-
-    # ---- helpers ----------------------------------------------------------------------
-
-    def _content(self, content: Any, field: str = "content") -> str:
-        return validate.memory_text(field, content, self.config.store.max_content_chars)
-
-    def _category(self, category: Any, field: str = "category") -> str:
-        if category is None:
-            return self.config.policy.default_category
-        return validate.category(field, category, self.config.policy.categories, self.config.profile)
-
-    def _importance(self, importance: Any) -> float:
-        return importance_score(importance, self.config.policy)
-
 
 def open_memory(home: str | Path | None = None, **overrides: Any) -> Memory:
     """A `Memory` on `home` (default: MEMLANE_HOME or ~/.memlane), configured as `memlane --home`

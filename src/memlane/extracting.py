@@ -14,9 +14,10 @@ and the files follow.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
+from typing import TypeVar
 
 from memlane.events import Event
 from memlane.heuristic import is_command
@@ -24,6 +25,8 @@ from memlane.jobs import JobReport, JobRunner
 from memlane.models import Hit, MemoryRecord, Scope, Turn
 from memlane.parts import Extracting
 from memlane.worker import JobWorker
+
+T = TypeVar("T")
 
 
 class Extraction:
@@ -94,6 +97,17 @@ class Extraction:
         if self.waiting or not self.background():
             return self.now(scope, session_id, None)
         return self.queue(scope, session_id)
+
+    def offline_first(self, write: Callable[[bool], T | None], key: tuple[object, ...]) -> T | None:
+        """A rule action's LLM work (an episode): in the background (see `background`) its
+        offline version is written at once and the worker rewrites it with the LLM (if it never
+        gets to, the offline one stays); otherwise the LLM's version, here. `write(offline)`."""
+        if self.waiting or not self.background():
+            return write(False)
+        done = write(True)
+        if done is not None:
+            self.worker.submit(lambda: write(False), key=key)
+        return done
 
     def after_turns(self, scope: Scope, session_id: str, turns: Sequence[Turn]) -> JobReport | None:
         """Extract during a session: at once when the user says "remember/forget …"

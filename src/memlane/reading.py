@@ -10,13 +10,40 @@ import heapq
 from collections.abc import Callable, Sequence
 from datetime import timedelta
 from itertools import islice
+from typing import Any
 
 import numpy as np
 
+from memlane import validate
 from memlane.models import Corpus, Hit, MemoryRecord, Scope
 from memlane.parts import Parts, Reading
-from memlane.retrieval.filters import Filters
+from memlane.retrieval.filters import Filters, check_filters
 from memlane.retrieval.search import search as run_search
+
+
+def ask(engine: Reading, scope: Scope, query: Any, corpus: Any, *, limit: Any, filters: Any, activate: Any,
+        query_vector: Any, min_score: Any) -> list[Hit]:
+    """`Memory.search`, its arguments checked first (each refusal names its field)."""
+    cfg = engine.config
+    validate.text("query", query, cfg.search.max_query_chars, setting="search.max_query_chars",
+                  required=False, controls=True)
+    corpus = validate.choice("corpus", corpus, ("memories", "turns", "episodes"))
+    limit = validate.optional_integer("limit", limit, 0, 10_000)  # 0: the default
+    activate = None if activate is None else validate.boolean("activate", activate)
+    dims = engine.vectors.embedder.dimensions
+    if query_vector is not None and not callable(query_vector):
+        validate.vector("query_vector", query_vector, dims)
+    elif query_vector is not None:  # the caller's function: what it returns is checked too
+        given = query_vector
+        query_vector = lambda text: validate.vector("query_vector", given(text), dims)  # noqa: E731
+    # memories and episodes are what an agent is given: weak ones are left out by default.
+    # A turn is ranked by its conversation too (its neighbours, its session): its own score
+    # says how much of the query it holds, not whether it belongs in the answer
+    default = 0.0 if corpus == "turns" else cfg.search.min_relevance
+    min_score = default if min_score is None else validate.number("min_score", min_score, 0.0, 1.0)
+    return search(engine, scope, query, corpus, limit=limit or cfg.search.default_limit,
+                  filters=check_filters(filters, cfg), min_score=min_score, query_vector=query_vector,
+                  activate=cfg.search.activate_on_hit if activate is None else activate)
 
 
 def search(engine: Reading, scope: Scope, query: str, corpus: Corpus, *, limit: int, filters: Filters,

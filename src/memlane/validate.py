@@ -13,6 +13,7 @@ import math
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any, TypeVar
 
 import numpy as np
@@ -117,6 +118,18 @@ def ident(field: str, value: Any, *, limit: int = MAX_ID_CHARS) -> str:
 
 def optional_ident(field: str, value: Any) -> str | None:
     return None if value is None else ident(field, value)
+
+
+def path(field: str, value: Any) -> Path:
+    """A file path given as text or a Path (not empty, no control characters)."""
+    if not isinstance(value, str | Path) or (isinstance(value, str) and not value.strip()):
+        raise ValidationError(field, f"must be a file path, got {type(value).__name__}")
+    text(field, str(value), 4096, setting="a file path", required=True)
+    return Path(value)
+
+
+def optional_path(field: str, value: Any) -> Path | None:
+    return None if value is None else path(field, value)
 
 
 def memory_id(value: Any, field: str = "memory_id") -> str:

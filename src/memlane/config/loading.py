@@ -137,6 +137,22 @@ class Config(_Section):
         return cfg
 
     @classmethod
+    def resolve(cls, config: Any, home: str | Path | None) -> Config:
+        """What `Memory(config, home=...)` was given: a Config, or a data directory (as a
+        path, or as `home`) configured as `open_memory(path)` and `memlane --home path` are."""
+        if isinstance(config, str | Path):
+            if home is not None:
+                raise ConfigError("Memory: give the data directory once, as Memory(path) or Memory(home=path)")
+            config, home = None, config
+        if config is not None and not isinstance(config, Config):
+            raise ConfigError(f"Memory: config must be a memlane.Config or a data directory path, got "
+                              f"{type(config).__name__}; e.g. Memory(Config.load('companion')) or Memory('~/.memlane')")
+        if config is not None and home is not None:
+            raise ConfigError("Memory: give a Config or home, not both; a Config sets its data directory "
+                              "with Config.from_env(home=...) or Config.load(store={'home': ...})")
+        return config if config is not None else cls.from_env(home=home)
+
+    @classmethod
     def from_env(cls, environ: dict[str, str] | None = None, *, home: str | Path | None = None,
                  **overrides: Any) -> Config:
         """The one place the environment is read, and the one way every entry point resolves
