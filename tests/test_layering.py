@@ -267,6 +267,13 @@ def _top_level_imports(path: Path) -> list[tuple[int, str]]:
     return found
 
 
+def test_no_module_is_over_700_lines_and_the_facade_is_under_600() -> None:
+    sizes = {str(p.relative_to(PACKAGE.parent)): len(p.read_text(encoding="utf-8").splitlines())
+             for p in sorted(PACKAGE.rglob("*.py"))}
+    assert {p: n for p, n in sizes.items() if n > 700} == {}, "a module past 700 lines holds several jobs: split it"
+    assert sizes["memlane/api.py"] <= 600, "Memory validates and delegates: move the work into a module below it"
+
+
 def test_no_store_module_is_over_700_lines() -> None:
     sizes = {str(p.relative_to(PACKAGE.parent)): len(p.read_text(encoding="utf-8").splitlines())
              for p in sorted(STORE.rglob("*.py"))}
