@@ -16,6 +16,7 @@ The in-session extraction is off in both runs: only the scratchpad is measured.
 
     python bench/topics.py --show 30
     python bench/topics.py --data bench/data/topics_holdout.json
+    python bench/topics.py --data bench/data/topics_holdout2.json
     MEMLANE_LLM_BASE_URL=http://127.0.0.1:8080/v1 python bench/topics.py --llm
 
 `--data bench/data/topics_holdout.json`: a holdout of 24 more sessions (12 Chinese, 12 English;
@@ -23,6 +24,16 @@ The in-session extraction is off in both runs: only the scratchpad is measured.
 that are neither answers nor edits, new tasks in the same domain, switches with and without a
 marker, "done" said many ways. It was written apart, without reading the topic detector's code,
 and is not tuned on.
+
+`--data bench/data/topics_holdout2.json`: a second holdout of 24 sessions (12 Chinese, 12
+English; 201 user turns: 24 start, 101 continue, 30 switch, 46 done) in yet other domains
+(spreadsheets, a leaking ceiling, a baby's sleep, a lease clause, SQL, a dog that ate a grape,
+knitting, home wifi…): one-word follow-ups ("嗯 继续", "shorter?"), new tasks of the same kind,
+switches mid-task with and without a marker and back again, "done" said many ways ("收到",
+"行吧就这样", "corolla it is then", "ok that settles it, adding the indexes now") and turns that
+look like done but go on ("好 那第二步呢", "ok and what about hills?"). It too was written
+apart, without reading the topic detector's code or the other sets beyond the first two
+sessions of `topics.json`, and is not read while tuning.
 
 """
 
