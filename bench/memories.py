@@ -163,8 +163,11 @@ def rrf(*rankings: list[str], k: int = 60, depth: int = 100) -> list[str]:
 
 
 def rank_store(mem: Memory, store: Store, questions: Iterable[tuple[str, str, list[str], str]],
-               vectors: QueryVectors, floor: float, latencies: list[float]) -> list[dict[str, Any]]:
-    """Each question ranked by memlane and the baselines: one row per question."""
+               vectors: QueryVectors, floor: float, latencies: list[float],
+               misses: list[str] | None = None) -> list[dict[str, Any]]:
+    """Each question ranked by memlane and the baselines: one row per question. `misses`
+    collects, for each question memlane misses at R@5, its answers and the five hits above them
+    (OWN: the profile's own fact; other: another profile's, which may answer it as worded)."""
     ids = list(store.texts)
     matrix = embed_cached(mem.store, mem.embedder, [store.texts[i] for i in ids])
     by_id = {m.id: m for m in mem.list(user_id=store.user)}
@@ -190,6 +193,11 @@ def rank_store(mem: Memory, store: Store, questions: Iterable[tuple[str, str, li
                 row[f"{s}:R@5"], row[f"{s}:R@10"] = recall(r, set(answers), 5), recall(r, set(answers), 10)
             # the answers an agent would be shown: at or above the floor
             row["answer_score"] = max((scores.get(a, 0.0) for a in answers), default=0.0)
+            if misses is not None and not row["memlane:R@5"]:
+                own = set(store.profile.facts)
+                misses.append("\n".join([f"Q {text}", *(f"  answer  {store.texts[a]}" for a in answers),
+                                          *(f"  {'OWN  ' if k in own else 'other'}   {store.texts[k]}"
+                                            for k in ranked["memlane"][:5])]))
             row["answer_above_floor"] = float(row["answer_score"] >= floor)
         else:
             row["top_score"] = max(scores.values(), default=0.0)
@@ -267,7 +275,7 @@ def floor_study(rows: list[dict[str, Any]]) -> list[dict[str, float]]:
 
 def run(sizes: list[int], langs: list[str], profiles_limit: int | None, big_profiles: int,
         embedder: str, cached: dict[str, np.ndarray], search: dict[str, Any] | None = None,
-        data: Path = DATA, keep: Path | None = None) -> dict[str, Any]:
+        data: Path = DATA, keep: Path | None = None, misses: list[str] | None = None) -> dict[str, Any]:
     profiles = load_profiles(data)[:profiles_limit]
     if not profiles:
         raise SystemExit(f"no profiles in {DATA}")
@@ -291,7 +299,8 @@ def run(sizes: list[int], langs: list[str], profiles_limit: int | None, big_prof
     for s in stores:
         if not mem.list(user_id=s.user, limit=1):  # a kept home (--keep) holds it already
             fill(mem, s)
-        rows += rank_store(mem, s, questions_of(s, unrelated), vectors, floor, latencies[s.size])
+        rows += rank_store(mem, s, questions_of(s, unrelated), vectors, floor, latencies[s.size],
+                           misses if s.size > 50 else None)
     # what a user waits for: the same searches with the query embedded each time
     big = max(sizes)
     user_seen: list[float] = []
@@ -416,6 +425,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap.add_argument("--data", default=str(DATA), help="folder of profile files")
     ap.add_argument("--keep", default=None, help="build the stores in this folder and reuse them next time "
                     "(ranking studies; the data must not change in between)")
+    ap.add_argument("--show-misses", type=int, default=0, metavar="N",
+                    help="print N questions memlane misses at R@5 in the stores above 50, with the hits above "
+                         "their answers (to read which of those are other profiles' facts that answer as worded)")
     ap.add_argument("--out", default="memories")
     args = ap.parse_args(argv)
     search = json.loads(args.search)
@@ -425,9 +437,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     probe.close()
     cached = load_cache(model)
     sizes = [int(s) for s in args.sizes.split(",")]
+    misses: list[str] = []
     res = run(sizes, args.langs.split(","), args.profiles, args.big_profiles, args.embedder, cached, search,
-              Path(args.data), Path(args.keep) if args.keep else None)
+              Path(args.data), Path(args.keep) if args.keep else None, misses)
     save_cache(model, cached)
+    for miss in random.Random(0).sample(misses, min(args.show_misses, len(misses))):
+        console.print(miss, markup=False)
     report(res)
     out: dict[str, Any] = {"embedder": model, "search": search, "memories": res}
     if not args.no_locomo:
