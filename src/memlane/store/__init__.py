@@ -19,7 +19,15 @@ from pathlib import Path
 from memlane.config import Config
 from memlane.errors import ConfigError
 from memlane.store.keys import KeyRow, KeyTable
-from memlane.store.protocol import PASSAGE_BASE, PASSAGE_STRIDE, Store, passage_rowids, vector_owner
+from memlane.store.protocol import (
+    PASSAGE_BASE,
+    PASSAGE_STRIDE,
+    CopyableStore,
+    Copying,
+    Store,
+    passage_rowids,
+    vector_owner,
+)
 from memlane.store.rows import turn_search_text
 
 
@@ -77,5 +85,5 @@ def _missing_postgres(exc: ImportError) -> ConfigError:
                        "pip install 'memlane[postgres]'")
 
 
-__all__ = ["PASSAGE_BASE", "PASSAGE_STRIDE", "KeyRow", "KeyTable", "Store", "open_key_table", "open_keys",
+__all__ = ["PASSAGE_BASE", "PASSAGE_STRIDE", "CopyableStore", "Copying", "KeyRow", "KeyTable", "Store", "open_key_table", "open_keys",
            "open_store", "passage_rowids", "turn_search_text", "vector_owner"]
