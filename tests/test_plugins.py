@@ -1,7 +1,8 @@
 """An installed package extends memlane by entry points (plugins.py): an embedder, an LLM
-provider, an event-rule action and a conversation importer, with no change to memlane. The
-package here is real as far as Python's packaging goes: a module and its .dist-info on the
-path, found by importlib.metadata, in this process and in a `memlane` subprocess."""
+provider, an event-rule action, a conversation importer and a store backend, with no change
+to memlane. The package here is real as far as Python's packaging goes: a module and its
+.dist-info on the path, found by importlib.metadata, in this process and in a `memlane`
+subprocess."""
 
 from __future__ import annotations
 
@@ -59,6 +60,19 @@ def parse(data, origin):
 
 def broken(cfg):
     raise RuntimeError("unreachable")
+
+class ToyStore:
+    """memlane's SQLite store under another name: what a package's backend looks like to memlane."""
+    name = "toy"
+    def __init__(self, inner):
+        self.inner = inner
+    def __getattr__(self, attr):
+        return getattr(self.inner, attr)
+
+def open_store(config):
+    from memlane.store.sqlite import SQLiteStore
+    Path(os.environ["TOY_LOG"]).open("a").write(f"store {config.db_path.name}\\n")
+    return ToyStore(SQLiteStore(config.db_path))
 '''
 
 ENTRY_POINTS = """
@@ -71,6 +85,9 @@ toy = toy_memlane:make_llm
 toy_notify = toy_memlane:notify
 [memlane.importers]
 toychat = toy_memlane:parse
+[memlane.stores]
+toy = toy_memlane:open_store
+sqlite = toy_memlane:broken
 """
 
 
@@ -125,8 +142,35 @@ def test_unknown_and_broken_plugins_are_config_errors_that_say_what(toy: Path, t
         parse({"format": "other"})
 
 
+def test_a_plugin_store_backend_is_opened_by_its_name(toy: Path, tmp_path: Path) -> None:
+    def config(backend: str, home: str) -> Config:
+        return Config.load(store={"home": str(tmp_path / home), "backend": backend},
+                           embedding={"provider": "hash", "background": False})
+
+    mem = Memory(config("toy", "home"))
+    try:
+        assert mem.store.name == "toy"
+        mem.add("the user likes green tea", user_id="lin")
+        mem.add("the user walks the dog", user_id="lin")
+        assert [h.content for h in mem.search("green tea", user_id="lin")][:1] == ["the user likes green tea"]
+    finally:
+        mem.close()
+    assert (tmp_path / "toy.log").read_text(encoding="utf-8") == "store memlane.db\n"  # given the Config
+    assert (tmp_path / "home" / "memlane.db").exists()
+
+    # memlane's own names win: the package's "sqlite" (which raises) is never loaded
+    mine = Memory(config("sqlite", "own"))
+    try:
+        assert mine.store.name == "sqlite"
+    finally:
+        mine.close()
+    with pytest.raises(ConfigError, match=r"store.backend: unknown 'nope'; one of \['postgres', 'sqlite', 'toy'\]"):
+        Memory(config("nope", "unknown"))
+
+
 def test_the_cli_of_another_process_finds_the_plugin(toy: Path, tmp_path: Path) -> None:
     env = {**os.environ, "MEMLANE_HOME": str(tmp_path / "cli"), "MEMLANE_EMBEDDER": "toy",
+           "MEMLANE_STORE__BACKEND": "toy",
            "PYTHONPATH": os.pathsep.join([str(toy), *filter(None, [os.environ.get("PYTHONPATH")])])}
 
     def run(*args: str) -> str:
@@ -141,3 +185,4 @@ def test_the_cli_of_another_process_finds_the_plugin(toy: Path, tmp_path: Path) 
     assert json.loads(run("stats", "--user", "lin", "--json"))["embedder"] == "toy-words-16"
     hits = json.loads(run("search", "Mochi", "--in", "turns", "--user", "lin", "--json"))
     assert "Mochi" in json.dumps(hits, ensure_ascii=False), textwrap.shorten(json.dumps(hits), 300)
+    assert set((tmp_path / "toy.log").read_text(encoding="utf-8").split()) == {"store", "memlane.db"}

@@ -40,7 +40,6 @@ from memlane import validate
 from memlane.config import RISK_ORDER, EventRule, EventsConfig
 from memlane.errors import ConfigError, NotFound, ValidationError
 from memlane.models import Scope, StoredEvent
-from memlane.parts import Parts
 
 if TYPE_CHECKING:
     from memlane.store import Store
@@ -285,10 +284,9 @@ def _status(steps: list[dict[str, Any]]) -> str:
     return "done"
 
 
-def forget_old(memory: Parts, scope: Scope, now: datetime) -> int:
+def forget_old(store: Store, cfg: EventsConfig, scope: Scope, now: datetime) -> int:
     """Delete the scope's persisted events older than events.keep_days (pending ones stay)."""
-    cfg = memory.config.events
-    return memory.store.delete_bus_events(scope, before=now - timedelta(days=cfg.keep_days))
+    return store.delete_bus_events(scope, before=now - timedelta(days=cfg.keep_days))
 
 
 def _holds(event: Event, path: str, op: str, value: Any) -> bool:

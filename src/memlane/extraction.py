@@ -87,6 +87,43 @@ class Extraction:
     language: str = "en"
 
 
+# queued: left for the background worker; locked: a live writer holds the scope, the job
+# waits for the next drain; error: not even recorded (a broken store), the job is retried later
+JobStatus = Literal["done", "retrying", "locked", "skipped", "empty", "queued", "error"]
+
+
+@dataclass
+class JobReport:
+    """What one extraction job did; `stats` is seed 001 §5.3's {"new", "updated"}. The queue
+    (jobs.py) reports it; it lives here, below the queue, so the engine's protocols
+    (parts.py, services.py) can name it."""
+
+    session_id: str
+    first_seq: int
+    last_seq: int
+    job_id: int | None = None
+    status: JobStatus = "done"
+    extractor: str = "heuristic"
+    added: list[MemoryRecord] = field(default_factory=list)
+    reinforced: list[MemoryRecord] = field(default_factory=list)
+    updated: list[MemoryRecord] = field(default_factory=list)
+    contradicted: list[MemoryRecord] = field(default_factory=list)
+    deleted: list[MemoryRecord] = field(default_factory=list)
+    skipped: int = 0
+    rejected: list[Rejected] = field(default_factory=list)
+    unmatched_forgets: list[str] = field(default_factory=list)
+    llm_calls: int = 0
+    attempts: int = 0
+    error: str | None = None
+    next_at: datetime | None = None
+
+    @property
+    def stats(self) -> dict[str, int]:
+        return {"new": len(self.added),
+                "updated": len(self.reinforced) + len(self.updated) + len(self.contradicted),
+                "deleted": len(self.deleted)}
+
+
 Lookup = Callable[[str], MemoryRecord | None]
 # A DELETE or UPDATE and the memory it targets → why it may not apply, or None
 Guard = Callable[[Operation, MemoryRecord], str | None]
@@ -375,5 +412,5 @@ def _pinned(op: Operation, target: MemoryRecord) -> str | None:
     return None
 
 
-__all__ = ["Budget", "Extraction", "Guard", "LLMExtractor", "Operation", "Rejected", "chunks", "parse_reply",
-           "validate_operations"]
+__all__ = ["Budget", "Extraction", "Guard", "JobReport", "JobStatus", "LLMExtractor", "Operation", "Rejected", "chunks",
+           "parse_reply", "validate_operations"]

@@ -19,9 +19,7 @@ import os
 import threading
 import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Literal
 
 import numpy as np
 
@@ -30,7 +28,15 @@ from memlane.config import Config
 from memlane.embeddings import Embedder
 from memlane.errors import MemlaneError
 from memlane.events import Event, EventBus
-from memlane.extraction import Extraction, Guard, LLMExtractor, Operation, Rejected
+from memlane.extraction import (
+    Extraction,
+    Guard,
+    JobReport,
+    JobStatus,
+    LLMExtractor,
+    Operation,
+    Rejected,
+)
 from memlane.forgotten import ALL, REFUSED, holds, refused, said_again, words_of
 from memlane.heuristic import HeuristicExtractor, commands, forget_requests, same_words
 from memlane.indexing import embed_cached, vector_key
@@ -53,41 +59,6 @@ from memlane.text import keywords
 log = logging.getLogger(__name__)
 
 Retrieve = Callable[[Scope, str, int], list[Hit]]
-# queued: left for the background worker; locked: a live writer holds the scope, the job
-# waits for the next drain; error: not even recorded (a broken store), the job is retried later
-JobStatus = Literal["done", "retrying", "locked", "skipped", "empty", "queued", "error"]
-
-
-@dataclass
-class JobReport:
-    """What one extraction did; `stats` is seed 001 §5.3's {"new", "updated"}."""
-
-    session_id: str
-    first_seq: int
-    last_seq: int
-    job_id: int | None = None
-    status: JobStatus = "done"
-    extractor: str = "heuristic"
-    added: list[MemoryRecord] = field(default_factory=list)
-    reinforced: list[MemoryRecord] = field(default_factory=list)
-    updated: list[MemoryRecord] = field(default_factory=list)
-    contradicted: list[MemoryRecord] = field(default_factory=list)
-    deleted: list[MemoryRecord] = field(default_factory=list)
-    skipped: int = 0
-    rejected: list[Rejected] = field(default_factory=list)
-    unmatched_forgets: list[str] = field(default_factory=list)
-    llm_calls: int = 0
-    attempts: int = 0
-    error: str | None = None
-    next_at: datetime | None = None
-
-    @property
-    def stats(self) -> dict[str, int]:
-        return {"new": len(self.added),
-                "updated": len(self.reinforced) + len(self.updated) + len(self.contradicted),
-                "deleted": len(self.deleted)}
-
-
 class JobRunner:
     """Queues, runs and drains extraction jobs against one store."""
 

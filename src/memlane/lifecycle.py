@@ -490,7 +490,7 @@ class _Pass:
             self.report.actions.append(Action("expire", "DELETE", att.id, self.scope.user_id, self.scope.agent_id,
                                               reason="attachment expired", content=att.name))
         if not self.dry_run:
-            events.forget_old(self.memory, self.scope, self.now)
+            events.forget_old(self.memory.store, self.memory.config.events, self.scope, self.now)
 
     def max_size(self) -> None:
         mems = list(self.work.values())

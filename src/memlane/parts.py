@@ -18,7 +18,9 @@ structurally (mypy checks it where `Memory` passes itself). Any other face of th
 
 `tests/test_layering.py` guards the direction. No Protocol names a private member: what
 follows a write (MEMORY.md, the indexer) subscribes to the engine's notices instead of being
-called back.
+called back. The engine's services (the worker, the extraction queue, the attachments) are
+named by their Protocols in `services.py`, never by their classes, which take these
+Protocols themselves: this module imports nothing above the core and the engine's leaves.
 """
 
 from __future__ import annotations
@@ -27,21 +29,18 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
-if TYPE_CHECKING:  # names only: events, jobs and worker import feature modules themselves
-
-    from memlane.attachments import Attachments
+if TYPE_CHECKING:  # names only, and only of modules below every feature (no loop of imports)
     from memlane.config import Config
-    from memlane.embeddings import Embedder
+    from memlane.embeddings.base import Embedder
     from memlane.events import EventBus
-    from memlane.extracting import Extraction
-    from memlane.jobs import JobReport, JobRunner
-    from memlane.llm import LLM
+    from memlane.extraction import JobReport
+    from memlane.llm.base import LLM
     from memlane.models import Corpus, Hit, MemoryRecord, Scratchpad, Source
     from memlane.retrieval.filters import Filters
+    from memlane.services import AttachmentSearch, Background, ExtractionQueue, Scheduling
     from memlane.signals import Signals
     from memlane.store import Store
     from memlane.vectors import Vectors
-    from memlane.worker import JobWorker
 
 
 class Parts(Protocol):
@@ -99,7 +98,7 @@ class Archiving(Parts, Protocol):
     events: EventBus
 
     @property
-    def worker(self) -> JobWorker: ...
+    def worker(self) -> Background: ...
 
 
 class Editing(Parts, Writes, Protocol):
@@ -160,7 +159,7 @@ class Sweeping(Parts, Protocol):
     events: EventBus
 
     @property
-    def jobs(self) -> JobRunner: ...
+    def jobs(self) -> ExtractionQueue: ...
 
 
 class Working(Sweeping, Protocol):
@@ -182,7 +181,7 @@ class Following(Archiving, SessionParts, Protocol):
     scheduling, the scratchpad's topic and the seed-000 archive."""
 
     @property
-    def extraction(self) -> Extraction: ...
+    def extraction(self) -> Scheduling: ...
 
 
 class Consolidating(Archiving, Sweeping, Syncing, Reviewing, Protocol):
@@ -197,7 +196,7 @@ class Tooling(Embedding, Writes, Searches, Protocol):
     attachments, and `remember`'s own near-duplicate check (the embedder and its model)."""
 
     @property
-    def attachments(self) -> Attachments: ...
+    def attachments(self) -> AttachmentSearch: ...
 
     def update_scratchpad(self, *, user_id: str, agent_id: str | None = None, focus: str | None = None,
                           done: str | None = None) -> Scratchpad: ...

@@ -1,6 +1,6 @@
 """Extension points: another installed package adds an embedder, an LLM provider, an
-event-rule action or a conversation importer to memlane by declaring an entry point, with
-no change to memlane (issue 31). In its pyproject.toml:
+event-rule action, a conversation importer or a store backend to memlane by declaring an
+entry point, with no change to memlane (issue 31). In its pyproject.toml:
 
     [project.entry-points."memlane.embedders"]
     toy = "toy_memlane:make_embedder"      # (EmbeddingConfig) -> Embedder
@@ -14,10 +14,15 @@ no change to memlane (issue 31). In its pyproject.toml:
     [project.entry-points."memlane.importers"]
     slack = "my_import:parse"              # (data, origin) -> list[Conversation] | None (not mine)
 
-Then `embedding.provider = "toy"`, `llm.provider = "mine"`, a rule's `actions = ["notify"]`, or
-`memlane import export.json` on a Slack export work as the built-in ones do. memlane's own names
-win over a plugin's of the same name; a plugin that fails to load is a ConfigError naming its
-package, never a crash at import time.
+    [project.entry-points."memlane.stores"]
+    duck = "my_store:open_store"           # (Config) -> Store (memlane.store.protocol)
+
+Then `embedding.provider = "toy"`, `llm.provider = "mine"`, a rule's `actions = ["notify"]`,
+`memlane import export.json` on a Slack export, or `store.backend = "duck"` work as the built-in
+ones do. memlane's own names win over a plugin's of the same name (embedders "e5", "hash", ...;
+stores "sqlite" and "postgres"); an unknown name is a ConfigError listing the known ones, and a
+plugin that fails to load is one naming its package, never a crash at import time. A plugin
+store keeps the server's API keys in SQLite under `store.home`, as the "sqlite" backend does.
 """
 
 from __future__ import annotations
@@ -28,7 +33,7 @@ from typing import Any, Literal
 
 from memlane.errors import ConfigError
 
-Kind = Literal["embedders", "llms", "actions", "importers"]
+Kind = Literal["embedders", "llms", "actions", "importers", "stores"]
 
 
 @cache

@@ -21,11 +21,11 @@ from memlane.cli.common import (
     out,
 )
 from memlane.errors import MemlaneError
-from memlane.store import Store, open_store
+from memlane.store import CopyableStore, open_store
 from memlane.store.copy import copy_store, open_url
 
 
-def _open(url: str, option: str, *, create: bool) -> Store:
+def _open(url: str, option: str, *, create: bool) -> CopyableStore:
     """`open_url`, the option's value checked first: one line of text, and for SQLite a
     directory that can hold the file (when creating) and a file that is a database."""
     validate.ident(option, url, limit=4096)

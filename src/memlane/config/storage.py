@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
 
 from pydantic import Field, model_validator
 
@@ -14,8 +13,8 @@ class StoreConfig(_Section):
     home: Path = Path("~/.memlane")  # MEMLANE_HOME; memlane.toml is read from here
     db_name: str = "memlane.db"
     # "sqlite" (one file under home) or "postgres" (PostgreSQL + pgvector at database_url);
-    # a postgresql:// database_url alone selects "postgres"
-    backend: Literal["sqlite", "postgres"] = "sqlite"
+    # a postgresql:// database_url alone selects "postgres"; or an installed plugin's (plugins.py)
+    backend: str = "sqlite"
     database_url: str = ""  # MEMLANE_DATABASE_URL: postgresql://user:password@host:port/dbname
     # not from a seed: a dead database fails a call after this long (BackendError), not never
     connect_timeout_seconds: float = Field(5.0, gt=0)

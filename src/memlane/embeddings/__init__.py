@@ -1,5 +1,5 @@
-"""Embedders: one small protocol, providers registered by name — memlane's own below, and
-any installed package's (entry point group `memlane.embedders`, plugins.py).
+"""Embedders: one small protocol (base.py), providers registered by name — memlane's own
+below, and any installed package's (entry point group `memlane.embedders`, plugins.py).
 
 `make_embedder(config)` is the only place a concrete provider is chosen; the rest of memlane
 sees an `Embedder`.
@@ -7,32 +7,12 @@ sees an `Embedder`.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import Protocol, runtime_checkable
-
-import numpy as np
+from collections.abc import Callable
 
 from memlane import plugins
 from memlane.config import EmbeddingConfig
+from memlane.embeddings.base import Embedder, normalise
 from memlane.errors import ConfigError
-
-
-@runtime_checkable
-class Embedder(Protocol):
-    """Turns texts into L2-normalised float32 rows. `query=True` embeds search queries."""
-
-    model_id: str
-    dimensions: int
-
-    def embed(self, texts: Sequence[str], *, query: bool = False) -> np.ndarray: ...
-
-
-def normalise(matrix: np.ndarray) -> np.ndarray:
-    matrix = np.asarray(matrix, dtype=np.float32)
-    if matrix.ndim == 1:
-        matrix = matrix[None, :]
-    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
-    return matrix / np.where(norms == 0, 1.0, norms)
 
 
 def _hash(cfg: EmbeddingConfig) -> Embedder:

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from memlane.embeddings import normalise
+from memlane.embeddings.base import normalise
 from memlane.text import CJK_RUN, cjk_grams
 
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from memlane.embeddings import normalise
+from memlane.embeddings.base import normalise
 from memlane.errors import BackendError, ConfigError
 
 

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import httpx
 import numpy as np
 
-from memlane.embeddings import normalise
+from memlane.embeddings.base import normalise
 from memlane.errors import BackendError
 
 

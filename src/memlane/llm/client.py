@@ -22,7 +22,7 @@ import httpx
 
 from memlane.config import LLMConfig
 from memlane.errors import BackendError
-from memlane.llm import ChatMessage
+from memlane.llm.base import ChatMessage
 from memlane.text import estimate_tokens
 
 log = logging.getLogger(__name__)

@@ -3,7 +3,9 @@ and the server's API keys through `KeyTable` (store/keys.py).
 
 `open_store(config)` and `open_key_table(...)` (`open_keys(config)`) are the one place a
 backend is chosen: the rest of memlane never imports a concrete store, nor a database driver.
-Every method takes a `Scope` first and never returns another scope's rows.
+Every method takes a `Scope` first and never returns another scope's rows. `store.backend`
+names memlane's own ("sqlite", "postgres") or an installed package's (entry point group
+`memlane.stores`, plugins.py).
 
 The package: protocol.py and keys.py, shared.py (what both backends do alike), rows.py (rows
 ↔ records), sqlite/ (the default backend, with migrations.py, fts5.py, lexindex.py,
@@ -16,14 +18,27 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from memlane import plugins
 from memlane.config import Config
 from memlane.errors import ConfigError
 from memlane.store.keys import KeyRow, KeyTable
-from memlane.store.protocol import PASSAGE_BASE, PASSAGE_STRIDE, Store, passage_rowids, vector_owner
+from memlane.store.protocol import (
+    PASSAGE_BASE,
+    PASSAGE_STRIDE,
+    CopyableStore,
+    Copying,
+    Store,
+    passage_rowids,
+    vector_owner,
+)
 from memlane.store.rows import turn_search_text
+
+# memlane's own backends: their names win over a plugin's
+BACKENDS = ("sqlite", "postgres")
 
 
 def open_store(config: Config) -> Store:
+    """The configured store: one of memlane's `BACKENDS`, else an installed plugin's."""
     if config.store.backend == "sqlite":
         from memlane.store.lexindex import LexSettings
         from memlane.store.memcache import MemSettings
@@ -47,7 +62,21 @@ def open_store(config: Config) -> Store:
         return PostgresStore(config.store.database_url, connect_timeout=config.store.connect_timeout_seconds,
                              pool_size=config.store.pool_size, ann_threshold=config.search.ann_threshold,
                              ef_search=config.search.ann_expansion_search)
-    raise ConfigError(f"store.backend: {config.store.backend!r} is unknown; use 'sqlite' or 'postgres'")
+    return _plugin_store(config)
+
+
+def _plugin_store(config: Config) -> Store:
+    """The store of an installed package's backend (entry point group `memlane.stores`,
+    plugins.py): its factory takes the Config and returns a `Store`."""
+    name = config.store.backend
+    if name not in plugins.installed("stores"):
+        known = sorted({*BACKENDS, *plugins.installed("stores")})
+        raise ConfigError(f"store.backend: unknown {name!r}; one of {known}")
+    store: Store = plugins.load("stores", name)(config)
+    if not isinstance(getattr(store, "name", None), str) or not callable(getattr(store, "transaction", None)):
+        raise ConfigError(f"store.backend {name!r} gave {type(store).__name__}, not a Store "
+                          "(memlane.store.protocol: name, transaction(), ...)")
+    return store
 
 
 def open_keys(config: Config) -> KeyTable:
@@ -77,5 +106,5 @@ def _missing_postgres(exc: ImportError) -> ConfigError:
                        "pip install 'memlane[postgres]'")
 
 
-__all__ = ["PASSAGE_BASE", "PASSAGE_STRIDE", "KeyRow", "KeyTable", "Store", "open_key_table", "open_keys",
-           "open_store", "passage_rowids", "turn_search_text", "vector_owner"]
+__all__ = ["BACKENDS", "PASSAGE_BASE", "PASSAGE_STRIDE", "CopyableStore", "Copying", "KeyRow", "KeyTable", "Store",
+           "open_key_table", "open_keys", "open_store", "passage_rowids", "turn_search_text", "vector_owner"]

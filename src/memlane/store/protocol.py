@@ -3,6 +3,9 @@
 Every method takes a `Scope` first and never returns another scope's rows. The backends
 (store/sqlite/, store/postgres/) and the modules they share import it from here, never
 from the package, which is the one place a backend is chosen (`open_store`).
+
+`Copying` is what `memlane copy` (store/copy.py) asks of a backend beyond that: every
+table's rows as stored, keys and all, out of one backend and into another.
 """
 
 from __future__ import annotations
@@ -168,3 +171,55 @@ class Store(Protocol):
     def stats(self, scope: Scope) -> dict[str, Any]: ...
     def scopes(self) -> list[Scope]: ...
     def raw_count(self, table: str, where: str = ..., params: Sequence[Any] = ...) -> int: ...
+
+
+# Every table a store holds → (its columns, the same in both backends; its key): what
+# `memlane copy` moves row for row, keys included, so links between tables hold
+TABLES: dict[str, tuple[str, str]] = {
+    "sessions": ("user_id, agent_id, id, started_at, ended_at, summary, message_count, extraction_count, metadata",
+                 "user_id, agent_id, id"),
+    "turns": ("rowid, id, user_id, agent_id, session_id, seq, role, content, name, tool_calls, created_at, "
+              "token_count, archived, compacted, embedded, metadata, import_key", "rowid"),
+    "memories": ("rowid, id, user_id, agent_id, content, category, kind, score, confidence, subject, predicate, "
+                 "created_at, updated_at, last_activated, activation_count, expires_at, source, verified, "
+                 "source_session, status, pinned, metadata, embedded", "rowid"),
+    "episodes": ("rowid, id, user_id, agent_id, session_id, summary, goal, outcome, entities, tools_used, started_at, "
+                 "ended_at, score, created_at, embedded", "rowid"),
+    "scratchpad": ("user_id, agent_id, current_focus, recent_tasks, updated_at", "user_id, agent_id"),
+    "extraction_jobs": ("id, user_id, agent_id, session_id, first_seq, last_seq, status, attempts, next_at, "
+                        "last_error, created_at", "id"),
+    "memory_events": ("id, memory_id, user_id, agent_id, kind, before, after, actor, reason, created_at", "id"),
+    "embedding_cache": ("model, hash, vector", "model, hash"),
+    "attachments": ("rowid, id, user_id, agent_id, session_id, name, media_type, description, uri, data, size, "
+                    "sha256, created_at, expires_at, metadata", "rowid"),
+    "events": ("id, user_id, agent_id, type, subject, source, payload, at, status, actions", "id"),
+    "meta": ("key, value", "key"),
+    "api_keys": ("id, hash, user_id, agent_id, admin, name, created_at, revoked_at", "id"),
+}
+
+
+def table_columns(table: str) -> list[str]:
+    """The columns of one of `TABLES`, in order."""
+    return [c.strip() for c in TABLES[table][0].split(",")]
+
+
+class Copying(Protocol):
+    """What `memlane copy` asks of a backend beyond `Store`: rows as stored, out and in."""
+
+    # the rows of one of TABLES in its key's order: all its columns, or those named
+    def raw_rows(self, table: str, columns: Sequence[str] | None = ...) -> list[tuple[Any, ...]]: ...
+    # {turn rowid: the neighbour context its full-text entry was indexed with}
+    def turn_contexts(self) -> dict[int, str]: ...
+    # the rows of the turns' vector table that are passages (≥ PASSAGE_BASE)
+    def passage_vector_rows(self) -> list[int]: ...
+    # rows of one of TABLES as another store's `raw_rows` gave them (all columns, keys
+    # included), in the caller's transaction; a corpus's full-text entry is built from each
+    # row's (body, neighbour context) in `texts`
+    def insert_raw(self, table: str, rows: Sequence[tuple[Any, ...]],
+                   texts: Sequence[tuple[str, str]] = ...) -> None: ...
+    # after `insert_raw`: each table's next generated key comes after the largest copied in
+    def advance_keys(self) -> None: ...
+
+
+class CopyableStore(Store, Copying, Protocol):
+    """A store `memlane copy` reads from or writes to (both of memlane's backends)."""

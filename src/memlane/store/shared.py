@@ -32,6 +32,7 @@ from memlane.models import (
     StoredEvent,
     Turn,
 )
+from memlane.store.protocol import TABLES, table_columns
 from memlane.store.rows import (
     ATTACHMENT_COLS,
     BUS_EVENT_COLS,
@@ -387,6 +388,16 @@ class SharedSQL(ABC):
             "db_path": path,
             "db_bytes": size,
         }
+
+    # ---- a table as stored (store/copy.py) ---------------------------------------------------
+
+    def raw_rows(self, table: str, columns: Sequence[str] | None = None) -> list[tuple[Any, ...]]:
+        """The rows of one of `TABLES` in its key's order: all its columns, or those named."""
+        names = table_columns(table)
+        wanted = list(columns) if columns is not None else names
+        if not set(wanted) <= set(names):
+            raise ValueError(f"{table} has no column {sorted(set(wanted) - set(names))}")
+        return self._q(f"SELECT {', '.join(wanted)} FROM {table} ORDER BY {TABLES[table][1]}")
 
     def _marks(self, n: int) -> str:
         return ", ".join([self._mark] * n)

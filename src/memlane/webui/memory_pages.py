@@ -14,17 +14,17 @@ from memlane.errors import NotFound, ValidationError
 from memlane.forecast import forecast
 from memlane.models import MemoryRecord
 from memlane.webui import i18n
-from memlane.webui.app import Ctx, Redirect, safe_next
+from memlane.webui.plumbing import Ctx, Redirect, safe_next
 from memlane.webui.views import SOURCES, TableQuery
 
 if TYPE_CHECKING:
-    from memlane.webui.app import WebUI
+    from memlane.webui.plumbing import Plumbing
 
 BULK_MAX = 500  # not from a seed: one bulk action at most touches a page's worth ×10
 HIDDEN_DIFF = {"updated_at"}  # every change moves it: the history says when already
 
 
-def register(ui: WebUI) -> None:
+def register(ui: Plumbing) -> None:
 
     def row(ctx: Ctx, m: MemoryRecord, **extra: Any) -> Response:
         pol = ctx.mem.config.policy

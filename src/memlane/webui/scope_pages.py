@@ -15,18 +15,18 @@ from starlette.responses import Response
 from memlane.errors import ValidationError
 from memlane.markdown import MdOperation
 from memlane.webui import charts, i18n, labels
-from memlane.webui.app import Ctx, Denied, Redirect
 from memlane.webui.auth import COOKIE
+from memlane.webui.plumbing import Ctx, Denied, Redirect
 from memlane.webui.views import histogram, render_markdown
 
 if TYPE_CHECKING:
     from memlane.api import Memory
-    from memlane.webui.app import WebUI
+    from memlane.webui.plumbing import Plumbing
 
 TURN_HITS = 50  # not from a seed: one page of turns found
 
 
-def register(ui: WebUI) -> None:
+def register(ui: Plumbing) -> None:
 
     # ---- conversations ---------------------------------------------------------------
 

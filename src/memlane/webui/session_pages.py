@@ -15,12 +15,12 @@ from starlette.responses import RedirectResponse, Response
 
 from memlane import validate
 from memlane.webui import i18n
-from memlane.webui.app import Denied, Redirect, safe_next
 from memlane.webui.auth import COOKIE, LOGIN_COOKIE
+from memlane.webui.plumbing import HERE, Denied, Redirect, safe_next
 
 if TYPE_CHECKING:
     from memlane.api import Memory
-    from memlane.webui.app import WebUI
+    from memlane.webui.plumbing import Plumbing
 
 ASSETS = {  # name → media type: the only files /assets serves
     "htmx.min.js": "text/javascript; charset=utf-8",
@@ -31,9 +31,7 @@ ASSETS = {  # name → media type: the only files /assets serves
 MAX_KEY_CHARS = 256  # not from a seed: far above any key memlane issues
 
 
-def register(ui: WebUI) -> None:
-    from memlane.webui.app import HERE
-
+def register(ui: Plumbing) -> None:
     @ui.route("/assets/{name}")
     async def asset(request: Request) -> Response:
         name = request.path_params["name"]

@@ -17,7 +17,7 @@ from pydantic import BaseModel
 from pydantic import ValidationError as PydanticValidationError
 
 from memlane.errors import ExtractionError
-from memlane.llm import ChatMessage
+from memlane.llm.base import ChatMessage
 
 A = TypeVar("A", bound=BaseModel)
 

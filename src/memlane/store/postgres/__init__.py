@@ -2,9 +2,10 @@
 
 `PostgresStore` is built up by job, each a module of this package over the one before:
 base.py (the pool, transactions and scope locks, migrations) → vectors.py → text.py (full
-text) → turns.py, memories.py, forgetting.py; what both stores share is store/shared.py,
-and the API keys' table is keys.py. Here: the extraction queue, which any number of workers
-drain (`FOR UPDATE SKIP LOCKED`), persisted events, and what the store holds as a whole.
+text) → turns.py, memories.py, forgetting.py, copying.py (`memlane copy`'s rows in and
+out); what both stores share is store/shared.py, and the API keys' table is keys.py. Here:
+the extraction queue, which any number of workers drain (`FOR UPDATE SKIP LOCKED`),
+persisted events, and what the store holds as a whole.
 """
 
 from __future__ import annotations
@@ -16,14 +17,15 @@ from typing import Any
 from memlane.models import ExtractionJob, Scope
 from memlane.store.pgschema import CORPORA
 from memlane.store.postgres.base import redact
+from memlane.store.postgres.copying import PostgresCopying
 from memlane.store.postgres.forgetting import PostgresForgetting
 from memlane.store.postgres.memories import PostgresMemories
 from memlane.store.postgres.turns import PostgresTurns
 from memlane.store.rows import JOB_COLS, job_row, to_json, ts
 
 
-class PostgresStore(PostgresTurns, PostgresMemories, PostgresForgetting):
-    """The `Store` protocol over one PostgreSQL database with pgvector."""
+class PostgresStore(PostgresTurns, PostgresMemories, PostgresForgetting, PostgresCopying):
+    """The `Store` protocol (and `memlane copy`'s `Copying`) over one PostgreSQL database."""
 
     def jobs(self, *, scope: Scope | None = None, due_before: datetime | None = None,
              status: Sequence[str] = ("queued",), limit: int = 100) -> list[ExtractionJob]:

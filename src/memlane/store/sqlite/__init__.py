@@ -2,9 +2,10 @@
 
 `SQLiteStore` is built up by job, each a module of this package over the one before:
 base.py (the connection, transactions, migrations, caches) → vectors.py → text.py (full
-text, a row's index entries) → turns.py, memories.py, forgetting.py; what both stores
-share is store/shared.py, and the API keys' table is keys.py. Here: the extraction queue,
-persisted events, and what the store holds as a whole.
+text, a row's index entries) → turns.py, memories.py, forgetting.py, copying.py (`memlane
+copy`'s rows in and out); what both stores share is store/shared.py, and the API keys'
+table is keys.py. Here: the extraction queue, persisted events, and what the store holds
+as a whole.
 """
 
 from __future__ import annotations
@@ -15,13 +16,14 @@ from typing import Any
 
 from memlane.models import ExtractionJob, Scope
 from memlane.store.rows import JOB_COLS, job_row, to_json, ts
+from memlane.store.sqlite.copying import SQLiteCopying
 from memlane.store.sqlite.forgetting import SQLiteForgetting
 from memlane.store.sqlite.memories import SQLiteMemories
 from memlane.store.sqlite.turns import SQLiteTurns
 
 
-class SQLiteStore(SQLiteTurns, SQLiteMemories, SQLiteForgetting):
-    """The `Store` protocol over one SQLite file."""
+class SQLiteStore(SQLiteTurns, SQLiteMemories, SQLiteForgetting, SQLiteCopying):
+    """The `Store` protocol (and `memlane copy`'s `Copying`) over one SQLite file."""
 
     def jobs(self, *, scope: Scope | None = None, due_before: datetime | None = None,
              status: Sequence[str] = ("queued",), limit: int = 100) -> list[ExtractionJob]:
