@@ -109,6 +109,34 @@ def test_no_module_reaches_into_another_objects_private_members() -> None:
     assert _private_reaches("class S:\n    def f(self):\n        return self._q('x')\n", None) == []
 
 
+# the underscore names of an API that are public by its own documentation
+PUBLIC_UNDERSCORES = {"_replace", "_asdict", "_fields", "_make", "_exit"}  # namedtuple; os._exit
+
+
+def _foreign_privates(source: str) -> list[tuple[int, str]]:
+    """(line, `x._name`) where `_name` is not a name this file defines or binds itself and x is
+    not self or cls: a reach into another module's (or its objects') private member, whatever x
+    is called."""
+    tree = ast.parse(source)
+    own = {n.name for n in ast.walk(tree) if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)}
+    own |= {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Store)}
+    own |= {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    own |= {a.asname or a.name.split(".")[-1] for n in ast.walk(tree) if isinstance(n, ast.alias) for a in [n]}
+    return [(node.lineno, ast.unparse(node)) for node in ast.walk(tree)
+            if isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__")
+            and node.attr not in own | PUBLIC_UNDERSCORES
+            and not (isinstance(node.value, ast.Name) and node.value.id in ("self", "cls"))]  # its own, or inherited
+
+
+def test_no_module_uses_a_private_name_it_does_not_define() -> None:
+    wrong = [f"{path.relative_to(PACKAGE.parent)}:{line} {what}" for path in sorted(PACKAGE.rglob("*.py"))
+             for line, what in _foreign_privates(path.read_text(encoding="utf-8"))]
+    assert wrong == [], "use the other module's public name (or make one), not its private member"
+    # and the check sees a reach where there is one, and a module's own private names are none
+    assert _foreign_privates("from memlane.store import pgtext\nok = pgtext._fits('x')\n") == [(2, "pgtext._fits")]
+    assert _foreign_privates("class A:\n    def _f(self): ...\ndef g(a): return a._f()\n") == []
+
+
 def _under(name: str, packages: tuple[str, ...]) -> bool:
     return any(name == p or name.startswith(p + ".") for p in packages)
 

@@ -59,10 +59,10 @@ def _short_tokens(indexed: str) -> tuple[str, ...]:
 
 def query_tokens(term: str) -> list[str]:
     """The tokens of one quoted query term (several when FTS5 would read a phrase)."""
-    return [t for t in tokenizer().query(term) if _fits(t)]
+    return [t for t in tokenizer().query(term) if fits(t)]
 
 
-def _fits(token: str) -> bool:
+def fits(token: str) -> bool:
     return len(token) * 4 <= MAX_LEXEME_BYTES or len(token.encode("utf-8")) <= MAX_LEXEME_BYTES
 
 
@@ -95,7 +95,7 @@ def document(*columns: str) -> tuple[str, int]:
     parts: list[str] = []
     size = 0
     for tok, (a, b) in counts.items():
-        if not _fits(tok):
+        if not fits(tok):
             continue
         a, b = min(a, MAX_POSITIONS), min(b, MAX_POSITIONS - min(a, MAX_POSITIONS))
         pos = _positions(a, b)

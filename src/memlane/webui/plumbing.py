@@ -183,7 +183,7 @@ class Plumbing:
         lang = i18n.negotiate(request)
         form: dict[str, list[str]] = {}
         if request.method == "POST":
-            if self._cross_site(request):
+            if self.cross_site(request):
                 raise Denied(403, i18n.text(lang, "err_cross_site"))
             form = await self.read_form(request, self.backend.memory(request).config.server.max_body_bytes, lang)
         mem = self.backend.memory(request)
@@ -210,7 +210,7 @@ class Plumbing:
         return Ctx(request, session, lang, csrf, form, mem, new_cookie)
 
     @staticmethod
-    def _cross_site(request: Request) -> bool:
+    def cross_site(request: Request) -> bool:
         """A browser's Origin (or, without it, Referer) naming another site."""
         origin = request.headers.get("origin") or request.headers.get("referer")
         if not origin or origin == "null":

@@ -64,7 +64,7 @@ def register(ui: Plumbing) -> None:
     @ui.route("/login", ("POST",))
     async def login(request: Request) -> Response:
         lang = i18n.negotiate(request)
-        if ui._cross_site(request):
+        if ui.cross_site(request):
             raise Denied(403, i18n.text(lang, "err_cross_site"))
         form = await ui.read_form(request, ui.backend.memory(request).config.server.max_body_bytes, lang)
         nonce = request.cookies.get(LOGIN_COOKIE, "")

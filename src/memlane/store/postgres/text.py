@@ -102,7 +102,7 @@ class PostgresText(PostgresVectors):
         `fts_terms`, which counts the same lexemes to rank a large scope."""
         u, a = scope.user_id, scope.agent_id
         key = (corpus, u, a)
-        wanted = [t for t in dict.fromkeys(terms) if t.strip() and pgtext._fits(t)]
+        wanted = [t for t in dict.fromkeys(terms) if t.strip() and pgtext.fits(t)]
         loose = self._doc_loose.get(key) if column is None and drift > 0 else None
         if loose is not None:
             then, seen = loose
