@@ -154,7 +154,7 @@ class Porting(Parts, Protocol):
 
 
 class Sweeping(Parts, Protocol):
-    """Parts, the event bus (its rules) and the extraction queue: `lifecycle.sweep_unextracted`."""
+    """Parts, the event bus (its rules) and the extraction queue: `sweep.sweep_unextracted`."""
 
     events: EventBus
 

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, cast
 
 from memlane.loop import Loop
 from memlane.parts import Working
+from memlane.sweep import sweep_unextracted
 
 if TYPE_CHECKING:
     from memlane.jobs import JobReport
@@ -91,9 +92,6 @@ class JobWorker:
         if time.monotonic() - self._swept < self._poll:
             return
         self._swept = time.monotonic()
-        # imported here: lifecycle imports far more than the worker needs at start-up
-        from memlane.lifecycle import sweep_unextracted
-
         sweep_unextracted(self._memory, self._memory.clock())
 
     def _step(self) -> bool:
