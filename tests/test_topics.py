@@ -312,6 +312,20 @@ CLOSING = [  # (language, the assistant's turn before, the user's turn, what it 
     ("en", "offer", "no thanks, that's all", "done"),
     ("en", "fix", "that did the trick, thanks", "done"),
     ("en", "fix", "I restarted the server and now it works", "done"),
+    # issue 30, the holdout's "done" in words the grammar lacked: a bare "got it" after an answer,
+    # the user's own next step beside an acknowledgement, thanks in another language, a named pick,
+    # a report after "fixed"
+    ("zh", "draft", "收到", "done"),
+    ("zh", "draft", "明白了，心里有底了", "done"),
+    ("zh", "draft", "行，我明天就去寄", "done"),
+    ("zh", "draft", "第二版不错，就它了", "done"),
+    ("en", "draft", "got it", "done"),
+    ("en", "draft", "ok heading to the post office now", "done"),
+    ("en", "draft", "cool, booking the table now", "done"),
+    ("en", "draft", "merci, that clears it up", "done"),
+    ("en", "draft", "sent! thanks", "done"),
+    ("en", "draft", "Option B it is", "done"),
+    ("en", "fix", "fixed, the cache was stale 🙌", "done"),
     # approval followed by a request, "thanks, but…", a question, a yes to an offer, "ok" answering:
     # the task goes on
     ("zh", "draft", "好的，再加一段关于补偿的说明", "continue"),
@@ -338,6 +352,14 @@ CLOSING = [  # (language, the assistant's turn before, the user's turn, what it 
     ("en", "offer", "sounds good", "continue"),
     ("en", "ask", "ok", "continue"),
     ("en", "fix", "it still doesn't work", "continue"),
+    # ...and their look-alikes: "got it" answering a question, a wish or a state after an "ok"
+    ("zh", "ask", "收到", "continue"),
+    ("zh", "draft", "好，我想再加一段", "continue"),
+    ("zh", "draft", "收到，不过第二段太长了", "continue"),
+    ("en", "ask", "got it", "continue"),
+    ("en", "draft", "ok, adding more context: the client is in Berlin", "continue"),
+    ("en", "draft", "ok I'm confused about the second paragraph", "continue"),
+    ("en", "draft", "I'm going to need a shorter version", "continue"),
 ]
 _users = itertools.count()
 
@@ -372,3 +394,43 @@ def test_offline_a_closing_turn_with_no_task_starts_none(chat: Memory) -> None:
         chat.add_messages("after-done", [{"role": role, "content": text}], user_id="after-done")
     pad = chat.scratchpad(user_id="after-done")
     assert pad.current_focus == "" and [t["task"] for t in pad.recent_tasks] == [TASK["en"]]
+
+
+SWITCHES = [  # (the talk, the user's last turn, whether it switches); issue 30, the holdout's lessons
+    # a wh-question in new words asks about the task at hand
+    ([("user", "我想在阳台种点小番茄，从哪开始"), ("assistant", "先选个深一点的盆，买育苗土和种子。")],
+     "每次浇多少水合适", False),
+    ([("user", "help me set up a monthly budget spreadsheet"), ("assistant", "Columns: category, planned, actual.")],
+     "how should I track cash withdrawals", False),
+    # ...but one about a thing of the user's own leaves it
+    ([("user", "help me set up a monthly budget spreadsheet"), ("assistant", "Columns: category, planned, actual.")],
+     "my laptop fan gets really loud at night, how do I quiet it", True),
+    # a request after what it is about
+    ([("user", "I need a best man speech for my brother's wedding"), ("assistant", "Here's a draft: ...")],
+     "my sister is getting married in June too, can you write her a toast", True),
+    # the task closed and another asked for, with no comma between
+    ([("user", "帮我写一封邮件给客户，说交付要推迟一周"), ("assistant", "初稿写好了：尊敬的王总，……")],
+     "邮件先这样 帮我写一份周末的健身计划", True),
+    # back to a finished task, though it says "刚才那个"
+    ([("user", "帮我制定一个减脂饮食计划"), ("assistant", "早餐燕麦鸡蛋，午餐鸡胸肉糙米饭。"),
+      ("user", "对了，推荐一家上海的本帮菜馆，周末请朋友"), ("assistant", "可以去老吉士。")],
+     "帮我把刚才那个减脂计划整理成表格", True),
+]
+
+
+@pytest.mark.parametrize(("talk", "said", "switches"), SWITCHES)
+def test_offline_a_change_of_subject_in_new_forms_and_a_follow_up_in_new_words(
+        chat: Memory, talk: list[tuple[str, str]], said: str, switches: bool) -> None:
+    """Through `add_messages` of the progressive profile: a switch makes the turn the focus and
+    archives the task before it; a follow-up leaves the focus as it was."""
+    user = f"switch-{next(_users)}"
+    for role, text in talk:
+        chat.add_messages(user, [{"role": role, "content": text}], user_id=user)
+    before = chat.scratchpad(user_id=user)
+    chat.add_messages(user, [{"role": "user", "content": said}], user_id=user)
+    pad = chat.scratchpad(user_id=user)
+    if switches:
+        assert pad.current_focus == said
+        assert [t["task"] for t in pad.recent_tasks] == [t["task"] for t in before.recent_tasks] + [before.current_focus]
+    else:
+        assert pad.current_focus == before.current_focus and pad.recent_tasks == before.recent_tasks

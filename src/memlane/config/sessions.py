@@ -66,6 +66,9 @@ class SessionConfig(_Section):
     # continues the topic, and this many earlier turns (both roles) make up its vocabulary
     topic_min_keywords: int = Field(3, ge=1)
     topic_context_turns: int = Field(6, ge=0)
+    # not from a seed (issue 30, bench/topics.py): a turn closing the task and asking for another
+    # ("简历先这样，帮我写封辞职信") may name what it closes in at most this many characters first
+    topic_closing_name_chars: int = Field(12, ge=0)
     focus_chars: int = Field(200, ge=16)  # not from a seed: an automatic focus is the turn cut to this
     # Seed 002 §3–4: the current task comes from the compiler, an LLM, every turn ("当前任务: 来自
     # compiler 输出，每轮同步更新"). True: with an LLM configured and topic tracking on (above),
