@@ -17,6 +17,7 @@ The in-session extraction is off in both runs: only the scratchpad is measured.
     python bench/topics.py --show 30
     python bench/topics.py --data bench/data/topics_holdout.json
     python bench/topics.py --data bench/data/topics_holdout2.json
+    python bench/topics.py --data bench/data/topics_holdout3.json
     MEMLANE_LLM_BASE_URL=http://127.0.0.1:8080/v1 python bench/topics.py --llm
 
 `--data bench/data/topics_holdout.json`: a holdout of 24 more sessions (12 Chinese, 12 English;
@@ -45,6 +46,19 @@ switches mid-task with and without a marker and back again, "done" said many way
 look like done but go on ("好 那第二步呢", "ok and what about hills?"). It too was written
 apart, without reading the topic detector's code or the other sets beyond the first two
 sessions of `topics.json`, and is not read while tuning.
+
+`--data bench/data/topics_holdout3.json`: a third holdout of 24 sessions (12 Chinese, 12
+English; 192 user turns: 24 start, 94 continue, 30 switch, 44 done) in other domains again
+(braised fish, a visa, pandas, a mystery opening, a knee, tiles, a child's homework, a shop's
+post, index funds, guitar chords, a father in hospital, an exam essay, a resume, cron, house
+plants, sourdough, brakes, a best man's toast, Spanish words, fantasy football, git, a science
+fair, running shoes, chess). Switches come bare, as a statement of a new matter, as a yes/no
+question, as a new task of the same kind and as a return to an earlier task; "done" comes as
+an acknowledgement, a verdict, thanks in passing or the user saying what they will do now, and
+beside it are turns that only look done ("可以了！那怎么只读前三列", "ok and what about
+shaping"). It was written apart, without reading the topic detector's code or the other sets
+beyond the first two sessions of `topics.json` and `topics_holdout2.json`, committed before
+the bench first ran on it, and is not read while tuning.
 
 """
 
