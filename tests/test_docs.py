@@ -20,3 +20,12 @@ def test_every_cli_command_is_documented():
 def test_readme_starts_with_the_two_commands():
     head = README[:1500]
     assert "make run" in head and "make test" in head
+
+
+def test_the_layout_names_every_module_and_package():
+    layout = README[README.index("### Layout"):README.index("## Benchmarks")]
+    package = Path(__file__).parents[1] / "src" / "memlane"
+    names = [p.name for p in package.glob("*.py") if not p.name.startswith("__")]
+    names += [f"{p.name}/" for p in package.iterdir() if p.is_dir() and not p.name.startswith(("_", "."))]
+    assert "api.py" in names and "store/" in names
+    assert [n for n in sorted(names) if n not in layout] == [], "README's Layout: say what the new module holds"
