@@ -95,9 +95,23 @@ def en_answer(question: str, answer: str, *, framed_only: bool = False) -> str |
             m = pattern.search(part)
             if m is not None:
                 return third_person_en(_fill_en(template, m, answer)).rstrip(".") + "."
-    if re.search(r"\b(?:you|your)\b", question, re.I) and not framed_only:
+    own_subject = re.match(r"(?:it|that|this|there|he|she|they)\b", answer, re.I)  # "it's raining AGAIN": no answer
+    if (re.search(r"\b(?:you|your)\b", question, re.I) or (elliptic(question) and not own_subject)) and not framed_only:
         return f"The user: {answer}."  # "What's the role?" is the user's; a frame would say no more
     return None
+
+
+# a verb or a subject of its own: a question with none ("Budget?", "Kids or pets?", "how often and
+# how many?") goes on with what the user was saying, so its answer is the user's
+_EN_VERBAL = re.compile(r"\b(?:is|are|was|were|am|be|been|do|does|did|can|could|would|will|should|shall|may|might|must|has|"
+                        r"have|had|he|she|they|it|we|i)\b|'(?:s|re|ll|d|ve)\b|\b\w+(?:ed|es)\b", re.I)
+
+
+def elliptic(question: str) -> bool:
+    """Whether the assistant's question, read from its last dash or comma, has no verb or subject
+    of its own ("Kids or pets?"): it asks after the user's own matter."""
+    tail = re.split(r"[—–:;]|\s-\s|,", question)[-1]
+    return bool(re.search(r"\w", tail)) and _EN_VERBAL.search(tail) is None
 
 
 # Chinese: the answer takes the place of the question word ("你在哪个城市？" + "杭州" → "你在杭州")
@@ -191,11 +205,13 @@ def zh_topic_fact(said: str) -> bool:
     return bool(_ZH_STANDING_VERB.search(body) or _ZH_COUNT.search(body)) and not _ZH_ABOUT_HERE.search(body)
 
 
-def zh_bare(said: str, sentence: str, *, opens: bool, question: str, questions: int) -> str | None:
+def zh_bare(said: str, sentence: str, *, opens: bool, question: str, questions: int,
+            listed: bool = False) -> str | None:
     """A Chinese clause said bare, its topic first, as a memory: an answer to the assistant's
     question takes the question's predicate ("你在哪个城市？" + "杭州" → "用户在杭州"); otherwise
     it must hold a predicate of its own ("咖啡也戒了快半年了"), or it says nothing ("狸花猫可以").
-    `opens`: the clause is the first words of its message; `questions`: how many the assistant asked."""
+    `opens`: the clause is the first words of its message; `questions`: how many the assistant asked;
+    `listed`: the clause stands in the first sentence of a reply to a question about the user."""
     said = tidy(said)
     if (head := heading(sentence)) is not None and head[0] == "self":
         return "用户：" + third_person_zh(said)  # "先做个自我介绍：陈嘉怡，31，深圳": the user's, item by item
@@ -204,9 +220,20 @@ def zh_bare(said: str, sentence: str, *, opens: bool, question: str, questions: 
         framed = zh_answer(question, said)
         if framed is not None:
             return framed
-    if answering or zh_topic_fact(said):
+    if answering or (listed and len(said) <= _ZH_ITEM_CHARS) or zh_topic_fact(said):
         return "用户：" + third_person_zh(said)
     return None
+
+
+# an item of a reply ("深圳", "布洛芬可以") is short; a longer clause needs a predicate of its own
+_ZH_ITEM_CHARS = 8
+
+
+def zh_asks_user(text: str) -> bool:
+    """Whether the assistant's message asks the user something with a question word, in any of
+    its questions, and speaks to the user ("退烧药你平时吃什么？有没有药物过敏？", "介绍一下自己？比如
+    怎么称呼、在哪个城市？"), not only of a thing the user spoke of ("是什么品种？")."""
+    return bool(re.search(r"[你您]|自己", text)) and any(_ZH_WH.search(q) for q in _ZH_QUESTION.findall(text))
 
 
 def zh_has_verb(said: str) -> bool:
@@ -228,7 +255,7 @@ _EN_PAST_IRREGULAR = ("went|had|got|made|said|took|came|saw|knew|thought|ran|ate
                       "spoke|stood|swam|taught|understood|won|woke|wore|did|was|were|swore|swear|realized|realised")
 # the verb a clause's subject does, first: "the user had to call…", "the user's sister changed…"
 _EN_FIRST_VERB = re.compile(rf"^(?:the user|the user's [\w-]+(?: (?-i:[A-Z][a-z]+))?|the user and others)\s+(?:\w+ly\s+|just\s+|then\s+)*"
-                            rf"(?P<v>{_EN_PAST_IRREGULAR}|[a-z]+ed)\b", re.I)
+                            rf"(?P<v>{_EN_PAST_IRREGULAR}|[a-z]+ed)\b(?!')", re.I)  # "won't" is no "won"
 _EN_TIMELESS = re.compile(r"\b(?:since|ago|for (?:(?:\d+|a|two|three|many|several) )?(?:years?|months?|decades?|ages)|"
                           r"all (?:my|the user's) life|every|always|usually)\b",
                           re.I)

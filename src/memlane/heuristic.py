@@ -65,6 +65,7 @@ class _Ctx:
     question: str = ""  # the assistant's question just before, when it asked one (not an offer)
     first: str = ""  # the message's first sentence: where a bare answer stands
     questions: int = 0  # how many questions the assistant's message asked
+    asked_user: bool = False  # one of them asks the user with a question word ("怎么称呼、在哪个城市？")
 
 
 @dataclass
@@ -93,7 +94,7 @@ class HeuristicExtractor:
         offered = False  # it offered to do something: a bare reply accepts or declines
         standing = False  # the user is setting rules: "另外…" / "also…" in the next message goes on
         order = 0
-        question, questions = "", 0
+        question, questions, asked_user = "", 0, False
         for turn in turns:
             if turn.role == "assistant":
                 offered = offers(turn.content)  # "want me to …?": the reply says yes or no, no fact
@@ -101,6 +102,7 @@ class HeuristicExtractor:
                          and not offered)
                 question = grammar.last_question(turn.content) if asked else ""
                 questions = len(re.findall(r"[?？]", turn.content)) if asked else 0
+                asked_user = asked and grammar.zh_asks_user(turn.content)
                 continue  # the assistant's words are not the user's facts
             if turn.role != "user":
                 continue
@@ -109,14 +111,15 @@ class HeuristicExtractor:
             standing = bool(st.ZH_STANDING.search(text) or grammar.en_standing(text)
                             or (standing and st.GOES_ON.match(text.strip())))
             first = next((m.group().strip() for m in ZH_SENTENCE.finditer(text) if m.group().strip()), "")
-            ctx = _Ctx(now, _today(turn, now), standing, text, first if offered else "", question, first, questions)
+            ctx = _Ctx(now, _today(turn, now), standing, text, first if offered else "", question, first, questions,
+                       asked_user)
             items, sentences = self._turn(text, reader, ctx, asked, order)
             said += items
             for k, sentence in sentences:
                 said = self._corrected(said, k, sentence, now)
             order += len(sentences) + 1
             asked = offered = False
-            question, questions = "", 0
+            question, questions, asked_user = "", 0, False
         ops = [s.op for s in said if s.op is not None]
         result.operations = _fitting(ops + self._named(ops, now), self.config)
         return result
@@ -153,7 +156,7 @@ class HeuristicExtractor:
             if _joins(clause, out):
                 continue
             op = self._clause(clause, ctx)
-            if op is not None and _after_rule(clause, op, out):
+            if op is not None and _after_rule(clause, op, out, _answers_user(clause, ctx)):
                 continue
             if op is not None:
                 out.append(_Said(op, clause.sentence, where))
@@ -218,7 +221,7 @@ class HeuristicExtractor:
             content = refused  # "安卓能接受吗？" + "不接受": the question says what is refused
         elif c.carried and c.about == "user" and not opens_with_predicate(c.said):
             bare = grammar.zh_bare(c.said, c.sentence, opens=_opens(c, ctx), question=ctx.question,
-                                   questions=ctx.questions)  # "成都", "咖啡也戒了快半年了": the user's, said bare
+                                   questions=ctx.questions, listed=_answers_user(c, ctx))  # "成都", "咖啡也戒了快半年了": the user's, said bare
             if bare is None:
                 return None
             content = bare
@@ -278,7 +281,7 @@ class HeuristicExtractor:
             return None  # "The user loved it.", "gets these once a month": a thing said elsewhere
         generic = st.en_generic(s, today)
         return self._generic_add(content, generic, ctx, (s, c.sentence),
-                                 health_today=bool(st.EN_TODAY.search(s) and st.EN_HEALTH.search(s)))
+                                 health_today=bool(st.EN_TODAY.search(c.sentence) and st.EN_HEALTH.search(s)))  # "…so keep it short today"
 
     def statement(self, sentence: str, *, now: datetime, today: date | None = None,
                   context: str = "", message: str = "") -> Operation | None:
@@ -440,6 +443,12 @@ def _opens(c: Clause, ctx: _Ctx) -> bool:
     return c.sentence == ctx.first and 0 <= ctx.first.find(c.said) <= 3
 
 
+def _answers_user(c: Clause, ctx: _Ctx) -> bool:
+    """Whether the clause stands in the first sentence of a reply to the assistant's question
+    about the user: an item of the answer ("深圳", "布洛芬可以"), wherever it stands in that sentence."""
+    return ctx.asked_user and c.sentence == ctx.first and c.carried
+
+
 def _joins(c: Clause, out: list[_Said]) -> bool:
     """A Chinese clause that only goes on about the statement before it ("下周三要去北京出差，
     大概待三天，周五晚上回来") joins it; one opened by a conjunction ("也对芒果过敏"), or
@@ -464,7 +473,7 @@ def _joins(c: Clause, out: list[_Said]) -> bool:
 _ZH_RULE_LEAD = "用户要求："
 
 
-def _after_rule(c: Clause, op: Operation, out: list[_Said]) -> bool:
+def _after_rule(c: Clause, op: Operation, out: list[_Said], answering: bool = False) -> bool:
     """A Chinese clause said after a rule in the same sentence: a bare "how" joins the rule
     ("以后别给我发那么长，简短点": one rule); a clause without a subject of its own is the
     reason for it ("别叫我亲，听着跟淘宝客服似的") and is no fact. True: nothing more to keep."""
@@ -478,7 +487,9 @@ def _after_rule(c: Clause, op: Operation, out: list[_Said]) -> bool:
     if content.startswith(_ZH_RULE_LEAD) and len(st.tidy(c.said)) <= 4:  # "简短点": how, said of the rule before
         out[-1] = replace(last, op=replace(last.op, content=f"{st.tidy(before)}，{content[len(_ZH_RULE_LEAD):]}"))
         return True
-    return not content.startswith(_ZH_RULE_LEAD) and c.carried and st.zh_rule(c.text) is None
+    # a clause with a predicate of its own ("做外贸的"), or an item answering the assistant, is no reason
+    return (not content.startswith(_ZH_RULE_LEAD) and c.carried and st.zh_rule(c.text) is None
+            and not answering and not grammar.zh_topic_fact(c.said))
 
 
 _EN_REQUEST_VERB = re.compile(r"\b(?:translate|summari[sz]e|proofread|rewrite|rephrase|fix|check|edit|improve|"

@@ -55,7 +55,9 @@ _EN_STRETCH = re.compile(r"[^.!?,;:\n()]+")
 # conjunctions, prepositions, verbs that take a clause; elsewhere it opens a new one
 _EN_GOES_ON = re.compile(r"(?:and|but|or|so|because|bc|cause|that|if|when|whenever|before|after|while|until|since|unless|"
                          r"than|as|where|which|who|what|how|why|whether|once|though|think|know|guess|hope|wish|mean|"
-                         r"said|say|feel|felt|thought|believe|bet|swear|promise|like|where|till|cuz)(?<!s)(?:s|ed)?$", re.I)
+                         r"said|say|feel|felt|thought|believe|bet|swear|promise|like|where|till|cuz)(?<!s)(?:s|ed|ing)?$|"
+                         r"^(?:realiz|realis|notic|figur|suppos|assum|decid)(?:e|es|ed|ing)$|"
+                         r"^(?:remember|hear|doubt|admit)(?:s|ed|ing)?$|^heard$", re.I)  # not "forget": "before I forget, I'm…"
 # words that open the next clause with the "I" after them: "…to 190 also I'm moving"
 _EN_OPENER = re.compile(r"\s+(?:also|plus|then|anyway|btw)$", re.I)
 _EN_I = re.compile(r"\s+(?=I(?:'m|'ve|'ll)?\s)")
