@@ -240,9 +240,10 @@ def test_standing_rules_and_answers_to_the_assistant_s_questions():
     assert contents("以后回答我都用中文吧，别夹英文单词") == ["用户要求：以后回答用户都用中文吧", "用户要求：别夹英文单词"]
     assert contents("from now on always answer me in Chinese, even if I write in English") == [
         "The user asks: from now on always answer the user in Chinese, even if the user writes in English."]
+    # a bare answer takes its predicate from the question (issue 29, holdout3)
     assert contents("A:What's the role?", "product designer, fully remote") == [
-        "The user: product designer, fully remote."]
-    assert contents("A:你在哪个城市？", "成都") == ["用户：成都"]
+        "The user's role is product designer, fully remote."]
+    assert contents("A:你在哪个城市？", "成都") == ["用户在成都"]
 
 
 def test_a_short_quoted_word_is_the_user_s_a_quoted_passage_is_not():
@@ -367,7 +368,7 @@ def test_a_request_tacked_on_and_a_missing_subject_are_read_as_meant():
     assert contents("Finally got my PhD last week!") == ["The user got the user's PhD last week."]
     assert contents("Not a morning person at all lol") == ["The user is not a morning person at all."]
     assert contents("A:What kind of music do you like?", "mostly indie rock, some jazz") == [
-        "The user: mostly indie rock, some jazz."]
+        "The user likes mostly indie rock, some jazz."]  # the question's predicate (issue 29, holdout3)
     assert contents("我平时不怎么喝咖啡，喝了睡不着") == ["用户平时不怎么喝咖啡，喝了睡不着"]
 
 
@@ -466,8 +467,9 @@ def test_what_is_said_around_a_fact_is_not_kept_with_it():
     assert contents("以后别叫我宝子，听着怪怪的") == ["用户要求：以后别叫用户宝子"]  # the reason for the rule
     assert contents("老弟啊，我跟你说，我在武汉上班") == ["用户在武汉上班"]  # a word of address
     assert contents("I lived in Rome for years. I still do.") == ["The user lived in Rome for years."]
-    assert contents("my grandson Ben fixed my printer", "A:Nice!", "Ben will be so proud") == [
-        "The user's grandson Ben fixed the user's printer."]  # a guess at how he will feel is no fact
+    assert contents("my grandson Ben is 12", "A:Nice!", "Ben will be so proud") == [
+        "The user's grandson Ben is 12."]  # a guess at how he will feel is no fact
+    assert contents("my grandson Ben fixed my printer") == []  # a one-off told in the past (issue 29)
 
 
 def test_a_question_word_before_dou_or_ye_asks_nothing():
@@ -529,7 +531,7 @@ def test_words_quoted_inside_a_clause_are_kept_as_said():
         "The user asks: never recommend the user 'try cold showers' unless the user asks."]
     assert contents("my boss keeps saying 'we need to circle back on this' in every meeting") == [
         "The user's boss keeps saying 'we need to circle back on this' in every meeting."]
-    assert contents("A:我可以问一下你在哪个城市吗？", "成都") == ["用户：成都"]  # a question, not an offer
+    assert contents("A:我可以问一下你在哪个城市吗？", "成都") == ["用户在成都"]  # a question, not an offer
 
 
 def test_a_fact_said_in_a_day_s_story_or_beside_a_one_off_is_kept():

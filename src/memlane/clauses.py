@@ -181,7 +181,8 @@ def _strip_zh_filler(p: str) -> str:
 
 # ---- English --------------------------------------------------------------------------------
 
-EN_SENTENCE = re.compile(r"[^.!?;\n]+(?:\.(?:\d|[a-z]\.)[^.!?;\n]*)*[.!?;]*")
+_EN_TITLE_DOT = r"(?:(?<=\bMr)|(?<=\bMrs)|(?<=\bMs)|(?<=\bDr)|(?<=\bProf)|(?<=\bSt))\.\s+(?=[A-Z])"  # "Mr. Okafor": no end
+EN_SENTENCE = re.compile(rf"[^.!?;\n]+(?:(?:\.(?:\d|[a-z]\.)|{_EN_TITLE_DOT})[^.!?;\n]*)*[.!?;]*")
 EN_FILLER = re.compile(r"^(?:by the way|also|oh|ooh|ok|okay|well|so|and|but|actually|btw|yes|yeah|yep|hi there|hello there|"
                        r"hey there|hi+|hel+o+|he+y+|yo|ngl|imo|fyi|not gonna lie|to be honest|finally|honestly|seriously|literally|frankly|personally|genuinely|good (?:morning|afternoon|evening)|side note|(?:that |which )?means|"
                        r"anyway|plus|oh and|and also|haha+|lol|hmm+|hm|ugh|wow|nice|perfect|great|cool|thanks|thx|ta|"

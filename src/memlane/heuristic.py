@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime
 
-from memlane import chatter, validate
+from memlane import chatter, grammar, validate
 from memlane import statements as st
 from memlane.clauses import EN_SENTENCE, ZH_SENTENCE, Clause, Reader, opens_with_predicate, unquoted
 from memlane.commands import (
@@ -62,6 +62,10 @@ class _Ctx:
     standing: bool
     message: str = ""
     offer_reply: str = ""  # the message's first sentence, when it answers the assistant's offer
+    question: str = ""  # the assistant's question just before, when it asked one (not an offer)
+    first: str = ""  # the message's first sentence: where a bare answer stands
+    questions: int = 0  # how many questions the assistant's message asked
+    asked_user: bool = False  # one of them asks the user with a question word ("怎么称呼、在哪个城市？")
 
 
 @dataclass
@@ -90,25 +94,32 @@ class HeuristicExtractor:
         offered = False  # it offered to do something: a bare reply accepts or declines
         standing = False  # the user is setting rules: "另外…" / "also…" in the next message goes on
         order = 0
+        question, questions, asked_user = "", 0, False
         for turn in turns:
             if turn.role == "assistant":
                 offered = offers(turn.content)  # "want me to …?": the reply says yes or no, no fact
                 asked = (bool(re.search(r"[?？]\s*$|[吗呢]\s*$", turn.content.strip())) and not st.HOW_FEEL.search(turn.content)
                          and not offered)
+                question = grammar.last_question(turn.content) if asked else ""
+                questions = len(re.findall(r"[?？]", turn.content)) if asked else 0
+                asked_user = asked and grammar.zh_asks_user(turn.content)
                 continue  # the assistant's words are not the user's facts
             if turn.role != "user":
                 continue
-            text = as_meant(unquoted(turn.content[: self.config.extraction.offline_turn_chars]))  # a pasted page: its start
-            standing = bool(st.ZH_STANDING.search(text) or st.EN_STANDING.search(text)
+            text = as_meant(unquoted(turn.content[: self.config.extraction.offline_turn_chars]),
+                            self.config.extraction.offline_runon_words)  # a pasted page: its start
+            standing = bool(st.ZH_STANDING.search(text) or grammar.en_standing(text)
                             or (standing and st.GOES_ON.match(text.strip())))
             first = next((m.group().strip() for m in ZH_SENTENCE.finditer(text) if m.group().strip()), "")
-            ctx = _Ctx(now, _today(turn, now), standing, text, first if offered else "")
+            ctx = _Ctx(now, _today(turn, now), standing, text, first if offered else "", question, first, questions,
+                       asked_user)
             items, sentences = self._turn(text, reader, ctx, asked, order)
             said += items
             for k, sentence in sentences:
                 said = self._corrected(said, k, sentence, now)
             order += len(sentences) + 1
             asked = offered = False
+            question, questions, asked_user = "", 0, False
         ops = [s.op for s in said if s.op is not None]
         result.operations = _fitting(ops + self._named(ops, now), self.config)
         return result
@@ -145,7 +156,7 @@ class HeuristicExtractor:
             if _joins(clause, out):
                 continue
             op = self._clause(clause, ctx)
-            if op is not None and _after_rule(clause, op, out):
+            if op is not None and _after_rule(clause, op, out, _answers_user(clause, ctx)):
                 continue
             if op is not None:
                 out.append(_Said(op, clause.sentence, where))
@@ -158,21 +169,22 @@ class HeuristicExtractor:
         addressed = c.lang == "zh" and c.about == "other" and re.match(r"^(?:你|您)", c.said)  # "你跟我说话简单点": an ask
         if c.asked or (c.about == "other" and not addressed) or not c.text or st.consumed(c):
             return None
-        if c.lang == "zh":
-            return self._zh_clause(c, ctx)
-        return self._en_clause(c, ctx)
+        op = self._zh_clause(c, ctx) if c.lang == "zh" else self._en_clause(c, ctx)
+        return op if op is None or _holds(op) else None
 
     def _zh_clause(self, c: Clause, ctx: _Ctx) -> Operation | None:
         now, today, standing = ctx.now, ctx.today, ctx.standing
         text = c.text
-        if st.ZH_STANDING_LEAD.match(c.said) and not st.ZH_ASKING.search(text.rstrip("吧")):
+        if (st.ZH_STANDING_LEAD.match(c.said) and not st.ZH_ASKING.search(text.rstrip("吧"))
+                and not grammar.ZH_NEXT_TIME_TASK.match(c.said)):
             return self._add("用户要求：" + st.third_person_zh(st.tidy(c.said)), st.STANDING_RULE, now)  # "以后回答我都用中文吧"
         if st.ZH_ASKING.search(text) or re.search(r"啥(?!都)", text):
             return None
         said = c.said if c.carried else re.sub(r"^我", "", text)
         if (st.ZH_REQUEST.search(said) and (c.carried or not st.ZH_ENDING_REQUEST.search(said)) or st.ZH_REQUEST.match(text)
                 or (st.ZH_ENDING_REQUEST.search(said) and st.ZH_ANSWER_VERB.match(said))):
-            if ((standing or st.ZH_STANDING.search(text)) and st.ZH_HOW_TO_ANSWER.search(said)) or (
+            task = grammar.ZH_TASK_ASK.match(re.sub(r"^(?:你|您)", "", said))  # "帮我想个菜单", "提醒我一下": for now
+            if (((standing and not task) or st.ZH_STANDING.search(text)) and st.ZH_HOW_TO_ANSWER.search(said)) or (
                     st.ZH_ANSWER_FORM.search(said) and not st.zh_today(c.sentence)):  # "今天网不好，回复简短点": for today
                 ask = re.sub(r"^(?:你|您)(?:就|也|以后)?", "", st.tidy(c.said))  # the one asked is the assistant
                 return self._add("用户要求：" + st.third_person_zh(re.sub(r"[啊呀哈吧]+$", "", ask)), st.STANDING_RULE, now)
@@ -204,8 +216,15 @@ class HeuristicExtractor:
             return None
         generic = st.zh_generic(text, today)
         content = st.third_person_zh(st.tidy(text))
-        if c.carried and c.about == "user" and not opens_with_predicate(c.said):
-            content = "用户：" + st.third_person_zh(st.tidy(c.said))  # "成都", "咖啡也戒了快半年了": the user's, said bare
+        refused = grammar.zh_yes_no_answer(ctx.question, c.said) if _opens(c, ctx) and c.carried else None
+        if refused is not None:
+            content = refused  # "安卓能接受吗？" + "不接受": the question says what is refused
+        elif c.carried and c.about == "user" and not opens_with_predicate(c.said):
+            bare = grammar.zh_bare(c.said, c.sentence, opens=_opens(c, ctx), question=ctx.question,
+                                   questions=ctx.questions, listed=_answers_user(c, ctx))  # "成都", "咖啡也戒了快半年了": the user's, said bare
+            if bare is None:
+                return None
+            content = bare
         return self._generic_add(content, generic, ctx, (text, c.sentence),
                                  health_today=bool(st.zh_today(text) and st.ZH_HEALTH.search(text)))
 
@@ -243,9 +262,13 @@ class HeuristicExtractor:
                 or st.EN_TASK.search(s)):
             return None  # "if …", "need invitation wording", "we moved it": no standing fact of the user
         if c.about == "answer":
-            if st.EN_MOMENT.search(s) or re.search(r"\byou\b", s, re.I) or len(s.split()) < 2:
+            if st.EN_MOMENT.search(s) or re.search(r"\byou\b", s, re.I) or (len(s.split()) < 2 and not ctx.question):
                 return None
-            return self._generic_add(f"The user: {s}.", st.Generic("fact", None, "answer"), ctx, (s,))
+            said = (grammar.en_answer(ctx.question, s, framed_only=len(s.split()) < 2) if ctx.question
+                    else f"The user: {s}.")  # else an item of "about me:"
+            if said is None:
+                return None
+            return self._generic_add(said, st.Generic("fact", None, "answer"), ctx, (s,))
         if any(rule.pattern.search(s) for rule in st.EN_RULES):
             op = self.statement(s, now=now, today=today, context=c.sentence, message=ctx.message)
             return None if op is None or st.EN_POINTS_AWAY.search(op.content or "") else op
@@ -258,7 +281,7 @@ class HeuristicExtractor:
             return None  # "The user loved it.", "gets these once a month": a thing said elsewhere
         generic = st.en_generic(s, today)
         return self._generic_add(content, generic, ctx, (s, c.sentence),
-                                 health_today=bool(st.EN_TODAY.search(s) and st.EN_HEALTH.search(s)))
+                                 health_today=bool(st.EN_TODAY.search(c.sentence) and st.EN_HEALTH.search(s)))  # "…so keep it short today"
 
     def statement(self, sentence: str, *, now: datetime, today: date | None = None,
                   context: str = "", message: str = "") -> Operation | None:
@@ -408,6 +431,24 @@ class HeuristicExtractor:
         )
 
 
+def _holds(op: Operation) -> bool:
+    """Whether a clause's memory has a predicate about the user that holds past the moment
+    (`memlane.grammar.holds`); a rule for the assistant is read by its own patterns."""
+    content = op.content or ""
+    return op.category == "rule" or content.startswith(("The user asks", _ZH_RULE_LEAD)) or grammar.holds(content)
+
+
+def _opens(c: Clause, ctx: _Ctx) -> bool:
+    """Whether the clause is the first words of its message: what answers the assistant's question."""
+    return c.sentence == ctx.first and 0 <= ctx.first.find(c.said) <= 3
+
+
+def _answers_user(c: Clause, ctx: _Ctx) -> bool:
+    """Whether the clause stands in the first sentence of a reply to the assistant's question
+    about the user: an item of the answer ("深圳", "布洛芬可以"), wherever it stands in that sentence."""
+    return ctx.asked_user and c.sentence == ctx.first and c.carried
+
+
 def _joins(c: Clause, out: list[_Said]) -> bool:
     """A Chinese clause that only goes on about the statement before it ("下周三要去北京出差，
     大概待三天，周五晚上回来") joins it; one opened by a conjunction ("也对芒果过敏"), or
@@ -432,7 +473,7 @@ def _joins(c: Clause, out: list[_Said]) -> bool:
 _ZH_RULE_LEAD = "用户要求："
 
 
-def _after_rule(c: Clause, op: Operation, out: list[_Said]) -> bool:
+def _after_rule(c: Clause, op: Operation, out: list[_Said], answering: bool = False) -> bool:
     """A Chinese clause said after a rule in the same sentence: a bare "how" joins the rule
     ("以后别给我发那么长，简短点": one rule); a clause without a subject of its own is the
     reason for it ("别叫我亲，听着跟淘宝客服似的") and is no fact. True: nothing more to keep."""
@@ -446,7 +487,9 @@ def _after_rule(c: Clause, op: Operation, out: list[_Said]) -> bool:
     if content.startswith(_ZH_RULE_LEAD) and len(st.tidy(c.said)) <= 4:  # "简短点": how, said of the rule before
         out[-1] = replace(last, op=replace(last.op, content=f"{st.tidy(before)}，{content[len(_ZH_RULE_LEAD):]}"))
         return True
-    return not content.startswith(_ZH_RULE_LEAD) and c.carried and st.zh_rule(c.text) is None
+    # a clause with a predicate of its own ("做外贸的"), or an item answering the assistant, is no reason
+    return (not content.startswith(_ZH_RULE_LEAD) and c.carried and st.zh_rule(c.text) is None
+            and not answering and not grammar.zh_topic_fact(c.said))
 
 
 _EN_REQUEST_VERB = re.compile(r"\b(?:translate|summari[sz]e|proofread|rewrite|rephrase|fix|check|edit|improve|"

@@ -37,12 +37,45 @@ _EN_SPELLINGS = [
 ]
 
 
-def as_meant(text: str) -> str:
-    """A user's message with chat spellings written out and self-repairs applied."""
+def as_meant(text: str, runon_words: int | None = None) -> str:
+    """A user's message with chat spellings written out and self-repairs applied; an English
+    run of `runon_words` words or more without a mark cut where "I" opens a new clause."""
     if language_of(text) == "en":
         for pattern, written in _EN_SPELLINGS:
             text = pattern.sub(written, text)
+        if runon_words is not None:
+            text = _EN_STRETCH.sub(lambda m: _cut_run(m.group(), runon_words), text)
     return repaired(text)
+
+
+# ---- run-on English -------------------------------------------------------------------------
+
+_EN_STRETCH = re.compile(r"[^.!?,;:\n()]+")
+# "I" after one of these goes on the clause before ("before I forget", "so I can", "I think I"):
+# conjunctions, prepositions, verbs that take a clause; elsewhere it opens a new one
+_EN_GOES_ON = re.compile(r"(?:and|but|or|so|because|bc|cause|that|if|when|whenever|before|after|while|until|since|unless|"
+                         r"than|as|where|which|who|what|how|why|whether|once|though|think|know|guess|hope|wish|mean|"
+                         r"said|say|feel|felt|thought|believe|bet|swear|promise|like|where|till|cuz)(?<!s)(?:s|ed|ing)?$|"
+                         r"^(?:realiz|realis|notic|figur|suppos|assum|decid)(?:e|es|ed|ing)$|"
+                         r"^(?:remember|hear|doubt|admit)(?:s|ed|ing)?$|^heard$", re.I)  # not "forget": "before I forget, I'm…"
+# words that open the next clause with the "I" after them: "…to 190 also I'm moving"
+_EN_OPENER = re.compile(r"\s+(?:also|plus|then|anyway|btw)$", re.I)
+_EN_I = re.compile(r"\s+(?=I(?:'m|'ve|'ll)?\s)")
+
+
+def _cut_run(stretch: str, words: int) -> str:
+    if len(stretch.split()) < words:
+        return stretch
+    out, last = [], 0
+    for m in _EN_I.finditer(stretch):
+        before = stretch[last:m.start()].split()
+        if before and not _EN_GOES_ON.match(before[-1]) and len(before) >= 2:
+            head = stretch[last:m.start()]
+            opener = _EN_OPENER.search(head)
+            cut = opener.start() if opener else len(head)
+            out.append(head[:cut] + "." + head[cut:] + " ")
+            last = m.end()
+    return "".join(out) + stretch[last:]
 
 
 # ---- self-repairs ---------------------------------------------------------------------------

@@ -235,7 +235,7 @@ def tidy(x: str) -> str:
 
 ZH_REQUEST = re.compile(r"^(?:帮我|帮忙|请|麻烦|给我|给你|你|您|推荐|告诉我|介绍|写|改|翻译|找|查|看看|想想|别|不要|不用|换|讲|"
                          r"说说|算|解释|总结|列|继续|重新|发|把|讲讲|举|分析|生成|画|"
-                         r"记得|提醒我|叫我|能不能|可不可以|可以帮|来个|来点|再来|整|搞|再)|(?:一点|一些|点|就行|就好|就可以|(?<!了)一下)(?:谢谢|谢啦|多谢|哈|啊|呀|吧)?$|"
+                         r"记得|提醒我|叫我|能不能|可不可以|可以帮|来[出讲说玩猜写做]?[个点几]|再来|整|搞|再)|(?:一点|一些|点|就行|就好|就可以|(?<!了)一下)(?:谢谢|谢啦|多谢|哈|啊|呀|吧)?$|"
                          r"提醒我|帮我|告诉我|以后请")
 # "再正式一点", "简单点就行": how the assistant should answer this once
 ZH_ENDING_REQUEST = re.compile(r"(?:一点|一些|点|就行|就好|就可以|(?<!了)一下)(?:谢谢|谢啦|多谢|哈|啊|呀|吧)?$")
@@ -262,11 +262,11 @@ EN_BARE_ASK = re.compile(r"^(?:no|not|only|just|less|more|fewer|shorter|longer|s
 # what a standing rule is about: how the assistant answers, calls, reminds, writes
 ZH_HOW_TO_ANSWER = re.compile(r"用|回答|回复|说|写|叫|称呼|提醒|别|不要|不用|记得|给我|帮我|推荐|发|列|加|格式|语言|中文|英文|"
                                r"简短|详细|长|短|表情|标点|代码|注释")
-ZH_STANDING = re.compile(r"以后|今后|从现在起|从今以后|往后|每次|每年|每天都|永远|别再|不要再|都用|都要|都别|叫我|称呼我")
+ZH_STANDING = re.compile(r"(?<![点时天号前后\d])以后|今后|从现在起|从今以后|往后|每次|每年|每天都|永远|别再|不要再|都用|都要|都别|叫我|称呼我")
 ZH_MOMENT = re.compile(r"累|困|饿|渴|无聊|烦|焦虑|开心|高兴|难过|伤心|郁闷|激动|兴奋|崩溃|纠结|晚安|早安|没事|(?<!就)算了|"
                         r"随便|尴尬|忘了|忘记|搞定|决定了|想好了|知道了|明白了|懂了|问问|聊聊|说说|试试|逗|开个?玩笑|做梦|"
                         r"太冷|好冷|好热|天气|不错|还行|可惜|羡慕|哈哈|嘿嘿|呵呵|别扭|不对|不变|照旧|一样|笑死|死了|死我了|"
-                        r"早上好|晚上好|中午好|下午好|你好|您好|再见|拜拜")
+                        r"早上好|晚上好|中午好|下午好|你好|您好|再见|拜拜|不聊了")
 # a bare verb of knowing or agreeing, or a verb and 了 with no object: "我知道", "看过了"
 ZH_EMPTY = re.compile(r"^(?:也|都|就|还|挺|很|蛮|真|太|不用了)?(?:知道|明白|懂|同意|理解|记得|晓得|清楚|确定|可以|行|好|收到|[\u4e00-\u9fff]{1,2}过?了)(?:了|的|啊|呀|吧)?$")
 ZH_CRAVING = re.compile(r"^(?:好|有点|突然)?想\S{1,6}了$")
@@ -373,7 +373,8 @@ EN_VALUE_END = re.compile(r"\s+(?:so|because|since|but|which|lol|haha\w*|pls|ple
 _CORRECTING = re.compile(r"不对|说错|更正|纠正|搞错|记错|弄错|口误|我是说|\b(?:sorry|actually|wait|i meant|i mean|"
                          r"correction|oops|typo|my bad|scratch that|no no)\b", re.I)
 # a request tacked on after the fact: "We're vegetarian, so no meat recipes please"
-EN_ASK_AFTER = re.compile(r",?\s+so\s+(?:no|please|pls|don't|do not|can you|could you|make|give|keep|avoid)\b.*$", re.I)
+EN_ASK_AFTER = re.compile(r",?\s+so\s+(?:no|please|pls|don't|do not|can you|could you|make|give|keep|avoid)\b.*$|"
+                          r",\s*(?:and\s+)?(?:can|could|would|will) you\b.*$", re.I)
 EN_TRAILING = re.compile(r"(?:\s+(?:lol|haha\w*|tbh|btw|though|then|thankfully|honestly))+$|\s*[-–—]+$", re.I)
 
 

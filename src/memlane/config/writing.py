@@ -161,6 +161,10 @@ class ExtractionConfig(_Section):
     # (voice input, "我们家小孙子下个礼拜天过来住一个月他对鸡蛋过敏你帮我想想…") is cut into clauses
     # where a pronoun opens a new one; a marked clause is rarely this long (dev, holdout: ≤ 21)
     offline_runon_chars: int = Field(24, ge=8)
+    # not from a seed (issue 29): an English run of this many words with no punctuation
+    # ("im a nurse at st marys i work night shifts mostly…") is cut into sentences where "I"
+    # opens a new clause; at 14 every message of dev, holdout and holdout2 reads as before
+    offline_runon_words: int = Field(14, ge=4)
     # Not from a seed (issue 28): the offline extractor, the extractive summaries and episodes
     # read each turn's first this many characters. A pasted page is read by its start: a
     # session of 1.2 M characters took 54 s to end (42 s summarising), in the request
