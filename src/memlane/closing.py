@@ -46,6 +46,9 @@ _ZH_END = r"(?:了|的|啊|呀|哦|嘞|啦|哈|呢|耶|嘛|哇|咯|吧)"  # sent
 _ZH_NOT = "想要需帮你吗呢不没别但还再么啥哪谁几多怎"
 _ZH_DO = rf"(?:(?![{_ZH_NOT}])[\u4e00-\u9fff\w])"  # a character of what the user does next
 _ZH_WHEN = r"[\u4e00-\u9fff]{0,3}?"  # "周末", "今晚", "待会": when the user does it
+# a time the user names for the next step ("周末弄", "下周一开练")
+_ZH_TIME = (r"(?:今天|今晚|今早|明天|明早|明晚|后天|周末|这周|本周|下周[一二三四五六日天]?|周[一二三四五六日天]|上午|下午|晚上"
+            r"|中午|早上|回头|待会儿?|等会儿?|一会儿?|晚点|改天|过两天|月底|下班后?|到时候?)")
 # a name the assistant offered ("肌不可失"), not one ending in a "not" ("字体不好看")
 _ZH_NAME = rf"(?:(?![{_ZH_NOT.replace('不', '')}这那太])[\u4e00-\u9fff\w]){{2,8}}?(?<![不没])"
 # no name of an option: "what it is", "not sure it is"
@@ -80,7 +83,7 @@ _GRAMMAR: dict[str, tuple[list[str], list[str]]] = {
     # the answer received, understood: after an answer (the assistant asked nothing) it closes the
     # exchange ("收到", "got it"); answering a question it is a reply ("ok" to "formal or not?")
     "got": ([r"ok(?:ay|ey|ie)?", "k+", "alright", "all right", "got it", "gotcha", "i see", "understood", "noted",
-             r"makes (?:sense|total sense)", "fair enough", r"(?:that )?(?:clears|cleared) (?:it|that|things) up",
+             r"(?:that |it |this )?makes (?:sense|total sense)", "fair enough", r"(?:that )?(?:clears|cleared) (?:it|that|things) up",
              r"(?:i )?(?:get|got) (?:it|the idea|the picture) now", r"(?:i )?(?:understand|see) now", "roger(?: that)?",
              "copy that"],
             [r"好(?:的|滴|哒|嘞|吧|好)*", "收到(?:了|啦)?", r"(?:我)?(?:明白|知道|懂|了解|清楚)(?:了|啦)?", "行吧?",
@@ -98,7 +101,7 @@ _GRAMMAR: dict[str, tuple[list[str], list[str]]] = {
                 rf"(?: {_FOR}){{0,6}}))*",
                 r"you'?re (?:a |the )?(?:lifesaver|life saver|best|star|legend|genius|hero|awesome|amazing|great)",
                 "you rock", r"you saved (?:me|my (?:day|life|bacon|skin))(?: again| today)?",
-                r"(?:that|this|it) helped(?: (?:a lot|a ton|so much|massively))?",
+                r"(?:that|this|it) (?:helped|helps)(?: (?:a lot|a ton|so much|massively))?",
                 r"(?:that|this|it) (?:was|is|has been) (?:(?:super|very|really|so|extremely|incredibly) )*"
                 r"(?:helpful|useful|a (?:big |huge |great )?help)",
                 r"(?:big|huge|great) help", "lifesaver", "love (?:you|ya)"],
@@ -113,11 +116,11 @@ _GRAMMAR: dict[str, tuple[list[str], list[str]]] = {
                  rf"(?:that|this|it|all|everything) (?:looks|sounds|reads|seems|feels)) )?(?:{_SO} )*{_GOOD}"
                  r"(?: (?:now|enough|to me|indeed))*",
                  "lgtm", "love it", "loving it", r"i love (?:it|this|that|them)", r"love (?:this|that)",
-                 r"(?:nice|great|good) (?:one|job|work|stuff)", "well done", "nailed it", "you nailed it",
+                 r"(?:nice|great|good|neat|clever|cool) (?:one|job|work|stuff|trick|tip|idea|call)", "well done", "nailed it", "you nailed it",
                  r"(?:that|this|it) (?:works|will work|'ll work|should work|should do it|should do|will do|'ll do)"
                  r"(?: for me| perfectly| great| fine)?", "works for me", r"that'?ll do", "will do",
                  "sounds like a plan", "not bad", r"(?:that'?s )?fine by me", "10/10", r"chef'?s kiss"],
-                [rf"{_ZH_ON}?(?:就|也)?{_ZH_DEG}*(?:完美|不错|棒|赞|漂亮|满意|到位|给力|靠谱|好用|实用|有用|合适|专业|厉害|牛"
+                [rf"{_ZH_ON}?(?:就|也)?{_ZH_DEG}*(?:完美|不错|棒|赞|漂亮|满意|到位|给力|靠谱|好用|好使|实用|有用|合适|专业|厉害|牛"
                  rf"|优秀|通顺|自然|精彩|好看|好听|好吃|地道|合理|全面|简洁){_ZH_END}*",
                  # 好, 可以, 行, 对, 清楚 are a verdict with a degree or a subject ("很好", "写得清楚");
                  # alone they acknowledge ("好", "明白了", "清楚了" while learning)
@@ -138,14 +141,14 @@ _GRAMMAR: dict[str, tuple[list[str], list[str]]] = {
                r"(?:works|worked|is working|'?s working|runs|ran|compiles|compiled|passes|passed|builds|loads|"
                r"is fixed|got fixed|is solved|is gone|went away|went through)"
                r"(?: (?:now|fine|perfectly|great|again|like a charm|beautifully|just fine))*",
-               r"works (?:now|perfectly|great|like a charm)(?: now)?", "working now", r"(?:all )?fixed(?: it| now)?",
+               r"works(?: (?:now|perfectly|great|like a charm))*", "working now", r"(?:all )?fixed(?: it| now)?",
                r"solved(?: it)?", r"(?:that|this|it) (?:fixed|solved|did) (?:it|the (?:problem|issue|bug|trick|job))",
                "problem solved", r"(?:all )?(?:tests?|ci|build) (?:pass(?:es|ed|ing)?|green|works?)(?: now)?",
                "all green", r"no more errors?(?: now)?", r"(?:it'?s|everything'?s|it is) (?:back|fine|working) now"],
               [r"(?:终于|总算|果然|现在|已经|都|也|就|这下|居然)*(?:好了|可以了|行了|成功了|解决了|通了|跑通了|跑起来了|能用了"
                r"|能跑了|好使了|正常了|没问题了|没报错了|不报错了|生效了|修好了|弄好了|搞好了|装好了|管用(?:了)?|有用(?:了)?|奏效了)"
                r"(?:了|啦|耶|哈|哇)*",
-               r"(?:现在|终于|这下)(?:对|准)了", r"(?:果然|原来|确实)是(?:这个|这样|它|这里|这儿)(?:的问题|的原因|问题|原因)?(?:了|啊|呀)?"]),
+               r"(?:现在|终于|这下)(?:对|准)了", r"(?:他|她|孩子|他们|她们)(?:终于|总算|也|就)?(?:懂|会|明白|学会|听懂)了", r"(?:果然|原来|确实)是(?:这个|这样|它|这里|这儿)(?:的问题|的原因|问题|原因)?(?:了|啊|呀)?"]),
     # nothing more is wanted: "that's all", "就这样", "没别的了", a goodbye
     "final": ([r"that'?s (?:all i (?:need|needed|wanted|had)|all|it|everything|enough|plenty)"
                r"(?: (?:for (?:now|today|tonight|me|this|(?:the|this|my|our) [\w-]+(?: [\w-]+){0,2})"
@@ -164,7 +167,9 @@ _GRAMMAR: dict[str, tuple[list[str], list[str]]] = {
                r"see (?:you|ya)(?: later| soon| around)?", "ttyl", r"talk (?:to you )?(?:later|soon)",
                r"have a (?:good|nice|great|lovely) (?:one|day|night|evening|weekend)", r"good ?night",
                r"i'?ll (?:leave|stop) it (?:there|here)"],
-              [r"(?:那)?(?:就|先)(?:这样子|这样|这么着|这么办|这么定了|这么定)(?:吧|了|啦|呗|哈)*", r"(?:那)?这么定了", r"定了(?:定了)?",
+              [r"(?:那)?(?:就|先)(?:这样子|这样|这么着|这么办|这么定了|这么定)(?:吧|了|啦|呗|哈)*",
+               # "就这么说", "就这么发": the user takes it as it stands
+               r"(?:那)?(?:就|先)(?:这么|这样)(?:说|写|发|回|办|弄|来|用|交|做)(?:吧|了|啦)*", r"(?:那)?这么定了", r"定了(?:定了)?",
                r"(?:今天|暂时|目前)?(?:就)?先?(?:这样|到这里|到这儿|到这)(?:吧|了|啦)+", r"搞定(?:了|啦|咯)?", r"完成(?:了|啦)",
                r"完事(?:了|儿|啦)?", r"结束(?:了|啦)", "大功告成", r"收工(?:了|啦)?",
                r"没(?:有)?(?:别的|其他的?|其它的?|什么|啥)(?:事|问题|要问的|需要的|要改的)?(?:了|啦)", r"没(?:有)?了", "没事了",
@@ -177,6 +182,8 @@ _GRAMMAR: dict[str, tuple[list[str], list[str]]] = {
                 r"(?:i'?ll|i will|i'?m gonna|i'?m going to|we'?ll|we will|let'?s|i'?m|we'?re) )"
                 r"(?:go(?:ing)? with|take|taking|pick|picking|choose|get|getting|buy|buying|order|book|"
                 rf"stick(?:ing)? with|grab) (?:{_CHOICE}|{_IT})",
+                # an option named: "we'll go with ticket to ride"
+                rf"(?:(?:i'?ll|i will|we'?ll|we will|let'?s) )?go(?:ing)? with (?!{_NOT_NAME}|an?\b)[\w'&-]+(?: [\w'&-]+){{0,3}}",
                 rf"going with {_IT}", "sold", "deal", r"it'?s a deal", "settled", "that settles it", "decided",
                 r"(?:that'?s|it'?s) a keeper", "ship it", r"(?:(?:i'?ll|let'?s|we'?ll) )?(?:keep|leave) it "
                 r"(?:as is|like that|that way|as it is)", "final answer",
@@ -207,9 +214,11 @@ _GRAMMAR: dict[str, tuple[list[str], list[str]]] = {
              rf"{_I_WILL}(?: (?:now|just|go|go ahead and|definitely|probably|then|quickly|right away|and))* "
              rf"(?!{_NOT_ACT})[a-z]+(?: {_TAIL}){{0,8}}"],
             [rf"(?:那)?(?:我|我们)?{_ZH_WHEN}(?:就|这就|马上|现在就|先|去|回头|直接|赶紧|得)+"
-             rf"(?![是有太挺很点])"  # "就是有点长" says what is wrong, "就去买" what the user does
+             rf"(?![是有太挺很点]|这样|这么|那样|那么)"  # "就是有点长" says what is wrong, "就去买" what the user does
              rf"{_ZH_DO}{{1,8}}",
-             rf"(?:那)?(?:我|我们)(?:先|就|去)?{_ZH_DO}{{1,2}}一下(?:吧|了|啦)?"]),
+             rf"(?:那)?(?:我|我们)(?:先|就|去)?{_ZH_DO}{{1,2}}一下(?:吧|了|啦)?",
+             # a time named instead of the adverb: "周末弄", "下周一开练", "那我上午出门", "这周抽空去银行打"
+             rf"(?:那)?(?:我|我们)?{_ZH_TIME}(?:抽空|就|先|再|去|得)*(?![是有太挺很点]){_ZH_DO}{{1,8}}"]),
     # what the user did, said in a word: "sent!", "booked", "ordered it"
     "did": ([rf"(?:just |already |all )?(?:sent|done|bought|booked|ordered|paid|submitted|posted|printed|made|built|"
              rf"(?!{_NOT_DID})[a-z]{{2,}}ed)(?: (?:it|them|that|this))?"],
