@@ -18,6 +18,7 @@ The in-session extraction is off in both runs: only the scratchpad is measured.
     python bench/topics.py --data bench/data/topics_holdout.json
     python bench/topics.py --data bench/data/topics_holdout2.json
     python bench/topics.py --data bench/data/topics_holdout3.json
+    python bench/topics.py --data bench/data/topics_holdout4.json
     MEMLANE_LLM_BASE_URL=http://127.0.0.1:8080/v1 python bench/topics.py --llm
 
 `--data bench/data/topics_holdout.json`: a holdout of 24 more sessions (12 Chinese, 12 English;
@@ -96,6 +97,23 @@ beside it are turns that only look done ("可以了！那怎么只读前三列",
 shaping"). It was written apart, without reading the topic detector's code or the other sets
 beyond the first two sessions of `topics.json` and `topics_holdout2.json`, committed before
 the bench first ran on it, and is not read while tuning.
+
+`--data bench/data/topics_holdout4.json`: a fourth holdout of 24 sessions (12 Chinese, 12
+English; 214 user turns: 24 start, 107 continue, 36 switch, 47 done) in other domains again
+(pour-over coffee, a mouldy washing machine, an income-tax return, swimming breaths, a gas water
+heater, phones for parents, a year-end review, a child's fever, regexes, moving house, a driving
+test, a new fish tank, a father's sixtieth, IELTS writing, tomato blight, bash and docker, a credit
+card, an anniversary card, a Utah road trip, skateboarding, a cat's litter box, a salary offer,
+pytest, a murder-mystery party, drywall, night-sky photos). Switches come bare, as a statement of
+a new matter ("我家燃气热水器老是打不着火", "docker keeps eating my disk space"), as a yes/no
+question ("她那张移动卡能换成老人套餐吗"), as a new task of the same kind ("顺手也给我妈写一条")
+and as a return to an earlier task, mid-task and after a close; "done" comes as an
+acknowledgement, a verdict ("chef's kiss"), thanks in passing, a decision or the user's next step,
+beside look-alikes that go on ("好 那赡养老人那块呢", "ok and what about feeding, separate rooms?",
+"可以 再加个emoji") and one-word follow-ups ("嗯", "要", "k", "shorter?"). It was written apart,
+without reading the topic detector's code or the other sets beyond the first two sessions of
+`topics.json` and `topics_holdout3.json`, committed before the bench first ran on it, and is not
+read while tuning.
 
 """
 
