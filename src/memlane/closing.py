@@ -311,6 +311,19 @@ def closes_task(text: str, offered: bool = False, asked: bool = False) -> bool:
     return bool(closing)
 
 
+# acts that judge or take the result: a statement after them may close the task (`verdict_lead`)
+_JUDGES = {"got", "verdict", "works", "thanks", "final", "decide", "exact"}
+
+
+def verdict_lead(text: str) -> int:
+    """Where a turn that opens by judging or taking the result ("这版可以", "perfect,", "ok",
+    "弄好了") stops doing so: the end of its leading acts when one of them judges; 0 otherwise.
+    What follows it is for `memlane.topics` to read (a statement closes, a request goes on)."""
+    said = unicodedata.normalize("NFKC", text[:_CLOSING_CHARS]).lower().replace("’", "'")
+    acts, stop = _acts(said)
+    return stop if _JUDGES.intersection(acts) and 0 < stop < len(said) else 0
+
+
 def closing_lead(text: str, name_chars: int) -> int:
     """Where a turn that opens by closing the task ("简历先这样，帮我写封辞职信", "thanks, that's
     all for the slides. Can you…") stops closing: the end of its leading closing acts, which may

@@ -1,0 +1,101 @@
+"""Seed 002 §4 topic detection offline (issue 30 row 5, round 6): turns read by their form, driven
+end to end through `Memory.add_messages` under the progressive profile with no LLM, so the rules
+of `memlane.topics` decide. A judgement of the result followed by a statement closes the task; a
+new matter told as a statement, or asked for without a verb of asking, switches; "几个" asking for
+"a few" continues."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+
+from memlane import Memory
+
+MakeMemory = Callable[..., Memory]
+
+
+def _focus_after(make_memory: MakeMemory, talk: list[tuple[str, str]]) -> tuple[str, list[str]]:
+    """The focus after the last user turn, and the finished tasks (newest last)."""
+    memory = make_memory("progressive", extraction={"every_n_user_messages": 0})
+    for role, text in talk:
+        memory.add_messages("s", [{"role": role, "content": text}], user_id="u")
+    pad = memory.scratchpad(user_id="u")
+    return pad.current_focus, [str(t["task"]) for t in pad.recent_tasks]
+
+
+OPEN_ZH = [("user", "帮我写条朋友圈文案 推我们店新出的桂花蛋糕"), ("assistant", "店里新做了桂花蛋糕，香而不腻，欢迎来尝。")]
+OPEN_EN = [("user", "help me plan a science fair project on how light colour affects plant growth"),
+           ("assistant", "Grow bean seedlings under red, blue and white light and measure height every day.")]
+
+
+@pytest.mark.parametrize("closing", ["这版可以 不改了", "好 已经发出去了", "挺好 老板也同意了"])
+def test_a_verdict_then_a_statement_finishes_the_task_zh(make_memory: MakeMemory, closing: str) -> None:
+    focus, done = _focus_after(make_memory, [*OPEN_ZH, ("user", closing)])
+    assert focus == "" and done == ["帮我写条朋友圈文案 推我们店新出的桂花蛋糕"]
+
+
+@pytest.mark.parametrize("closing", ["perfect, that's final", "ok I'm fried, enough for today",
+                                     "great, we're buying seeds this weekend", "phew ok, not doing the poster then"])
+def test_a_verdict_then_a_statement_finishes_the_task_en(make_memory: MakeMemory, closing: str) -> None:
+    focus, done = _focus_after(make_memory, [*OPEN_EN, ("user", closing)])
+    assert focus == "" and len(done) == 1
+
+
+@pytest.mark.parametrize("turn", [
+    "好 字体大一点",  # an edit asked for ("a bit bigger")
+    "好 那价格写在哪",  # a question
+    "可以 但是太长了",  # a "but"
+])
+def test_a_verdict_then_an_edit_a_question_or_a_but_goes_on(make_memory: MakeMemory, turn: str) -> None:
+    focus, done = _focus_after(make_memory, [*OPEN_ZH, ("user", turn)])
+    assert focus == "帮我写条朋友圈文案 推我们店新出的桂花蛋糕" and done == []
+
+
+@pytest.mark.parametrize("turn", ["great, add a line about the hypothesis", "ok, 3 weeks until the fair"])
+def test_a_verdict_then_an_order_or_a_detail_goes_on_en(make_memory: MakeMemory, turn: str) -> None:
+    focus, _ = _focus_after(make_memory, [*OPEN_EN, ("user", turn)])
+    assert focus.startswith("help me plan a science fair")
+
+
+def test_a_verdict_then_a_statement_answering_a_question_goes_on(make_memory: MakeMemory) -> None:
+    talk = [OPEN_EN[0], ("assistant", "Sure. How many weeks do you have?"), ("user", "ok we're starting monday")]
+    focus, _ = _focus_after(make_memory, talk)
+    assert focus.startswith("help me plan a science fair")
+
+
+@pytest.mark.parametrize("turn", ["my wifi keeps dropping every evening around 8",
+                                  "got a blister on my heel from walking all weekend",
+                                  "最近跑完步右膝盖外侧疼"])
+def test_a_new_matter_told_as_a_statement_switches(make_memory: MakeMemory, turn: str) -> None:
+    focus, done = _focus_after(make_memory, [*OPEN_EN, ("user", turn)])
+    assert focus == turn and len(done) == 1
+
+
+@pytest.mark.parametrize("turn", [
+    "I'm on an M2 mac building for a linux server",  # "I" gives the task's circumstances
+    "my seedlings are leaning towards the window",  # "my" and the task's words
+    "my kid thinks it will be the red one",  # "my", pointing back ("it")
+])
+def test_a_statement_of_circumstance_or_pointing_back_goes_on(make_memory: MakeMemory, turn: str) -> None:
+    focus, done = _focus_after(make_memory, [*OPEN_EN, ("user", turn)])
+    assert focus.startswith("help me plan a science fair") and done == []
+
+
+def test_a_statement_answering_a_question_goes_on(make_memory: MakeMemory) -> None:
+    talk = [OPEN_EN[0], ("assistant", "What does your school require?"),
+            ("user", "my teacher wants a written report plus a tri-fold poster")]
+    focus, _ = _focus_after(make_memory, talk)
+    assert focus.startswith("help me plan a science fair")
+
+
+@pytest.mark.parametrize("turn", ["also need a birthday invite text for my daughter, dinosaur theme, saturday 2pm",
+                                  "regex to match a US phone number like (555) 123-4567"])
+def test_a_request_without_a_verb_of_asking_switches(make_memory: MakeMemory, turn: str) -> None:
+    focus, done = _focus_after(make_memory, [*OPEN_EN, ("user", turn)])
+    assert focus == turn and len(done) == 1
+
+
+def test_a_few_is_no_question(make_memory: MakeMemory) -> None:
+    focus, done = _focus_after(make_memory, [*OPEN_ZH, ("user", "加几个话题标签")])
+    assert focus == "帮我写条朋友圈文案 推我们店新出的桂花蛋糕" and done == []
