@@ -33,7 +33,7 @@ should and Supermemory 41.5 %.
     .venv/bin/python bench/extraction.py --split dev --show 20
     .venv/bin/python bench/extraction.py --split holdout3   # written apart, never tuned on
     .venv/bin/python bench/extraction.py --split holdout4   # written apart later, read in the round after
-    .venv/bin/python bench/extraction.py --split holdout5   # written apart later still, never tuned on
+    .venv/bin/python bench/extraction.py --split holdout5   # written apart later still, read in the round after
     .venv/bin/python bench/extraction.py --split holdout6   # written apart last, not read while tuning
     MEMLANE_LLM_BASE_URL=http://127.0.0.1:8080/v1 .venv/bin/python bench/extraction.py --llm
 """

@@ -164,3 +164,11 @@ def test_a_health_fact_said_with_today_in_its_sentence_lasts_the_day():
     ops = HeuristicExtractor(Config.load("default")).extract(chat, now=NOW).operations
     migraine = [op for op in ops if "migraine" in (op.content or "")]
     assert migraine and migraine[0].expires_at is not None and migraine[0].expires_at.date() <= date(2026, 3, 2)
+
+
+def test_a_choice_question_and_one_on_a_breed_are_elliptic_a_who_question_frames_its_answer():
+    assert grammar.elliptic("Raised beds or in-ground?") and grammar.elliptic("How old is he, and what breed?")
+    assert not grammar.elliptic("How old is he, and what did you name him?")
+    assert grammar.en_answer("Sure — who's your contact there?", "Denise", framed_only=True) == (
+        "The user's contact there is Denise.")
+    assert grammar.zh_asks_thing("再来一个：什么东西你走它也走？") and not grammar.zh_asks_thing("你什么时候去？")

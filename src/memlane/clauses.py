@@ -24,6 +24,8 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from memlane.naming import EN_KIN_WORDS as _EN_KIN_WORDS
+from memlane.quoting import unquoted
 from memlane.spoken import heading
 from memlane.text import language_of
 
@@ -40,31 +42,6 @@ class Clause:
     lang: str = "en"
     said: str = ""  # the clause as said, before a subject was carried in
     chained: bool = False  # opened by a conjunction ("也对芒果过敏"): a fact of its own
-
-
-# quoted passages: pasted text to translate or proofread, a joke to explain
-_QUOTED = re.compile(r"“[^”]{2,}”|「[^」]{2,}」|『[^』]{2,}』|‘[^’]{2,}’|\"[^\"]{2,}\"|(?<![A-Za-z])'(?:[^'\n]|(?<=[A-Za-z])'(?=[A-Za-z])){2,}?'(?![A-Za-z])")
-
-
-def unquoted(text: str) -> str:
-    """The text with its quoted passages cut out (each ends a sentence where it stood). A
-    short quoted word or name stays: "don't call me 'buddy'", "sign them 'Best, Lucía'"; so
-    does a phrase without punctuation that the sentence goes on after ("never suggest I 'see
-    a professional' unless I ask")."""
-    def cut(m: re.Match[str]) -> str:
-        passage = m.group()[1:-1]
-        if len(passage) < 25 and not re.search(r"[。！？!?：:]|\.\s*\S|\.$", passage):
-            return m.group()
-        embedded = (re.search(r"[A-Za-z]\s*$", text[:m.start()]) and re.match(r"\s*[a-z]", text[m.end():])
-                    and not re.search(r"[。！？!?：:.,，;；]", passage))
-        if embedded:  # "never suggest I 'reach out to a professional' unless I ask": words mentioned in a clause
-            return m.group()
-        return "。" if has_cjk_text(passage) or has_cjk_text(text) else ". "
-    return _QUOTED.sub(cut, text)
-
-
-def has_cjk_text(text: str) -> bool:
-    return any("\u4e00" <= ch <= "\u9fff" for ch in text)
 
 
 # ---- Chinese --------------------------------------------------------------------------------
@@ -187,7 +164,7 @@ EN_FILLER = re.compile(r"^(?:by the way|also|oh|ooh|ok|okay|well|so|and|but|actu
                        r"hey there|hi+|hel+o+|he+y+|yo|ngl|imo|fyi|not gonna lie|to be honest|finally|honestly|seriously|literally|frankly|personally|genuinely|good (?:morning|afternoon|evening)|side note|(?:that |which )?means|"
                        r"anyway|plus|oh and|and also|haha+|lol|hmm+|hm|ugh|wow|nice|perfect|great|cool|thanks|thx|ta|"
                        r"fwiw|tbh|ah|right|sure|alright|hah|heh|hehe|omg|um+|uh+|big news|guess what|fun fact|"
-                       r"quick update|update|gracias|merci|cheers|[-–—(]+)(?:\b|(?<=[-–—(]))[,!.:\s]*", re.I)
+                       r"quick update|update|gracias|merci|cheers|no wait|wait|oops|sorry|[-–—(]+)(?:\b|(?<=[-–—(]))[,!.:\s]*", re.I)
 _EN_SPLIT = re.compile(r"\s*,\s*(?:(?:and|but|so|plus|or|because|while|though|although|whereas)\s+)?(?:also\s+)?"
                        r"|\s+(?:and|but|plus|because|while|though|although|whereas)\s+(?:also\s+)?"
                        r"|\s+[-–—]+\s+|\s+so\s+(?=(?:i|i'm|i've|i'll|my|we|it|it's|that|that's|there|there's|he|he's|she|she's|"
@@ -196,13 +173,6 @@ _ADVERB = (r"really|also|usually|always|never|often|sometimes|just|still|absolut
            r"rarely|only|even|already|mostly|definitely|actually|recently|currently|now|mainly|typically|"
            r"regularly|occasionally|basically|kind of|sort of|pretty much")
 _EN_SELF = re.compile(r"^(?:i|i'm|i've|i'd|i'll|im|we|we're|we've|we'll|me and|as a|as an)\b", re.I)
-_EN_KIN_WORDS = (r"wife|husband|partner|girlfriend|boyfriend|fianc[ée]e?|daughter|son|kids?|children|child|baby|"
-                 r"mom|mum|mother|dad|father|parents|sister|brother|siblings?|grandma|grandpa|grandmother|"
-                 r"grandfather|aunt|uncle|cousin|niece|nephew|boss|manager|colleague|coworker|co-worker|roommate|"
-                 r"flatmate|friend|best friend|dog|cat|puppy|kitten|pet|doctor|physio|therapist|landlord|team|"
-                 r"family|in-laws|neighbou?r|buddy|pal|bestie|classmate|teammate|housemate|stepmom|stepdad|"
-                 r"ex(?:-(?:wife|husband|boyfriend|girlfriend|partner))?|fianc[ée]|kiddo|twins|toddler|vet|"
-                 r"nephew|niece|godson|goddaughter|grandson|granddaughter|mother-in-law|father-in-law")
 _EN_KIN = re.compile(rf"^(?:my|our)\s+(?:(?:little|older|younger|big|best|new|current|old)\s+)?(?:{_EN_KIN_WORDS})\b"
                      r"(?:\s+(?-i:[A-Z][a-z]+))?", re.I)
 _EN_KIN_ANY = re.compile(rf"\b(?:my|our)\s+(?:(?:little|older|younger|big|best|new|current|old)\s+)?(?:{_EN_KIN_WORDS})\b"
@@ -234,6 +204,7 @@ _EN_OTHER = re.compile(r"^(?:they|it|you|it's|that|that's|there|there's|this|the
 _EN_ASK = re.compile(r"^(?:(?:what|how|where|when|why|who|which)(?:'s|'re|\s+(?:is|are|was|were|do|does|did|can|could|"
                      r"should|would|will|to|about|much|many|long|often|else)\b)|what's|can you|could you|would you|"
                      r"will you|do you|any|is there|are there|is it|should i|can i|could i|do i|did i|am i|would i|"
+                     r"(?:is|was|are|were|does|do|did|can|could|should|would|will|has|have)\s+(?:that|this|it|they)\b|"
                      r"shall|wdyt|thoughts|ideas|tips|suggestions|recommendations|advice|anything|anyone|"
                      r"any (?:tips|ideas|suggestions|recommendations|advice|thoughts)|"
                      r"(?:what|which|how|where|who|when|why)\s+(?:\w+\s+){1,3}(?:should|can|could|do|does|would|will|is|"
@@ -275,18 +246,27 @@ _VERB_ELLIPSIS = re.compile(r"^(?:love|loves|like|likes|enjoy|hate|dislike|can't
                             r"allergic|vegan|vegetarian|currently|usually|mostly)\b", re.I)
 # "start date is May 4th", "goal is sub 1:50": a bare noun says "my"
 _EN_BARE_NOUN = re.compile(r"^(?!(?:the|a|an|this|that|it|there|he|she|they|you|we|what|which|who)\b)"
-                           r"(?P<n>[a-z][a-z-]*(?:\s+[a-z][a-z-]*)?)(?:\s+is\s+|'s\s+)", re.I)
+                           r"(?P<n>[a-z][a-z-]*(?:\s+[a-z][a-z-]*)?)(?:\s+is\s+|'s\s+|\s+(?=[$€£]?\d))", re.I)
 # "…, it's remote", "…, which is great": says more of what the clause before it named
 _EN_DESCRIBES = re.compile(r"^(?:it's|it is|which is|which was)\s+(?!in\b|on\b|at\b|for\b|to\b|like\b)\w+", re.I)
 # what a bare noun names when it is the user's: "start date is May 4th", "goal is sub 1:50"
 _EN_ATTRIBUTE = re.compile(r"^favou?rite\b|\b(?:date|goal|target|budget|name|birthday|deadline|job|role|title|plan|address|number|"
-                           r"size|schedule|salary|commute|flight|appointment|exam|interview|favou?rite|pb|time)$", re.I)
+                           r"size|schedule|salary|commute|flight|appointment|appt|exam|interview|favou?rite|pb|time)$", re.I)
 _EN_POSSESSIVE = re.compile(r"\bmy\b", re.I)
 # "fantasy is ok-ish", "plain paragraphs are better": a bare noun judged, the speaker's taste
 _EN_EVALUATION = re.compile(r"^(?!(?:the|a|an|this|that|it|there|he|she|they|you|we|what|which|who)\b)[a-z][a-z-]*"
                             r"(?:\s+[a-z][a-z-]*)?\s+(?:is|are)\s+(?:(?:so|too|really|pretty|kinda|just)\s+)?(?:"
                             r"ok-ish|okay-ish|great|good|bad|better|worse|best|the best|overrated|underrated|boring|"
-                            r"annoying|amazing|awesome|terrible|meh|so-so|not for me|my favou?rite)\b", re.I)
+                            r"annoying|amazing|awesome|terrible|meh|so-so|not for me|my favou?rite|(?:the|my) (?:dream|goal|top pick))\b", re.I)
+# a request whose words are the user's own, to be passed on: "add that I'm in Portland", "mention the
+# release moved", "write a slack msg to my team: I'm OOO friday" (not pasted text to work on)
+_EN_TOLD = re.compile(r"^(?:(?:pls|please|can you|could you|and|also)\s+)*(?:(?:add|mention|say|note|include|"
+                      r"tell (?:them|him|her|everyone|people|the \w+)|let (?:them|him|her|everyone|people|the \w+) know)"
+                      r"\s+(?:that\s+)?|(?:help me\s+)?(?:write|draft|send|text|compose)\b[^:]{0,60}:\s*)(?P<c>.+)", re.I)
+# someone named doing something for the user, now or as a habit: "Priya's covering on-call for me"
+_EN_FOR_ME = re.compile(r"^(?-i:[A-Z][a-z]+)(?:'s|\s+is|\s+will be)?\s+\w+(?:ing|s)\b.*\b(?:for|with) me\b", re.I)
+# a list of what the user goes without: "no pork, no shellfish" (one "no X" is an idiom: "no worries")
+_EN_NONE_OF = re.compile(r"^no\s+[a-z-]+(?:\s*,\s*(?:and\s+|or\s+)?no\s+[a-z-]+)+$", re.I)
 # a tag that asks about the whole sentence ("…, right?"), not a request of its own ("…, ideas?")
 _EN_TAG = re.compile(r"^(?:right|correct|yeah|yes|no|huh|eh|ok|okay|true|isn't it|aren't i|don't i|didn't i|won't i|"
                      r"or not|yeah\?)$", re.I)
@@ -303,8 +283,9 @@ def _en_opens(text: str, be: bool) -> str | None:
     t = text.strip()
     if re.match(r"^(?:i|me)\s+(?:are|were|have been)\b", t, re.I):
         return None  # "my partner Alex and I are moving": one subject of two people
-    if re.match(r"^(?:if|unless|even if|even though|even when|in case)\b", t, re.I):
-        return "other"  # "…, if that helps the theme": its own clause, what came before still holds
+    if re.match(r"^(?:if|unless|even if|even though|even when|in case)\b", t, re.I) or re.match(
+            r"^(?:maybe|perhaps|probably|hopefully)\s+(?:i|i'll|we|we'll)\b", t, re.I):
+        return "other"  # "…, if that helps the theme", "…, maybe I bring it up then": what came before still holds
     if _EN_SELF.match(t) or _SUBORDINATE.match(t):
         return "self"
     if _EN_MINE.match(t) or _EN_PRONOUN.match(t):
@@ -625,7 +606,7 @@ class Reader:
             self.referent, self.remote = kin.group(), False
             self._learn_en_names(p)
             return Clause(p, "kin")
-        if _EN_SELF.match(p) or kind in ("verb", "be") or re.match(r"^my\b", p, re.I):
+        if _EN_SELF.match(p) or (kind in ("verb", "be") and not _EN_PRONOUN.match(p)) or re.match(r"^my\b", p, re.I):
             self._learn_en_names(p)
             return Clause(p, "user", carried=kind in ("verb", "be"))
         if _EN_BARE_KIN.match(p):
@@ -648,15 +629,24 @@ class Reader:
             return Clause(who + rest, "kin")
         if any(p.startswith(n) for n in self.names):
             return Clause(p, "kin")
+        told = _EN_TOLD.match(p)
+        if told is not None and _is_clause(told.group("c")):
+            clause = self._en_about(told.group("c"), "")  # "add that I'm in Portland": the user's words to send
+            return clause if clause.about != "none" else Clause(clause.text, "user")
         if _EN_REQUEST.match(p) or kind == "request":
             return Clause(p, "request")
+        if _EN_FOR_ME.match(p):
+            return Clause(p, "user")  # "Priya's covering on-call for me": an arrangement of the user's
+        if _EN_NONE_OF.match(p):
+            return Clause(p, "answer")  # "no pork, no shellfish": what the user goes without
         bare = _EN_BARE_NOUN.match(p)
         if bare is not None and not _EN_OTHER.match(p) and _EN_ATTRIBUTE.search(bare.group("n")):
             return Clause("my " + p, "user", carried=True)  # "start date is May 4th"
         if _EN_POSSESSIVE.search(p) and not _EN_OTHER.match(p):
             return Clause(p, "user")  # "the reason for the rush is my contract…"
         if _EN_EVALUATION.match(p):
-            return Clause("I think " + p[:1].lower() + p[1:], "user", carried=True)  # "fantasy is ok-ish"
+            head = p[:1] if p[1:2].isupper() else p[:1].lower()  # "CMU is the dream" keeps its capitals
+            return Clause("I think " + head + p[1:], "user", carried=True)  # "fantasy is ok-ish"
         return Clause(p, "none")
 
     def _learn_en_names(self, p: str) -> None:
@@ -678,5 +668,5 @@ def en_clauses(sentence: str) -> list[str]:
 
 
 __all__ = ["EN_FILLER", "EN_SENTENCE", "ZH_FILLER", "ZH_SENTENCE", "Clause", "Reader", "en_clauses",
-           "opens_with_predicate", "unquoted",
+           "opens_with_predicate",
            "zh_clauses", "zh_subject"]

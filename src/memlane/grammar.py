@@ -55,12 +55,14 @@ _EN_FRAMES: list[tuple[re.Pattern[str], str]] = [
      "The user is in {a}"),
     (re.compile(r"\bwhat(?:'s| is) (?:your|the) (?P<n>[\w\s'-]{1,30}?)\?", re.I), "The user's {n} is {a}"),
     (re.compile(r"\bwhat do you do(?: for (?:a living|work))?\?", re.I), "The user works as {a}"),
+    (re.compile(r"\bwho(?:'s| is) (?:your|the) (?P<n>[\w\s'-]{1,30}?)\?", re.I), "The user's {n} is {a}"),
     (re.compile(r"\bwhen(?:'s| is| are) (?:your|the) (?P<n>[\w\s'-]{1,30}?)\?", re.I), "The user's {n} is {on}{a}"),
     (re.compile(r"\bwhen (?:do|will|are) you (?P<v>[\w\s'-]{1,30}?)\?", re.I), "The user {v3} {on}{a}"),
     (re.compile(r"\b(?:which|what) (?P<n>[\w\s-]{1,20}?) (?P<aux>could|can|would|will|do) you (?P<v>[\w\s'-]{1,30}?)\?", re.I),
      "The user {aux3} {a}"),
     (re.compile(r"\bhow many (?P<n>[\w\s-]{1,20}?) do you have\b", re.I), "The user has {a} {n}"),
     (re.compile(r"\b(?:what should i call you|what's your name|what is your name)\b", re.I), "The user's name is {a}"),
+    (re.compile(r"^(?:and\s+)?(?:anything|anyone|anybody) (?P<n>\w+ing\b[\w\s'-]{0,40}?)\?", re.I), "The user: {a} {n}"),
     (re.compile(r"^(?:and\s+)?any (?P<n>[\w\s,-]{1,40}?)(?: (?:i|we) should\b[^?]*| to [^?]*)?\?", re.I), "The user's {n}: {a}"),
 ]
 _DATE_LIKE = re.compile(r"^(?:\d|(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\b|(?:mon|tue|wed|thu|fri|sat|sun)"
@@ -77,7 +79,7 @@ def _fill_en(template: str, m: re.Match[str], answer: str) -> str:
     groups["aux3"] = (" ".join([conjugated(words[0]), *words[1:]]) if aux == "do" else f"{aux} {v}") if words else aux
     groups["on"] = "on " if _DATE_LIKE.match(answer) else ""
     groups["in"] = "" if v.endswith((" to", "from")) else ("in " if _PLACE_LIKE.match(answer) else "")
-    groups["n"] = groups.get("n", "")
+    groups["n"] = re.sub(r"\byour\b", "the user's", groups.get("n", ""), flags=re.I)  # the assistant's "your"
     text = template.format(a=answer, **{k: groups.get(k, "") for k in ("n", "v", "v3", "aux3", "on", "in")})
     return " ".join(text.split())
 
@@ -102,15 +104,17 @@ def en_answer(question: str, answer: str, *, framed_only: bool = False) -> str |
 
 
 # a verb or a subject of its own: a question with none ("Budget?", "Kids or pets?", "how often and
-# how many?") goes on with what the user was saying, so its answer is the user's
+# how many?") goes on with what the user was saying, so its answer is the user's; a word in -ed
+# after another word is a verb ("…, booked already?"), not one that opens a noun phrase ("Raised
+# beds or in-ground?") nor one in -eed ("what breed?"); a word in -es is as often a plural noun
 _EN_VERBAL = re.compile(r"\b(?:is|are|was|were|am|be|been|do|does|did|can|could|would|will|should|shall|may|might|must|has|"
-                        r"have|had|he|she|they|it|we|i)\b|'(?:s|re|ll|d|ve)\b|\b\w+(?:ed|es)\b", re.I)
+                        r"have|had|he|she|they|it|we|i)\b|'(?:s|re|ll|d|ve)\b|(?<=\w\s)\w+(?<!e)ed\b", re.I)
 
 
 def elliptic(question: str) -> bool:
     """Whether the assistant's question, read from its last dash or comma, has no verb or subject
     of its own ("Kids or pets?"): it asks after the user's own matter."""
-    tail = re.split(r"[—–:;]|\s-\s|,", question)[-1]
+    tail = re.split(r"[—–:;]|\s-\s|,", question)[-1].strip()
     return bool(re.search(r"\w", tail)) and _EN_VERBAL.search(tail) is None
 
 
@@ -118,6 +122,17 @@ def elliptic(question: str) -> bool:
 _ZH_WH = re.compile(r"哪个城市|哪座城市|哪个地方|哪个区|哪里|哪儿|哪|几岁了?|多大了?|几号|几点|多少钱?|什么时候|怎么称呼|叫什么(?:名字)?|什么|"
                     r"几[\u4e00-\u9fff]|多[久远长高重]")
 _ZH_WH_AS = {"怎么称呼": "叫{a}", "叫什么": "叫{a}", "叫什么名字": "叫{a}"}
+
+
+# a question whose question word is its subject ("什么东西越洗越脏？", "哪个国家的首都是…"): a
+# riddle or a quiz asks of a thing, and its answer says nothing of the user
+_ZH_ASKS_THING = re.compile(r"^(?:什么(?!时候)|哪(?:个|种|一)[\u4e00-\u9fff]{0,3}?(?:东西|国家|城市|动物|字))")
+
+
+def zh_asks_thing(question: str) -> bool:
+    """Whether a Chinese question asks of a thing, its question word the subject (a riddle, a quiz)."""
+    q = re.split(r"[：:]", question.strip())[-1]  # "再来一个：什么东西…": what follows the heading
+    return _ZH_ASKS_THING.match(q.strip()) is not None
 
 
 def zh_answer(question: str, answer: str) -> str | None:
@@ -130,7 +145,7 @@ def zh_answer(question: str, answer: str) -> str | None:
     if not q or _zh_yes_no(q) or "你" not in q and "您" not in q and not re.match(r"^[\u4e00-\u9fff]{1,6}(?:几|多)", q):
         return None
     m = _ZH_WH.search(q)
-    if m is None or re.match(r"^[它他她]", q):  # "它一天吃几顿？": asks of someone the answer does not name
+    if m is None or re.match(r"^[它他她]", q) or zh_asks_thing(q):  # "它一天吃几顿？": asks of someone the answer does not name
         return None
     fill = _ZH_WH_AS.get(m.group(), "{a}").format(a=tidy(answer))
     said = q[:m.start()] + fill + q[m.end():]
@@ -215,7 +230,10 @@ def zh_bare(said: str, sentence: str, *, opens: bool, question: str, questions: 
     said = tidy(said)
     if (head := heading(sentence)) is not None and head[0] == "self":
         return "用户：" + third_person_zh(said)  # "先做个自我介绍：陈嘉怡，31，深圳": the user's, item by item
-    answering = opens and bool(question) and answers(question, "zh")
+    answering = opens and bool(question) and answers(question, "zh") and not zh_asks_thing(question)
+    topic = re.match(r"^([\u4e00-\u9fff]{1,4}?)(?:也|都|还|就)", said)
+    if topic is not None and topic.group(1) + "呢" in sentence:
+        return None  # "那高铁呢 高铁也不能开啊": the comment goes on with the question about it
     if answering and questions == 1 and len(said) <= 10 and not zh_has_verb(said):
         framed = zh_answer(question, said)
         if framed is not None:
@@ -233,7 +251,8 @@ def zh_asks_user(text: str) -> bool:
     """Whether the assistant's message asks the user something with a question word, in any of
     its questions, and speaks to the user ("退烧药你平时吃什么？有没有药物过敏？", "介绍一下自己？比如
     怎么称呼、在哪个城市？"), not only of a thing the user spoke of ("是什么品种？")."""
-    return bool(re.search(r"[你您]|自己", text)) and any(_ZH_WH.search(q) for q in _ZH_QUESTION.findall(text))
+    return bool(re.search(r"[你您]|自己", text)) and any(_ZH_WH.search(q) and not zh_asks_thing(q)
+                                                         for q in _ZH_QUESTION.findall(text))
 
 
 def zh_has_verb(said: str) -> bool:
@@ -286,8 +305,9 @@ def zh_told_story(content: str) -> bool:
     """Whether a Chinese memory tells a moment that is over ("用户刚下单了", "吵醒用户了") or
     points at a thing named elsewhere ("用户转给她", "用户天天在家看着它")."""
     body = content.replace("用户", "")
-    if re.search(r"[着给陪帮跟看带让](?<![吉其])[她他它](?:们)?[了吧呢啊]?$", body):
-        return True
+    if re.search(r"[着给陪帮跟看带让](?<![吉其])[她他它](?:们)?[了吧呢啊]?$", body) or re.fullmatch(
+            r"[\u4e00-\u9fff]{1,3}(?<![吉其])[她他它](?:们)?[了吧呢啊]?", body):
+        return True  # "用户转告她": a one-off act on someone named elsewhere
     return bool(re.fullmatch(r"(?:刚|刚刚|刚才)?[\u4e00-\u9fff]{1,4}了", body)) and "刚" in body
 
 
@@ -335,6 +355,6 @@ def around_news(content: str) -> bool:
     return not (_NAMED.search(rest) or _USER_IN.search(rest))
 
 
-__all__ = ["answers", "around_news", "en_answer", "en_empty_predicate", "en_to_assistant", "en_told_story",
+__all__ = ["zh_asks_thing", "answers", "around_news", "en_answer", "en_empty_predicate", "en_to_assistant", "en_told_story",
            "ZH_NEXT_TIME_TASK", "ZH_TASK_ASK", "en_standing", "holds", "zh_bare", "zh_has_verb",
            "last_question", "zh_answer", "zh_to_assistant", "zh_told_story", "zh_topic_fact", "zh_yes_no_answer"]

@@ -24,7 +24,7 @@ from datetime import UTC, date, datetime
 
 from memlane import chatter, grammar, validate
 from memlane import statements as st
-from memlane.clauses import EN_SENTENCE, ZH_SENTENCE, Clause, Reader, opens_with_predicate, unquoted
+from memlane.clauses import EN_SENTENCE, ZH_SENTENCE, Clause, Reader, opens_with_predicate
 from memlane.commands import (
     EN_LEAD_FILLER,
     ZH_LEAD_FILLER,
@@ -39,7 +39,9 @@ from memlane.config import Config
 from memlane.dates import upcoming
 from memlane.extraction import Extraction, Operation
 from memlane.models import Turn
+from memlane.naming import named_asides
 from memlane.policy import category_for, initial_score, retention
+from memlane.quoting import unquoted
 from memlane.spoken import as_meant, offers
 from memlane.statements import conjugated, same_words, third_person  # re-exported: jobs, the tests
 from memlane.text import has_cjk, language_of
@@ -95,6 +97,7 @@ class HeuristicExtractor:
         standing = False  # the user is setting rules: "另外…" / "also…" in the next message goes on
         order = 0
         question, questions, asked_user = "", 0, False
+        asides: list[tuple[str, str]] = []  # the user's people named in passing: "my husband Walt"
         for turn in turns:
             if turn.role == "assistant":
                 offered = offers(turn.content)  # "want me to …?": the reply says yes or no, no fact
@@ -113,6 +116,7 @@ class HeuristicExtractor:
             first = next((m.group().strip() for m in ZH_SENTENCE.finditer(text) if m.group().strip()), "")
             ctx = _Ctx(now, _today(turn, now), standing, text, first if offered else "", question, first, questions,
                        asked_user)
+            asides += named_asides(text)
             items, sentences = self._turn(text, reader, ctx, asked, order)
             said += items
             for k, sentence in sentences:
@@ -121,7 +125,8 @@ class HeuristicExtractor:
             asked = offered = False
             question, questions, asked_user = "", 0, False
         ops = [s.op for s in said if s.op is not None]
-        result.operations = _fitting(ops + self._named(ops, now), self.config)
+        ops += self._named(ops, now)
+        result.operations = _fitting(ops + self._asides(ops, asides, now), self.config)
         return result
 
     def _turn(self, text: str, reader: Reader, ctx: _Ctx, asked: bool,
@@ -384,6 +389,18 @@ class HeuristicExtractor:
             if fact not in have:
                 out.append(self._add(fact, st.Rule(re.compile(""), "", "fact", "medium", None, "family"), now))
                 have += fact
+        return out
+
+    def _asides(self, ops: list[Operation], asides: list[tuple[str, str]], now: datetime) -> list[Operation]:
+        """Whom the user named in passing ("my husband Walt put up a fence": a day's story, but
+        who Walt is lasts), kept on its own when no memory names them yet."""
+        out: list[Operation] = []
+        have = " ".join(op.content or "" for op in ops)
+        for who, name in asides:
+            if name not in have:
+                out.append(self._add(f"The user's {who} is named {name}.",
+                                     st.Rule(re.compile(""), "", "fact", "medium", None, "family"), now))
+                have += " " + name
         return out
 
     # -- durations --

@@ -103,7 +103,7 @@ QUESTION_END = re.compile(r"[?？]")
 # hypothetical (如果我… / if I…) or a doubt (I wonder if I…). The offline extractor skips them.
 # a question word before 都 / 也 is no question: "哪也不去", "什么都吃", "谁都知道"
 ZH_ASKING = re.compile(r"什么(?!都|也)|(?<!不)怎么(?!都|也)|为什么|为何|哪(?!怕|儿?[都也]|里[都也])|谁(?![都也])|(?<!好)(?:几点|几个|几岁|几天|几次|几号)|几$|多少|多久|多大|多远|是否|"
-                        r"([\u4e00-\u9fff])[不没]\1|(?:吗|呢|么|吧|嘛)$")
+                        r"([\u4e00-\u9fff])[不没]\1|(?:吗|呢|么|吧|嘛)$|(?<!了)(?<=[\u4e00-\u9fff])不$")  # "在不": 在不在
 _ZH_HYPOTHETICAL = re.compile(r"^(?:我|你|他|她)?(?:如果|假如|要是|万一|假设|倘若|假使|如若|若是|即使|就算|哪怕|设想|想象一下|难道)")
 EN_ASKING = _r(r"^(?:(?:what|who|whom|whose|which|where|why|how)\b(?!\s+I\b)|"
                 r"when\s+(?:is|are|was|were|do|does|did|can|could|should|will|would|shall)\b|"
@@ -236,7 +236,8 @@ def tidy(x: str) -> str:
 ZH_REQUEST = re.compile(r"^(?:帮我|帮忙|请|麻烦|给我|给你|你|您|推荐|告诉我|介绍|写|改|翻译|找|查|看看|想想|别|不要|不用|换|讲|"
                          r"说说|算|解释|总结|列|继续|重新|发|把|讲讲|举|分析|生成|画|"
                          r"记得|提醒我|叫我|能不能|可不可以|可以帮|来[出讲说玩猜写做]?[个点几]|再来|整|搞|再)|(?:一点|一些|点|就行|就好|就可以|(?<!了)一下)(?:谢谢|谢啦|多谢|哈|啊|呀|吧)?$|"
-                         r"提醒我|帮我|告诉我|以后请")
+                         r"提醒我|帮我|告诉我|以后请|"
+                         r"给我(?:猜|看看?|听听?|讲讲?|说说?|读|念|算算?|查查?|想想?|写)(?:一下|下)?$")  # "出个谜语给我猜"
 # "再正式一点", "简单点就行": how the assistant should answer this once
 ZH_ENDING_REQUEST = re.compile(r"(?:一点|一些|点|就行|就好|就可以|(?<!了)一下)(?:谢谢|谢啦|多谢|哈|啊|呀|吧)?$")
 # a clause about how the assistant answers: "回复我的时候简短一点" asks, for now
