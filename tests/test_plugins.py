@@ -166,6 +166,9 @@ def test_a_plugin_store_backend_is_opened_by_its_name(toy: Path, tmp_path: Path)
         mine.close()
     with pytest.raises(ConfigError, match=r"store.backend: unknown 'nope'; one of \['postgres', 'sqlite', 'toy'\]"):
         Memory(config("nope", "unknown"))
+    # a typo is refused when the configuration loads (`memlane config`), not at the first open
+    with pytest.raises(ConfigError, match=r"store.backend: unknown 'sqlit'"):
+        Config.load(store={"home": str(tmp_path / "typo"), "backend": "sqlit"})
 
 
 def test_the_cli_of_another_process_finds_the_plugin(toy: Path, tmp_path: Path) -> None:

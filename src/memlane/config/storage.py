@@ -6,6 +6,7 @@ from pathlib import Path
 
 from pydantic import Field, model_validator
 
+from memlane import plugins
 from memlane.config.base import _Section
 
 
@@ -52,6 +53,10 @@ class StoreConfig(_Section):
                              "leave it empty for SQLite under store.home")
         if url and self.backend == "sqlite":
             self.backend = "postgres"
+        if self.backend not in ("sqlite", "postgres") and self.backend not in plugins.installed("stores"):
+            known = sorted({"sqlite", "postgres", *plugins.installed("stores")})
+            raise ValueError(f"store.backend: unknown {self.backend!r}; one of {known} (a plugin's name once "
+                             "its package is installed)")
         if self.backend == "postgres" and not url:
             raise ValueError("store.backend is 'postgres' but store.database_url is empty; set MEMLANE_DATABASE_URL="
                              "postgresql://user:password@host:5432/dbname")
