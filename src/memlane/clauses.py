@@ -212,6 +212,7 @@ _EN_ASK = re.compile(r"^(?:(?:what|how|where|when|why|who|which)(?:'s|'re|\s+(?:
 _EN_REQUEST = re.compile(r"^(?:from now on|going forward|in (?:the )?future|pls|plz|please|can you|could you|would you|help me|remind me|tell me|give me|show me|"
                          r"let me know|make|write|explain|summari[sz]e|translate|proofread|recommend|suggest|find|"
                          r"list|check|fix|keep|stop|use|don't|do not|always|never|avoid|answer|reply|respond|call me|"
+                         r"ignore|disregard|forget|delete|erase|override|pretend|act as|"
                          r"no more)\b", re.I)
 # verbs a first-person clause opens with once "I" was said: "…and work as a data engineer"
 _EN_VERB = re.compile(
