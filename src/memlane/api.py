@@ -31,6 +31,7 @@ from memlane import (
     retention,
     review,
     sessions,
+    supersession,
     userprofile,
     validate,
     writes,
@@ -405,6 +406,23 @@ class Memory:
         after = before.model_copy(update={**changes, "updated_at": self.clock()})
         return writes.rewrite(self, scope, before, after, kind, actor, reason)
 
+    def supersede(self, memory_id: str, content: str | None = None, *, user_id: str, agent_id: str | None = None,
+                  by: str | None = None, valid_from: datetime | None = None, category: str | None = None,
+                  actor: str = "api", reason: str = "") -> MemoryRecord:
+        """The fact changed (issue 32): new `content` (the person's word) or the memory `by`
+        replaces this one, which is closed at `valid_from` (default now) and kept, out of the
+        prompt, with its history. Returns the current memory."""
+        scope, old = Scope.of(user_id, agent_id), self.get(memory_id, user_id=user_id, agent_id=agent_id)
+        other = None if by is None else self.get(validate.memory_id(by, "by"), user_id=user_id, agent_id=agent_id)
+        new, other = memory_input.successor(self.config, scope, self.clock(), old, content, other, valid_from, category)
+        reason = validate.text("reason", reason, self.config.store.max_content_chars, required=False)
+        return writes.supersede(self, scope, old, new, other, validate.ident("actor", actor), reason)[1]
+
+    def timeline(self, memory_id: str, *, user_id: str, agent_id: str | None = None) -> _list[MemoryRecord]:
+        """Every version of the fact this memory is one of, oldest first (`supersede`)."""
+        return supersession.timeline(self.store, Scope.of(user_id, agent_id),
+                                     self.get(memory_id, user_id=user_id, agent_id=agent_id))
+
     def delete(self, memory_id: str, *, user_id: str, agent_id: str | None = None,
                actor: str = "api", reason: str = "", hard: bool = False) -> MemoryRecord:
         """Remove a memory and its text from every index, cache and file; the audit trail keeps
@@ -479,7 +497,8 @@ class Memory:
     def search(self, query: str, *, user_id: str, agent_id: str | None = None, limit: int | None = None,
                filters: Filters | dict[str, Any] | None = None, corpus: Corpus = "memories",
                activate: bool | None = None, query_vector: np.ndarray | Callable[[str], np.ndarray] | None = None,
-               min_score: float | None = None) -> _list[Hit]:
+               min_score: float | None = None, as_of: datetime | None = None,
+               include_superseded: bool | None = None) -> _list[Hit]:
         """Hybrid search of one corpus: "memories" (default), "turns" or "episodes".
 
         Hits come in rank order; `Hit.score` is an absolute relevance in [0, 1] (keywords held,
@@ -491,9 +510,11 @@ class Memory:
 
         `query_vector` skips embedding the query: a vector the caller already has, or a
         function from text to vector (the caller's own embedder or cache), given the text the
-        dense side embeds (`retrieval.query.dense_text`)."""
+        dense side embeds (`retrieval.query.dense_text`). `as_of`: the facts that held then;
+        `include_superseded`: replaced facts too (by default only when the query asks about the past)."""
         return reading.ask(self, Scope.of(user_id, agent_id), query, corpus, limit=limit, filters=filters,
-                           activate=activate, query_vector=query_vector, min_score=min_score)
+                           activate=activate, query_vector=query_vector, min_score=min_score, as_of=as_of,
+                           include_superseded=include_superseded)
 
     # ---- human-readable files, the seed-000 archive, export / import (issue 7) -----------
 

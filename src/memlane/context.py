@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from memlane import supersession
 from memlane.archive import context_block
 from memlane.config import ContextConfig
 from memlane.errors import NotFound
@@ -167,8 +168,15 @@ class Packed:
 
 
 def render_hit(hit: Hit, snippet_chars: int = 300) -> str:
-    """Seed 000: `[source] content`, content cut at 300 characters with a visible marker."""
-    return f"[{hit.source}] {cut(' '.join(hit.content.split()), snippet_chars)}"
+    """Seed 000: `[source] content`, content cut at 300 characters with a visible marker. A
+    fact that changed says when it held (issue 32): "(2019-06-01 – 2024-03-15, replaced)" on
+    the old one, "(since 2024-03-15)" on the one that replaced it — a question about the
+    change sees the chain, one version a line."""
+    line = f"[{hit.source}] {cut(' '.join(hit.content.split()), snippet_chars)}"
+    m = hit.memory
+    if m is not None and m.status == "superseded":
+        return f"{line} ({supersession.span(m)}, replaced)"
+    return f"{line} ({supersession.span(m)})" if m is not None and m.supersedes else line
 
 
 def pack(hits: Sequence[Hit], max_tokens: int, max_hits: int, *, snippet_chars: int = 300,
@@ -267,10 +275,11 @@ def _core_block(mems: Sequence[MemoryRecord], language: str, budget: int, snippe
     head = f"{_HEAD[language]['core']}\n\n{_HEAD[language]['core_intro']}"
     lines: list[str] = []
     for mem in mems:
-        candidate = "\n".join([head, *lines, f"- {cut(' '.join(mem.content.split()), snippet_chars)}"])
-        if estimate_tokens(candidate) > budget:
+        line = f"- {cut(' '.join(mem.content.split()), snippet_chars)}"
+        line += f" ({supersession.span(mem)})" if mem.supersedes else ""  # a fact that changed: since when
+        if estimate_tokens("\n".join([head, *lines, line])) > budget:
             break
-        lines.append(f"- {cut(' '.join(mem.content.split()), snippet_chars)}")
+        lines.append(line)
     return Block("core", "\n".join([head, *lines]) if lines else "", budget, len(lines)), len(lines)
 
 

@@ -233,7 +233,8 @@ class _Pass:
                 self.in_hook = False
 
     def reload(self) -> None:
-        self.work = {m.id: m for m in self.store.list_memories(self.scope)}
+        # a superseded fact is history (issue 32): it neither decays, expires nor is archived
+        self.work = {m.id: m for m in self.store.list_memories(self.scope) if m.status != "superseded"}
 
     def ordered(self) -> list[MemoryRecord]:
         return sorted(self.work.values(), key=lambda m: (m.created_at, m.id))

@@ -8,10 +8,12 @@ from typing import Any, get_args
 
 from memlane import validate
 from memlane.config import MAX_ID_CHARS, Config
+from memlane.errors import ValidationError
 from memlane.models import MEMORY_SORTS, EventKind, MemoryRecord, MemoryWhere, Scope, Source, new_id
 from memlane.policy import importance_score
 
-STATUSES = ("active", "archived")
+STATUSES = ("active", "archived")  # what an update may set; a listing may also ask for:
+LISTED = (*STATUSES, "superseded")
 
 
 def content(config: Config, value: Any, field: str = "content") -> str:
@@ -88,7 +90,7 @@ def order(sort: Any, descending: Any) -> str:
 
 
 def status(value: Any) -> str | None:
-    return None if value is None else validate.choice("status", value, STATUSES)
+    return None if value is None else validate.choice("status", value, LISTED)
 
 
 def where(source: Any, verified: Any, pinned: Any, min_score: Any, max_score: Any) -> MemoryWhere:
@@ -99,3 +101,23 @@ def where(source: Any, verified: Any, pinned: Any, min_score: Any, max_score: An
         pinned=None if pinned is None else validate.boolean("pinned", pinned),
         min_score=None if min_score is None else validate.number("min_score", min_score, 0.0, 1.0),
         max_score=None if max_score is None else validate.number("max_score", max_score, 0.0, 1.0))
+
+
+def successor(config: Config, scope: Scope, now: datetime, old: MemoryRecord, content_: Any, by: MemoryRecord | None,
+              valid_from: Any, category_: Any) -> tuple[MemoryRecord | None, MemoryRecord | None]:
+    """(a new memory, or the stored memory `by` as it will begin) that supersedes `old`
+    (`Memory.supersede`): exactly one of new content and `by`; `valid_from` (default now)
+    when the change happened in the world, not before `old` began."""
+    if (content_ is None) == (by is None):
+        raise ValidationError("content", "give either the new content or `by` (the id of the memory "
+                                                  "that replaces this one), not both")
+    start = validate.optional_when("valid_from", valid_from) or now
+    if start < (old.valid_from or old.created_at):
+        raise ValidationError("valid_from", f"{start.isoformat()} is before the memory it replaces "
+                                                     f"began to hold ({(old.valid_from or old.created_at).isoformat()})")
+    if by is not None:
+        return None, by.model_copy(update={"valid_from": start}) if valid_from is not None else by
+    new = new_memory(config, scope, now, content_=content_, category_=old.category if category_ is None else category_,
+                     importance=None, metadata=None, source="user", pinned=False, verified=True, expires_at=None,
+                     session_id=None, subject=old.subject, predicate=old.predicate, confidence=1.0)
+    return new.model_copy(update={"valid_from": start}), None

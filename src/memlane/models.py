@@ -9,18 +9,20 @@ from datetime import UTC, datetime
 from typing import Any, Literal, NamedTuple
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from memlane import validate
 from memlane.errors import ValidationError
 
 Role = Literal["user", "assistant", "system", "tool"]
 ArchiveState = Literal["false", "pending", "true"]
-Status = Literal["active", "archived"]
+# "superseded": replaced by a newer fact (issue 32) — kept, out of the prompt, found by time
+Status = Literal["active", "archived", "superseded"]
 # who wrote a memory: a person ("user"), an extractor, memlane itself, an import, or an LLM
 # agent through its tools ("agent": its own choice, not the person's word, so not verified)
 Source = Literal["user", "extractor", "heuristic", "system", "import", "agent"]
-EventKind = Literal["ADD", "UPDATE", "BOOST", "DELETE", "DECAY", "ARCHIVE", "PROMOTE", "RESTORE", "DEMOTE", "PURGE"]
+EventKind = Literal["ADD", "UPDATE", "BOOST", "DELETE", "DECAY", "ARCHIVE", "PROMOTE", "RESTORE", "DEMOTE", "PURGE",
+                    "SUPERSEDE"]
 
 
 def new_id(length: int = 10) -> str:
@@ -119,6 +121,24 @@ class MemoryRecord(_Record):
     status: Status = "active"
     pinned: bool = False
     metadata: dict[str, Any] = Field(default_factory=dict)
+    # issue 32, two times: when the fact held in the world (valid_to None: it still does) and
+    # when memlane retired it; the two memories of a change name each other
+    valid_from: datetime | None = None  # None given: from created_at
+    valid_to: datetime | None = None
+    superseded_at: datetime | None = None
+    superseded_by: str | None = None
+    supersedes: str | None = None
+
+    @model_validator(mode="after")
+    def _valid_from_creation(self) -> MemoryRecord:
+        if self.valid_from is None:
+            self.valid_from = self.created_at
+        return self
+
+    def holds_at(self, when: datetime) -> bool:
+        """Whether the fact held in the world at `when` (valid_from ≤ when < valid_to)."""
+        start = self.valid_from or self.created_at
+        return start <= when and (self.valid_to is None or when < self.valid_to)
 
     def snapshot(self) -> dict[str, Any]:
         """The state an audit event keeps as before/after (the scope is the event's own)."""

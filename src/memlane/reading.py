@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from datetime import timedelta
 from itertools import islice
 from typing import Any
@@ -19,10 +20,11 @@ from memlane.models import Corpus, Hit, MemoryRecord, Scope
 from memlane.parts import Parts, Reading
 from memlane.retrieval.filters import Filters, check_filters
 from memlane.retrieval.search import search as run_search
+from memlane.retrieval.tense import asks_about_past
 
 
 def ask(engine: Reading, scope: Scope, query: Any, corpus: Any, *, limit: Any, filters: Any, activate: Any,
-        query_vector: Any, min_score: Any) -> list[Hit]:
+        query_vector: Any, min_score: Any, as_of: Any = None, include_superseded: Any = None) -> list[Hit]:
     """`Memory.search`, its arguments checked first (each refusal names its field)."""
     cfg = engine.config
     validate.text("query", query, cfg.search.max_query_chars, setting="search.max_query_chars",
@@ -42,8 +44,21 @@ def ask(engine: Reading, scope: Scope, query: Any, corpus: Any, *, limit: Any, f
     default = 0.0 if corpus == "turns" else cfg.search.min_relevance
     min_score = default if min_score is None else validate.number("min_score", min_score, 0.0, 1.0)
     return search(engine, scope, query, corpus, limit=limit or cfg.search.default_limit,
-                  filters=check_filters(filters, cfg), min_score=min_score, query_vector=query_vector,
+                  filters=in_time(check_filters(filters, cfg), query, as_of, include_superseded),
+                  min_score=min_score, query_vector=query_vector,
                   activate=cfg.search.activate_on_hit if activate is None else activate)
+
+
+def in_time(filters: Filters, query: str, as_of: Any, include_superseded: Any) -> Filters:
+    """The filters with the time asked about (issue 32): `as_of` a date, and the superseded
+    facts beside the current ones when asked for or, by default, when the query asks about
+    the past or a change (`tense.asks_about_past`)."""
+    as_of = validate.optional_when("as_of", as_of) or filters.as_of
+    if include_superseded is None:
+        wide = filters.include_superseded or asks_about_past(query)
+    else:
+        wide = validate.boolean("include_superseded", include_superseded)
+    return replace(filters, as_of=as_of, include_superseded=wide)
 
 
 def search(engine: Reading, scope: Scope, query: str, corpus: Corpus, *, limit: int, filters: Filters,
@@ -65,7 +80,8 @@ def search(engine: Reading, scope: Scope, query: str, corpus: Corpus, *, limit: 
     # a full sort would pull a later-ranked hit of a longer list forward)
     hits = lists[0] if len(lists) == 1 else list(islice(heapq.merge(*lists, key=lambda h: -h.score), limit))
     if corpus == "memories" and activate:
-        used(engine, scope, [h.memory for h in hits if h.memory is not None and h.score >= cfg.search.min_relevance])
+        used(engine, scope, [h.memory for h in hits if h.memory is not None and h.score >= cfg.search.min_relevance
+                             and h.memory.status != "superseded"])  # history is not in use
     return hits
 
 

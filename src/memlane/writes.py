@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from memlane import forget
+from memlane import forget, supersession
 from memlane.events import Event
 from memlane.indexing import embed_one
 from memlane.models import MemoryRecord, Scope
@@ -38,6 +38,14 @@ def remove(engine: Noticing, scope: Scope, before: MemoryRecord, actor: str, rea
     with engine.store.transaction():
         engine.store.delete_memory(scope, before.id)
         engine.store.add_event(scope, before.id, "DELETE", before.snapshot(), None, actor, reason, now)
+        # the current version of a changed fact deleted: the one it replaced holds again
+        # (the change was wrong, issue 32), its history kept in the audit trail
+        prev = engine.store.get_memory(scope, before.supersedes) if before.supersedes else None
+        if prev is not None and prev.superseded_by == before.id:
+            reopened = supersession.reopened(prev, now)
+            engine.store.update_memory(reopened, content_changed=False)
+            engine.store.add_event(scope, prev.id, "RESTORE", prev.snapshot(), reopened.snapshot(), actor,
+                                   f"current again: {before.id} that replaced it was deleted", now)
         engine.store.mark_forgetting()  # a crash before after_delete: the next open scrubs the files
     forget.after_delete(engine, scope, before, hard=hard)
     engine.signals.send("memory.changed", scope)
@@ -60,3 +68,27 @@ def rewrite(engine: Embedding, scope: Scope, before: MemoryRecord, after: Memory
                                after.updated_at)
     engine.signals.send("memory.changed", scope)
     return after
+
+
+def supersede(engine: Noticing, scope: Scope, old: MemoryRecord, new: MemoryRecord | None, by: MemoryRecord | None,
+              actor: str, reason: str) -> tuple[MemoryRecord, MemoryRecord]:
+    """A fact changed (issue 32): `new` (not yet stored) or the stored memory `by` supersedes
+    `old`, which is closed and kept (supersession.py). One transaction: a crash leaves either
+    no change or the whole change."""
+    now = engine.clock()
+    if by is not None:
+        supersession.check(old, by)
+        with engine.store.transaction():
+            closed, current = supersession.apply(engine.store, scope, old, by, at=now, actor=actor, reason=reason)
+    else:
+        assert new is not None
+        supersession.check(old, new)
+        vec = embed_one(engine.store, engine.embedder, new.content, engine.config.embedding.max_chars)
+        with engine.store.transaction():
+            rowid = engine.store.insert_memory(new)
+            engine.store.put_vectors("memories", scope, [rowid], vec[None, :])
+            engine.store.add_event(scope, new.id, "ADD", None, new.snapshot(), actor, reason, now)
+            closed, current = supersession.apply(engine.store, scope, old, new, at=now, actor=actor, reason=reason)
+        engine.signals.send("rows.written")
+    engine.signals.send("memory.changed", scope)
+    return closed, current

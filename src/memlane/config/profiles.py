@@ -21,6 +21,7 @@ PROFILES: dict[str, dict[str, Any]] = {
         "policy": {
             "categories": ["preference", "fact", "experience", "workflow", "decision", "skill_usage", "todo"],
             "decay": {"*": {"grace_days": 7, "daily_factor": 0.99}},
+            "on_change": "penalise",  # seed 001 §6 phase 1.5: a contradicted memory's score halves
         },
         "lifecycle": {"markdown_primary": True},
     },

@@ -54,6 +54,10 @@ class PolicyConfig(_Section):
     importance_low: float = 0.4
     reinforce_rate: float = Field(0.2, ge=0, le=1)  # seed 001 §3.4: s += (1-s)*0.2
     contradiction_penalty: float = Field(0.5, ge=0, le=1)  # seed 001 §6 phase 1.5
+    # issue 32: a new fact that replaces an old one (the extractor's `supersedes`, a change
+    # cue) closes and keeps the old one ("supersede"); seed 001's rule halves its score instead
+    # ("penalise"). A person's explicit change (`Memory.supersede`) supersedes in every profile
+    on_change: Literal["supersede", "penalise"] = "supersede"
     dedup_similarity: float = Field(0.9, ge=0, le=1)  # seed 004 §6
     # Per embedder model id. e5's cosines crowd into [0.8, 1]: unrelated short facts score
     # 0.90–0.94, 白茶 vs 绿茶 0.977, paraphrases 0.98–0.99 (measured, issue 4), so seed 004's

@@ -29,6 +29,18 @@ class Filters:
     until: datetime | None = None
     include_expired: bool = False
     roles: Sequence[str] | None = None  # turns only
+    # memories only (issue 32): what held in the world at this time, superseded facts included
+    as_of: datetime | None = None
+    include_superseded: bool = False  # superseded facts beside the current ones
+
+    def statuses(self) -> tuple[str, ...] | None:
+        """The memory statuses kept; None: any. Asking about another time, or for the
+        superseded too, widens "active" by the facts that were replaced."""
+        if self.status is None:
+            return None
+        if self.status == "active" and (self.include_superseded or self.as_of is not None):
+            return ("active", "superseded")
+        return (self.status,)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any] | None) -> Filters:
@@ -49,8 +61,8 @@ def kept_facts(m: MemoryFacts, f: Filters, now: datetime) -> MemoryFacts:
     keep = np.ones(len(m), np.bool_)
     if not f.include_expired:
         keep &= ~(m.expires_at <= now.timestamp())  # NaN (never) compares False: kept
-    if f.status is not None:
-        keep &= m.status == f.status
+    if (statuses := f.statuses()) is not None:
+        keep &= np.isin(m.status, statuses)
     if f.category is not None:
         keep &= np.isin(m.category, [f.category] if isinstance(f.category, str) else list(f.category))
     if f.session_id is not None:
@@ -65,7 +77,9 @@ def kept_facts(m: MemoryFacts, f: Filters, now: datetime) -> MemoryFacts:
 def keep_memory(m: MemoryRecord, f: Filters, now: datetime) -> bool:
     if not f.include_expired and m.expires_at is not None and m.expires_at <= now:
         return False
-    if f.status is not None and m.status != f.status:
+    if (statuses := f.statuses()) is not None and m.status not in statuses:
+        return False
+    if f.as_of is not None and not m.holds_at(f.as_of):
         return False
     if f.category is not None:
         cats = [f.category] if isinstance(f.category, str) else list(f.category)
@@ -126,10 +140,13 @@ def check_filters(filters: Any, cfg: Config) -> Filters:
         roles = [validate.choice(f"filters.roles[{i}]", r, get_args(Role)) for i, r in enumerate(roles)]
     return Filters(
         category=cats,
-        status=None if f.status is None else validate.choice("filters.status", f.status, ("active", "archived")),
+        status=None if f.status is None else validate.choice("filters.status", f.status,
+                                                             ("active", "archived", "superseded")),
         session_id=validate.optional_ident("filters.session_id", f.session_id),
         since=validate.optional_when("filters.since", f.since),
         until=validate.optional_when("filters.until", f.until),
         include_expired=validate.boolean("filters.include_expired", f.include_expired),
         roles=roles,
+        as_of=validate.optional_when("filters.as_of", f.as_of),
+        include_superseded=validate.boolean("filters.include_superseded", f.include_superseded),
     )

@@ -32,11 +32,12 @@ from memlane.models import MemoryFacts
 from memlane.store.erase import temp_path
 from memlane.store.packed import PackedTexts
 
-FORMAT = 4  # of the saved file
+FORMAT = 5  # of the saved file
 # the columns read per row, in this order, after rowid (MemoryFacts' order from `score` on)
 COLUMNS = "user_id, agent_id, score, last_activated, expires_at, status, category, source_session, created_at"
 # the rest of a record (rows.MEMORY_COLS), kept as one JSON array a row when records are kept
-RECORD_COLUMNS = "id, content, kind, confidence, subject, predicate, updated_at, activation_count, source, verified, pinned, metadata"
+RECORD_COLUMNS = ("id, content, kind, confidence, subject, predicate, updated_at, activation_count, source, verified, pinned, "
+                  "metadata, valid_from, valid_to, superseded_at, superseded_by, supersedes")
 _FACTS = ("present", "owner", "score", "last_activated", "expires_at", "created_at", "status", "category", "session")
 _EMPTY = {"owner": -1, "expires_at": math.nan, "status": -1, "category": -1, "session": -1}  # else 0
 
@@ -180,14 +181,14 @@ class MemoryRows:
         for r in want[self.owned(sid, want)].tolist():
             text = self.records.get(r)
             assert text is not None  # every present row has its record
-            id_, content, kind, confidence, subject, predicate, updated, count, source, verified, pinned, meta = (
+            id_, content, kind, confidence, subject, predicate, updated, count, source, verified, pinned, meta, *times = (
                 json.loads(text))
             user, agent = self.scopes[int(self.owner[r])]
             expires, session = float(self.expires_at[r]), int(self.session[r])
             out[r] = (id_, user, agent, content, s[self.category[r]], kind, float(self.score[r]), confidence, subject,
                       predicate, float(self.created_at[r]), updated, float(self.last_activated[r]), count,
                       None if math.isnan(expires) else expires, source, verified, None if session < 0 else s[session],
-                      s[self.status[r]], pinned, meta)
+                      s[self.status[r]], pinned, meta, *times)
         return out
 
     def bytes(self) -> int:

@@ -335,3 +335,20 @@ def m013_sessions_by_start(db: Any) -> None:
     "last time") read from an index instead of sorting all of them: 100k sessions of one user,
     6 ms → 0.01 ms in memory."""
     db.execute("CREATE INDEX sessions_scope_start ON sessions(user_id, agent_id, started_at)")
+
+
+@migration
+def m014_memory_validity(db: Any) -> None:
+    """Facts in time (issue 32): when a memory held in the world (valid_from, valid_to) and
+    when memlane retired it (superseded_at), and the two memories of a change (superseded_by,
+    supersedes). A memory already stored held from its creation and still holds."""
+    db.execute(
+        """
+        ALTER TABLE memories ADD COLUMN valid_from REAL;
+        ALTER TABLE memories ADD COLUMN valid_to REAL;
+        ALTER TABLE memories ADD COLUMN superseded_at REAL;
+        ALTER TABLE memories ADD COLUMN superseded_by TEXT;
+        ALTER TABLE memories ADD COLUMN supersedes TEXT;
+        UPDATE memories SET valid_from = created_at WHERE valid_from IS NULL;
+        """
+    )

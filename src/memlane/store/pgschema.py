@@ -264,3 +264,16 @@ def m005_fts_stats_version(db: Any) -> None:
 def m006_sessions_by_start(db: Any) -> None:
     """A scope's sessions newest first from an index (SQLite's m013)."""
     db.execute("CREATE INDEX sessions_scope_start ON sessions(user_id, agent_id, started_at)")
+
+
+@migration
+def m007_memory_validity(db: Any) -> None:
+    """Facts in time (issue 32; SQLite's m014): validity and supersession columns, a memory
+    already stored valid from its creation."""
+    db.execute(
+        """
+        ALTER TABLE memories ADD COLUMN valid_from FLOAT8, ADD COLUMN valid_to FLOAT8,
+            ADD COLUMN superseded_at FLOAT8, ADD COLUMN superseded_by TEXT, ADD COLUMN supersedes TEXT;
+        UPDATE memories SET valid_from = created_at WHERE valid_from IS NULL;
+        """
+    )

@@ -182,7 +182,8 @@ TABLES: dict[str, tuple[str, str]] = {
               "token_count, archived, compacted, embedded, metadata, import_key", "rowid"),
     "memories": ("rowid, id, user_id, agent_id, content, category, kind, score, confidence, subject, predicate, "
                  "created_at, updated_at, last_activated, activation_count, expires_at, source, verified, "
-                 "source_session, status, pinned, metadata, embedded", "rowid"),
+                 "source_session, status, pinned, metadata, embedded, valid_from, valid_to, superseded_at, "
+                 "superseded_by, supersedes", "rowid"),
     "episodes": ("rowid, id, user_id, agent_id, session_id, summary, goal, outcome, entities, tools_used, started_at, "
                  "ended_at, score, created_at, embedded", "rowid"),
     "scratchpad": ("user_id, agent_id, current_focus, recent_tasks, updated_at", "user_id, agent_id"),

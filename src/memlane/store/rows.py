@@ -47,8 +47,9 @@ def to_json(value: Any) -> str:
 MEMORY_COLS = (
     "id, user_id, agent_id, content, category, kind, score, confidence, subject, predicate, "
     "created_at, updated_at, last_activated, activation_count, expires_at, source, verified, "
-    "source_session, status, pinned, metadata"
+    "source_session, status, pinned, metadata, valid_from, valid_to, superseded_at, superseded_by, supersedes"
 )
+MEMORY_FIELDS = len(MEMORY_COLS.split(", "))
 TURN_COLS = (
     "id, user_id, agent_id, session_id, seq, role, content, name, tool_calls, created_at, "
     "token_count, archived, metadata"
@@ -72,6 +73,8 @@ def memory_row(row: Sequence[Any]) -> MemoryRecord:
         created_at=dt_(row[10]), updated_at=dt_(row[11]), last_activated=dt_(row[12]),
         activation_count=row[13], expires_at=dt(row[14]), source=row[15], verified=bool(row[16]),
         source_session=row[17], status=row[18], pinned=bool(row[19]), metadata=json.loads(row[20]),
+        valid_from=dt(row[21]), valid_to=dt(row[22]), superseded_at=dt(row[23]), superseded_by=row[24],
+        supersedes=row[25],
     )
 
 
@@ -125,7 +128,7 @@ def memory_params(m: MemoryRecord) -> tuple[Any, ...]:
         m.id, m.user_id, m.agent_id, m.content, m.category, m.kind, m.score, m.confidence, m.subject,
         m.predicate, ts(m.created_at), ts(m.updated_at), ts(m.last_activated), m.activation_count,
         ts(m.expires_at), m.source, int(m.verified), m.source_session, m.status, int(m.pinned),
-        to_json(m.metadata),
+        to_json(m.metadata), ts(m.valid_from), ts(m.valid_to), ts(m.superseded_at), m.superseded_by, m.supersedes,
     )
 
 

@@ -14,6 +14,7 @@ from memlane.store.postgres.text import PostgresText
 from memlane.store.rows import (
     EPISODE_COLS,
     MEMORY_COLS,
+    MEMORY_FIELDS,
     episode_params,
     episode_row,
     episode_text,
@@ -43,7 +44,7 @@ class PostgresMemories(PostgresText):
             rowids = [int(r[0]) for r in ids]
             self._many(
                 f"INSERT INTO memories(rowid, {MEMORY_COLS}, embedded, fts, fts_len) "
-                f"VALUES (%s, {', '.join(['%s'] * 21)}, %s, %s::tsvector, %s)",
+                f"VALUES (%s, {', '.join(['%s'] * MEMORY_FIELDS)}, %s, %s::tsvector, %s)",
                 [(r, *memory_params(m), int(vecs is not None), d[0], d[1])
                  for r, m, d in zip(rowids, memories, docs, strict=True)])
             if vecs is not None:

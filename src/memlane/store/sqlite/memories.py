@@ -14,6 +14,7 @@ from memlane.store.fts5 import scope_token
 from memlane.store.rows import (
     EPISODE_COLS,
     MEMORY_COLS,
+    MEMORY_FIELDS,
     episode_params,
     episode_row,
     episode_text,
@@ -31,7 +32,7 @@ class SQLiteMemories(SQLiteText):
     def insert_memory(self, memory: MemoryRecord) -> int:
         with self._lock:
             self._conn.execute(
-                f"INSERT INTO memories({MEMORY_COLS}) VALUES ({', '.join('?' * 21)})", memory_params(memory)
+                f"INSERT INTO memories({MEMORY_COLS}) VALUES ({', '.join('?' * MEMORY_FIELDS)})", memory_params(memory)
             )
             rowid = self._conn.last_insert_rowid()
             self._index("memories", rowid, memory.content)
@@ -49,7 +50,7 @@ class SQLiteMemories(SQLiteText):
             start = int(self._q("SELECT COALESCE(MAX(rowid), 0) FROM memories")[0][0]) + 1
             rowids = list(range(start, start + len(memories)))
             self._conn.executemany(
-                f"INSERT INTO memories(rowid, {MEMORY_COLS}, embedded) VALUES (?, {', '.join('?' * 21)}, ?)",
+                f"INSERT INTO memories(rowid, {MEMORY_COLS}, embedded) VALUES (?, {', '.join('?' * MEMORY_FIELDS)}, ?)",
                 [(r, *memory_params(m), int(vecs is not None)) for r, m in zip(rowids, memories, strict=True)],
             )
             self._conn.executemany(

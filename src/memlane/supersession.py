@@ -1,0 +1,116 @@
+"""Facts that change (issue 32): a newer memory supersedes an older one instead of overwriting it.
+
+People move, change jobs, switch diets. When a new memory replaces an old one, the old one is
+closed — `valid_to` is when the new one began to hold, `superseded_at` when memlane learned
+it, status "superseded" — and kept: it leaves the prompt and the default search, and is found
+again by a search `as_of` a date when it held or one that asks about the past. The two name
+each other (`superseded_by`, `supersedes`), so a fact's versions form a chain (`timeline`).
+The new memory carries on the old one's importance and use: a change of city does not make
+where the user lives less important. Each side of a change is one audited SUPERSEDE event.
+
+Seed 001's scored-markdown profile keeps its own rule (the contradicted memory's score is
+halved, `writing.on_change`); a person's explicit change is a supersession in every profile.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+
+from memlane.errors import Conflict, ValidationError
+from memlane.models import MemoryRecord, Scope
+from memlane.store import Store
+
+
+def check(old: MemoryRecord, new: MemoryRecord) -> None:
+    """Refuse a change that cannot be one: a memory superseding itself, or one already replaced."""
+    if old.id == new.id:
+        raise ValidationError("by", "a memory cannot supersede itself")
+    if old.status == "superseded":
+        raise Conflict("memory_id", f"memory {old.id!r} was already superseded by {old.superseded_by!r}; "
+                                    f"supersede the current version instead")
+    if new.status == "superseded":
+        raise Conflict("by", f"memory {new.id!r} is itself superseded by {new.superseded_by!r}")
+
+
+def closed(old: MemoryRecord, new: MemoryRecord, at: datetime) -> MemoryRecord:
+    """`old` as a change to `new` leaves it: held until `new` began (never before it began
+    itself: a change told out of order closes it where it opened), retired at `at`."""
+    start = old.valid_from or old.created_at
+    end = max(start, new.valid_from or at)
+    return old.model_copy(update={"status": "superseded", "valid_to": end, "superseded_at": at,
+                                  "superseded_by": new.id, "updated_at": at})
+
+
+def carried(old: MemoryRecord, new: MemoryRecord, at: datetime) -> MemoryRecord:
+    """`new` as it takes over from `old`: linked to it, with its importance and its use."""
+    return new.model_copy(update={
+        "supersedes": old.id, "score": max(new.score, old.score), "pinned": new.pinned or old.pinned,
+        "activation_count": new.activation_count + old.activation_count,
+        "last_activated": max(new.last_activated, old.last_activated), "updated_at": at})
+
+
+def reopened(old: MemoryRecord, at: datetime) -> MemoryRecord:
+    """`old` holding again: the memory that replaced it was deleted (a change that was wrong)."""
+    return old.model_copy(update={"status": "active", "valid_to": None, "superseded_at": None,
+                                  "superseded_by": None, "updated_at": at})
+
+
+def apply(store: Store, scope: Scope, old: MemoryRecord, new: MemoryRecord, *, at: datetime, actor: str,
+          reason: str = "") -> tuple[MemoryRecord, MemoryRecord]:
+    """Write a change: `old` closed, `new` (already stored) linked and carrying on; both audited
+    as SUPERSEDE, in the caller's transaction. Returns both as stored."""
+    check(old, new)
+    before_old, before_new = old, new
+    old, new = closed(old, new, at), carried(old, new, at)
+    store.update_memory(old, content_changed=False)
+    store.update_memory(new, content_changed=False)
+    why = f": {reason}" if reason else ""
+    store.add_event(scope, old.id, "SUPERSEDE", before_old.snapshot(), old.snapshot(), actor,
+                    f"superseded by {new.id}: {new.content}{why}", at)
+    store.add_event(scope, new.id, "SUPERSEDE", before_new.snapshot(), new.snapshot(), actor,
+                    f"supersedes {old.id}: {old.content}{why}", at)
+    return old, new
+
+
+def timeline(store: Store, scope: Scope, memory: MemoryRecord, limit: int = 100) -> list[MemoryRecord]:
+    """Every version of the fact `memory` is one of, oldest first, following the links both
+    ways (at most `limit`, so a corrupted cycle ends)."""
+    older: list[MemoryRecord] = []
+    seen = {memory.id}
+    m = memory
+    while m.supersedes and len(seen) < limit:
+        prev = store.get_memory(scope, m.supersedes)
+        if prev is None or prev.id in seen:
+            break
+        seen.add(prev.id)
+        older.append(prev)
+        m = prev
+    newer: list[MemoryRecord] = []
+    m = memory
+    while m.superseded_by and len(seen) < limit:
+        nxt = store.get_memory(scope, m.superseded_by)
+        if nxt is None or nxt.id in seen:
+            break
+        seen.add(nxt.id)
+        newer.append(nxt)
+        m = nxt
+    return [*older[::-1], memory, *newer]
+
+
+def span(m: MemoryRecord) -> str:
+    """When a memory held, compactly: "2019-06 – 2024-03", "since 2024-03" (days where the
+    month alone would hide the change)."""
+    start = m.valid_from or m.created_at
+    if m.valid_to is None:
+        return f"since {_day(start)}"
+    return f"{_day(start)} – {_day(m.valid_to)}"
+
+
+def _day(at: datetime) -> str:
+    return at.strftime("%Y-%m-%d")
+
+
+def chain_text(versions: Sequence[MemoryRecord]) -> str:
+    """A fact's versions as one line for a prompt: "A (2019-06-01 – 2024-03-15) → B (since 2024-03-15)"."""
+    return " → ".join(f"{m.content} ({span(m)})" for m in versions)

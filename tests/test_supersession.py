@@ -1,0 +1,162 @@
+"""Facts that change (issue 32): supersession keeps the old fact, closed in time and linked;
+search finds the current fact by default, the old one when asked about the past or `as_of`
+a date when it held; a change is undone by deleting the new fact; history does not decay."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import apsw
+import pytest
+
+from memlane import Memory
+from memlane.errors import Conflict, ValidationError
+from memlane.testing import ManualClock
+
+MakeMemory = Callable[..., Memory]
+T0 = datetime(2019, 6, 1, 9, 0, tzinfo=UTC)
+MOVED = datetime(2024, 3, 15, tzinfo=UTC)
+
+
+def moved(make_memory: MakeMemory, profile: str = "default") -> tuple[Memory, ManualClock, str, str]:
+    """Munich from 2019, Berlin from 15 March 2024 (told in December)."""
+    clock = ManualClock(T0)
+    m = make_memory(profile, clock=clock)
+    munich = m.add("The user lives in Munich.", user_id="u1", importance="high")
+    m.add("The user is vegetarian.", user_id="u1")
+    clock.now = datetime(2024, 12, 1, tzinfo=UTC)
+    berlin = m.supersede(munich.id, "The user lives in Berlin.", user_id="u1", valid_from=MOVED)
+    return m, clock, munich.id, berlin.id
+
+
+def contents(hits: list) -> list[str]:
+    """Where the user lives, by the hits (the vegetarian fact may follow a weak match)."""
+    return [h.content for h in hits if "lives" in h.content]
+
+
+def test_a_change_keeps_the_old_fact_closed_and_linked(make_memory: MakeMemory) -> None:
+    m, clock, munich, berlin = moved(make_memory)
+    old, new = m.get(munich, user_id="u1"), m.get(berlin, user_id="u1")
+    assert (old.status, old.valid_from, old.valid_to, old.superseded_at, old.superseded_by) == \
+        ("superseded", T0, MOVED, clock.now, berlin)
+    assert (new.status, new.valid_from, new.valid_to, new.supersedes) == ("active", MOVED, None, munich)
+    assert new.score == pytest.approx(m.config.policy.importance_high)  # carries on the old importance
+    assert new.source == "user" and new.verified  # a person's word
+    assert [v.id for v in m.timeline(munich, user_id="u1")] == [munich, berlin]
+    assert [v.id for v in m.timeline(berlin, user_id="u1")] == [munich, berlin]
+    assert [e.kind for e in m.history(munich, user_id="u1")] == ["ADD", "SUPERSEDE"]
+    assert [e.kind for e in m.history(berlin, user_id="u1")] == ["ADD", "SUPERSEDE"]
+    assert [x.id for x in m.list(user_id="u1", status="superseded")] == [munich]
+    assert munich not in {x.id for x in m.list(user_id="u1", status="active")}
+    # the change survives reopening the store (the columns are stored, not derived)
+    home = m.config.home
+    m.close()
+    again = make_memory(home=home, clock=clock)
+    assert again.get(munich, user_id="u1").valid_to == MOVED
+
+
+def test_search_finds_the_current_fact_and_the_past_when_asked(make_memory: MakeMemory) -> None:
+    m, _, munich, berlin = moved(make_memory)
+    assert contents(m.search("where does the user live", user_id="u1")) == ["The user lives in Berlin."]
+    past = contents(m.search("where did the user live before Berlin", user_id="u1"))
+    assert "The user lives in Munich." in past and "The user lives in Berlin." in past
+    assert contents(m.search("用户以前住在 Munich 吗", user_id="u1"))[:1] == ["The user lives in Munich."]
+    assert contents(m.search("where does the user live", user_id="u1",
+                             as_of=datetime(2023, 1, 1, tzinfo=UTC))) == ["The user lives in Munich."]
+    assert contents(m.search("where does the user live", user_id="u1", as_of=MOVED + timedelta(days=1))) \
+        == ["The user lives in Berlin."]
+    assert contents(m.search("where does the user live", user_id="u1", as_of=T0 - timedelta(days=1))) == []
+    assert set(contents(m.search("where does the user live", user_id="u1", include_superseded=True))) \
+        == {"The user lives in Berlin.", "The user lives in Munich."}
+    assert contents(m.search("where did the user live before", user_id="u1", include_superseded=False)) \
+        == ["The user lives in Berlin."]
+    # filters say the same as the keywords
+    assert contents(m.search("where does the user live", user_id="u1",
+                             filters={"as_of": "2023-01-01T00:00:00+00:00"})) == ["The user lives in Munich."]
+    # a past fact found is not "in use": its count stays
+    assert m.get(munich, user_id="u1").activation_count == 0
+    assert "Munich" not in m.build_context(user_id="u1", query="where does the user live").render()
+    told = m.build_context(user_id="u1", query="where did the user live before Berlin").render()
+    assert "The user lives in Munich. (2019-06-01 – 2024-03-15, replaced)" in told
+    assert "The user lives in Berlin. (since 2024-03-15)" in told
+
+
+def test_supersede_by_an_existing_memory_and_refusals(make_memory: MakeMemory) -> None:
+    clock = ManualClock(T0)
+    m = make_memory(clock=clock)
+    tea = m.add("The user drinks tea every morning.", user_id="u1")
+    clock.advance(days=400)
+    coffee = m.add("The user drinks coffee every morning.", user_id="u1")
+    current = m.supersede(tea.id, user_id="u1", by=coffee.id)
+    assert current.id == coffee.id and current.supersedes == tea.id
+    assert m.get(tea.id, user_id="u1").valid_to == coffee.valid_from
+    with pytest.raises(Conflict, match="already superseded"):
+        m.supersede(tea.id, "The user drinks water.", user_id="u1")
+    with pytest.raises(ValidationError, match="content"):
+        m.supersede(coffee.id, "x", user_id="u1", by=tea.id)
+    with pytest.raises(ValidationError, match="content"):
+        m.supersede(coffee.id, user_id="u1")
+    with pytest.raises(ValidationError, match="by"):
+        m.supersede(coffee.id, user_id="u1", by=coffee.id)
+    with pytest.raises(ValidationError, match="valid_from"):
+        m.supersede(coffee.id, "The user drinks water.", user_id="u1", valid_from=T0 - timedelta(days=1))
+    with pytest.raises(ValidationError, match="as_of"):
+        m.search("tea", user_id="u1", as_of="not a date")  # type: ignore[arg-type]
+    with pytest.raises(ValidationError, match="include_superseded"):
+        m.search("tea", user_id="u1", include_superseded="yes")  # type: ignore[arg-type]
+    # another user's memory cannot be used to supersede, nor be superseded
+    other = m.add("The user drinks water.", user_id="u2")
+    with pytest.raises(Exception, match="not found"):
+        m.supersede(coffee.id, user_id="u1", by=other.id)
+
+
+def test_deleting_the_new_fact_makes_the_old_one_current_again(make_memory: MakeMemory) -> None:
+    m, _, munich, berlin = moved(make_memory)
+    m.delete(berlin, user_id="u1", reason="that was my sister")
+    back = m.get(munich, user_id="u1")
+    assert (back.status, back.valid_to, back.superseded_by, back.superseded_at) == ("active", None, None, None)
+    assert [e.kind for e in m.history(munich, user_id="u1")] == ["ADD", "SUPERSEDE", "RESTORE"]
+    assert contents(m.search("where does the user live", user_id="u1")) == ["The user lives in Munich."]
+
+
+@pytest.mark.parametrize("profile", ["default", "companion"])
+def test_history_neither_decays_nor_is_archived(make_memory: MakeMemory, profile: str) -> None:
+    m, clock, munich, _ = moved(make_memory, profile)
+    before = m.get(munich, user_id="u1")
+    clock.advance(days=3 * 365)
+    m.consolidate(user_id="u1")
+    after = m.get(munich, user_id="u1")
+    assert (after.status, after.score, after.valid_to) == ("superseded", before.score, before.valid_to)
+
+
+def test_export_and_import_round_trip_a_change(make_memory: MakeMemory, tmp_path: Path) -> None:
+    m, _, munich, berlin = moved(make_memory)
+    dump = tmp_path / "u1.jsonl"
+    dump.write_text(m.export(user_id="u1"), encoding="utf-8")
+    other = make_memory(home=tmp_path / "other")
+    other.import_(dump, user_id="u1")
+    old, new = other.get(munich, user_id="u1"), other.get(berlin, user_id="u1")
+    assert (old.status, old.valid_to, old.superseded_by) == ("superseded", MOVED, berlin)
+    assert (new.valid_from, new.supersedes) == (MOVED, munich)
+
+
+def test_a_database_from_before_the_change_columns_is_migrated_in_place(
+        make_memory: MakeMemory, tmp_path: Path, sqlite_only: None) -> None:
+    home = tmp_path / "old"
+    m = make_memory(home=home, clock=ManualClock(T0))
+    kept = m.add("The user lives in Munich.", user_id="u1")
+    path = m.config.db_path
+    m.close()
+    db = apsw.Connection(str(path))  # as the older code left it
+    db.execute("ALTER TABLE memories DROP COLUMN valid_from; ALTER TABLE memories DROP COLUMN valid_to;"
+               "ALTER TABLE memories DROP COLUMN superseded_at; ALTER TABLE memories DROP COLUMN superseded_by;"
+               "ALTER TABLE memories DROP COLUMN supersedes;"
+               "DELETE FROM migrations WHERE name = 'm014_memory_validity'")
+    db.close()
+    again = make_memory(home=home, clock=ManualClock(T0 + timedelta(days=30)))
+    old = again.get(kept.id, user_id="u1")
+    assert (old.valid_from, old.valid_to, old.status) == (T0, None, "active")
+    stored = apsw.Connection(str(path)).execute("SELECT valid_from FROM memories").fetchall()
+    assert stored == [(T0.timestamp(),)]
