@@ -160,3 +160,32 @@ def test_a_database_from_before_the_change_columns_is_migrated_in_place(
     assert (old.valid_from, old.valid_to, old.status) == (T0, None, "active")
     stored = apsw.Connection(str(path)).execute("SELECT valid_from FROM memories").fetchall()
     assert stored == [(T0.timestamp(),)]
+
+
+def test_two_writers_superseding_one_fact_at_once_make_one_change(make_memory: MakeMemory, tmp_path: Path) -> None:
+    """Two engines on one store (two processes' worth of connections), the same fact, the same
+    moment: one change lands, the other is refused — never two current versions of one fact."""
+    import threading
+
+    home = tmp_path / "shared"
+    first, second = make_memory(home=home), make_memory(home=home)
+    home_fact = first.add("The user lives in Munich.", user_id="u1")
+    go = threading.Barrier(2)
+    outcomes: list[str] = []
+
+    def change(m: Memory, city: str) -> None:
+        go.wait()
+        try:
+            m.supersede(home_fact.id, f"The user lives in {city}.", user_id="u1")
+            outcomes.append("ok")
+        except Conflict:
+            outcomes.append("conflict")
+
+    threads = [threading.Thread(target=change, args=(m, c)) for m, c in ((first, "Berlin"), (second, "Hamburg"))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    assert sorted(outcomes) == ["conflict", "ok"]
+    current = [x for x in first.list(user_id="u1") if x.supersedes == home_fact.id]
+    assert len(current) == 1 and first.get(home_fact.id, user_id="u1").superseded_by == current[0].id

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from memlane import forget, supersession
+from memlane.errors import Conflict, NotFound
 from memlane.events import Event
 from memlane.indexing import embed_one
 from memlane.models import MemoryRecord, Scope
@@ -79,12 +80,15 @@ def supersede(engine: Noticing, scope: Scope, old: MemoryRecord, new: MemoryReco
     if by is not None:
         supersession.check(old, by)
         with engine.store.transaction():
+            old, stored = _fresh(engine, scope, old), _fresh(engine, scope, by)
+            by = stored.model_copy(update={"valid_from": by.valid_from})  # the caller's valid_from, if any
             closed, current = supersession.apply(engine.store, scope, old, by, at=now, actor=actor, reason=reason)
     else:
         assert new is not None
         supersession.check(old, new)
         vec = embed_one(engine.store, engine.embedder, new.content, engine.config.embedding.max_chars)
         with engine.store.transaction():
+            old = _fresh(engine, scope, old)
             rowid = engine.store.insert_memory(new)
             engine.store.put_vectors("memories", scope, [rowid], vec[None, :])
             engine.store.add_event(scope, new.id, "ADD", None, new.snapshot(), actor, reason, now)
@@ -92,3 +96,15 @@ def supersede(engine: Noticing, scope: Scope, old: MemoryRecord, new: MemoryReco
         engine.signals.send("rows.written")
     engine.signals.send("memory.changed", scope)
     return closed, current
+
+
+def _fresh(engine: Noticing, scope: Scope, mem: MemoryRecord) -> MemoryRecord:
+    """`mem` as stored now, the scope held (a concurrent change or delete since it was read
+    is seen), checked again: two people superseding one fact at once make one change."""
+    engine.store.lock_scope(scope)
+    now = engine.store.get_memory(scope, mem.id)
+    if now is None:
+        raise NotFound(f"memory {mem.id!r} was deleted meanwhile")
+    if now.status == "superseded":
+        raise Conflict("memory_id", f"memory {mem.id!r} was superseded meanwhile by {now.superseded_by!r}")
+    return now

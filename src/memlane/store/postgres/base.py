@@ -268,6 +268,9 @@ class PostgresBase(SharedSQL):
         loc.conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (esc(key),))
         loc.held.add(key)
 
+    def lock_scope(self, scope: Scope) -> None:
+        self._lock_scope(scope)
+
     def _lock_scope(self, scope: Scope | tuple[str, str]) -> None:
         """Inside a transaction: hold the scope until it ends (its writers queue, as on SQLite)."""
         u, a = (scope.user_id, scope.agent_id) if isinstance(scope, Scope) else scope

@@ -104,6 +104,9 @@ class SQLiteBase(SharedSQL):
             self.memcache.close()
             self._conn.close()
 
+    def lock_scope(self, scope: Scope) -> None:
+        """Nothing to do: a write transaction (BEGIN IMMEDIATE) already holds every scope."""
+
     @contextmanager
     def transaction(self) -> Iterator[None]:
         """One write transaction; nested calls become savepoints of the outer one. SQLite's
