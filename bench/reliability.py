@@ -169,6 +169,8 @@ class HomeFacts:
     deleted: dict[str, tuple[str, str]] = field(default_factory=dict)  # memory id -> (actor, reason)
     deleted_tokens: set[str] = field(default_factory=set)
     foreign: list[str] = field(default_factory=list)  # a record listed under the wrong user
+    # memory id -> (status, superseded_by, supersedes): the links of a fact that changed
+    links: dict[str, tuple[str, str | None, str | None]] = field(default_factory=dict)
 
 
 def home_facts(mem: Memory, users: Sequence[str]) -> HomeFacts:
@@ -184,6 +186,7 @@ def home_facts(mem: Memory, users: Sequence[str]) -> HomeFacts:
                 f.foreign.append(f"memory {m.id} of {m.user_id[:12]} listed for {u[:12]}")
             f.memory_ids.add(m.id)
             f.memory_tokens.update(TOKEN.findall(m.content))
+            f.links[m.id] = (m.status, m.superseded_by, m.supersedes)
         for e in mem.store.events(Scope.of(u), limit=10**7):
             if e.kind == "DELETE":
                 f.deleted[e.memory_id] = (e.actor, e.reason)
@@ -269,7 +272,7 @@ def worker_kill(home: Path, ack_path: Path, seed: int, force: str | None, force_
                 log.write(error=type(exc).__name__, kind=classify(exc), op="rerun-" + r["begin"], msg=str(exc)[:300])
     sessions = {u: f"s{seed}-{u}-0" for u in KILL_USERS}
     has_turns = dict.fromkeys(KILL_USERS, False)
-    ops = ["turns", "turns", "turns", "add", "add", "end", "consolidate", "md", "import"]
+    ops = ["turns", "turns", "turns", "add", "add", "end", "consolidate", "md", "import", "change"]
     n = 0
     while True:
         n += 1
@@ -291,6 +294,14 @@ def worker_kill(home: Path, ack_path: Path, seed: int, force: str | None, force_
                 rec = mem.add(f"The user keeps a {rng.choice(WORDS)} notebook called {tok}", user_id=u,
                               category=rng.choice(["fact", "preference", "project"]))
                 log.write(ack="mem", user=u, mem=rec.id, token=tok)
+            elif op == "change":  # a fact changed (issue 32): one transaction closes the old, adds the new
+                current = [m for m in mem.list(user_id=u, limit=50) if m.status == "active"]
+                if current:
+                    tok, old = token(rng), rng.choice(current)
+                    rec = mem.supersede(old.id, f"The user now keeps a {rng.choice(WORDS)} notebook called {tok}",
+                                        user_id=u)
+                    log.write(ack="mem", user=u, mem=rec.id, token=tok)
+                    log.write(ack="change", user=u, old=old.id, new=rec.id)
             elif op == "end":
                 results = mem.end_session(sessions[u], user_id=u)
                 sessions[u], has_turns[u] = f"s{seed}-{u}-{n}", False
@@ -369,6 +380,7 @@ class KillTotals:
     workload_clean_errors: int = 0
     worker_exits: int = 0
     check_errors: int = 0
+    changes: int = 0  # acknowledged supersessions checked
     recovery: list[float] = field(default_factory=list)
     not_recovered: int = 0
     samples: list[str] = field(default_factory=list)
@@ -453,6 +465,12 @@ def check_kill(home: Path, ack_path: Path, trial: int, cap: float, tot: KillTota
                     and once(f"{home}:lost:{r['token']}")):
                 tot.lost_memories += 1
                 tot.note(f"trial {trial}: MEMORY.md entry {r['token']} acknowledged by md_import, missing")
+        elif r.get("ack") == "change" and once(f"{home}:change:{r['old']}"):
+            tot.changes += 1
+            if r["new"] not in facts.links or r["old"] not in facts.links or facts.links[r["old"]][1] == r["new"]:
+                continue  # linked, or one side deleted since (the old one then holds again)
+            tot.integrity_failures += 1
+            tot.note(f"trial {trial}: acknowledged change {r['old']} → {r['new']} not linked: {facts.links[r['old']]}")
         elif "error" in r and once(f"{ack_path}:{i}"):
             if r["kind"] == "raw":
                 tot.workload_raw_errors += 1
@@ -460,6 +478,11 @@ def check_kill(home: Path, ack_path: Path, trial: int, cap: float, tot: KillTota
                 tot.workload_clean_errors += 1
             tot.error_types[f"{r['op']}: {r['error']}"] += 1
             tot.note(f"trial {trial}: {r['op']} raised {r['error']}: {r['msg'][:120]}")
+    for mid, (status, by, _) in facts.links.items():  # a superseded fact names a version that exists
+        if status == "superseded" and (by not in facts.links or facts.links[by][2] != mid) \
+                and once(f"{home}:chain:{mid}"):
+            tot.integrity_failures += 1
+            tot.note(f"trial {trial}: superseded memory {mid} names {by}, which does not name it back")
     begun = [r for r in log if r.get("begin")]
     turn_dups = {t: c for t, c in facts.turn_tokens.items() if c > 1}
     mem_dups = {r["token"]: facts.memory_tokens[r["token"]] for r in begun
@@ -583,7 +606,7 @@ def run_kills(trials: int, *, seed: int = 12, chain: int = 5, lease_every: int =
         "lost_turns": tot.lost_turns, "lost_memories": tot.lost_memories,
         "duplicates": tot.duplicate_turns + tot.duplicate_memories + sum(probe.values()), "rerun_probe": probe,
         "duplicate_turns": tot.duplicate_turns, "duplicate_memories": tot.duplicate_memories,
-        "integrity_failures": tot.integrity_failures,
+        "integrity_failures": tot.integrity_failures, "changes_checked": tot.changes,
         "deleted_without_intent": tot.deleted_without_intent, "deletions_by_actor": dict(tot.by_actor),
         "workload_raw_errors": tot.workload_raw_errors, "workload_clean_errors": tot.workload_clean_errors,
         "workload_error_types": dict(tot.error_types), "worker_exits": tot.worker_exits,
