@@ -90,3 +90,19 @@ def test_the_llm_flag_needs_a_server(data: Path, monkeypatch: pytest.MonkeyPatch
     monkeypatch.delenv("MEMLANE_LLM_BASE_URL", raising=False)
     assert bench.main(["--llm", "--data", str(data)]) == 2
     assert "MEMLANE_LLM_BASE_URL" in capsys.readouterr().out
+
+
+def test_similarity_scores_each_variant_over_the_task_at_hand(data: Path, tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    import common
+
+    from memlane.testing import HashEmbedder
+
+    monkeypatch.setattr(common, "CACHE", tmp_path / "cache")  # the bench's embedding cache, kept out of the tree
+    rows = bench.run(data)["rows"]
+    # the follow-up and the first switch are read against the turns since the focus was set
+    assert [r["task"] for r in rows if r["label"] == "continue"][0] == ["解释一下什么是通货膨胀", "通货膨胀是物价总体水平持续上涨。"]
+    sim = bench.similarity(rows, HashEmbedder())
+    assert {"passage max / all", "query mean / kept", "query centroid / switched"} <= set(sim)
+    assert sim["turns"] == 4 and sim["passage max / all"]["switches"] == 2
+    assert 0.0 <= sim["passage max / all"]["auc"] <= 1.0

@@ -11,6 +11,7 @@ from collections.abc import Callable
 import pytest
 
 from memlane import Memory
+from memlane.closing import closes_task
 
 MakeMemory = Callable[..., Memory]
 
@@ -99,3 +100,48 @@ def test_a_request_without_a_verb_of_asking_switches(make_memory: MakeMemory, tu
 def test_a_few_is_no_question(make_memory: MakeMemory) -> None:
     focus, done = _focus_after(make_memory, [*OPEN_ZH, ("user", "加几个话题标签")])
     assert focus == "帮我写条朋友圈文案 推我们店新出的桂花蛋糕" and done == []
+
+
+# round 7 (topics_holdout4 read): closings in new words, one more of the kind for someone else,
+# another question announced
+@pytest.mark.parametrize("closing", ["ha, nailed it", "this is it. printing it now", "all green now 🎉",
+                                     "huh, good to know. ok that's all for now", "ugh fine, ordering the kit"])
+def test_closings_in_new_words_finish_the_task_en(make_memory: MakeMemory, closing: str) -> None:
+    focus, done = _focus_after(make_memory, [*OPEN_EN, ("user", closing)])
+    assert focus == "" and done == ["help me plan a science fair project on how light colour affects plant growth"]
+
+
+@pytest.mark.parametrize("closing", ["发给店长了 谢谢", "成 明天去店里拍照", "那算了 先把海报做完再说", "很全了 我抄下来"])
+def test_closings_in_new_words_finish_the_task_zh(make_memory: MakeMemory, closing: str) -> None:
+    focus, done = _focus_after(make_memory, [*OPEN_ZH, ("user", closing)])
+    assert focus == "" and done == ["帮我写条朋友圈文案 推我们店新出的桂花蛋糕"]
+
+
+def test_an_option_named_then_decides() -> None:
+    # the option named before "then" decides; an edit or a thing of the task before it does not
+    assert closes_task("kayak then. booking one")
+    assert not closes_task("shorter then") and not closes_task("cut it then")
+
+
+def test_a_maybe_before_it_works_is_no_report(make_memory: MakeMemory) -> None:
+    talk = [*OPEN_EN, ("user", "they might say the schedule is fixed")]
+    focus, done = _focus_after(make_memory, talk)
+    assert focus.startswith("help me plan a science fair") and done == []
+
+
+@pytest.mark.parametrize("turn", ["再帮我挑个给我爸的 他爱喝茶 预算五百", "顺手也给我妈写一条 她下个月过生日"])
+def test_one_more_of_the_kind_for_someone_else_switches(make_memory: MakeMemory, turn: str) -> None:
+    focus, done = _focus_after(make_memory, [*OPEN_ZH, ("user", turn)])
+    assert focus == turn and done == ["帮我写条朋友圈文案 推我们店新出的桂花蛋糕"]
+
+
+def test_another_question_announced_switches_and_starts_a_task(make_memory: MakeMemory) -> None:
+    focus, done = _focus_after(make_memory, [*OPEN_ZH, ("user", "再问下 外卖平台的满减呢")])
+    assert focus == "再问下 外卖平台的满减呢" and len(done) == 1
+    # after a close there is no task: it starts one
+    focus, _ = _focus_after(make_memory, [*OPEN_ZH, ("user", "好的谢谢"), ("assistant", "不客气。"),
+                                          ("user", "再问下 外卖平台的满减呢")])
+    assert focus == "再问下 外卖平台的满减呢"
+    # pointing back into the task, it goes on
+    focus, _ = _focus_after(make_memory, [*OPEN_ZH, ("user", "再问下 第二段呢")])
+    assert focus == "帮我写条朋友圈文案 推我们店新出的桂花蛋糕"

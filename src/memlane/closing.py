@@ -52,6 +52,8 @@ _ZH_TIME = (r"(?:今天|今晚|今早|明天|明早|明晚|后天|周末|这周|
 # a name the assistant offered ("肌不可失"), not one ending in a "not" ("字体不好看")
 _ZH_NAME = rf"(?:(?![{_ZH_NOT.replace('不', '')}这那太])[\u4e00-\u9fff\w]){{2,8}}?(?<![不没])"
 # no name of an option: "what it is", "not sure it is"
+# nor a change asked for before "then" ("shorter then", "more colour then", "ok then")
+_NOT_THEN = r"(?:ok|okay|and|so|more|less|much|[a-z]+er|i|i'll|we|we'll|let's|make|add|change|use)\b"
 _NOT_NAME = r"(?:not|no|what|how|why|where|which|who|but|if|whether|sure|think|so|that|this)\b"
 # "-ing" words that are no next step of the user's ("something", "morning"), or that ask for more
 _NOT_ACT = (r"(?:(?:some|any|no|every)?thing|morning|evening|during|string|spring|ring|king|bring|adding|making|"
@@ -75,7 +77,7 @@ _ZH_OBJ = (r"(?:这个|它|这版|这些|这款|这家|这篇|这份|了|吧|啦
 _GRAMMAR: dict[str, tuple[list[str], list[str]]] = {
     # acknowledgements and interjections: they close nothing alone ("ok" answering a question)
     "ack": (["right", "oh", "ah+", "aha", "wow", "whoa", "hmm+", "hm", "um+", "lol", "lmao", "ha(?:ha)+",
-             "he(?:he)+", "heh", "well", "oh well", "man", "dude", "mate", "buddy", "bro", "no", "nope", "nah", "then",
+             "he(?:he)+", "heh", "ha", "huh", "eh", "ugh+", "meh", "welp", "well", "oh well", "man", "dude", "mate", "buddy", "bro", "no", "nope", "nah", "then",
              "so", "and", "again", "phew", "whew", "omg", "yay", "woo+", "ooh", "indeed",
              "exactly"],  # "exactly" confirms ("so you mean…?"); it judges nothing
             [r"嗯+(?:呢|好)?", "哦+", "噢", "喔", "哇塞?", "诶", "欸", "唔", "对(?:的|对)?", "是的", "哈+",
@@ -85,9 +87,9 @@ _GRAMMAR: dict[str, tuple[list[str], list[str]]] = {
     "got": ([r"ok(?:ay|ey|ie)?", "k+", "alright", "all right", "got it", "gotcha", "i see", "understood", "noted",
              r"(?:that |it |this )?makes (?:sense|total sense)", "fair enough", r"(?:that )?(?:clears|cleared) (?:it|that|things) up",
              r"(?:i )?(?:get|got) (?:it|the idea|the picture) now", r"(?:i )?(?:understand|see) now", "roger(?: that)?",
-             "copy that"],
+             "copy that", "good to know"],
             [r"好(?:的|滴|哒|嘞|吧|好)*", "收到(?:了|啦)?", r"(?:我)?(?:明白|知道|懂|了解|清楚)(?:了|啦)?", "行吧?",
-             "可以", "那好", "那行", "ok", r"(?:我)?(?:心里)?有(?:个|点)?(?:数|谱|底)(?:了|啦)",
+             "可以", "那好", "那行", "成", "ok", r"(?:我)?(?:心里)?有(?:个|点)?(?:数|谱|底)(?:了|啦)",
              "学会了", r"原来如此", r"原来是这样(?:啊|呀)?"]),
     # a yes: to an offer of more work ("Want me to add a subject line?") it takes the work on
     "yes": (["yes", "yeah", "yep", "yup", "ya", "yea", "sure", "of course", "absolutely", "definitely", "please do",
@@ -121,7 +123,7 @@ _GRAMMAR: dict[str, tuple[list[str], list[str]]] = {
                  r"(?: for me| perfectly| great| fine)?", "works for me", r"that'?ll do", "will do",
                  "sounds like a plan", "not bad", r"(?:that'?s )?fine by me", "10/10", r"chef'?s kiss"],
                 [rf"{_ZH_ON}?(?:就|也)?{_ZH_DEG}*(?:完美|不错|棒|赞|漂亮|满意|到位|给力|靠谱|好用|好使|实用|有用|合适|专业|厉害|牛"
-                 rf"|优秀|通顺|自然|精彩|好看|好听|好吃|地道|合理|全面|简洁){_ZH_END}*",
+                 rf"|优秀|通顺|自然|精彩|好看|好听|好吃|地道|合理|全面|全|简洁){_ZH_END}*",
                  # 好, 可以, 行, 对, 清楚 are a verdict with a degree or a subject ("很好", "写得清楚");
                  # alone they acknowledge ("好", "明白了", "清楚了" while learning)
                  rf"(?:{_ZH_ON}(?:就|也)?{_ZH_DEG}*|{_ZH_DEG}+)(?:好|可以|行|对|ok|清楚|清晰|喜欢){_ZH_END}*",
@@ -132,7 +134,7 @@ _GRAMMAR: dict[str, tuple[list[str], list[str]]] = {
                r"(?:needed|wanted|was looking for|meant|had in mind|asked for|was after)",
                r"(?:exactly|just|precisely) (?:what|the (?:thing|one)) i (?:needed|wanted|was looking for|meant|"
                r"had in mind|asked for|was after)", "exactly right", r"(?:that'?s|this is|it'?s) the one",
-               r"(?:that'?s |this is |it'?s )?(?:exactly|just|precisely) it"],
+               r"(?:that'?s |this is |it'?s )?(?:exactly|just|precisely) it", "this is it"],
               [r"就是(?:这个|这样)(?:意思|感觉|效果)?(?:了|啊|吧)?", r"(?:这)?(?:正|就)是我(?:想要|要|需要|要找|想)的(?:效果|东西|感觉|答案)?",
                "跟我想的一样", "完全符合(?:要求|预期)?", "正合我意", "就要这个(?:效果)?"]),
     # it works now: a fix confirmed, which may follow a report of what the user did
@@ -144,7 +146,7 @@ _GRAMMAR: dict[str, tuple[list[str], list[str]]] = {
                r"works(?: (?:now|perfectly|great|like a charm))*", "working now", r"(?:all )?fixed(?: it| now)?",
                r"solved(?: it)?", r"(?:that|this|it) (?:fixed|solved|did) (?:it|the (?:problem|issue|bug|trick|job))",
                "problem solved", r"(?:all )?(?:tests?|ci|build) (?:pass(?:es|ed|ing)?|green|works?)(?: now)?",
-               "all green", r"no more errors?(?: now)?", r"(?:it'?s|everything'?s|it is) (?:back|fine|working) now"],
+               r"(?:all |it'?s |tests? (?:are |is )?)?green(?: (?:now|again))?", r"no more errors?(?: now)?", r"(?:it'?s|everything'?s|it is) (?:back|fine|working) now"],
               [r"(?:终于|总算|果然|现在|已经|都|也|就|这下|居然)*(?:好了|可以了|行了|成功了|解决了|通了|跑通了|跑起来了|能用了"
                r"|能跑了|好使了|正常了|没问题了|没报错了|不报错了|生效了|修好了|弄好了|搞好了|装好了|管用(?:了)?|有用(?:了)?|奏效了)"
                r"(?:了|啦|耶|哈|哇)*",
@@ -171,7 +173,7 @@ _GRAMMAR: dict[str, tuple[list[str], list[str]]] = {
                # "就这么说", "就这么发": the user takes it as it stands
                r"(?:那)?(?:就|先)(?:这么|这样)(?:说|写|发|回|办|弄|来|用|交|做)(?:吧|了|啦)*", r"(?:那)?这么定了", r"定了(?:定了)?",
                r"(?:今天|暂时|目前)?(?:就)?先?(?:这样|到这里|到这儿|到这)(?:吧|了|啦)+", r"搞定(?:了|啦|咯)?", r"完成(?:了|啦)",
-               r"完事(?:了|儿|啦)?", r"结束(?:了|啦)", "大功告成", r"收工(?:了|啦)?",
+               r"完事(?:了|儿|啦)?", r"结束(?:了|啦)", "大功告成", r"收工(?:了|啦)?", r"(?:那)?算了(?:吧)?", r"再说(?:吧|啦)?",
                r"没(?:有)?(?:别的|其他的?|其它的?|什么|啥)(?:事|问题|要问的|需要的|要改的)?(?:了|啦)", r"没(?:有)?了", "没事了",
                r"不用(?:再)?(?:修改|调整|改|调|弄|麻烦|动)?(?:了|啦)", r"不需要(?:了|啦)", "够了", r"(?:可以|行|好|成|妥|ok)了(?:啦)?",
                r"妥妥的?", "拜拜", "再见", "回见", "晚安", r"下次(?:再)?(?:聊|见)", r"回头(?:再)?聊",
@@ -187,7 +189,8 @@ _GRAMMAR: dict[str, tuple[list[str], list[str]]] = {
                 rf"going with {_IT}", "sold", "deal", r"it'?s a deal", "settled", "that settles it", "decided",
                 r"(?:that'?s|it'?s) a keeper", "ship it", r"(?:(?:i'?ll|let'?s|we'?ll) )?(?:keep|leave) it "
                 r"(?:as is|like that|that way|as it is)", "final answer",
-                rf"(?:(?!{_NOT_NAME})[\w'&-]+ ){{1,4}}it is"],
+                rf"(?:(?!{_NOT_NAME})[\w'&-]+ ){{1,4}}it is", "done deal",
+                rf"(?!{_NOT_NAME}|{_NOT_THEN})[\w'&-]+(?: (?!{_IT}\b)[\w'&-]+)? then"],
                [rf"(?:那)?(?:我)?就(?:选|要|买|订|定|用|拿)?{_ZH_PICK}(?:了|吧|啦)*",
                 rf"(?:那)?(?:我)?(?:选|要|买|订|定|用|拿){_ZH_PICK}(?:了|啦)+", r"用(?:这个|这版|它)吧"]),
     # the user takes the result to use it, or the rest of the work on themselves
@@ -222,7 +225,7 @@ _GRAMMAR: dict[str, tuple[list[str], list[str]]] = {
     # what the user did, said in a word: "sent!", "booked", "ordered it"
     "did": ([rf"(?:just |already |all )?(?:sent|done|bought|booked|ordered|paid|submitted|posted|printed|made|built|"
              rf"(?!{_NOT_DID})[a-z]{{2,}}ed)(?: (?:it|them|that|this))?"],
-            [r"(?:已经|刚)?(?:发|交|买|订|下单|提交|打印|抄|存|改|弄|装)(?:好|完)?了(?:啦)?"]),
+            [r"(?:已经|刚)?(?:发|交|买|订|下单|提交|打印|抄|存|改|弄|装)(?:给(?:(?![再还帮你我吗呢但])[\u4e00-\u9fff]){1,4})?(?:好|完)?了(?:啦)?"]),
     # thumbs up, folded hands, a smile: a verdict without words
     "emoji": ([], [r"(?:[\U0001F44D\U0001F44C\U0001F64F\u2705\U0001F389\U0001F60A\U0001F642\U0001F604\U0001F601"
                    r"\U0001F600\U0001F603\u2764\u2665\U0001F4AF\U0001F64C\U0001F44F\U0001F973\U0001F91D\u2728"
@@ -236,9 +239,10 @@ _CLOSING = {"thanks", "verdict", "exact", "works", "final", "decide", "use", "em
 _HEARD = {"ack", "got"}  # beside one of these (or a closing act) the user's next step closes
 _WEAK = {"verdict", "emoji"}  # to an offer of more work, these say yes to it
 _GAP = re.compile(r"[\s,.!;:~…、。()\[\]\"“”‘’'*/\\|_-]+")
-# what a report before "…and now it works" must not hold: a doubt, a "still", a request, a question
+# what a report before "…and now it works" must not hold: a doubt, a "still", a request, a question,
+# a maybe or words reported ("they might say the band is fixed")
 _MORE = re.compile(r"\b(?:but|though|however|still|not|no|never|again|why|how|what|which|where|when|can|could|"
-                   r"would|should|please|help|need|want|only|except)\b|n't|但|不过|可是|只是|还是|仍|依然|又|没|不|吗|呢"
+                   r"would|should|please|help|need|want|only|except|if|might|may|maybe|perhaps|say|says)\b|n't|但|不过|可是|只是|还是|仍|依然|又|没|不|吗|呢"
                    r"|怎么|为什么|请|帮|再|还|要|想")
 _STARTS = re.compile(r"(?<=[\s,.!;:~…、。()])\S|[\u4e00-\u9fff]")
 # the assistant offers more of the work ("Want me to add a subject line?", "要不要我再加一段？"):

@@ -22,8 +22,8 @@ in this order:
    words it shares;
 6. it opens with a change of subject ("对了，…", "by the way", "换个话题", "还有个事", "while I'm at
    it", "back to…"), or with "now" and a request ("Got it. Now explain DNS") → switch; "另外…",
-   "说到…", "再问一下…", "hey…", "also…", or a frame naming nothing of the task ("in chess, …")
-   only before a question or a request;
+   "说到…", "hey…", "also…", or a frame naming nothing of the task ("in chess, …") only before a
+   wh-question or a request, and "再问下…" before a question of any form ("再问下 邮箱的正则呢");
 7. after an answer (the assistant asked nothing), a judgement of the result followed by a
    statement and nothing asked ("这版可以 不改了", "perfect, that's final", "ok I'm fried, enough
    for today") → done (`settles`); a statement or a yes/no question telling a new matter of the
@@ -103,10 +103,11 @@ _SWITCH = re.compile(
 # "make me a separate deck"): a new task though it shares the old one's words; not another
 # version, draft or example of the same thing
 _NEW_THING = re.compile(
-    r"(?:另外|另|再)(?:帮我|给我|教我|替我)?(?:写|做|画|列|订|规划|设计|准备|整理)(?:一)?(?:个|封|篇|份|套|本|首)(?!版|稿)"
+    r"(?:另外|另|再)(?:帮我|给我|教我|替我)?(?:写|做|画|列|订|规划|设计|准备|整理|挑|选|找)(?:一)?(?:个|封|篇|份|套|本|首)(?!版|稿)"
     r"|还有(?:一)?(?:个|封|篇|份|件)[^，,。]{0,12}要"
     # "自我评价那段也帮我写个", "再来一道 鸡兔同笼…", "now one for the croissants": one more of the kind
-    r"|也(?:帮我|给我|替我)?(?:写|做|画|列|出)(?:一)?(?:个|封|篇|份|套|首)|再来(?:一)?(?:道|题)"
+    # "顺手也给我妈写一条": one for someone else
+    r"|也(?:帮我|替我|给[^\s，,。]{1,3}?)?(?:写|做|画|列|出|挑|选)(?:一)?(?:个|封|篇|份|套|首|条)|再来(?:一)?(?:道|题)"
     r"|^\s*(?:(?:ok(?:ay)?|great|cool|thanks|and|now|also|next)[,!.\s]+){0,3}(?:one|another(?: one)?)\s+for\s+"
     r"(?:the|my|a|an|our|his|her|their)\b"
     r"|\b(?:write|make|draft|create|build|design|prepare|need|want)\s+(?:me\s+|us\s+)?"
@@ -147,6 +148,10 @@ _OWN = re.compile(r"\b(?:my|our)\b|我的|我们的|我家|我们家", re.I)
 # request; "说到预算，我们最多五千" adds to the task (references into the task are read first)
 _ASIDE = re.compile(rf"^\s*{_ACK}(?:另外(?:[，,\s]|我|还)|说到|说起|(?:再|还)(?:想)?(?:问|请教)(?:一下|下|个|一个)?|speaking of\b"
                     r"|(?:hey|hi|hello|also)\b)", re.I)
+# "再问下…", "还想请教…": another question announced; it opens a matter whatever its form ("再问下
+# 邮箱的正则呢" after a regex for phone numbers), unless it points back into the task (read first)
+_ASK_MORE = re.compile(rf"^\s*{_ACK}(?:再|还)(?:想)?(?:问|请教)(?:一下|下|个|一个)?", re.I)
+_QUESTION_END = re.compile(r"[吗呢么?？]\s*$")
 
 # a question framed by what it is about ("in chess, how do I…", "关于社保，…怎么…"): a new matter
 # when the frame names nothing of the current task
@@ -292,6 +297,8 @@ def topic_move(text: str, terms: set[str], vocabulary: set[str], min_keywords: i
     requested = _REQUEST.search(said) is not None
     if _ASIDE.search(said) and (requested or _wh(said)):
         return "switch"
+    if _ASK_MORE.search(said) and _QUESTION_END.search(said):
+        return "switch"
     if (frame := _FRAME.match(said)) and (requested or _wh(said)):
         named = topic_terms(next(g for g in frame.groups() if g))
         if vocabulary and named and not named & vocabulary:
@@ -315,7 +322,7 @@ def opens_topic(text: str, terms: set[str], min_keywords: int) -> bool:
     network")."""
     said = " ".join(text[:_TOPIC_TEXT_CHARS].split())
     return bool(terms) and (len(terms) >= min_keywords or _REQUEST.search(said) is not None
-                            or _wh(said))
+                            or _wh(said) or (_ASK_MORE.search(said) is not None and _QUESTION_END.search(said) is not None))
 
 
 def track_topic(memory: Parts, scope: Scope, session_id: str, turns: Sequence[Turn]) -> Scratchpad | None:

@@ -60,7 +60,9 @@ class SessionConfig(_Section):
     # scratchpad changes only when the caller reports it. Not from a seed: 0.2, measured on 14
     # zh + en turns after a trip plan (issue 13): follow-ups share 0.25-1.0, other topics 0.0
     # (one, "推荐个菜谱" after "推荐…酒店", 0.33: missed). Keywords, not embeddings: e5's cosine
-    # put a new topic (0.90) above a follow-up (0.87); the hash embedder is word overlap anyway.
+    # put a new topic (0.90) above a follow-up (0.87), and over issue 30's five labelled sets its
+    # cosine to the task tells switches from follow-ups at chance (AUC 0.31-0.62, `bench/topics.py
+    # --similarity`); the hash embedder is word overlap anyway.
     topic_shift_below: float | None = Field(None, ge=0, le=1)
     # not from a seed: a turn with fewer keywords ("那第二天呢？", "what about the hotel?")
     # continues the topic, and this many earlier turns (both roles) make up its vocabulary
