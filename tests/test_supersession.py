@@ -189,3 +189,28 @@ def test_two_writers_superseding_one_fact_at_once_make_one_change(make_memory: M
     assert sorted(outcomes) == ["conflict", "ok"]
     current = [x for x in first.list(user_id="u1") if x.supersedes == home_fact.id]
     assert len(current) == 1 and first.get(home_fact.id, user_id="u1").superseded_by == current[0].id
+
+
+def test_undo_and_restore_keep_a_change_whole(make_memory: MakeMemory) -> None:
+    """Undoing a change (from either side) reverts both; restoring a deleted current version
+    closes again the one its deletion had reopened; nothing ends with two current versions."""
+    m, _, munich, berlin = moved(make_memory)
+    m.undo(berlin, user_id="u1")
+    old, new = m.get(munich, user_id="u1"), m.get(berlin, user_id="u1")
+    assert (old.status, old.valid_to, old.superseded_by) == ("active", None, None)
+    assert (new.status, new.supersedes) == ("active", None)  # kept, as a memory of its own
+    m.supersede(munich, user_id="u1", by=berlin, valid_from=MOVED)
+    m.undo(munich, user_id="u1")  # from the other side
+    assert m.get(munich, user_id="u1").status == "active" and m.get(berlin, user_id="u1").supersedes is None
+    m.supersede(munich, user_id="u1", by=berlin, valid_from=MOVED)
+    m.delete(berlin, user_id="u1")
+    assert m.get(munich, user_id="u1").status == "active"
+    m.restore(berlin, user_id="u1")
+    old, new = m.get(munich, user_id="u1"), m.get(berlin, user_id="u1")
+    assert (old.status, old.superseded_by, old.valid_to) == ("superseded", berlin, MOVED)
+    assert (new.status, new.supersedes) == ("active", munich)
+    # history deleted, then its successor deleted, then the history restored: it holds again
+    m.delete(munich, user_id="u1")
+    m.delete(berlin, user_id="u1")
+    back = m.restore(munich, user_id="u1")
+    assert (back.status, back.superseded_by, back.valid_to) == ("active", None, None)

@@ -10,11 +10,12 @@ undone in turn.
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from pydantic import ValidationError as PydanticValidationError
 
-from memlane import validate, writes
+from memlane import supersession, validate, writes
 from memlane.errors import Conflict, NotFound, ValidationError
 from memlane.indexing import embed_one
 from memlane.models import MemoryEvent, MemoryRecord, Scope
@@ -43,11 +44,33 @@ def restore(mem: Restoring, scope: Scope, memory_id: str, *, actor: str = "api",
     with mem.store.transaction():
         if mem.store.get_memory(scope, memory_id) is not None:  # restored meanwhile by another caller
             raise Conflict("memory_id", f"memory {memory_id!r} was restored meanwhile")
+        rec = _relinked(mem.store, scope, rec, now)
         rowid = mem.store.insert_memory(rec)
         mem.store.put_vectors("memories", scope, [rowid], vec[None, :])
         mem.store.add_event(scope, memory_id, "RESTORE", None, rec.snapshot(), actor,
                             reason or f"restored from DELETE event #{deleted.id}", now)
+        prev = mem.store.get_memory(scope, rec.supersedes) if rec.supersedes else None
+        if prev is not None and prev.superseded_by is None and prev.status != "superseded":
+            # the current version of a changed fact is back: the one it replaced, reopened by
+            # the deletion, is closed again (issue 32)
+            supersession.apply(mem.store, scope, prev, rec, at=now, actor=actor, reason="restored")
+            rec = mem.store.get_memory(scope, memory_id) or rec
     mem.signals.send("memory.changed", scope)
+    return rec
+
+
+def _relinked(store: Store, scope: Scope, rec: MemoryRecord, at: datetime) -> MemoryRecord:
+    """A restored memory's links as the store holds them now: a superseded version whose
+    successor is gone holds again; a current one whose predecessor moved on links to nothing."""
+    if rec.status == "superseded":
+        nxt = store.get_memory(scope, rec.superseded_by) if rec.superseded_by else None
+        if nxt is None or nxt.supersedes != rec.id:
+            rec = supersession.reopened(rec, at)
+    if rec.supersedes:
+        prev = store.get_memory(scope, rec.supersedes)
+        if prev is None or (prev.superseded_by not in (None, rec.id)) or (prev.status == "superseded"
+                                                                          and prev.superseded_by != rec.id):
+            rec = rec.model_copy(update={"supersedes": None})
     return rec
 
 
@@ -70,9 +93,36 @@ def undo(mem: Restoring, scope: Scope, memory_id: str, *, actor: str = "api") ->
     if last.before is None:  # it was added (or restored): undoing removes it, restorably
         mem.delete(memory_id, user_id=scope.user_id, agent_id=scope.agent_id or None, actor=actor, reason=why)
         return _events(mem, scope, memory_id)[-1]
+    if last.kind == "SUPERSEDE":
+        return _undo_change(mem, scope, current, last, actor, why)
     previous = _record(last.before, scope, memory_id, f"{last.kind} event #{last.id}")
     writes.rewrite(mem, scope, current, previous.model_copy(update={"updated_at": mem.clock()}), "RESTORE", actor, why)
     return _events(mem, scope, memory_id)[-1]
+
+
+def _undo_change(mem: Restoring, scope: Scope, current: MemoryRecord, last: MemoryEvent, actor: str,
+                 why: str) -> MemoryEvent:
+    """Undo a change (issue 32) on both of its sides at once: each memory back to its state
+    before the SUPERSEDE; the newer one stays, as a memory of its own, for a person to keep or
+    delete. Either side's undo does it; a side changed since is refused."""
+    after = last.after or {}
+    other_id = after.get("superseded_by") if current.status == "superseded" else after.get("supersedes")
+    other = mem.store.get_memory(scope, str(other_id)) if other_id else None
+    if current.status == "superseded" and current.superseded_by != other_id \
+            or other is None or (other.supersedes != current.id and other.superseded_by != current.id):
+        raise Conflict("memory_id", f"memory {current.id!r} changed again since; undo the later change first")
+    pair = [(current, last), (other, _events(mem, scope, other.id)[-1])]
+    if pair[1][1].kind != "SUPERSEDE":
+        raise Conflict("memory_id", f"memory {other.id!r} changed since the change; undo its later change first")
+    now = mem.clock()
+    with mem.store.transaction():
+        for m, event in pair:
+            back = _record(event.before, scope, m.id, f"SUPERSEDE event #{event.id}").model_copy(
+                update={"updated_at": now})
+            mem.store.update_memory(back, content_changed=False)
+            mem.store.add_event(scope, m.id, "RESTORE", m.snapshot(), back.snapshot(), actor, why, now)
+    mem.signals.send("memory.changed", scope)
+    return _events(mem, scope, current.id)[-1]
 
 
 def _events(mem: Parts, scope: Scope, memory_id: str) -> list[MemoryEvent]:
