@@ -214,3 +214,20 @@ def test_undo_and_restore_keep_a_change_whole(make_memory: MakeMemory) -> None:
     m.delete(berlin, user_id="u1")
     back = m.restore(munich, user_id="u1")
     assert (back.status, back.superseded_by, back.valid_to) == ("active", None, None)
+
+
+def test_a_year_in_the_question_finds_what_held_then(make_memory: MakeMemory) -> None:
+    """Three homes told on one day, each with when it held; "in 2016" / "in 2019" / "in 2023"
+    each rank the one that held then first (the date they were told says nothing)."""
+    clock = ManualClock(datetime(2025, 1, 10, tzinfo=UTC))
+    m = make_memory(clock=clock)
+    for other in ("The user plays chess on Sundays.", "The user's sister is a nurse.", "The user likes jazz.",
+                  "The user is allergic to cats.", "The user drives an old Volvo."):
+        m.add(other, user_id="u1")  # the candidates' spread: three homes alike near the top
+    a = m.add("The user lives in a flat in Munich.", user_id="u1", valid_from=datetime(2015, 3, 1, tzinfo=UTC))
+    b = m.supersede(a.id, "The user lives in a flat in Hamburg.", user_id="u1",
+                    valid_from=datetime(2018, 6, 1, tzinfo=UTC))
+    m.supersede(b.id, "The user lives in a flat in Berlin.", user_id="u1", valid_from=datetime(2021, 9, 1, tzinfo=UTC))
+    for year, city in (("2016", "Munich"), ("2019", "Hamburg"), ("2023", "Berlin")):
+        hits = m.search(f"where did the user live in {year}", user_id="u1")
+        assert city in hits[0].content, (year, [h.content for h in hits])

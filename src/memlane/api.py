@@ -85,16 +85,9 @@ class Memory:
     0.8
     """
 
-    def __init__(
-        self,
-        config: Config | str | Path | None = None,
-        *,
-        home: str | Path | None = None,
-        embedder: Embedder | None = None,
-        clock: Callable[[], datetime] | None = None,
-        llm: LLM | None = None,
-        actions: dict[str, Callable[[Event], Any]] | None = None,
-    ) -> None:
+    def __init__(self, config: Config | str | Path | None = None, *, home: str | Path | None = None,
+                 embedder: Embedder | None = None, clock: Callable[[], datetime] | None = None,
+                 llm: LLM | None = None, actions: dict[str, Callable[[Event], Any]] | None = None) -> None:
         """`Memory(config)`, or `Memory("path")` / `Memory(home="path")`: that data directory,
         configured as `open_memory(path)` and `memlane --home path` are (its memlane.toml, then
         MEMLANE_*); `Memory()`: MEMLANE_HOME or ~/.memlane. `actions`: event-rule actions by
@@ -335,13 +328,13 @@ class Memory:
             importance: float | str | None = None, metadata: dict[str, Any] | None = None, source: Source = "user",
             pinned: bool = False, verified: bool | None = None, expires_at: datetime | None = None,
             session_id: str | None = None, subject: str | None = None, predicate: str | None = None,
-            confidence: float = 1.0, actor: str = "api") -> MemoryRecord:
-        """Store one memory directly (audited as ADD)."""
+            confidence: float = 1.0, actor: str = "api", valid_from: datetime | None = None) -> MemoryRecord:
+        """Store one memory directly (audited as ADD); `valid_from`: since when it holds (default now)."""
         scope = Scope.of(user_id, agent_id)
         mem = memory_input.new_memory(
             self.config, scope, self.clock(), content_=content, category_=category, importance=importance,
             metadata=metadata, source=source, pinned=pinned, verified=verified, expires_at=expires_at,
-            session_id=session_id, subject=subject, predicate=predicate, confidence=confidence)
+            session_id=session_id, subject=subject, predicate=predicate, confidence=confidence, valid_from=valid_from)
         return writes.insert(self, scope, mem, validate.ident("actor", actor))
 
     def get(self, memory_id: str, *, user_id: str, agent_id: str | None = None) -> MemoryRecord:

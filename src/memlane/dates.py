@@ -202,6 +202,19 @@ def _calendar(unit: str, today: date, last: bool) -> Span:
     return Span(jan1.replace(year=jan1.year - 1), jan1) if last else Span(jan1, today + timedelta(days=1))
 
 
+def held_nearness(period: Period | Span, start: datetime, end: datetime, grace_days: int = 0) -> float:
+    """How near a stretch of time [start, end) — when a fact held (issue 32) — comes to the
+    period: 1 when they overlap, else the nearness of its nearest day."""
+    points = [start, max(start, end - timedelta(days=1))]
+    first = period.start if isinstance(period, Span) else (
+        (period._span(period.year) or (None,))[0] if period.year else None)
+    if first is not None:
+        at = datetime(first.year, first.month, first.day, tzinfo=start.tzinfo)
+        if start <= at < end:
+            points.append(at)
+    return max(period.nearness(p, grace_days) for p in points)
+
+
 def mentioned_period(text: str, today: date | None = None) -> Period | Span | None:
     """The first absolute date the text names, as a Period; else, given the asking day, the
     span a relative date names; None when it names neither."""

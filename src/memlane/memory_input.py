@@ -29,7 +29,7 @@ def category(config: Config, value: Any, field: str = "category") -> str:
 
 def new_memory(config: Config, scope: Scope, now: datetime, *, content_: Any, category_: Any, importance: Any,
                metadata: Any, source: Any, pinned: Any, verified: Any, expires_at: Any, session_id: Any,
-               subject: Any, predicate: Any, confidence: Any) -> MemoryRecord:
+               subject: Any, predicate: Any, confidence: Any, valid_from: Any = None) -> MemoryRecord:
     """A new memory record from `Memory.add`'s arguments, every one checked (in that order)."""
     text, cat = content(config, content_), category(config, category_)
     score = importance_score(importance, config.policy)
@@ -42,12 +42,13 @@ def new_memory(config: Config, scope: Scope, now: datetime, *, content_: Any, ca
     session_id = validate.optional_ident("session_id", session_id)
     subject = validate.optional_text("subject", subject, MAX_ID_CHARS)
     predicate = validate.optional_text("predicate", predicate, MAX_ID_CHARS)
+    valid_from = validate.optional_when("valid_from", valid_from)
     return MemoryRecord(
         id=new_id(), user_id=scope.user_id, agent_id=scope.agent_id, content=text, category=cat,
         score=score, confidence=confidence, subject=subject, predicate=predicate, created_at=now,
         updated_at=now, last_activated=now, expires_at=expires_at, source=source,
         # only a person's own words are "verified" (seed 003); code adding memories says so explicitly
-        verified=verified, source_session=session_id, pinned=pinned, metadata=metadata or {})
+        verified=verified, source_session=session_id, pinned=pinned, metadata=metadata or {}, valid_from=valid_from)
 
 def changes(config: Config, *, content_: Any = None, category_: Any = None, importance: Any = None,
             score: Any = None, metadata: Any = None, pinned: Any = None, verified: Any = None,

@@ -16,7 +16,7 @@ import numpy as np
 
 from memlane.config import SearchConfig
 from memlane.crosslingual import LanguageAxes
-from memlane.dates import SESSION_WORDS, Span, mentioned_period, session_reference
+from memlane.dates import SESSION_WORDS, Span, held_nearness, mentioned_period, session_reference
 from memlane.errors import ValidationError
 from memlane.models import Corpus, Episode, Hit, MemoryRecord, Scope, Turn
 from memlane.retrieval.candidates import Candidate, gather
@@ -205,6 +205,18 @@ class Search:
         cfg = self.cfg
         return cfg.date_prior * self.period.nearness(at, cfg.date_grace_days) if self.period and at else 0.0
 
+    def _held(self, rowids: list[int], prior: np.ndarray) -> np.ndarray:
+        """The date prior of a fact that changed (issue 32) by when it held, not when it was
+        told: "where did I live in 2022?" is answered by the city that held through 2022."""
+        records = self.store.memories_by_rowid(self.scope, rowids)
+        out = prior.copy()
+        for i, r in enumerate(rowids):
+            m = records.get(r)
+            if m is not None and (m.supersedes or m.superseded_by) and self.period is not None:
+                out[i] = self.cfg.date_prior * held_nearness(self.period, m.valid_from or m.created_at,
+                                                             m.valid_to or self.now, self.cfg.date_grace_days)
+        return out
+
     def _turn_time_and_session(self, cands: dict[int, Candidate]) -> None:
         """The date prior and the named conversation's prior, added to the turns' relevance."""
         if self.period:
@@ -226,6 +238,8 @@ class Search:
         kept = set(facts.rowid.tolist())
         prior = np.array([self._dated(datetime.fromtimestamp(t, UTC)) for t in facts.created_at.tolist()]
                          if self.period else 0.0)
+        if self.period:
+            prior = self._held(facts.rowid.tolist(), prior)
         if self.named is not None:
             prior = prior + cfg.named_session_prior * (facts.source_session == self.named)
         relevance = np.fromiter((cands[r].relevance for r in facts.rowid.tolist()), np.float64, len(facts)) + prior
