@@ -15,17 +15,18 @@ import re
 _EN = re.compile(
     r"\b(?:before|used to|previous(?:ly)?|formerly|former|earlier|originally|at first|at the time|back then"
     r"|back when|no longer|any ?more|old (?!friend|age)\w+|last (?:year|month|summer|winter|spring|fall|autumn|time)"
-    r"|(?:first|last) (?:job|home|place|apartment|flat|car|phone|school|company|employer|city|address|partner)"
+    r"|first(?!-| (?:name|aid)\b)|(?:last|old) (?:job|home|place|apartment|flat|car|phone|school|company|employer|city"
+    r"|address|partner)"
     r"|(?:ago|since|until|till|prior to)\b|ever (?:had|lived|worked|been|owned|used)"
-    r"|how long|how many times|how often did|when did|what year did|which year"
+    r"|how long|how many (?:times|years|months)|how often did|when(?: exactly)? (?:did|was|were|had|have)|what year|which year"
     r"|chang(?:e|ed|es|ing)|switch(?:ed|es)?|mov(?:e|ed) (?:from|to|out|house|in)|quit|left (?:my|the)"
-    r"|history|timeline|in (?:19|20)\d\d)\b",
+    r"|history|timeline|(?:19|20)\d\d)\b",
     re.IGNORECASE,
 )
 _ZH = re.compile(
-    r"以前|之前|原来|原先|过去|当初|当时|早先|曾经|从前|先前|起初|一开始|最早|最初|那时|那会|那阵|"
+    r"以前|之前|原来|原先|原本|本来|过去|当初|当时|早先|曾经|从前|先前|起初|一开始|刚开始|最开始|最早|最初|那时|那会|那阵|"
     r"去年|前年|上个月|上一?[个份家所套辆部]|前一?[个份家任]|旧的|老的|"
-    r"不再|已经不|换过|换了几|搬过|搬了几|改过|几次|多少次|多久|多长时间|什么时候(?:开始|换|搬|改|辞|离|结束|不)|"
+    r"不再|已经不|换过|换了几|搬过|搬了几|改过|几次|多少次|多久|多长时间|几年(?!级)|多少年|什么时候|"
     r"哪一?年|变化|变过|改变|历史|(?:19|20)\d\d年"
 )
 
