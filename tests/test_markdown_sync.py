@@ -308,3 +308,103 @@ def test_three_writers_and_a_syncer_lose_nothing(tmp_path: Path) -> None:
                 if e.memory_id in lost] == []
     finally:
         memory.close()
+
+
+# ---- facts that change (issue 32) -------------------------------------------------------------
+
+
+def test_memory_md_shows_a_changed_fact_compactly_and_round_trips(make_memory: Callable[..., Memory]) -> None:
+    """A current memory that replaced another ends with "(since …)"; the replaced one is not
+    listed (nor in the manifest, so its absence deletes nothing); export → import is no
+    operation, and a memory whose own text ends like a marker keeps it."""
+    clock = ManualClock(T0)
+    memory = make_memory(clock=clock)
+    old = memory.add("用户住在慕尼黑", user_id="u1", category="fact")
+    clock.now += timedelta(days=40)
+    new = memory.supersede(old.id, "用户住在柏林", user_id="u1", valid_from=T0 + timedelta(days=20))
+    odd = memory.add("user has been vegetarian (since 2020)", user_id="u1", category="fact")
+    path = memory.md_export(user_id="u1")
+    text = path.read_text(encoding="utf-8")
+    assert "用户住在柏林 (since 2026-03-21)" in text and "慕尼黑" not in text and old.id not in text
+    assert "user has been vegetarian (since 2020) (since 2026-04-10)" in text
+    assert "<!-- Total entries: 2 -->" in text
+    entries = {e.id: e for e in read_memory_md(path)}
+    assert (entries[new.id].content, entries[new.id].since) == ("用户住在柏林", datetime(2026, 3, 21, tzinfo=UTC))
+    assert entries[odd.id].content == odd.content
+    assert memory.md_import(user_id="u1") == []
+    assert memory.md_import(user_id="u1", dry_run=True) == []
+    assert memory.export(user_id="u1", format="md").count("###") == 2  # `memlane export --format md` too
+    assert memory.get(old.id, user_id="u1").status == "superseded" and import_deletes(memory) == []
+
+
+@pytest.mark.parametrize("since", ["(since 2026-05)", "(since 2026-05-01)", "（自 2026年起）"])
+def test_a_rewritten_line_with_a_since_date_is_a_change_a_plain_rewrite_a_correction(
+        make_memory: Callable[..., Memory], since: str) -> None:
+    """A year or a month that holds the old fact's start means from that start."""
+    clock = ManualClock(T0)
+    memory = make_memory(clock=clock)
+    home = memory.add("the user lives in Munich", user_id="u1", category="fact")
+    job = memory.add("the user works at Siemens", user_id="u1", category="fact")
+    path = memory.md_export(user_id="u1")
+    text = path.read_text(encoding="utf-8")
+    path.write_text(text.replace("the user lives in Munich", f"the user lives in Berlin {since}")
+                    .replace("the user works at Siemens", "the user works at Siemens AG"), encoding="utf-8")
+    ops = {op.op: op for op in memory.md_import(user_id="u1", dry_run=True)}
+    assert set(ops) == {"SUPERSEDE", "UPDATE"}
+    assert (ops["SUPERSEDE"].memory_id, ops["SUPERSEDE"].before, ops["SUPERSEDE"].content) == (
+        home.id, "the user lives in Munich", "the user lives in Berlin")
+    applied = memory.md_import(user_id="u1")
+    assert sorted(op.op for op in applied) == ["SUPERSEDE", "UPDATE"]
+    closed = memory.get(home.id, user_id="u1")
+    began = T0 if "年" in since else datetime(2026, 5, 1, tzinfo=UTC)  # 2026: not before Munich began
+    assert (closed.status, closed.valid_to) == ("superseded", began)
+    current = memory.get(closed.superseded_by or "", user_id="u1")
+    assert (current.content, current.valid_from, current.supersedes) == ("the user lives in Berlin", began, home.id)
+    assert [e.actor for e in memory.history(home.id, user_id="u1")][-1] == "import"
+    assert memory.get(job.id, user_id="u1").content == "the user works at Siemens AG"  # corrected in place
+    assert memory.get(job.id, user_id="u1").status == "active"
+    rewritten = path.read_text(encoding="utf-8")
+    assert f"the user lives in Berlin (since {began.date().isoformat()})" in rewritten and "Munich" not in rewritten
+    assert memory.md_import(user_id="u1") == []  # idempotent after the change
+
+
+def test_memory_md_edits_that_are_not_a_change_are_left_alone(make_memory: Callable[..., Memory]) -> None:
+    """Keeping memlane's "(since …)" while rewriting is a correction; changing only the date is
+    not applied (SKIP, saying how); a date before the old fact began is refused by line; an old
+    file's entry of a replaced fact is not edited; a new entry with a date holds from then; an
+    entry stating a fact that was replaced long ago (moving back) is a new memory."""
+    clock = ManualClock(T0 + timedelta(days=100))
+    memory = make_memory(clock=clock)
+    old = memory.add("the user lives in Munich", user_id="u1", category="fact")
+    stale = memory.md_export(user_id="u1").read_text(encoding="utf-8")
+    new = memory.supersede(old.id, "the user lives in Berlin", user_id="u1", valid_from=clock.now)
+    path = memory.md_export(user_id="u1")
+    text = path.read_text(encoding="utf-8")
+    day = clock.now.date().isoformat()
+
+    path.write_text(text.replace("in Berlin", "in Berlin-Mitte"), encoding="utf-8")  # date kept: a correction
+    assert [(op.op, op.memory_id) for op in memory.md_import(user_id="u1")] == [("UPDATE", new.id)]
+    text = path.read_text(encoding="utf-8")
+    path.write_text(text.replace(f"(since {day})", "(since 2026-07-01)"), encoding="utf-8")
+    skipped = memory.md_import(user_id="u1")
+    assert [op.op for op in skipped] == ["SKIP"] and "since" in skipped[0].reason
+    assert memory.get(new.id, user_id="u1").valid_from == clock.now
+    path.write_text(text.replace(f"in Berlin-Mitte (since {day})", "in Hamburg (since 2026-05)"), encoding="utf-8")
+    with pytest.raises(ValidationError, match="line"):
+        memory.md_import(user_id="u1")
+    assert memory.get(new.id, user_id="u1").status == "active"  # nothing half done
+
+    path.write_text(stale.replace("in Munich", "in Rome (since 2026-07)"), encoding="utf-8")  # before the change
+    ops = memory.md_import(user_id="u1", dry_run=True)
+    assert [op.op for op in ops] == ["SKIP"] and new.id in ops[0].reason
+
+    path.write_text(memory.md_export(user_id="u1").read_text(encoding="utf-8")
+                    + "\n### fact\nthe user lives in Munich (since 2026-09)\n\n### fact\nthe user keeps bees (since 2025)\n",
+                    encoding="utf-8")
+    added = {op.content: op for op in memory.md_import(user_id="u1")}
+    assert set(added) == {"the user lives in Munich", "the user keeps bees"}  # not "already stored" as the old one
+    assert all(op.op == "ADD" for op in added.values())
+    bees = memory.get(added["the user keeps bees"].memory_id, user_id="u1")
+    assert bees.valid_from == datetime(2025, 1, 1, tzinfo=UTC)
+    assert "the user keeps bees (since 2025-01-01)" in path.read_text(encoding="utf-8")
+    assert memory.md_import(user_id="u1") == []

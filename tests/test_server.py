@@ -8,6 +8,7 @@ import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import timedelta
+from typing import Any
 from urllib.parse import quote
 
 import httpx
@@ -316,3 +317,82 @@ def test_a_person_confirms_an_agents_memory_over_rest(make_memory: Callable[...,
             assert (kept["score"], kept["status"], kept["source"]) == (0.6, "active", "agent"), kept
         error_shape(c.get(f"/v1/memories/{unconfirmed['result']['id']}"), 404)  # faded away
         assert c.delete(f"/v1/memories/{bees}/verify").json()["verified"] is False
+
+
+def test_a_fact_that_changed_over_rest(make_memory: Callable[..., Memory]) -> None:
+    """Issue 32 over REST: `POST .../supersede` keeps the old fact, closed where the new one
+    began; `GET .../timeline` is the chain oldest first; a search `as_of` a date, or with
+    `include_superseded`, finds the old fact; the list takes `status=superseded`; every memory's
+    JSON names its validity (null while it does not apply); the engine's refusals map to 404 /
+    409 / 422, and another user's id is simply not found."""
+    clock = ManualClock(T0)
+    mem = make_memory(clock=clock)
+    with ui_site(mem, "server") as site, httpx.Client(
+            base_url=site.base, headers={"Authorization": f"Bearer {site.key['lin']}"}, timeout=30) as c, \
+            httpx.Client(base_url=site.base, headers={"Authorization": f"Bearer {site.key['bob']}"}, timeout=30) as b:
+        munich = c.post("/v1/memories", json={"content": "lin lives in Munich", "category": "fact"}).json()
+        assert {k: munich[k] for k in ("valid_to", "superseded_at", "superseded_by", "supersedes")} == dict.fromkeys(
+            ("valid_to", "superseded_at", "superseded_by", "supersedes"))
+        assert munich["valid_from"] == T0.isoformat()
+        clock.now = T0 + timedelta(days=30)
+        r = c.post(f"/v1/memories/{munich['id']}/supersede",
+                   json={"content": "lin lives in Berlin", "valid_from": "2026-03-20", "reason": "moved"})
+        assert r.status_code == 200, r.text
+        berlin = r.json()
+        assert (berlin["content"], berlin["supersedes"], berlin["status"]) == ("lin lives in Berlin", munich["id"], "active")
+        assert berlin["valid_from"].startswith("2026-03-20") and berlin["valid_to"] is None
+        old = c.get(f"/v1/memories/{munich['id']}").json()
+        assert (old["status"], old["superseded_by"]) == ("superseded", berlin["id"])
+        assert old["valid_to"].startswith("2026-03-20") and old["superseded_at"] == clock.now.isoformat()
+
+        for mid in (munich["id"], berlin["id"]):  # either end gives the whole chain, oldest first
+            chain = c.get(f"/v1/memories/{mid}/timeline").json()
+            assert chain["memory_id"] == mid
+            assert [v["id"] for v in chain["versions"]] == [munich["id"], berlin["id"]]
+        kinds = [e["kind"] for e in c.get(f"/v1/memories/{munich['id']}/history").json()["events"]]
+        assert kinds == ["ADD", "SUPERSEDE"]
+
+        def found(**body: Any) -> list[str]:
+            return [h["id"] for h in c.post("/v1/search", json={"query": "where does lin live", "min_score": 0,
+                                                                **body}).json()["hits"]]
+
+        assert munich["id"] not in found() and berlin["id"] in found()
+        assert found(as_of="2026-03-10") == [munich["id"]]  # only what held then
+        assert set(found(include_superseded=True)) == {munich["id"], berlin["id"]}
+        hit = c.post("/v1/search", json={"query": "Munich", "as_of": "2026-03-10", "min_score": 0}).json()["hits"][0]
+        assert hit["memory"]["valid_to"].startswith("2026-03-20")  # says when it held
+        listed = c.get("/v1/memories", params={"status": "superseded"}).json()
+        assert [m["id"] for m in listed["memories"]] == [munich["id"]] and listed["total"] == 1
+        assert munich["id"] not in [m["id"] for m in c.get("/v1/memories", params={"status": "active"}).json()["memories"]]
+
+        # errors as the server maps them
+        assert error_shape(c.post(f"/v1/memories/{munich['id']}/supersede", json={"content": "lin lives in Rome"}),
+                           409)["error"] == "Conflict"  # already replaced: change the current one
+        both = error_shape(c.post(f"/v1/memories/{berlin['id']}/supersede", json={"content": "x", "by": munich["id"]}), 422)
+        assert both["field"] == "content"
+        early = error_shape(c.post(f"/v1/memories/{berlin['id']}/supersede",
+                                   json={"content": "lin lives in Rome", "valid_from": "2020-01-01"}), 422)
+        assert early["field"] == "valid_from"
+        error_shape(c.post(f"/v1/memories/{berlin['id']}/supersede", json={"content": "x", "colour": "red"}), 422)
+        error_shape(c.post("/v1/search", json={"query": "x", "as_of": "not a date"}), 422)
+        error_shape(c.get("/v1/memories", params={"status": "gone"}), 422)
+        # another user: not found, and nothing changed
+        error_shape(b.post(f"/v1/memories/{berlin['id']}/supersede", json={"content": "bob was here"}), 404)
+        error_shape(b.get(f"/v1/memories/{berlin['id']}/timeline"), 404)
+        assert [v["id"] for v in c.get(f"/v1/memories/{berlin['id']}/timeline").json()["versions"]] == [
+            munich["id"], berlin["id"]]
+
+        # `by`: a stored memory takes over; deleting the current one reopens the old
+        rome = c.post("/v1/memories", json={"content": "lin lives in Rome", "category": "fact"}).json()
+        now = c.post(f"/v1/memories/{berlin['id']}/supersede", json={"by": rome["id"]}).json()
+        assert (now["id"], now["supersedes"]) == (rome["id"], berlin["id"])
+        assert len(c.get(f"/v1/memories/{munich['id']}/timeline").json()["versions"]) == 3
+        c.delete(f"/v1/memories/{rome['id']}")
+        assert c.get(f"/v1/memories/{berlin['id']}").json()["status"] == "active"
+
+        paths = c.get("/openapi.json").json()
+        assert {"/v1/memories/{memory_id}/supersede", "/v1/memories/{memory_id}/timeline"} <= set(paths["paths"])
+        search_body = paths["components"]["schemas"]["SearchQuery"]["properties"]
+        assert {"as_of", "include_superseded"} <= set(search_body)
+        statuses = json.dumps(paths["paths"]["/v1/memories"]["get"]["parameters"])
+        assert "superseded" in statuses

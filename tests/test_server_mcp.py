@@ -28,7 +28,7 @@ from mcp.client.streamable_http import streamable_http_client  # noqa: E402
 from memlane.server.mcp import build_mcp  # noqa: E402
 
 TOOLS = {"add_memory", "search_memory", "search_conversation_traces", "recall_memory", "get_memory",
-         "update_memory", "delete_memory", "add_messages", "build_context", "update_scratchpad"}
+         "update_memory", "delete_memory", "add_messages", "build_context", "update_scratchpad", "supersede_memory"}
 READ_ONLY = {"search_memory", "search_conversation_traces", "recall_memory", "get_memory", "build_context"}
 DESTRUCTIVE = {"update_memory", "delete_memory"}
 FILES = {"memlane://scope/MEMORY.md", "memlane://scope/USER.md"}
@@ -278,5 +278,60 @@ def test_an_agent_writes_unconfirmed_memories_and_cannot_confirm_them(make_memor
             last = mem.history(person.id, user_id="lin")[-1]
             assert (last.kind, last.actor, last.before["verified"], last.after["source"]) == (
                 "UPDATE", "agent", True, "agent")
+
+    anyio.run(run)
+
+
+def test_an_agent_records_a_change_and_asks_about_the_past(make_memory: Callable[..., Memory]) -> None:
+    """Issue 32 over MCP: `supersede_memory` keeps the old fact, closed where the new one began,
+    and the new one is the agent's words (source agent, unconfirmed, unpinned, even where the old
+    one was a person's pinned fact); `search_memory` takes `as_of` and `include_superseded`, and its
+    hits say when a changed fact held; `get_memory` gives the timeline."""
+    from datetime import UTC, datetime
+
+    from memlane.testing import ManualClock
+
+    mem = make_memory(clock=ManualClock(datetime(2026, 3, 1, tzinfo=UTC)))
+    server = build_mcp(lambda rctx: mem, lambda rctx: Scope.of("lin"))
+    old = mem.add("lin works at Siemens", user_id="lin", category="fact", pinned=True, verified=True, actor="web")
+
+    async def run() -> None:
+        async with Client(server) as c:
+            tools = {t.name: t for t in (await c.list_tools()).tools}
+            assert {"as_of", "include_superseded"} <= set(tools["search_memory"].input_schema["properties"])
+            assert tools["supersede_memory"].annotations.destructive_hint is False
+            done = await c.call_tool("supersede_memory", {"memory_id": old.id, "content": "lin works at SAP",
+                                                          "valid_from": "2026-03-15", "reason": "new job"})
+            assert not done.is_error, text(done)
+            new = done.structured_content
+            assert (new["supersedes"], new["source"], new["verified"], new["pinned"]) == (old.id, "agent", False, False)
+            assert new["valid_from"].startswith("2026-03-15")
+            closed = mem.get(old.id, user_id="lin")
+            assert (closed.status, closed.superseded_by, closed.valid_to) == (
+                "superseded", new["id"], datetime(2026, 3, 15, tzinfo=UTC))
+            assert [e.actor for e in mem.history(old.id, user_id="lin")][-1] == "agent"
+
+            now = (await c.call_tool("search_memory", {"query": "lin works at"})).structured_content["memories"]
+            assert [h["id"] for h in now] == [new["id"]]
+            then = await c.call_tool("search_memory", {"query": "lin works at", "as_of": "2026-03-05"})
+            hits = then.structured_content["memories"]
+            assert [h["id"] for h in hits] == [old.id] and hits[0]["valid"] == "2026-03-01 – 2026-03-15"
+            both = await c.call_tool("search_memory", {"query": "lin works at", "include_superseded": True})
+            assert {h["id"] for h in both.structured_content["memories"]} == {old.id, new["id"]}
+
+            got = (await c.call_tool("get_memory", {"memory_id": old.id})).structured_content
+            assert [v["id"] for v in got["timeline"]] == [old.id, new["id"]]
+            assert got["timeline"][1]["valid"] == "since 2026-03-15" and got["valid_to"].startswith("2026-03-15")
+            plain = mem.add("lin keeps bees", user_id="lin")
+            assert "timeline" not in (await c.call_tool("get_memory", {"memory_id": plain.id})).structured_content
+
+            again = await c.call_tool("supersede_memory", {"memory_id": old.id, "content": "lin works at BMW"})
+            assert again.is_error and "already superseded" in text(again)
+            early = await c.call_tool("supersede_memory", {"memory_id": new["id"], "content": "lin works at BMW",
+                                                           "valid_from": "2020-01-01"})
+            assert early.is_error and "valid_from" in text(early)
+            bad = await c.call_tool("search_memory", {"query": "x", "as_of": "someday"})
+            assert bad.is_error and "as_of" in text(bad)
+            assert len(mem.list(user_id="lin")) == 3  # the refusals wrote nothing
 
     anyio.run(run)

@@ -145,3 +145,31 @@ def test_an_agent_cannot_confirm_or_pin_through_a_tool_call(memory: Memory):
     msg = tools.handle({"id": "z", "type": "function", "function": {
         "name": "remember", "arguments": json.dumps({"content": "the user lives in Hangzhou", "verified": True})}})
     assert "error" in json.loads(msg["content"]) and memory.list(user_id="u") == []
+
+
+def test_search_memory_asks_about_another_time_and_says_when_a_fact_held(make_memory):
+    """Issue 32: `as_of` finds what held then; a replaced fact's hit says when it held and what
+    replaced it; the default search shows only the current fact. In both languages."""
+    from datetime import UTC, datetime
+
+    from memlane.testing import ManualClock
+
+    memory: Memory = make_memory(clock=ManualClock(datetime(2026, 3, 1, tzinfo=UTC)))
+    old = memory.add("用户住在慕尼黑", user_id="lin", category="fact")
+    new = memory.supersede(old.id, "用户住在柏林", user_id="lin", valid_from=datetime(2026, 3, 20, tzinfo=UTC))
+    tools = memory.tools(user_id="lin")
+    assert {"as_of", "include_superseded"} <= set(SCHEMAS[0]["function"]["parameters"]["properties"])
+
+    now = tools.call("search_memory", {"query": "用户住在"})["memories"]
+    assert [h["id"] for h in now] == [new.id] and now[0]["valid"] == "since 2026-03-20"
+    then = tools.call("search_memory", {"query": "用户住在", "as_of": "2026-03-10"})["memories"]
+    assert [h["id"] for h in then] == [old.id]
+    assert (then[0]["status"], then[0]["valid"], then[0]["replaced_by"]) == (
+        "superseded", "2026-03-01 – 2026-03-20", new.id)
+    both = tools.call("search_memory", {"query": "用户住在", "include_superseded": True})["memories"]
+    assert {h["id"] for h in both} == {old.id, new.id}
+    plain = memory.add("user keeps bees", user_id="lin", category="fact")
+    hit = tools.call("search_memory", {"query": "bees"})["memories"][0]
+    assert hit["id"] == plain.id and "valid" not in hit and "replaced_by" not in hit  # an unchanged fact: as before
+    assert "as_of" in tools.call("search_memory", {"query": "x", "as_of": "last spring"})["error"]
+    assert "include_superseded" in tools.call("search_memory", {"query": "x", "include_superseded": "yes"})["error"]

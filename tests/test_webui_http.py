@@ -724,3 +724,56 @@ def test_other_errors_keep_the_layout_a_way_back_and_the_language(world: dict[st
     r = client.get("/memories?since=2026-13-45")
     assert r.status_code == 422 and "创建起始日" in r.text and "YYYY-MM-DD" in r.text
     assert not re.search(r"[A-Za-z]{3,}", ui_words(r.text).replace("memlane", "")), ui_words(r.text)
+
+
+def test_a_fact_that_changed_shows_its_timeline_and_is_recorded_by_a_guarded_form(world: dict[str, Any]) -> None:
+    """Issue 32 in the web UI: the memory page's "the fact changed" form (CSRF and same-site as
+    every form) keeps the old fact closed at the day given and lands on the current one, whose
+    page shows every version with its dates, the turns it came from and links between them;
+    the old page says what replaced it; the status filter offers superseded; both languages."""
+    mem, clock = world["mem"], world["clock"]
+    old = mem.add("lin lives in Munich", user_id="lin", category="fact", session_id="lin-s1")
+    client = login(world["base"], world["key"]["lin"])
+    page = client.get(f"/memories/{old.id}").text
+    assert 'data-testid="fact-changed"' in page and f'action="/memories/{old.id}/supersede"' in page
+    assert 'data-testid="timeline"' not in page  # a fact that never changed has no timeline
+    url = f"/memories/{old.id}/supersede"
+    form = {"content": "lin lives in Berlin", "valid_from": "2026-03-05"}
+    for data, headers in [(form, {}), ({**form, "csrf": "forged"}, {}),
+                          ({**form, "csrf": token(client)}, {"Origin": "http://evil.example"})]:
+        assert client.post(url, data=data, headers=headers, follow_redirects=False).status_code == 403
+    bob = login(world["base"], world["key"]["bob"])
+    assert bob.post(url, data={**form, "csrf": token(bob)}).status_code == 404
+    assert mem.get(old.id, user_id="lin").status == "active"
+    bad = client.post(url, data={**form, "valid_from": "5 March", "csrf": token(client)})
+    assert bad.status_code == 422 and "YYYY-MM-DD" in bad.text
+    early = client.post(url, data={**form, "valid_from": "2020-01-01", "csrf": token(client)})
+    assert early.status_code == 422 and mem.get(old.id, user_id="lin").status == "active"
+
+    clock.now += timedelta(days=10)
+    r = client.post(url, data={**form, "csrf": token(client)}, headers={"Origin": world["base"]})
+    assert r.status_code == 200
+    new = mem.get(mem.get(old.id, user_id="lin").superseded_by or "", user_id="lin")
+    assert r.url.path == f"/memories/{new.id}" and new.content == "lin lives in Berlin"
+    assert new.valid_from is not None and new.valid_from.date().isoformat() == "2026-03-05"
+    assert [e.actor for e in mem.history(old.id, user_id="lin")][-1] == "web"
+    timeline = r.text[r.text.index('data-testid="timeline"'):]
+    assert timeline.index("lin lives in Munich") < timeline.index("lin lives in Berlin")  # oldest first
+    assert f'href="/memories/{old.id}"' in timeline and "2026-03-01 – 2026-03-05" in timeline
+    assert "since 2026-03-05" in timeline and "三岁了" in timeline  # the turns the old version came from
+    assert ">Fact changed<" in r.text  # the history's word for the SUPERSEDE event
+
+    old_page = client.get(f"/memories/{old.id}").text
+    assert 'data-testid="replaced-by"' in old_page and f'href="/memories/{new.id}"' in old_page
+    assert 'data-testid="fact-changed"' not in old_page  # change the current version, not history
+    assert "kept as history: never fades" in old_page  # the lifecycle leaves replaced facts alone
+    listed = client.get("/memories", params={"status": "superseded"}).text
+    assert "lin lives in Munich" in listed and "lin lives in Berlin" not in listed
+    assert '<option value="superseded"' in client.get("/memories").text
+    assert "lin lives in Munich" not in client.get("/memories").text  # the default shows what holds now
+
+    zh = login(world["base"], world["key"]["lin"], headers={"Accept-Language": "zh-CN,zh;q=0.9"})
+    zh_page = zh.get(f"/memories/{new.id}").text
+    assert "时间线" in zh_page and "自 2026-03-05 起" in zh_page and "事实变了" in zh_page
+    assert "2026-03-01 至 2026-03-05" in zh_page and "事实变更" in zh_page
+    assert "已被取代" in zh.get("/memories", params={"status": "superseded"}).text

@@ -19,6 +19,13 @@ A person adds a memory by writing an entry without an id: `### fact | 0.7` (the 
 optional: `### preference`) followed by its text. `memlane md import` turns every difference
 between the file and the store into an audited operation (actor and source "import").
 
+Facts that change (issue 32): a memory that replaced another ends its text with when it began
+to hold, "(since 2024-03-15)" (so does one that began before memlane learned it); replaced
+facts are history, not memory to act on, and are not listed (`memlane timeline`, the web UI
+show them). A person who rewrites an entry and adds or changes its "(since …)" (a year, a
+month or a day) says the fact changed then: the import supersedes the memory. A rewrite that
+keeps the date, or has none, corrects the memory in place (UPDATE).
+
 The file lives in the scope's data directory (`scope_dir`): `<home>/scopes/<user>/MEMORY.md`,
 or `<home>/scopes/<user>/agents/<agent>/MEMORY.md` for an agent's own memory.
 """
@@ -36,7 +43,7 @@ import re
 import secrets
 import tempfile
 from dataclasses import dataclass, field
-from datetime import UTC, date, datetime
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Literal
 
@@ -59,6 +66,10 @@ _TOKEN = re.compile(r"<!--\s*memlane write:\s*([0-9a-f]{8,64})\s*-->")
 _NEEDS_ESCAPE = re.compile(r"^\\*#")
 _ESCAPED = re.compile(r"^\\+#")
 _HITS_MAX = 2**62  # the store's activation count is a 64-bit integer
+# when a fact began to hold, at the end of its text: "(since 2024-03-15)", "(since 2024-03)",
+# a person's "（自 2024 年起）" too; one marker is read off, the text before it is the content
+_SINCE = re.compile(r"\s*[(（]\s*(?:since\s+|自\s*)((?:19|20)\d\d)(?:\s*年)?(?:-(\d{1,2})(?:-(\d{1,2}))?)?"
+                    r"\s*(?:起)?\s*[)）]\s*$", re.IGNORECASE)
 
 
 # ---- where the files live ---------------------------------------------------------------
@@ -176,6 +187,8 @@ class MdEntry:
     content: str
     archived: bool = False
     line: int = 0
+    since: datetime | None = None  # "(since …)" at the end of its text: when the fact began to hold
+    since_end: datetime | None = None  # the end of the year, month or day it names
 
 
 @dataclass
@@ -203,10 +216,46 @@ def _order(mems: list[MemoryRecord]) -> list[MemoryRecord]:
     return sorted(mems, key=lambda m: (-m.score, m.created_at, m.id))
 
 
+def listed(memories: list[MemoryRecord]) -> list[MemoryRecord]:
+    """The memories MEMORY.md holds: not the superseded ones (history, shown by the timeline)."""
+    return [m for m in memories if m.status != "superseded"]
+
+
+def since_shown(m: MemoryRecord) -> date | None:
+    """The day "(since …)" shows for `m`: when it replaced another, began to hold on another day
+    than memlane learned it, or its own text ends like a marker (the marker then protects it)."""
+    start = (m.valid_from or m.created_at).astimezone(UTC)
+    if m.supersedes or start.date() != m.created_at.astimezone(UTC).date() or _SINCE.search(m.content):
+        return start.date()
+    return None
+
+
+def split_since(text: str) -> tuple[str, datetime | None, datetime | None]:
+    """(content, when it began, the end of the period named) of an entry's text: one trailing
+    "(since …)" read off; "2024" names the year (from its first day), "2024-03" the month. An
+    impossible date is left in the text."""
+    found = _SINCE.search(text)
+    if found is None:
+        return text, None, None
+    year, month, day = int(found.group(1)), found.group(2), found.group(3)
+    try:
+        when = datetime(year, int(month or 1), int(day or 1), tzinfo=UTC)
+    except ValueError:
+        return text, None, None
+    if day is not None:
+        end = when + timedelta(days=1)
+    elif month is not None:
+        end = datetime(year + (when.month == 12), when.month % 12 + 1, 1, tzinfo=UTC)
+    else:
+        end = datetime(year + 1, 1, 1, tzinfo=UTC)
+    return text[:found.start()].rstrip(), when, end
+
+
 def render_memory_md(memories: list[MemoryRecord], *, now: datetime, archive_below: float = 0.2,
                      token: str | None = None) -> str:
     """The whole file, regenerated (seed 001: every save is a full rewrite). `token` names the
-    manifest recorded for this write."""
+    manifest recorded for this write. Superseded memories are left out (`listed`)."""
+    memories = listed(memories)
     active = _order([m for m in memories if not _is_archived(m, archive_below)])
     archived = _order([m for m in memories if _is_archived(m, archive_below)])
     lines = [
@@ -227,7 +276,9 @@ def render_memory_md(memories: list[MemoryRecord], *, now: datetime, archive_bel
 def _entry_lines(mem: MemoryRecord) -> list[str]:
     head = (f"### [{mem.id}] {mem.category} | {mem.score:.2f} | "
             f"{mem.last_activated.date().isoformat()} | {mem.activation_count}")
-    body = [("\\" + ln if _NEEDS_ESCAPE.match(ln) else ln) for ln in mem.content.split("\n")]
+    since = since_shown(mem)
+    text = mem.content + (f" (since {since.isoformat()})" if since is not None else "")
+    body = [("\\" + ln if _NEEDS_ESCAPE.match(ln) else ln) for ln in text.split("\n")]
     return [head, *body, ""]
 
 
@@ -264,7 +315,7 @@ def parse_memory_md(text: str) -> MemoryFile:
 
 
 def _finish(result: MemoryFile, line: int, head: str, body: list[str], archived: bool) -> None:
-    content = "\n".join(ln[1:] if _ESCAPED.match(ln) else ln for ln in body).strip()
+    content, since, since_end = split_since("\n".join(ln[1:] if _ESCAPED.match(ln) else ln for ln in body).strip())
     mem_id: str | None = None
     rest = head
     if (m := _ID_HEAD.match(head)) is not None:
@@ -301,7 +352,7 @@ def _finish(result: MemoryFile, line: int, head: str, body: list[str], archived:
             return _skip(result, line, f"hits {parts[3][:40]} is not a count from 0 to {_HITS_MAX}", mem_id)
     if mem_id is not None and any(e.id == mem_id for e in result.entries):
         return _skip(result, line, f"id {mem_id} appears twice; the first entry is kept", None)
-    result.entries.append(MdEntry(mem_id, category, score, last, hits, content, archived, line))
+    result.entries.append(MdEntry(mem_id, category, score, last, hits, content, archived, line, since, since_end))
 
 
 def _skip(result: MemoryFile, line: int, reason: str, mem_id: str | None) -> None:
@@ -336,7 +387,8 @@ def read_memory_md(path: Path) -> list[MdEntry]:
 
 # ---- operations ------------------------------------------------------------------------------
 
-OpKind = Literal["ADD", "UPDATE", "DELETE", "SKIP"]
+# SUPERSEDE: a rewritten entry with a new "(since …)": the fact changed (issue 32)
+OpKind = Literal["ADD", "UPDATE", "SUPERSEDE", "DELETE", "SKIP"]
 
 
 @dataclass
@@ -358,6 +410,7 @@ class MdOperation:
     last_activated: datetime | None = None
     hits: int = 0
     archived: bool = False
+    valid_from: datetime | None = None  # ADD, SUPERSEDE: when the fact began to hold
 
 
 def entry_time(e: MdEntry, now: datetime) -> datetime:
@@ -492,7 +545,7 @@ def put_memory_md(mem: Parts, scope: Scope, target: Path, expect: bytes | None |
     """`write_memory_md`; with `expect` (the bytes read before, None: there was no file) the
     file is only replaced while it still holds them, and False says it did not (a person
     saved it meanwhile: read it again)."""
-    records = mem.store.list_memories(scope)
+    records = listed(mem.store.list_memories(scope))  # the manifest holds exactly what the file does
     token = secrets.token_hex(8)
     text = render_memory_md(records, now=mem.clock(), archive_below=mem.config.policy.archive_below, token=token)
     data = text.encode("utf-8", "replace")  # a lone surrogate must not fail the write

@@ -15,7 +15,11 @@ What counts as a person's edit is decided only from what memlane wrote into the 
   score, date (`last_activated`), hits (`activation_count`) and section (archived): its id
   unless that id is not a valid one or is in use in this store (memory ids are unique across
   scopes), when it gets a new id and the operation's `reason` says so.
-- SKIP: an entry of a deleted memory (the audit trail knows its id) never brings it back.
+- SUPERSEDE (issue 32): content rewritten and a "(since …)" added or changed: the fact
+  changed then; the memory is kept, closed at that date, and the new text replaces it. A
+  rewrite that keeps memlane's date (or has none) is an UPDATE: a correction.
+- SKIP: an entry of a deleted memory (the audit trail knows its id) never brings it back; an
+  edit of a replaced fact's entry (an old file), or of the "(since …)" date alone, is not applied.
 
 `md import` and consolidation's import step both call `sync_memory_md`; under
 `lifecycle.markdown_primary` every write of the file is preceded by it (`refresh_memory_md`),
@@ -28,8 +32,8 @@ import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from memlane import userprofile, validate
-from memlane.errors import BackendError, MemlaneError, ValidationError
+from memlane import markdown, memory_input, userprofile, validate, writes
+from memlane.errors import BackendError, MemlaneError, NotFound, ValidationError
 from memlane.events import Event
 from memlane.indexing import embed_one
 from memlane.markdown import (
@@ -75,7 +79,8 @@ def plan_import(mem: Parts, scope: Scope, file: MemoryFile, name: str = "MEMORY.
         removed = []
     known: dict[str, str] = {}  # entry key → what already holds it
     for m in records:
-        if m.id not in removed:
+        # a replaced fact holds no text against a new entry: a person may move back to Munich
+        if m.id not in removed and m.status != "superseded":
             known.setdefault(entry_key(m.category, m.content), m.id)
             if isinstance(m.metadata.get("md_key"), str):
                 known.setdefault(m.metadata["md_key"], m.id)
@@ -98,7 +103,7 @@ def plan_import(mem: Parts, scope: Scope, file: MemoryFile, name: str = "MEMORY.
         known[key] = f"line {e.line}"
         ops.append(MdOperation("ADD", e.id or "", ["content", "category", "score"], e.content, line=e.line,
                                category=e.category, score=e.score, key=key, last_activated=entry_time(e, now),
-                               hits=e.hits, archived=e.archived))
+                               hits=e.hits, archived=e.archived, valid_from=e.since))
     _own_ids(mem, [op for op in ops if op.op == "ADD" and op.memory_id])
     ops += [MdOperation("DELETE", i, [], by_id[i].content, by_id[i].content) for i in removed]
     return ops
@@ -134,10 +139,12 @@ def _edit(mem: Parts, scope: Scope, e: MdEntry, old: MemoryRecord, w: Written | 
     a hand copy), a field is a person's only when it differs from every version of the memory
     the audit trail holds; one that shows an older version is stale, and the store is kept."""
     score = None if e.score is None else f"{e.score:.2f}"
+    shown = markdown.since_shown(old)
+    redated = e.since is not None and e.since.date() != shown
     if w is None:
         differs = e.content != old.content or e.category != old.category or score not in (None, f"{old.score:.2f}")
         if not differs:
-            return None
+            return _redated(old, e) if redated else None
         digests, cats, scores = _versions(mem, scope, old.id)
         fields = [f for f, new in (("content", e.content != old.content and content_digest(e.content) not in digests),
                                    ("category", e.category != old.category and e.category not in cats),
@@ -147,8 +154,7 @@ def _edit(mem: Parts, scope: Scope, e: MdEntry, old: MemoryRecord, w: Written | 
                                reason="shows an older version of the memory (memlane has no record of writing "
                                       "this file); the store is kept")
         _check(mem, e, name, content="content" in fields, category="category" in fields)
-        return MdOperation("UPDATE", old.id, fields, e.content, old.content, e.line, category=e.category,
-                           score=e.score)
+        return _change(old, e, fields, redated, name)
     fields = []
     if content_digest(e.content) != w.digest and e.content != old.content:
         fields.append("content")
@@ -157,9 +163,36 @@ def _edit(mem: Parts, scope: Scope, e: MdEntry, old: MemoryRecord, w: Written | 
     if score is not None and score != w.score and score != f"{old.score:.2f}":
         fields.append("score")
     if not fields:
-        return None
+        return _redated(old, e) if redated and e.content == old.content else None
     _check(mem, e, name, content="content" in fields, category="category" in fields)
-    return MdOperation("UPDATE", old.id, fields, e.content, old.content, e.line, category=e.category, score=e.score)
+    return _change(old, e, fields, redated, name)
+
+
+def _change(old: MemoryRecord, e: MdEntry, fields: list[str], redated: bool, name: str) -> MdOperation:
+    """A person's edit of an entry: the fact changed (new text and a new "(since …)") or a
+    correction (UPDATE). A replaced fact's entry (a file older than the change) is not edited."""
+    if old.status == "superseded":
+        return MdOperation("SKIP", old.id, [], e.content, old.content, e.line,
+                           reason=f"memory {old.id} was replaced by {old.superseded_by}; edit that entry")
+    if not (redated and "content" in fields):
+        return MdOperation("UPDATE", old.id, fields, e.content, old.content, e.line, category=e.category,
+                           score=e.score)
+    assert e.since is not None and e.since_end is not None
+    began = old.valid_from or old.created_at
+    # "(since 2026)" of a fact memlane learned in March 2026: from when the old one began
+    if e.since_end <= began:
+        raise ValidationError(f"{name} line {e.line}: since", f"{e.since.date().isoformat()} is before the fact it "
+                                                              f"replaces began to hold ({began.date().isoformat()})")
+    return MdOperation("SUPERSEDE", old.id, [*fields, "valid_from"], e.content, old.content, e.line,
+                       category=e.category, score=e.score, valid_from=max(e.since, began))
+
+
+def _redated(old: MemoryRecord, e: MdEntry) -> MdOperation:
+    """Only the "(since …)" of an entry changed: when a fact began is set by a change
+    (`memlane supersede --valid-from`), not by editing the date; the store is kept."""
+    return MdOperation("SKIP", old.id, [], e.content, old.content, e.line,
+                       reason="only the \"(since …)\" date changed; rewrite the fact with its date to record a "
+                              "change, or use `memlane supersede`")
 
 
 def _versions(mem: Parts, scope: Scope, memory_id: str) -> tuple[set[str], set[str], set[str]]:
@@ -197,10 +230,23 @@ def apply_operations(mem: Syncing, scope: Scope, ops: list[MdOperation], name: s
                        content=op.content if "content" in op.fields else None,
                        category=op.category if "category" in op.fields else None,
                        score=op.score if "score" in op.fields else None, user_id=uid, agent_id=aid)
+        elif op.op == "SUPERSEDE":
+            _supersede(mem, scope, op, name)
         elif op.op == "DELETE":
             deleted.append(mem.delete(op.memory_id, actor="import", reason=f"removed from {name}",
                                       user_id=uid, agent_id=aid))
     return deleted
+
+
+def _supersede(mem: Syncing, scope: Scope, op: MdOperation, name: str) -> MemoryRecord:
+    """`Memory.supersede` of an entry a person rewrote with a new "(since …)" (actor "import"):
+    the new text as the person's word, the old memory closed at that date and kept."""
+    old = mem.store.get_memory(scope, op.memory_id)
+    if old is None:
+        raise NotFound(f"memory {op.memory_id!r} is gone; import the file again")
+    category = op.category if "category" in op.fields else None
+    new, _ = memory_input.successor(mem.config, scope, mem.clock(), old, op.content, None, op.valid_from, category)
+    return writes.supersede(mem, scope, old, new, None, "import", f"{name} line {op.line}: the fact changed")[1]
 
 
 def _insert(mem: Syncing, scope: Scope, op: MdOperation, name: str) -> MemoryRecord:
@@ -212,7 +258,7 @@ def _insert(mem: Syncing, scope: Scope, op: MdOperation, name: str) -> MemoryRec
         id=op.memory_id or new_id(), user_id=scope.user_id, agent_id=scope.agent_id, content=op.content,
         category=op.category, score=initial_score(op.score, mem.config.policy), created_at=min(when, now),
         updated_at=now, last_activated=when, activation_count=op.hits, source="import",
-        status="archived" if op.archived else "active", metadata={"md_key": op.key},
+        status="archived" if op.archived else "active", metadata={"md_key": op.key}, valid_from=op.valid_from,
     )
     vec = embed_one(mem.store, mem.embedder, rec.content, mem.config.embedding.max_chars)
     reason = f"{name} line {op.line}" + (f": {op.reason}" if op.reason else "")

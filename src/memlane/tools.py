@@ -31,7 +31,7 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from memlane import validate
+from memlane import supersession, validate
 from memlane.config import MAX_ID_CHARS
 from memlane.errors import MemlaneError, NotFound, ValidationError
 from memlane.indexing import embed_one
@@ -54,6 +54,11 @@ def _fn(name: str, description: str, properties: dict[str, Any], required: Seque
 
 _QUERY = {"type": "string", "description": "What to look for, in the user's language."}
 _LIMIT = {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "description": "Most results to return (default 5)."}
+# issue 32: facts change; a replaced fact is kept with when it held
+_AS_OF = {"type": "string", "description": "A date such as 2024-03-15: the facts that held then (replaced "
+                                          "ones included), for questions about the past."}
+_SUPERSEDED = {"type": "boolean", "description": "Also facts that were replaced by newer ones (each says when it "
+                                                "held). A question about the past finds them anyway."}
 
 SCHEMAS: list[dict[str, Any]] = [
     _fn("search_memory",
@@ -61,7 +66,8 @@ SCHEMAS: list[dict[str, Any]] = [
         "of past sessions, and files the user shared (by name, description or text). Use it first when "
         "earlier context could matter.",
         {"query": _QUERY, "limit": _LIMIT,
-         "category": {"type": "string", "description": "Only memories of this category."}},
+         "category": {"type": "string", "description": "Only memories of this category."},
+         "as_of": _AS_OF, "include_superseded": _SUPERSEDED},
         ["query"]),
     _fn("search_conversation_traces",
         "Level 2: search the raw past conversation, including tool arguments and results. Use it when "
@@ -134,6 +140,11 @@ def _memory_hit(h: Hit) -> dict[str, Any]:
     out: dict[str, Any] = {"id": h.id, "source": h.source, "content": h.content, "score": round(h.score, 3)}
     if m is not None:
         out.update(category=m.category, status=m.status, updated_at=m.updated_at.isoformat())
+        # a fact that changed says when it held, so the model never states an old one as current
+        if m.status == "superseded" or m.supersedes:
+            out["valid"] = supersession.span(m)
+        if m.superseded_by:
+            out["replaced_by"] = m.superseded_by
     return out
 
 
@@ -239,11 +250,16 @@ class MemoryTools:
             raise ValidationError("limit", f"must be an integer from 1 to {MAX_LIMIT}, got {limit!r}")
         return limit
 
-    def search_memory(self, query: str, limit: int = 5, category: str | None = None) -> dict[str, Any]:
+    def search_memory(self, query: str, limit: int = 5, category: str | None = None, as_of: str | None = None,
+                      include_superseded: bool | None = None) -> dict[str, Any]:
         n = self._limit(limit)
-        filters = {"category": category} if category else None
+        filters: dict[str, Any] = {"category": category} if category else {}
+        if as_of is not None:
+            filters["as_of"] = validate.when("as_of", as_of)
+        if include_superseded is not None:
+            filters["include_superseded"] = validate.boolean("include_superseded", include_superseded)
         floor = self.memory.config.search.min_relevance  # weak hits would mislead the model
-        mems = self.memory.search(query, limit=n, filters=filters, min_score=floor, **self._scope())
+        mems = self.memory.search(query, limit=n, filters=filters or None, min_score=floor, **self._scope())
         # seed 002 §4: episodes are not injected, search_memory returns them by matching
         eps = [] if category else self.memory.search(query, limit=min(n, 3), corpus="episodes", min_score=floor,
                                                      **self._scope())

@@ -17,9 +17,11 @@ from typing import Annotated, Any
 import typer
 from pydantic import BaseModel
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
+from memlane import supersession
 from memlane.api import Memory
 from memlane.config import PROFILES, Config
 from memlane.errors import ConfigError, ValidationError
@@ -186,6 +188,14 @@ def _short(t: datetime | None) -> str:
     return t.strftime("%Y-%m-%d %H:%M") if t else ""
 
 
+def _validity(m: MemoryRecord | None) -> str:
+    """When a fact that changed held, compactly ("  (since 2024-03-15)", "  (2019-06-01 –
+    2024-03-15)"); nothing for a memory that never changed (issue 32)."""
+    if m is None or not (m.supersedes or m.superseded_by or m.status == "superseded"):
+        return ""
+    return f"  [dim]({escape(supersession.span(m))})[/]"
+
+
 def _memory_table(mems: Sequence[MemoryRecord], title: str = "Memories") -> Table:
     """id, category, score and content: at 80 columns content keeps about half the width
     (`show` and `--json` give every field)."""
@@ -195,8 +205,9 @@ def _memory_table(mems: Sequence[MemoryRecord], title: str = "Memories") -> Tabl
     table.add_column("content", overflow="fold", ratio=1)
     for m in mems:
         # ✓: a person confirmed it; an unmarked agent's or extractor's memory still fades
-        mark = "📌" if m.pinned else ("archived" if m.status != "active" else "✓" if m.verified else "")
-        table.add_row(m.id, m.category, f"{m.score:.2f}" + (f" {mark}" if mark else ""), m.content)
+        mark = "📌" if m.pinned else (m.status if m.status != "active" else "✓" if m.verified else "")
+        table.add_row(m.id, m.category, f"{m.score:.2f}" + (f" {mark}" if mark else ""),
+                      escape(m.content) + _validity(m))
     return table
 
 
@@ -205,7 +216,8 @@ def _hit_table(hits: Sequence[Hit], title: str) -> Table:
     for col in ("#", "score", "source", "content"):
         table.add_column(col, overflow="fold")
     for i, h in enumerate(hits, 1):
-        table.add_row(str(i), f"{h.score:.3f}", h.source, h.content)
+        replaced = " [dim]superseded[/]" if h.memory is not None and h.memory.status == "superseded" else ""
+        table.add_row(str(i), f"{h.score:.3f}", h.source, escape(h.content) + _validity(h.memory) + replaced)
     return table
 
 
@@ -216,12 +228,17 @@ def _progress() -> Progress:
 
 
 def _parse_time(value: str | None, name: str) -> datetime | None:
+    """An ISO date or time; a year ("2024") or a month ("2024-03") is its first day, as a
+    person says when a fact changed ("since March 2024")."""
     if value is None:
         return None
     try:
+        if len(value) in (4, 7) and value[:4].isdigit():
+            return datetime.fromisoformat(value + ("-01-01" if len(value) == 4 else "-01"))
         return datetime.fromisoformat(value)
     except ValueError:
-        raise typer.BadParameter(f"{name}: not an ISO date/time such as 2026-11-01 or 2026-11-01T09:00") from None
+        raise typer.BadParameter(f"{name}: not an ISO date/time such as 2026-11-01, 2026-11 or 2026-11-01T09:00") \
+            from None
 
 
 # ---- commands ---------------------------------------------------------------------------

@@ -58,7 +58,8 @@ def md_import(
     as_json: JsonOpt = False,
 ) -> None:
     """Apply a person's edits of MEMORY.md: edited → UPDATE, removed → DELETE, `### category | score`
-    without an id → ADD; each audited with actor "import".
+    without an id → ADD, rewritten with a new "(since 2025-01)" → SUPERSEDE (the fact changed then);
+    each audited with actor "import".
 
     Example: memlane md import --user lin --dry-run
     """
@@ -69,7 +70,8 @@ def md_import(
         ops = mem.md_import(path, user_id=user, agent_id=agent, dry_run=dry_run)
     if as_json:
         _emit_json([{"op": o.op, "memory_id": o.memory_id, "fields": o.fields, "content": o.content,
-                     "before": o.before, "line": o.line, "reason": o.reason} for o in ops])
+                     "before": o.before, "line": o.line, "reason": o.reason,
+                     **({"valid_from": o.valid_from.isoformat()} if o.valid_from else {})} for o in ops])
         return
     if not ops:
         out.print("MEMORY.md and the store agree: nothing to do")
@@ -78,7 +80,8 @@ def md_import(
     for col in ("op", "id", "fields", "line", "content"):
         table.add_column(col, overflow="fold")
     for o in ops:
-        text = f"{o.before} → {o.content}" if o.op == "UPDATE" and "content" in o.fields else o.content
+        text = f"{o.before} → {o.content}" if o.op in ("UPDATE", "SUPERSEDE") and "content" in o.fields else o.content
+        text += f" (since {o.valid_from.date().isoformat()})" if o.op == "SUPERSEDE" and o.valid_from else ""
         text = f"{text} ({o.reason})" if o.reason else text
         table.add_row(o.op, o.memory_id, ", ".join(o.fields), str(o.line or ""), text)
     out.print(table)

@@ -1,5 +1,5 @@
-"""Commands on memories and conversation turns: add, search, list, show, edit, verify, delete, restore,
-undo, history, stats, import."""
+"""Commands on memories and conversation turns: add, search, list, show, edit, supersede, timeline,
+verify, delete, restore, undo, history, stats, import."""
 
 from __future__ import annotations
 
@@ -8,8 +8,10 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
+from memlane import supersession
 from memlane.cli.common import (
     AgentOpt,
     JsonOpt,
@@ -24,6 +26,7 @@ from memlane.cli.common import (
     _print_extraction,
     _progress,
     _short,
+    _validity,
     app,
     out,
 )
@@ -67,17 +70,24 @@ def search(
         "--min-score", min=0.0, max=1.0,
         help="Drop hits less relevant than this (0-1); default: the relevance floor, search.min_relevance. "
              "0 shows every hit found.")] = None,
+    as_of: Annotated[str | None, typer.Option(
+        "--as-of", help="The facts that held at this date (2024-03-15, 2024-03), replaced ones included.")] = None,
+    include_superseded: Annotated[bool, typer.Option(
+        "--include-superseded", help="Also facts a newer one replaced (a question about the past finds them "
+                                     "anyway).")] = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Hybrid search (full text + vectors) of memories, conversation turns or episodes.
 
     Example: memlane search "过敏" --user lin      memlane search "conference" --in turns
+    Example: memlane search "where does lin live" --user lin --as-of 2023-06
     """
+    when = _parse_time(as_of, "--as-of")
     with _memory() as mem:
         mem.flush()
         filters = {"category": _category(mem, category)} if category else None
         hits = mem.search(query, user_id=user, agent_id=agent, limit=limit, corpus=corpus, filters=filters,  # type: ignore[arg-type]
-                          min_score=min_score)
+                          min_score=min_score, as_of=when, include_superseded=include_superseded or None)
     if as_json:
         _emit_json(hits)
     elif hits:
@@ -91,7 +101,8 @@ def list_(
     user: UserOpt,
     agent: AgentOpt = None,
     category: Annotated[str | None, typer.Option("--category", "-c")] = None,
-    status: Annotated[str | None, typer.Option("--status", help="active or archived.")] = None,
+    status: Annotated[str | None, typer.Option("--status", help="active, archived or superseded (facts a newer "
+                                                                "one replaced).")] = None,
     session: Annotated[str | None, typer.Option("--session", help="Memories from this session.")] = None,
     since: Annotated[str | None, typer.Option("--since", help="Created at or after (ISO).")] = None,
     until: Annotated[str | None, typer.Option("--until", help="Created at or before (ISO).")] = None,
@@ -111,6 +122,7 @@ def list_(
 
     Example: memlane list --user lin --category preference --status active
     Example: memlane list --user lin --source agent --unverified --sort created_at
+    Example: memlane list --user lin --status superseded
     """
     with _memory() as mem:
         mems = mem.list(user_id=user, agent_id=agent, category=_category(mem, category), status=status, session_id=session,
@@ -180,6 +192,63 @@ def edit(
         _emit_json(rec)
     else:
         out.print(f"updated [bold]{rec.id}[/]: {rec.content}")
+
+
+@app.command()
+def supersede(
+    memory_id: Annotated[str, typer.Argument(help="The memory whose fact changed.")],
+    user: UserOpt,
+    content: Annotated[str | None, typer.Argument(help="The fact as it is now (or give --by).")] = None,
+    agent: AgentOpt = None,
+    by: Annotated[str | None, typer.Option("--by", help="A stored memory that replaces it, instead of new text.")] = None,
+    valid_from: Annotated[str | None, typer.Option(
+        "--valid-from", help="When the new fact began to hold: 2025-01-15, 2025-01 or 2025 (default: now).")] = None,
+    category: Annotated[str | None, typer.Option("--category", "-c", help="The new fact's category (default: "
+                                                                         "the old one's).")] = None,
+    reason: Annotated[str, typer.Option("--reason", help="Why, for the history.")] = "",
+    as_json: JsonOpt = False,
+) -> None:
+    """The fact changed: the new one replaces the memory, which is kept with when it held (out
+    of the prompt and the default search; `memlane timeline` shows both). Use `edit` to correct
+    a memory that was wrong all along.
+
+    Example: memlane supersede 3f9a1c2b7d "用户住在柏林" --valid-from 2025-01 --user lin
+    Example: memlane supersede 3f9a1c2b7d --by 8e1f0a9c44 --user lin
+    """
+    start = _parse_time(valid_from, "--valid-from")
+    with _memory() as mem:
+        rec = mem.supersede(memory_id, content, user_id=user, agent_id=agent, by=by, valid_from=start,
+                            category=_category(mem, category), actor="cli", reason=reason)
+        old = mem.get(memory_id, user_id=user, agent_id=agent)
+    if as_json:
+        _emit_json(rec)
+    else:
+        out.print(f"[bold]{rec.id}[/] {escape(rec.content)}{_validity(rec)} replaces [bold]{old.id}[/] "
+                  f"{escape(old.content)}{_validity(old)}")
+
+
+@app.command()
+def timeline(
+    memory_id: Annotated[str, typer.Argument(help="Any version of the fact.")],
+    user: UserOpt,
+    agent: AgentOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Every version of a fact that changed, oldest first, with when each held.
+
+    Example: memlane timeline 3f9a1c2b7d --user lin
+    """
+    with _memory() as mem:
+        versions = mem.timeline(memory_id, user_id=user, agent_id=agent)
+    if as_json:
+        _emit_json(versions)
+        return
+    table = Table(title=f"timeline of {memory_id}")
+    for col in ("id", "held", "status", "content"):
+        table.add_column(col, overflow="fold", no_wrap=col != "content")
+    for m in versions:
+        table.add_row(m.id, supersession.span(m), m.status, escape(m.content))
+    out.print(table)
 
 
 @app.command()

@@ -31,7 +31,7 @@ from pydantic import BaseModel, Field, WithJsonSchema
 from pydantic import ValidationError as ArgumentError
 from starlette.routing import Route
 
-from memlane import userprofile, validate
+from memlane import supersession, userprofile, validate
 from memlane.api import Memory
 from memlane.config import SearchConfig
 from memlane.errors import MemlaneError, NotFound
@@ -46,12 +46,17 @@ FILES = ("MEMORY.md", "USER.md")
 INSTRUCTIONS = (
     "Long-term memory for this user. Before answering, search_memory for anything earlier context could "
     "inform; dig into search_conversation_traces for exact past wording; add_memory what the user asks to "
-    "remember; delete_memory what they ask to forget. build_context gives a ready system prompt.")
+    "remember; supersede_memory a fact of theirs that changed (the old one is kept with when it held); "
+    "delete_memory what they ask to forget. build_context gives a ready system prompt.")
 
 Query = Annotated[str, Field(description="What to look for, in the user's language.",
                              max_length=SearchConfig.model_fields["max_query_chars"].default)]
 Limit = Annotated[int, Field(ge=1, le=20, description="Most results to return.")]
 MemoryId = Annotated[str, Field(description="A memory id, as search_memory returns it.", max_length=64)]
+AsOf = Annotated[str | None, Field(description="A date such as 2024-03-15: the facts that held then, replaced "
+                                               "ones included (for questions about the past).", max_length=40)]
+Superseded = Annotated[bool | None, Field(description="Also facts replaced by newer ones, each with when it held "
+                                                      "(a question about the past finds them anyway).")]
 # the allowed categories are the engine's profile's: `tools/list` adds them as an enum (_PerRequest)
 CATEGORY = "category"
 # what `Memory.add` / `update` accept (policy.initial_score); the engine checks the value, the
@@ -64,6 +69,8 @@ Importance = Annotated[str | float | None, WithJsonSchema(IMPORTANCE_SCHEMA)]
 _READ = ToolAnnotations(readOnlyHint=True, destructiveHint=False, idempotentHint=True, openWorldHint=False)
 _WRITE = ToolAnnotations(readOnlyHint=False, destructiveHint=False, idempotentHint=False, openWorldHint=False)
 _CHANGE = ToolAnnotations(readOnlyHint=False, destructiveHint=True, idempotentHint=True, openWorldHint=False)
+# a change keeps the old fact (closed, with its history): not destructive; twice is a conflict
+_SUPERSEDE = ToolAnnotations(readOnlyHint=False, destructiveHint=False, idempotentHint=False, openWorldHint=False)
 _DELETE = ToolAnnotations(readOnlyHint=False, destructiveHint=True, idempotentHint=True, openWorldHint=False)
 
 # the request being handled, for the files' read functions: the SDK gives a static resource
@@ -113,6 +120,32 @@ def agent_update(mem: Memory, scope: Scope, memory_id: str, content: str | None,
         own = {"source": "agent", "verified": False, "pinned": False}
     return mem.update(memory_id, **who(scope), content=content, category=category, importance=importance,
                       actor="agent", **own)
+
+
+def agent_supersede(mem: Memory, scope: Scope, memory_id: str, content: str, valid_from: str | None,
+                    category: str | None, reason: str) -> Any:
+    """A change the user told the agent: the new fact supersedes the old (kept, closed at
+    `valid_from`). Its text is the agent's words, as `agent_update`'s: source "agent", not
+    verified, not pinned. `Memory.supersede` writes a person's change, so the successor is
+    marked as the agent's in a second audited step (one transaction would need
+    `Memory.supersede` to take the source)."""
+    new = mem.supersede(memory_id, content, **who(scope), valid_from=validate.optional_when("valid_from", valid_from),
+                        category=category,
+                        actor="agent", reason=reason)
+    return mem.update(new.id, **who(scope), source="agent", verified=False, pinned=False, actor="agent",
+                      reason="the agent's words: unconfirmed until a person confirms them")
+
+
+def memory_with_timeline(mem: Memory, scope: Scope, memory_id: str) -> dict[str, Any]:
+    """A memory's fields; for a fact that changed, `timeline`: its versions oldest first, each
+    with when it held ("2019-06-01 – 2024-03-15", "since 2024-03-15")."""
+    rec = mem.get(memory_id, **who(scope))
+    out: dict[str, Any] = jsonable(rec)
+    versions = mem.timeline(memory_id, **who(scope)) if rec.supersedes or rec.superseded_by else [rec]
+    if len(versions) > 1:
+        out["timeline"] = [{"id": v.id, "content": v.content, "status": v.status, "valid": supersession.span(v)}
+                           for v in versions]
+    return out
 
 
 def scope_file(mem: Memory, scope: Scope, name: str) -> str:
@@ -277,11 +310,16 @@ def build_mcp(engine: Engine, scope: ScopeOf) -> MCPServer:
     @tool(_READ)
     def search_memory(query: Query, ctx: Context, limit: Limit = 5,
                       category: Annotated[str | None, Field(description="Only memories of this category.")] = None,
-                      ) -> dict[str, Any]:
+                      as_of: AsOf = None, include_superseded: Superseded = None) -> dict[str, Any]:
         """Level 1: search long-term memory — the user's preferences, rules, facts and experience — and
-        summaries of past sessions. Use it first whenever earlier context could matter."""
+        summaries of past sessions. Use it first whenever earlier context could matter. A fact that
+        changed says when it held (`valid`); `as_of` asks what held at a date."""
         mem, sc = bound(ctx)
         args: dict[str, Any] = {"query": query, "limit": limit}
+        if as_of:
+            args["as_of"] = as_of
+        if include_superseded is not None:
+            args["include_superseded"] = include_superseded
         if category:  # checked here, so the error names this argument (the tool filters by it)
             try:
                 args[CATEGORY] = validate.category(CATEGORY, category, mem.config.policy.categories,
@@ -305,9 +343,10 @@ def build_mcp(engine: Engine, scope: ScopeOf) -> MCPServer:
 
     @tool(_READ)
     def get_memory(memory_id: MemoryId, ctx: Context) -> dict[str, Any]:
-        """One memory with every field (score, category, dates, source), by id."""
+        """One memory with every field (score, category, dates, source), by id; for a fact that
+        changed, its timeline: every version oldest first, with when each held."""
         mem, sc = bound(ctx)
-        return _run(lambda: mem.get(memory_id, **who(sc)))
+        return _run(lambda: memory_with_timeline(mem, sc, memory_id))
 
     @tool(_WRITE)
     def add_memory(content: Annotated[str, Field(description="The fact, preference or rule, one sentence.")],
@@ -330,6 +369,21 @@ def build_mcp(engine: Engine, scope: ScopeOf) -> MCPServer:
         """Correct or re-rank a memory (new content replaces the old; the audit trail keeps both)."""
         mem, sc = bound(ctx)
         return _run(lambda: agent_update(mem, sc, memory_id, content, category, importance))
+
+    @tool(_SUPERSEDE)
+    def supersede_memory(memory_id: MemoryId,
+                         content: Annotated[str, Field(description="The fact as it is now, one sentence.")],
+                         ctx: Context,
+                         valid_from: Annotated[str | None, Field(
+                             description="When it changed, a date such as 2024-03-15 (default: now).",
+                             max_length=40)] = None,
+                         category: Annotated[str | None, Field(description="Its category, if not the old one's.")] = None,
+                         reason: str = "") -> dict[str, Any]:
+        """A fact about the user changed (they moved, changed jobs, switched diets): the new fact replaces
+        the memory, which is kept with when it held and leaves the prompt. Use update_memory to correct
+        a memory that was wrong all along. Returns the current memory."""
+        mem, sc = bound(ctx)
+        return _run(lambda: agent_supersede(mem, sc, memory_id, content, valid_from, category, reason))
 
     @tool(_DELETE)
     def delete_memory(memory_id: MemoryId, ctx: Context, reason: str = "") -> dict[str, Any]:

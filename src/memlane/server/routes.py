@@ -93,7 +93,8 @@ def add_memory(body: s.NewMemory, mem: MemoryDep, scope: ScopeDep) -> Response:
 
 @v1.get("/memories", tags=["memories"])
 def list_memories(mem: MemoryDep, scope: ScopeDep, category: str | None = None,
-                  status: Literal["active", "archived", "deleted"] | None = None, session_id: str | None = None,
+                  status: Literal["active", "archived", "superseded", "deleted"] | None = None,
+                  session_id: str | None = None,
                   since: str | None = None, until: str | None = None,
                   limit: Annotated[int, Query(ge=1, le=1000)] = 100,
                   offset: Annotated[int, Query(ge=0)] = 0,
@@ -105,6 +106,7 @@ def list_memories(mem: MemoryDep, scope: ScopeDep, category: str | None = None,
                   order: Literal["asc", "desc"] = "desc") -> Response:
     """Memories of the scope, filtered, sorted (best score first by default) and paged in the
     store (`next_offset` is null on the last page; `total`: how many match in all).
+    `status=superseded`: facts a newer one replaced (`GET .../timeline` shows each chain);
     `status=deleted`: the deleted ones that can still be restored, last deleted first."""
     if status == "deleted":
         gone = mem.deleted(**who(scope), limit=limit + 1, offset=offset)
@@ -175,6 +177,23 @@ def memory_history(memory_id: str, mem: MemoryDep, scope: ScopeDep) -> Response:
     return ok({"events": jsonable(mem.history(memory_id, **who(scope)))})
 
 
+@v1.post("/memories/{memory_id}/supersede", tags=["memories"])
+def supersede_memory(memory_id: str, body: s.MemorySuccessor, mem: MemoryDep, scope: ScopeDep) -> Response:
+    """The fact changed: new `content` (or the stored memory `by`) replaces this memory, which is
+    closed at `valid_from` (default now) and kept with its history, out of the prompt and the
+    default search. Returns the current memory; audited as SUPERSEDE on both."""
+    rec = mem.supersede(memory_id, body.content, **who(scope), by=body.by, valid_from=body.valid_from,
+                        category=body.category, reason=body.reason, actor="api")
+    return ok(jsonable(rec))
+
+
+@v1.get("/memories/{memory_id}/timeline", tags=["memories"])
+def memory_timeline(memory_id: str, mem: MemoryDep, scope: ScopeDep) -> Response:
+    """Every version of the fact this memory is one of, oldest first, each with when it held
+    (`valid_from`, `valid_to`: null while it still holds)."""
+    return ok({"memory_id": memory_id, "versions": jsonable(mem.timeline(memory_id, **who(scope)))})
+
+
 @v1.get("/memories/{memory_id}/forecast", tags=["memories"])
 def memory_forecast(memory_id: str, mem: MemoryDep, scope: ScopeDep) -> Response:
     """What the decay policy will do to the memory if nothing touches it again, and when."""
@@ -198,9 +217,11 @@ def restore_memory(memory_id: str, mem: MemoryDep, scope: ScopeDep) -> Response:
 
 @v1.post("/search", tags=["search"])
 def search(body: s.SearchQuery, mem: MemoryDep, scope: ScopeDep) -> Response:
-    """Hybrid search of memories (default), turns or episodes."""
+    """Hybrid search of memories (default), turns or episodes. `as_of`: the facts that held at
+    that time; `include_superseded`: replaced facts beside the current ones (by default only
+    when the query asks about the past)."""
     hits = mem.search(body.query, **who(scope), corpus=body.corpus, limit=body.limit, filters=body.filters,
-                      min_score=body.min_score)
+                      min_score=body.min_score, as_of=body.as_of, include_superseded=body.include_superseded)
     return ok({"hits": jsonable(hits)})
 
 

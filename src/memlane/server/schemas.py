@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, model
 
 from memlane import validate
 from memlane.config import ServerConfig
-from memlane.models import MemoryEvent, Scope
+from memlane.models import Hit, MemoryEvent, MemoryRecord, Scope
 
 # a number is a JSON number: `true` is not 1.0, nor "0.5" one half (pydantic's lax mode would say so)
 Number = StrictFloat | StrictInt
@@ -61,6 +61,17 @@ class MemoryChange(Body):
         return self
 
 
+class MemorySuccessor(Body):
+    """`POST /v1/memories/{id}/supersede`: the fact changed. Exactly one of `content` (the new
+    fact, stored as a new memory) and `by` (the id of a stored memory that replaces it)."""
+
+    content: str | None = None
+    by: str | None = None
+    valid_from: datetime | None = None  # when the new fact began to hold; default now
+    category: str | None = None
+    reason: str = ""
+
+
 class SearchQuery(Body):
     query: str
     corpus: Literal["memories", "turns", "episodes"] = "memories"
@@ -68,6 +79,10 @@ class SearchQuery(Body):
     filters: dict[str, Any] | None = None
     # None: the relevance floor (search.min_relevance); 0 returns every hit found
     min_score: Annotated[Number, Field(ge=0, le=1)] | None = None
+    # issue 32: the facts that held at this time; superseded facts too (None: when the query
+    # asks about the past)
+    as_of: datetime | None = None
+    include_superseded: bool | None = None
 
 
 class NewSession(Body):
@@ -132,9 +147,24 @@ def who(scope: Scope) -> dict[str, Any]:
     return {"user_id": scope.user_id, "agent_id": scope.agent_id or None}
 
 
+# a memory's place in time (issue 32): always in its JSON, null while it does not apply, so a
+# client tells "current" from "not said"
+VALIDITY = ("valid_from", "valid_to", "superseded_at", "superseded_by", "supersedes")
+
+
+def memory_json(m: MemoryRecord) -> dict[str, Any]:
+    """A memory as JSON: its fields that are set, and its validity fields always."""
+    return {**m.model_dump(mode="json", exclude_none=True),
+            **{k: jsonable(getattr(m, k)) for k in VALIDITY}}
+
+
 def jsonable(value: Any) -> Any:
     """Engine results as JSON values: models, dataclasses (their `to_dict` when they have one),
     times as ISO text."""
+    if isinstance(value, MemoryRecord):
+        return memory_json(value)
+    if isinstance(value, Hit) and value.memory is not None:
+        return {**value.model_dump(mode="json", exclude_none=True), "memory": memory_json(value.memory)}
     if isinstance(value, BaseModel):
         return value.model_dump(mode="json", exclude_none=True)
     to_dict = getattr(value, "to_dict", None)

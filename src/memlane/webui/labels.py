@@ -13,6 +13,7 @@ from typing import Any
 
 from markupsafe import Markup
 
+from memlane.models import MemoryRecord
 from memlane.webui.i18n import text
 
 LABELS: dict[str, dict[str, dict[str, str]]] = {
@@ -27,13 +28,13 @@ LABELS: dict[str, dict[str, dict[str, str]]] = {
             "user": "added directly", "extractor": "extracted by the LLM", "heuristic": "extracted by rules",
             "system": "system", "import": "imported", "agent": "written by the agent",
         },
-        "status": {"active": "active", "archived": "archived", "deleted": "deleted"},
+        "status": {"active": "active", "archived": "archived", "deleted": "deleted", "superseded": "superseded"},
         "event": {
             "ADD": "Added", "UPDATE": "Updated", "BOOST": "Reinforced", "DELETE": "Deleted", "DECAY": "Decayed",
             "ARCHIVE": "Archived", "PROMOTE": "Promoted", "RESTORE": "Restored", "DEMOTE": "Demoted",
-            "PURGE": "Forgotten",
+            "PURGE": "Forgotten", "SUPERSEDE": "Fact changed",
         },
-        "op": {"ADD": "add", "UPDATE": "change", "DELETE": "delete", "SKIP": "skip"},
+        "op": {"ADD": "add", "UPDATE": "change", "SUPERSEDE": "the fact changed", "DELETE": "delete", "SKIP": "skip"},
         "field": {
             "id": "id", "content": "content", "category": "category", "kind": "kind", "score": "score",
             "confidence": "confidence", "subject": "subject", "predicate": "predicate", "created_at": "created",
@@ -44,7 +45,8 @@ LABELS: dict[str, dict[str, dict[str, str]]] = {
             "confirm": "confirmation", "ids": "selection", "action": "action", "q": "search", "page": "page",
             "min_score": "score from", "max_score": "score to", "since": "created from", "until": "created until",
             "sort": "sort", "order": "order", "verified_filter": "verified", "name": "file name", "key": "API key",
-            "memory_id": "memory", "query": "search",
+            "memory_id": "memory", "query": "search", "valid_from": "true since", "valid_to": "true until",
+            "superseded_at": "replaced", "superseded_by": "replaced by", "supersedes": "replaces", "by": "replaced by",
         },
         "actor": {
             "api": "API", "web": "web UI", "cli": "command line", "agent": "agent", "admin": "admin",
@@ -61,6 +63,7 @@ LABELS: dict[str, dict[str, dict[str, str]]] = {
             "attachment expired": "attachment expired", "used in the conversation": "used in the conversation",
             "confirmed by a person": "confirmed by a person", "confirmation withdrawn": "confirmation withdrawn",
             "verified in the web UI": "verified in the web UI", "unverified in the web UI": "confirmation withdrawn in the web UI",
+            "changed in the web UI": "the fact changed (web UI)",
         },
         "role": {"user": "user", "assistant": "assistant", "system": "system", "tool": "tool"},
         "kind": {"semantic": "semantic", "episodic": "episodic", "procedural": "procedural"},
@@ -82,12 +85,12 @@ LABELS: dict[str, dict[str, dict[str, str]]] = {
         },
         "source": {"user": "直接添加", "extractor": "LLM 提取", "heuristic": "规则提取", "system": "系统", "import": "导入",
                    "agent": "智能体写入"},
-        "status": {"active": "活跃", "archived": "已归档", "deleted": "已删除"},
+        "status": {"active": "活跃", "archived": "已归档", "deleted": "已删除", "superseded": "已被取代"},
         "event": {
             "ADD": "添加", "UPDATE": "修改", "BOOST": "强化", "DELETE": "删除", "DECAY": "衰减", "ARCHIVE": "归档",
-            "PROMOTE": "升级", "RESTORE": "恢复", "DEMOTE": "降级", "PURGE": "全部忘记",
+            "PROMOTE": "升级", "RESTORE": "恢复", "DEMOTE": "降级", "PURGE": "全部忘记", "SUPERSEDE": "事实变更",
         },
-        "op": {"ADD": "新增", "UPDATE": "修改", "DELETE": "删除", "SKIP": "跳过"},
+        "op": {"ADD": "新增", "UPDATE": "修改", "SUPERSEDE": "事实变更", "DELETE": "删除", "SKIP": "跳过"},
         "field": {
             "id": "id", "content": "内容", "category": "类别", "kind": "种类", "score": "分数", "confidence": "置信度",
             "subject": "主语", "predicate": "谓语", "created_at": "创建时间", "updated_at": "更新时间",
@@ -97,6 +100,8 @@ LABELS: dict[str, dict[str, dict[str, str]]] = {
             "confirm": "确认", "ids": "选择", "action": "操作", "q": "搜索", "page": "页码", "min_score": "分数从",
             "max_score": "分数到", "since": "创建起始日", "until": "创建截止日", "sort": "排序", "order": "顺序",
             "verified_filter": "已确认", "name": "文件名", "key": "API 密钥", "memory_id": "记忆", "query": "搜索",
+            "valid_from": "成立起始", "valid_to": "成立截止", "superseded_at": "被取代时间", "superseded_by": "被取代为",
+            "supersedes": "取代了", "by": "被取代为",
         },
         "actor": {
             "api": "API", "web": "网页界面", "cli": "命令行", "agent": "智能体", "admin": "管理员",
@@ -110,7 +115,7 @@ LABELS: dict[str, dict[str, dict[str, str]]] = {
             "bulk activate in the web UI": "在网页界面中批量设为活跃", "attachment expired": "附件已过期",
             "used in the conversation": "在对话中用到", "confirmed by a person": "由本人确认",
             "confirmation withdrawn": "撤销确认", "verified in the web UI": "在网页界面中确认",
-            "unverified in the web UI": "在网页界面中撤销确认",
+            "unverified in the web UI": "在网页界面中撤销确认", "changed in the web UI": "事实变更（网页界面）",
         },
         "role": {"user": "用户", "assistant": "助手", "system": "系统", "tool": "工具"},
         "kind": {"semantic": "语义", "episodic": "情节", "procedural": "程序性"},
@@ -174,7 +179,7 @@ def shown(lang: str, field: str, value: Any) -> str | Markup:
         return label(lang, field, value)
     if isinstance(value, float):
         return f"{value:.3f}"
-    if field.endswith("_at") or field == "last_activated":
+    if field.endswith("_at") or field in ("last_activated", "valid_from", "valid_to"):
         try:
             return datetime.fromisoformat(str(value)).strftime("%Y-%m-%d %H:%M")
         except ValueError:
@@ -182,6 +187,14 @@ def shown(lang: str, field: str, value: Any) -> str | Markup:
     if isinstance(value, dict | list):
         return isolate(json.dumps(value, ensure_ascii=False, sort_keys=True))
     return isolate(str(value))
+
+
+def held(lang: str, m: MemoryRecord) -> str:
+    """When a memory's fact held, in words: "since 2024-03-15", "2019-06-01 – 2024-03-15"."""
+    start = (m.valid_from or m.created_at).strftime("%Y-%m-%d")
+    if m.valid_to is None:
+        return text(lang, "held_since", start=start)
+    return text(lang, "held_span", start=start, end=m.valid_to.strftime("%Y-%m-%d"))
 
 
 def isolate(value: object) -> Markup:

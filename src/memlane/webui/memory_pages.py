@@ -1,9 +1,11 @@
 """The Memories table and a memory's own page: search, filters, inline edit, pin, verify,
-delete with undo, bulk actions, audit history, source turns and related memories. Every
-action is a `memlane.Memory` call in the session's scope, with the engine's validation."""
+delete with undo, bulk actions, audit history, source turns, related memories, and for a fact
+that changed its timeline and the "the fact changed" form (issue 32). Every action is a
+`memlane.Memory` call in the session's scope, with the engine's validation."""
 
 from __future__ import annotations
 
+from datetime import UTC, date, datetime, time
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode
 
@@ -12,7 +14,7 @@ from starlette.responses import Response
 
 from memlane.errors import NotFound, ValidationError
 from memlane.forecast import forecast
-from memlane.models import MemoryRecord
+from memlane.models import Hit, MemoryEvent, MemoryRecord, Turn
 from memlane.webui import i18n
 from memlane.webui.plumbing import Ctx, Redirect, safe_next
 from memlane.webui.views import SOURCES, TableQuery
@@ -112,16 +114,15 @@ def register(ui: Plumbing) -> None:
         changes = [(e, diff(e.before, e.after)) for e in reversed(history)]
         replaced = [e for e in history if e.kind == "UPDATE" and e.before and e.after
                     and e.before.get("content") != e.after.get("content")]
-        turns, related, contradicted = [], [], []
+        turns: list[Turn] = []
+        related: list[Hit] = []
+        contradicted: list[MemoryEvent] = []
+        timeline: list[tuple[MemoryRecord, list[Turn]]] = []
         if m is not None:
-            if m.source_session:
-                span = m.metadata.get("turns")
-                try:
-                    session_turns = await ui.call(mem.get_turns, m.source_session, **ctx.scope)
-                except NotFound:
-                    session_turns = []
-                turns = [t for t in session_turns
-                         if not (isinstance(span, list) and len(span) == 2) or span[0] <= t.seq <= span[1]]
+            turns = await source_turns(ctx, m)
+            if m.supersedes or m.superseded_by:  # a fact that changed: every version, with its turns
+                versions = await ui.call(mem.timeline, m.id, **ctx.scope)
+                timeline = [(v, turns if v.id == m.id else await source_turns(ctx, v)) for v in versions]
             hits = await ui.call(mem.search, m.content, **ctx.scope, limit=20, activate=False,
                                  filters={"status": None})
             related = sorted((h for h in hits if h.id != m.id), key=lambda h: -h.similarity)[:5]
@@ -129,8 +130,20 @@ def register(ui: Plumbing) -> None:
             contradicted = [e for e in audit if e.reason.startswith(f"contradicted by {m.id}")]
         fc = forecast(m, mem.config.policy, mem.clock()) if m is not None else None
         return ui.render(ctx, "memory.html", m=m, memory_id=memory_id, changes=changes, replaced=replaced,
-                         turns=turns, related=related, contradicted=contradicted, fc=fc,
-                         categories=mem.config.policy.categories)
+                         turns=turns, related=related, contradicted=contradicted, fc=fc, timeline=timeline,
+                         successor=next((v for v, _ in timeline if m is not None and v.id == m.superseded_by), None),
+                         categories=mem.config.policy.categories, today=mem.clock().date().isoformat())
+
+    async def source_turns(ctx: Ctx, m: MemoryRecord) -> list[Turn]:
+        """The turns a memory was extracted from (its session's, within its span when it has one)."""
+        if not m.source_session:
+            return []
+        span = m.metadata.get("turns")
+        try:
+            session_turns = await ui.call(ctx.mem.get_turns, m.source_session, **ctx.scope)
+        except NotFound:
+            return []
+        return [t for t in session_turns if not (isinstance(span, list) and len(span) == 2) or span[0] <= t.seq <= span[1]]
 
     @ui.route("/memories/{id}/row")
     async def show_row(request: Request) -> Response:
@@ -170,6 +183,20 @@ def register(ui: Plumbing) -> None:
         reason = ctx.field("reason") or said
         m = await ui.call(mem.update, memory_id, **ctx.scope, **changes, actor="web", reason=reason)
         return ui.done(ctx, lambda: row(ctx, m, flash=i18n.text(ctx.lang, "saved")), f"/memories/{m.id}")
+
+    @ui.route("/memories/{id}/supersede", ("POST",))
+    async def supersede(request: Request) -> Response:
+        """A person says the fact changed: the new text replaces the memory from the day given
+        (empty: now); the old one is kept, closed then. Lands on the current memory's page."""
+        ctx = await ui.context(request, write=True)
+        day = ctx.field("valid_from").strip()
+        try:
+            since = datetime.combine(date.fromisoformat(day), time(), UTC) if day else None
+        except ValueError:
+            raise ValidationError("valid_from", i18n.text(ctx.lang, "err_date", value=day[:20])) from None
+        m = await ui.call(ctx.mem.supersede, request.path_params["id"], ctx.field("content"), **ctx.scope,
+                          valid_from=since, actor="web", reason="changed in the web UI")
+        return ui.done(ctx, lambda: row(ctx, m, flash=i18n.text(ctx.lang, "changed")), f"/memories/{m.id}")
 
     @ui.route("/memories/{id}/delete", ("POST",))
     async def delete(request: Request) -> Response:

@@ -253,7 +253,8 @@ class Plumbing:
         req = ctx.request if ctx is not None else request
         page = self.env.get_template(template).render(
             t=i18n.translator(language), label=labels.labeler(language),
-            shown=functools.partial(labels.shown, language), lang=language, ctx=ctx,
+            shown=functools.partial(labels.shown, language), held=functools.partial(labels.held, language),
+            lang=language, ctx=ctx,
             csrf=ctx.csrf if ctx else csrf, session=ctx.session if ctx else session,
             path=req.url.path if req else "/", query=req.url.query if req else "", **values)
         response = HTMLResponse(page, status_code=status)

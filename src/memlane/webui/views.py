@@ -80,7 +80,7 @@ class TableQuery:
         if not raw_page.isdigit() or not 1 <= int(raw_page) <= 1_000_000:
             raise ValidationError("page", text(lang, "err_page", value=raw_page))
         return cls(
-            q=get("q"), category=get("category"), status=choice("status", ("active", "archived", "any"), "active"),
+            q=get("q"), category=get("category"), status=choice("status", ("active", "archived", "superseded", "any"), "active"),
             source=choice("source", ("", *SOURCES), ""),
             verified=choice("verified", ("", "yes", "no"), ""), pinned=choice("pinned", ("", "yes", "no"), ""),
             min_score=number("min_score"), max_score=number("max_score"),
