@@ -112,6 +112,17 @@ def test_supersede_by_an_existing_memory_and_refusals(make_memory: MakeMemory) -
         m.supersede(coffee.id, user_id="u1", by=other.id)
 
 
+def test_an_agents_change_is_its_word_and_does_not_carry_a_persons_pin(make_memory: MakeMemory) -> None:
+    m = make_memory(clock=ManualClock(T0))
+    old = m.add("The user lives in Munich.", user_id="u1", pinned=True)
+    by_agent = m.supersede(old.id, "The user lives in Berlin.", user_id="u1", source="agent", actor="agent")
+    assert (by_agent.source, by_agent.verified, by_agent.pinned) == ("agent", False, False)
+    by_person = m.supersede(by_agent.id, "The user lives in Hamburg.", user_id="u1")
+    assert (by_person.source, by_person.verified) == ("user", True)
+    with pytest.raises(ValidationError, match="source"):
+        m.supersede(by_person.id, "x", user_id="u1", source="robot")  # type: ignore[arg-type]
+
+
 def test_deleting_the_new_fact_makes_the_old_one_current_again(make_memory: MakeMemory) -> None:
     m, _, munich, berlin = moved(make_memory)
     m.delete(berlin, user_id="u1", reason="that was my sister")
@@ -129,6 +140,7 @@ def test_history_neither_decays_nor_is_archived(make_memory: MakeMemory, profile
     m.consolidate(user_id="u1")
     after = m.get(munich, user_id="u1")
     assert (after.status, after.score, after.valid_to) == ("superseded", before.score, before.valid_to)
+    assert m.forecast(munich, user_id="u1").state == "superseded"
 
 
 def test_export_and_import_round_trip_a_change(make_memory: MakeMemory, tmp_path: Path) -> None:

@@ -401,13 +401,15 @@ class Memory:
 
     def supersede(self, memory_id: str, content: str | None = None, *, user_id: str, agent_id: str | None = None,
                   by: str | None = None, valid_from: datetime | None = None, category: str | None = None,
-                  actor: str = "api", reason: str = "") -> MemoryRecord:
-        """The fact changed (issue 32): new `content` (the person's word) or the memory `by`
-        replaces this one, which is closed at `valid_from` (default now) and kept, out of the
-        prompt, with its history. Returns the current memory."""
+                  actor: str = "api", reason: str = "", source: Source = "user") -> MemoryRecord:
+        """The fact changed (issue 32): new `content` (a person's word; `source="agent"`: an
+        agent's, unverified) or the memory `by` replaces this one, which is closed at
+        `valid_from` (default now) and kept, out of the prompt, with its history. Returns the
+        current memory."""
         scope, old = Scope.of(user_id, agent_id), self.get(memory_id, user_id=user_id, agent_id=agent_id)
         other = None if by is None else self.get(validate.memory_id(by, "by"), user_id=user_id, agent_id=agent_id)
-        new, other = memory_input.successor(self.config, scope, self.clock(), old, content, other, valid_from, category)
+        new, other = memory_input.successor(self.config, scope, self.clock(), old, content, other, valid_from, category,
+                                            source)
         reason = validate.text("reason", reason, self.config.store.max_content_chars, required=False)
         return writes.supersede(self, scope, old, new, other, validate.ident("actor", actor), reason)[1]
 

@@ -28,6 +28,8 @@ def forecast(mem: MemoryRecord, cfg: PolicyConfig, now: datetime, horizon_days: 
             "horizon_days": horizon_days}
     if mem.status == "archived":
         return Forecast(state="archived", **base)
+    if mem.status == "superseded":  # history (issue 32): the lifecycle never touches it
+        return Forecast(state="superseded", **base)
     if policy.protected(mem, cfg):
         return Forecast(state="protected", **base)
 

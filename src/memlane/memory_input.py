@@ -105,7 +105,7 @@ def where(source: Any, verified: Any, pinned: Any, min_score: Any, max_score: An
 
 
 def successor(config: Config, scope: Scope, now: datetime, old: MemoryRecord, content_: Any, by: MemoryRecord | None,
-              valid_from: Any, category_: Any) -> tuple[MemoryRecord | None, MemoryRecord | None]:
+              valid_from: Any, category_: Any, source: Any = "user") -> tuple[MemoryRecord | None, MemoryRecord | None]:
     """(a new memory, or the stored memory `by` as it will begin) that supersedes `old`
     (`Memory.supersede`): exactly one of new content and `by`; `valid_from` (default now)
     when the change happened in the world, not before `old` began."""
@@ -119,6 +119,7 @@ def successor(config: Config, scope: Scope, now: datetime, old: MemoryRecord, co
     if by is not None:
         return None, by.model_copy(update={"valid_from": start}) if valid_from is not None else by
     new = new_memory(config, scope, now, content_=content_, category_=old.category if category_ is None else category_,
-                     importance=None, metadata=None, source="user", pinned=False, verified=True, expires_at=None,
+                     importance=None, metadata=None, source=source, pinned=False, verified=source == "user",
+                     expires_at=None,
                      session_id=None, subject=old.subject, predicate=old.predicate, confidence=1.0)
     return new.model_copy(update={"valid_from": start}), None

@@ -303,9 +303,10 @@ class Forecast(_Record):
     """What the decay policy will do to a memory if nothing touches it again (`Memory.forecast`)."""
 
     memory_id: str
-    # "protected" (pinned, verified or a kept category) | "archived" | "due" (`action` on
-    # `when`) | "due_now" (at the next consolidation) | "none" (not within `horizon_days`)
-    state: Literal["protected", "archived", "due", "due_now", "none"]
+    # "protected" (pinned, verified or a kept category) | "archived" | "superseded" (history:
+    # never decays) | "due" (`action` on `when`) | "due_now" (at the next consolidation) |
+    # "none" (not within `horizon_days`)
+    state: Literal["protected", "archived", "superseded", "due", "due_now", "none"]
     action: str = ""  # ARCHIVE / DELETE / DEMOTE on `when`
     when: datetime | None = None
     score: float  # as stored: as of the last consolidation

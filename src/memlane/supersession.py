@@ -43,9 +43,10 @@ def closed(old: MemoryRecord, new: MemoryRecord, at: datetime) -> MemoryRecord:
 
 
 def carried(old: MemoryRecord, new: MemoryRecord, at: datetime) -> MemoryRecord:
-    """`new` as it takes over from `old`: linked to it, with its importance and its use."""
+    """`new` as it takes over from `old`: linked to it, with its importance and its use (and
+    the pin a person put on it, when the new one is a person's word too)."""
     return new.model_copy(update={
-        "supersedes": old.id, "score": max(new.score, old.score), "pinned": new.pinned or old.pinned,
+        "supersedes": old.id, "score": max(new.score, old.score), "pinned": new.pinned or (old.pinned and new.verified),
         "activation_count": new.activation_count + old.activation_count,
         "last_activated": max(new.last_activated, old.last_activated), "updated_at": at})
 

@@ -378,7 +378,8 @@ def forecast(
         _emit_json(fc)
         return
     verdict = {"protected": "protected: never decays (pinned, verified or a kept category)",
-               "archived": "archived", "due_now": f"{fc.action} at the next consolidation",
+               "archived": "archived", "superseded": "superseded: kept as history, never decays",
+               "due_now": f"{fc.action} at the next consolidation",
                "none": f"nothing within {fc.horizon_days} days",
                "due": f"{fc.action} on {fc.when.date().isoformat() if fc.when else '?'}"}[fc.state]
     out.print(f"{memory_id}: {verdict}; score {fc.score:.3f} (now {fc.score_now:.3f}), "

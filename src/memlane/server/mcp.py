@@ -126,14 +126,9 @@ def agent_supersede(mem: Memory, scope: Scope, memory_id: str, content: str, val
                     category: str | None, reason: str) -> Any:
     """A change the user told the agent: the new fact supersedes the old (kept, closed at
     `valid_from`). Its text is the agent's words, as `agent_update`'s: source "agent", not
-    verified, not pinned. `Memory.supersede` writes a person's change, so the successor is
-    marked as the agent's in a second audited step (one transaction would need
-    `Memory.supersede` to take the source)."""
-    new = mem.supersede(memory_id, content, **who(scope), valid_from=validate.optional_when("valid_from", valid_from),
-                        category=category,
-                        actor="agent", reason=reason)
-    return mem.update(new.id, **who(scope), source="agent", verified=False, pinned=False, actor="agent",
-                      reason="the agent's words: unconfirmed until a person confirms them")
+    verified, not pinned — in the change's one transaction."""
+    return mem.supersede(memory_id, content, **who(scope), valid_from=validate.optional_when("valid_from", valid_from),
+                         category=category, actor="agent", reason=reason, source="agent")
 
 
 def memory_with_timeline(mem: Memory, scope: Scope, memory_id: str) -> dict[str, Any]:
