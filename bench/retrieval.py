@@ -204,8 +204,15 @@ def rrf_fts_dense(mem: Memory, user: str, ids: list[str], sims: np.ndarray, quer
 
 
 def run_set(name: str, path: Path, embedder: str, limit: int | None, cached: dict[str, np.ndarray],
-            ablations: bool, embedding: dict[str, Any] | None = None, cold: bool = True) -> dict[str, Any]:
-    convs = load(path)[:limit]
+            ablations: bool, embedding: dict[str, Any] | None = None, cold: bool = True,
+            categories: set[str] | None = None) -> dict[str, Any]:
+    """One set ranked by memlane and the baselines. `categories`: only the questions of these
+    (and the conversations that hold one; `limit` counts those), e.g. LongMemEval's
+    knowledge-update and temporal-reasoning."""
+    convs = load(path)
+    if categories:
+        convs = [(n, c) for n, c in convs if any(q["category"] in categories for q in questions(c))]
+    convs = convs[:limit]
     home = Path(tempfile.mkdtemp(prefix=f"memlane-{name}-"))
     mem = Memory(Config.load(store={"home": str(home)},
                              embedding={"provider": embedder, "background": False, **(embedding or {})}))
@@ -223,7 +230,7 @@ def run_set(name: str, path: Path, embedder: str, limit: int | None, cached: dic
         with Timer() as t:
             mem.flush()
         embed_s += t.seconds
-        qs = questions(conv)
+        qs = [q for q in questions(conv) if not categories or q["category"] in categories]
         texts = turn_texts(conv)
         ids, matrix = dense_matrix(mem, texts)
         bm25 = bm25_ranker(texts)
@@ -494,8 +501,12 @@ def report(name: str, res: dict[str, Any]) -> None:
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--sets", default=",".join([*SETS, "memories"]),
-                    help="comma-separated: " + ", ".join(SETS) + ", memories (the memory-level set: bench/memories.py)")
+    ap.add_argument("--sets", default=",".join([*SETS, "memories", "changes"]),
+                    help="comma-separated: " + ", ".join(SETS) + ", memories (the memory-level set: bench/memories.py), "
+                    "changes (facts that change: bench/changes.py)")
+    ap.add_argument("--categories", default=None,
+                    help="only these questions' categories, comma-separated (e.g. knowledge-update,temporal-reasoning "
+                    "on longmemeval); every question by default")
     ap.add_argument("--limit", type=int, default=None, help="only the first N conversations of each set")
     ap.add_argument("--embedder", default="e5", help="e5 (default), hash, minilm, use, openai")
     ap.add_argument("--no-ablations", action="store_true", help="skip the per-signal ablation runs")
@@ -506,6 +517,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap.add_argument("--out", default="retrieval", help="result name in bench/results/")
     args = ap.parse_args(argv)
     embedding = {} if args.passages is None else {"passages": args.passages}
+    categories = {c.strip() for c in args.categories.split(",") if c.strip()} if args.categories else None
     probe = Memory(Config.load(store={"home": tempfile.mkdtemp(prefix="memlane-probe-")},
                                embedding={"provider": args.embedder, "background": False}))
     model = probe.embedder.model_id
@@ -523,13 +535,22 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             memories.report(mres)
             memories.report_locomo(mres["locomo_observations"])
             continue
+        if name == "changes":  # facts that change over time, at the memory and turn levels
+            import changes
+
+            results["sets"]["changes"] = cres = changes.run(changes.SIZES, changes.LANGS, args.limit, args.embedder,
+                                                            cached)
+            save_cache(model, cached)
+            changes.report(cres)
+            continue
         path = SETS.get(name)
         if path is None:
             raise SystemExit(f"unknown set {name!r}: pick from {', '.join(SETS)}")
         if not path.exists():
             console.print(f"[yellow]{name}: no data at {path}; skipped[/yellow]")
             continue
-        res = run_set(name, path, args.embedder, args.limit, cached, not args.no_ablations, embedding)
+        res = run_set(name, path, args.embedder, args.limit, cached, not args.no_ablations, embedding,
+                      categories=categories)
         save_cache(model, cached)
         results["sets"][name] = res
         report(name, res)
