@@ -222,12 +222,16 @@ def test_judge_two_sure_candidates_are_flagged_not_guessed() -> None:
     two = judge(new, cue(new), [Candidate("a", "The user is vegetarian."),
                                 Candidate("b", "The user has been vegetarian for years.")], Thresholds())
     assert (two.supersede, sorted(two.review)) == ([], ["a", "b"])
-    # e5's band: below `unsure` nothing, in the middle a flag, above `sure` a change
+    # with e5: the words decide, e5 doubts a sure match it finds far and lifts a weak one it finds close
     band = Thresholds(sure=0.9, unsure=0.8)
-    assert judge("The user moved to Berlin.", cue("The user moved to Berlin."),
-                 [Candidate("a", "The user lives in Munich.", 0.95)], band).supersede == ["a"]
-    assert judge("The user moved to Berlin.", cue("The user moved to Berlin."),
-                 [Candidate("a", "The user lives in Munich.", 0.85)], band).review == ["a"]
+    moved = "The user moved to Berlin."
+    assert judge(moved, cue(moved), [Candidate("a", "The user lives in Munich.", 0.85)], band).supersede == ["a"]
+    assert judge(moved, cue(moved), [Candidate("a", "The user lives in Munich.", 0.7)], band).review == ["a"]
+    tea = "The user switched to green tea."
+    for sim, verdict in ((0.95, (["a"], [])), (0.85, ([], ["a"])), (0.7, ([], []))):
+        got = judge(tea, cue(tea), [Candidate("a", "The user drinks black tea every day.", sim)], band)
+        assert (got.supersede, got.review) == verdict
+    assert judge(tea, cue(tea), [Candidate("a", "The user drinks black tea every day.")], Thresholds()).review == ["a"]
 
 
 # ---- the LLM path through the real HTTP client -----------------------------------------

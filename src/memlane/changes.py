@@ -398,8 +398,9 @@ def since(text: str, said: datetime, changed: bool = False) -> datetime | None:
         found = _first_day(m.group(), day)  # with its "since": "since March" names a month
         if found is not None:
             return _at(found)
-    on = _EN_ON_THE.search(text)
-    if on is not None and (found := _first_day(on.group(), day)) is not None:
+    on = _EN_ON_THE.search(text)  # "on the 2nd" names a start only in a change ("started on the 2nd")
+    if on is not None and (changed or on.group().lower().startswith("since")) and (
+            found := _first_day(on.group(), day)) is not None:
         return _at(found)
     for z in _ZH_SINCE.finditer(text):
         piece = z.group("d") or z.group("d2") or ""
