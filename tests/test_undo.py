@@ -206,7 +206,9 @@ def test_a_memory_removed_from_memory_md_can_be_restored(make_memory: Callable[.
     assert m.restore(gone.id, user_id="u1").content == "用户曾尝试 Vue"
 
 
-def test_a_flood_of_contradictions_halves_a_memory_once_per_job(mem: Memory) -> None:
+def test_a_flood_of_contradictions_halves_a_memory_once_per_job(make_memory: Callable[..., Memory]) -> None:
+    mem = make_memory("scored-markdown", clock=ManualClock(T0))  # seed 001 halves; the others flag (issue 32)
+    mem.llm = ScriptedLLM()
     home = mem.add("用户住在杭州", user_id="u1", category="fact", importance="high")
     mem.add_messages("s1", [{"role": "user", "content": "我搬家了"}], user_id="u1")
     mem.llm.enqueue(ops(*({"op": "ADD", "content": f"用户住在第{i}个城市 city{i}", "contradicts": [home.id]}

@@ -29,6 +29,7 @@ from typing import Any, Literal
 from pydantic import ValidationError as PydanticValidationError
 
 from memlane import validate
+from memlane.changes import Cue, lenient_date
 from memlane.config import Config
 from memlane.dates import upcoming
 from memlane.errors import ExtractionError, ValidationError
@@ -42,8 +43,10 @@ from memlane.text import language_of
 log = logging.getLogger(__name__)
 
 OpKind = Literal["ADD", "UPDATE", "BOOST", "DELETE", "SKIP", "FORGET"]
+# SUPERSEDE:id is an ADD that names the memory it replaces (issue 32; seed 003's line form
+# "[SUPERSEDE:mem_id] 内容" beside its "[UPDATE:mem_id] 内容")
 _OP = re.compile(
-    r"^\s*\[?\s*(ADD|UPDATE|BOOST|DELETE|SKIP)\s*(?::\s*([^\]\s(]+))?\s*(?:\((.*)\))?\s*\]?\s*$", re.IGNORECASE
+    r"^\s*\[?\s*(ADD|UPDATE|BOOST|DELETE|SKIP|SUPERSEDE)\s*(?::\s*([^\]\s(]+))?\s*(?:\((.*)\))?\s*\]?\s*$", re.IGNORECASE
 )
 
 
@@ -62,6 +65,13 @@ class Operation:
     predicate: str | None = None
     confidence: float = 1.0
     contradicts: list[str] = field(default_factory=list)
+    # issue 32: the memories this ADD replaces (the fact changed), and when the fact began /
+    # ended in the world (None: from the turn that said it / still holds)
+    supersedes: list[str] = field(default_factory=list)
+    valid_from: datetime | None = None
+    valid_to: datetime | None = None
+    change: Cue | None = None  # the offline extractor's change cue: the merge finds what it replaces
+    mine: bool = False  # the offline extractor read it as the user's statement about themselves
     reason: str = ""
     source: Source = "extractor"
     pinned: bool = False
@@ -108,6 +118,8 @@ class JobReport:
     reinforced: list[MemoryRecord] = field(default_factory=list)
     updated: list[MemoryRecord] = field(default_factory=list)
     contradicted: list[MemoryRecord] = field(default_factory=list)
+    superseded: list[MemoryRecord] = field(default_factory=list)  # closed by a newer fact (issue 32)
+    flagged: list[MemoryRecord] = field(default_factory=list)  # new memories that may replace others: for review
     deleted: list[MemoryRecord] = field(default_factory=list)
     skipped: int = 0
     rejected: list[Rejected] = field(default_factory=list)
@@ -120,7 +132,7 @@ class JobReport:
     @property
     def stats(self) -> dict[str, int]:
         return {"new": len(self.added),
-                "updated": len(self.reinforced) + len(self.updated) + len(self.contradicted),
+                "updated": len(self.reinforced) + len(self.updated) + len(self.contradicted) + len(self.superseded),
                 "deleted": len(self.deleted)}
 
 
@@ -215,7 +227,7 @@ def validate_operations(
 
 # seed 003's monitor answers one operation a line: "[ADD] 内容", "[UPDATE:mem_id] 内容",
 # "[BOOST:mem_id]", "[DELETE:mem_id]", "[SKIP]" (read by `bracket_lines`, as the reviewer's are)
-_MONITOR_OPS = ("ADD", "UPDATE", "BOOST", "DELETE", "SKIP")
+_MONITOR_OPS = ("ADD", "UPDATE", "BOOST", "DELETE", "SKIP", "SUPERSEDE")
 
 
 def parse_reply(text: str) -> Any:
@@ -239,7 +251,8 @@ def _kind(item: Any) -> str | None:
     else:
         return None
     m = _OP.match(text) if isinstance(text, str) and len(text) < 200 else None
-    return m.group(1).upper() if m else None
+    kind = m.group(1).upper() if m else None
+    return "ADD" if kind == "SUPERSEDE" else kind
 
 
 def _items(data: Any, raw: str) -> list[Any]:
@@ -268,9 +281,15 @@ def _operation(item: Any, *, lookup: Lookup, config: Config, now: datetime, sour
     if op_text is None and item.get("content"):
         op_text = "ADD"  # seed 001/004's plain list of memories
     if not isinstance(op_text, str) or not (m := _OP.match(op_text)):
-        raise ValidationError("op", f"must be ADD, UPDATE:id, BOOST:id, DELETE:id or SKIP, got {reprlib.repr(op_text)}")
+        raise ValidationError("op", f"must be ADD, UPDATE:id, BOOST:id, DELETE:id, SUPERSEDE:id or SKIP, "
+                                    f"got {reprlib.repr(op_text)}")
     kind = m.group(1).upper()
-    if m.group(2) and not item.get("id"):
+    if kind == "SUPERSEDE":  # an ADD naming what it replaces
+        kind, old = "ADD", m.group(2) or item.pop("id", None)
+        named = item.get("supersedes")
+        if old:
+            item["supersedes"] = [old, *(named if isinstance(named, list) else [])]
+    if m.group(2) and not item.get("id") and kind != "ADD":
         item["id"] = m.group(2)
     if m.group(3) and not item.get("reason"):
         item["reason"] = m.group(3)
@@ -312,13 +331,12 @@ def _operation(item: Any, *, lookup: Lookup, config: Config, now: datetime, sour
     # ADD
     if content is None:
         raise ValidationError("content", "ADD needs content")
-    contradicts = []
-    for cid in ans.contradicts:
-        cid = str(cid).strip().strip("[]")
-        if not validate.MEMORY_ID.fullmatch(cid) or lookup(cid) is None:
-            log.warning("extraction: ADD %r contradicts unknown memory %r; ignored", content, cid)
-        else:
-            contradicts.append(cid)
+    supersedes = _known(ans.supersedes, lookup, content, "supersedes")
+    contradicts = [cid for cid in _known(ans.contradicts, lookup, content, "contradicts") if cid not in supersedes]
+    # "since March" → 2026-03-01: a date the LLM read; anything else is dropped, the ADD kept
+    valid_from = lenient_date(ans.valid_from, now) if ans.valid_from is not None else None
+    if ans.valid_from is not None and valid_from is None:
+        log.info("extraction: ADD %r: valid_from %s is no past date; left out", content, reprlib.repr(ans.valid_from))
     category = _category(ans.category, config, config.policy.default_category)
     until, priority = retention(ans.duration, category, now, config.policy, task_rule=ans.rule_scope == "task")
     if ans.duration is None and category == "todo" and (day := upcoming(content, now.date())) is not None:
@@ -330,8 +348,21 @@ def _operation(item: Any, *, lookup: Lookup, config: Config, now: datetime, sour
         score=initial_score(ans.importance, config.policy), expires_at=until,
         subject=ans.subject, predicate=ans.predicate,
         confidence=1.0 if ans.confidence is None else ans.confidence,
-        contradicts=contradicts, reason=ans.reason or "", source=source, priority=priority,
+        contradicts=contradicts, supersedes=supersedes, valid_from=valid_from, reason=ans.reason or "",
+        source=source, priority=priority,
     )
+
+
+def _known(ids: Sequence[Any], lookup: Lookup, content: str, name: str) -> list[str]:
+    """The ids of existing memories in `ids`, each once; the rest logged and left out."""
+    out: list[str] = []
+    for raw in ids:
+        mid = str(raw).strip().strip("[]").strip()
+        if not validate.MEMORY_ID.fullmatch(mid) or lookup(mid) is None:
+            log.warning("extraction: ADD %r %s unknown memory %s; ignored", content, name, reprlib.repr(raw))
+        elif mid not in out:
+            out.append(mid)
+    return out
 
 
 def _content(value: str | None, config: Config) -> str | None:

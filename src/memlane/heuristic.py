@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime
 
-from memlane import chatter, grammar, validate
+from memlane import changes, chatter, grammar, validate
 from memlane import statements as st
 from memlane.clauses import EN_SENTENCE, ZH_SENTENCE, Clause, Reader, opens_with_predicate
 from memlane.commands import (
@@ -46,6 +46,25 @@ from memlane.spoken import as_meant, offers
 from memlane.statements import conjugated, same_words, third_person  # re-exported: jobs, the tests
 from memlane.text import has_cjk, language_of
 
+_NOW = re.compile(r"现在|如今|目前|\b(?:these days|nowadays|now)\b", re.I)
+
+
+def _timed(op: Operation, c: Clause, ctx: _Ctx) -> Operation:
+    """The ADD with what the clause says of time (issue 32): the change it tells, if it is the
+    user's own ("I moved to…"; not "my brother moved to…"), and when the fact began — the date
+    its sentence gives ("since March", "去年十月开始"), else when the user said it — or, told as
+    past, when it ended ("until 2021")."""
+    if op.op != "ADD" or not op.content:
+        return op
+    said = ctx.at or ctx.now
+    # the user's own: said of the user, or of someone doing something to the user
+    # ("我的医生给我换成了西格列汀", "my doctor put me on lisinopril": the user's medication)
+    mine = c.about not in ("kin", "other") or bool(re.search(r"(?<=.)用户|(?<=.)\bthe user\b", op.content))
+    # "我换工作了，现在在宝马上班": the clause says "now", its sentence tells the change
+    found = (changes.cue(op.content) or (changes.cue(c.sentence) if _NOW.search(op.content) else None)) if mine else None
+    start = changes.since(c.sentence or c.text, said, changed=found is not None)
+    return replace(op, change=found, mine=mine, valid_from=start or said, valid_to=changes.until(c.sentence or c.text, said))
+
 
 def _today(turn: Turn, now: datetime) -> date:
     """The day the user spoke: what "tomorrow" and "next March" count from."""
@@ -68,6 +87,7 @@ class _Ctx:
     first: str = ""  # the message's first sentence: where a bare answer stands
     questions: int = 0  # how many questions the assistant's message asked
     asked_user: bool = False  # one of them asks the user with a question word ("怎么称呼、在哪个城市？")
+    at: datetime | None = None  # when the user said it: a fact holds from then unless the text says when
 
 
 @dataclass
@@ -115,7 +135,7 @@ class HeuristicExtractor:
                             or (standing and st.GOES_ON.match(text.strip())))
             first = next((m.group().strip() for m in ZH_SENTENCE.finditer(text) if m.group().strip()), "")
             ctx = _Ctx(now, _today(turn, now), standing, text, first if offered else "", question, first, questions,
-                       asked_user)
+                       asked_user, turn.created_at or now)
             asides += named_asides(text)
             items, sentences = self._turn(text, reader, ctx, asked, order)
             said += items
@@ -164,7 +184,7 @@ class HeuristicExtractor:
             if op is not None and _after_rule(clause, op, out, _answers_user(clause, ctx)):
                 continue
             if op is not None:
-                out.append(_Said(op, clause.sentence, where))
+                out.append(_Said(_timed(op, clause, ctx), clause.sentence, where))
         return out, sorted((k, sentence) for sentence, k in places.items())
 
     # -- one clause --

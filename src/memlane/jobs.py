@@ -5,7 +5,9 @@ take the scope's writer lease (seed 001 §6 phase 1.5: one writer per scope, acr
 and processes), claim the job, read the turns (committed long before, so an LLM outage loses
 nothing), extract operations (LLM or heuristic, plus the user's own remember/forget), then
 apply them — initial scores, dedup by embedding, reinforcement, contradiction, update,
-delete, each change one audited event — in ONE transaction together with the job's `done`.
+delete, supersession of a fact that changed (issue 32: the LLM's `supersedes`, the offline
+extractor's change cues judged by `memlane.changes`; what is unsure is flagged for review),
+each change one audited event — in ONE transaction together with the job's `done`.
 Any failure leaves the job queued with back-off 10 m → 30 m → 2 h → 6 h → 12 h, then the
 longer backlog back-off, with an `archive_backlog` event from `max_attempts` on (seed 000).
 A worker killed mid-job leaves it "running": whoever next takes the scope's lease (at once
@@ -20,10 +22,11 @@ import threading
 import uuid
 from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
+from typing import Any
 
 import numpy as np
 
-from memlane import forget, forgotten
+from memlane import changes, forget, forgotten, supersession
 from memlane.config import Config
 from memlane.embeddings import Embedder
 from memlane.errors import MemlaneError
@@ -45,6 +48,7 @@ from memlane.llm import LLM
 from memlane.models import ExtractionJob, Hit, MemoryRecord, Scope, Turn, new_id
 from memlane.policy import (
     PRIORITY,
+    REVIEWED,
     decayed,
     dedup_threshold,
     names_memory,
@@ -236,10 +240,15 @@ class JobRunner:
                             for op in extraction.operations if op not in kept]
         ops += kept
         ops = self._resolve_forgets(ops, scope, report)
-        vectors = self._vectors([op.content for op in ops if op.op in ("ADD", "UPDATE") and op.content])
+        spoken = [(t.content, t.created_at) for t in turns if t.role == "user"]
+        for op in ops:  # a fact holds from when it was said, not from when the job ran (issue 32)
+            if op.op == "ADD" and op.valid_from is None and op.source != "user" and op.content:
+                op.valid_from = changes.said_at(op.content, spoken)
+        texts = [op.content for op in ops if op.op in ("ADD", "UPDATE") and op.content]
+        vectors = self._vectors(texts + [changes.core(t) for op in ops if op.change is not None and (t := op.content)])
         with self.store.transaction():
             for op in ops:
-                self._apply(op, scope, job, now, vectors, report, guard)
+                self._apply(op, scope, job, now, vectors, report, guard, [text for text, _ in spoken])
             if turns:
                 self._decay_at_merge(scope, now)
             session = self.store.get_session(scope, job.session_id)
@@ -389,14 +398,17 @@ class JobRunner:
         return dict(zip(texts, vecs, strict=True))
 
     def _apply(self, op: Operation, scope: Scope, job: ExtractionJob, now: datetime,
-               vectors: dict[str, np.ndarray], report: JobReport, guard: Guard | None = None) -> None:
+               vectors: dict[str, np.ndarray], report: JobReport, guard: Guard | None = None,
+               said: Sequence[str] = ()) -> None:
         actor = f"extract:{op.source}"
         pol = self.config.policy
         if op.op == "SKIP":
             report.skipped += 1
             return
         if op.op == "ADD":
-            self._add(op, scope, job, now, vectors[op.content or ""], report)
+            content = op.content or ""
+            core = vectors.get(changes.core(content)) if op.change is not None else None
+            self._add(op, scope, job, now, vectors[content], report, said, core)
             return
         mem = self.store.get_memory(scope, op.id or "")
         if mem is None:  # an earlier operation of this job removed it
@@ -425,7 +437,10 @@ class JobRunner:
             report.deleted.append(mem)
 
     def _add(self, op: Operation, scope: Scope, job: ExtractionJob, now: datetime, vec: np.ndarray,
-             report: JobReport) -> None:
+             report: JobReport, said: Sequence[str] = (), core: np.ndarray | None = None) -> None:
+        """A new memory, or a duplicate's reinforcement; then what it changes of the old ones
+        (issue 32): those it supersedes closed, those it may replace flagged for review, or,
+        where the profile penalises (seed 001), those it contradicts halved."""
         pol = self.config.policy
         actor = f"extract:{op.source}"
         score = op.score if op.score is not None else pol.importance_medium
@@ -440,26 +455,99 @@ class JobRunner:
                         f"re-extracted (similarity {sim:.3f}): {op.content}", now)
             report.reinforced.append(after)
             return
+        replaced, review = self._replaced(op, scope, vec, core, said)
+        valid_from = op.valid_from if op.valid_from is None or op.valid_from <= now else None
+        valid_to = op.valid_to if op.valid_to is not None and op.valid_to <= now else None
+        if valid_to is not None and (valid_from or now) > valid_to:
+            valid_from = valid_to  # "lived in Dayton until 2021", told later: when it began is not known
+        metadata: dict[str, Any] = {"turns": [job.first_seq, job.last_seq], **({PRIORITY: op.priority} if op.priority else {})}
+        if review and pol.on_change == "supersede":  # seed 001's profile halves instead
+            metadata[REVIEWED] = {"may_supersede": review, "at": now.isoformat()}
         mem = MemoryRecord(
             id=new_id(), user_id=scope.user_id, agent_id=scope.agent_id, content=op.content or "",
             category=op.category or pol.default_category, score=score, confidence=op.confidence,
             subject=op.subject, predicate=op.predicate, created_at=now, updated_at=now, last_activated=now,
             expires_at=op.expires_at, source=op.source, verified=op.verified or op.source == "user",
-            source_session=job.session_id, pinned=op.pinned,
-            metadata={"turns": [job.first_seq, job.last_seq], **({PRIORITY: op.priority} if op.priority else {})},
+            source_session=job.session_id, pinned=op.pinned, metadata=metadata, valid_from=valid_from,
+            valid_to=valid_to,
         )
         rowid = self.store.insert_memory(mem)
         self.store.put_vectors("memories", scope, [rowid], vec[None, :])
         self.store.add_event(scope, mem.id, "ADD", None, mem.snapshot(), actor, op.reason, now)
         report.added.append(mem)
-        for cid in op.contradicts:
-            if any(c.id == cid for c in report.contradicted):
+        if review and pol.on_change == "supersede":
+            report.flagged.append(mem)
+        halved: list[str] = []
+        if pol.on_change == "penalise":  # seed 001: what it replaces or contradicts is halved, kept current
+            halved = [*(o.id for o in replaced), *(c for c in op.contradicts if all(o.id != c for o in replaced))]
+            replaced = []
+        for old in replaced:
+            _, mem = supersession.apply(self.store, scope, old, mem, at=now, actor=actor,
+                                        reason=op.reason or "the fact changed")
+            report.superseded.append(self.store.get_memory(scope, old.id) or old)
+        if replaced:
+            report.added[-1] = mem
+        for old_id in halved:
+            if any(c.id == old_id for c in report.contradicted):
                 continue  # halved once per job: a flood of contradicting ADDs cannot zero a memory
-            old = self.store.get_memory(scope, cid)
-            if old is not None:
-                after = penalised(old, pol, now)
-                self._write(scope, old, after, "UPDATE", actor, f"contradicted by {mem.id}: {mem.content}", now)
+            before = self.store.get_memory(scope, old_id)
+            if before is not None and before.status == "active":
+                after = penalised(before, pol, now)
+                self._write(scope, before, after, "UPDATE", actor, f"contradicted by {mem.id}: {mem.content}", now)
                 report.contradicted.append(after)
+
+    def _replaced(self, op: Operation, scope: Scope, vec: np.ndarray, core: np.ndarray | None,
+                  said: Sequence[str]) -> tuple[list[MemoryRecord], list[str]]:
+        """The active memories a new one closes, and the ids it flags for review: the LLM's
+        `supersedes` and `contradicts`, the offline extractor's change cue (`memlane.changes`).
+        A memory the person stated or confirmed is closed only on their own words (a change
+        told in the job's turns); an LLM's guess about it is flagged instead."""
+        content = op.content or ""
+        verdict = self._judged(op, scope, vec, core)
+        replaced: list[MemoryRecord] = []
+        review: list[str] = []
+        judged = set(verdict.supersede)
+        for oid in [*op.supersedes, *verdict.supersede]:
+            old = self.store.get_memory(scope, oid)
+            if old is None or any(o.id == old.id for o in replaced) or not (
+                    old.status == "active" or (old.status == "archived" and oid in judged)):
+                continue
+            own = op.source == "user" or (op.source == "heuristic" and op.change is not None)
+            if stated_by_person(old) and not own and not changes.told_by_person(content, old.content, said):
+                review.append(old.id)
+            else:
+                replaced.append(old)
+        for oid in [*verdict.review, *op.contradicts]:
+            if oid not in review and all(o.id != oid for o in replaced):
+                review.append(oid)
+        return replaced, review[: max(len(op.contradicts), self.config.policy.change_max_review)]
+
+    def _judged(self, op: Operation, scope: Scope, vec: np.ndarray, core: np.ndarray | None) -> changes.Verdict:
+        """The offline extractor's ADD against the scope's memories nearest to it: what its
+        change cue replaces, or, without one, the exclusive slot it fills again (flagged)."""
+        content = op.content or ""
+        if op.source != "heuristic" or not op.mine or (op.change is None and not changes.frames(content)):
+            return changes.Verdict()
+        # the cue of the words as kept (a clause joined to the next may tell an ending, then a return)
+        found = changes.cue(content) if op.change is not None else None
+        pol = self.config.policy
+        model = self.embedder.model_id
+        k = pol.change_candidates
+        near = {r: None for r, _ in self.store.knn("memories", scope, vec, k)}
+        if core is not None:
+            near |= {r: None for r, _ in self.store.knn("memories", scope, core, k)}
+        # an archived memory is a fact out of the prompt, not one that stopped holding: a change
+        # closes it too ("戒奶茶", archived by months of decay, then "又回到一天一杯")
+        near_found = [m for m in self.store.memories_by_rowid(scope, list(near)).values()
+                      if m.status in ("active", "archived")]
+        thresholds = changes.Thresholds(pol.change_sure_by_model.get(model), pol.change_unsure_by_model.get(model))
+        sims: dict[str, float] = {}
+        if thresholds.sure is not None and core is not None and near_found:
+            # both sides without subject and cue (`changes.core`), so the thing itself is compared
+            cores = self._vectors(list({changes.core(m.content) for m in near_found}))
+            sims = {m.id: _cosine(cores[changes.core(m.content)], core) for m in near_found}
+        candidates = [changes.Candidate(m.id, m.content, sims.get(m.id)) for m in near_found]
+        return changes.judge(content, found or op.change, candidates, thresholds, pol.change_max_review)
 
     def _write(self, scope: Scope, before: MemoryRecord, after: MemoryRecord, kind: str, actor: str,
                reason: str, now: datetime) -> None:

@@ -58,6 +58,22 @@ class PolicyConfig(_Section):
     # cue) closes and keeps the old one ("supersede"); seed 001's rule halves its score instead
     # ("penalise"). A person's explicit change (`Memory.supersede`) supersedes in every profile
     on_change: Literal["supersede", "penalise"] = "supersede"
+    # issue 32, the offline extractor's change cues ("moved to", "不再", memlane.changes): the
+    # memory a change replaces is looked for among the scope's this-many active memories
+    # nearest to it (KNN on the new memory with its cue words removed, and on the memory itself)
+    change_candidates: int = Field(20, ge=1, le=1000)
+    # …judged first by the words and the slot both share (memlane.changes), then by e5's cosine
+    # of the two without subject and cue: a candidate the words find sure is replaced from
+    # `unsure` up (flagged below), one they find weak is replaced from `sure` up (flagged
+    # between). Per embedder model id; another embedder (the tests' hash one) has no comparable
+    # scale, and the words decide alone. Measured with bench/changes_write.py on the odd-numbered
+    # conversations of bench/data/changes with multilingual-e5-small-q4: the replaced memories
+    # scored 0.83–0.89 (en) and 0.91–0.96 (zh), the other candidates 0.75–0.87 (en) and
+    # 0.86–0.94 (zh), so e5 alone cannot tell them apart (and its Chinese scale sits higher);
+    # 0.8 keeps every right English pair, 0.9 lifts no wrong one-word match on that half
+    change_sure_by_model: dict[str, float] = {"multilingual-e5-small-q4": 0.9}
+    change_unsure_by_model: dict[str, float] = {"multilingual-e5-small-q4": 0.8}
+    change_max_review: int = Field(3, ge=1, le=50)  # memories one new memory flags at most
     dedup_similarity: float = Field(0.9, ge=0, le=1)  # seed 004 §6
     # Per embedder model id. e5's cosines crowd into [0.8, 1]: unrelated short facts score
     # 0.90–0.94, 白茶 vs 绿茶 0.977, paraphrases 0.98–0.99 (measured, issue 4), so seed 004's

@@ -1,0 +1,461 @@
+"""Facts that change, on the write path (issue 32): which new memory replaces which old one.
+
+The offline extractor marks a statement that tells a change — "moved to", "switched to", "no
+longer", "quit", "these days I", "搬到", "换成", "不再", "辞职", "已经不在…了" — with its `Cue`.
+At merge time (`memlane.jobs`) `judge` looks for the memory it replaces among the scope's
+active ones: one about the same thing with a different value. That is read from two sides,
+neither a list of phrases to expect:
+
+- the words both share once the subject, the cue and time words are left out ("用户的医生…
+  换成西格列汀" and "用户的医生让用户吃二甲双胍" share 医生; "no longer doing adult nursing" and
+  "…exam for adult nursing" share nursing), plus the slot both name (`FRAMES`: where the
+  user lives, works, whom they are with, what they drive, what they eat — a predicate's words,
+  so "moved to Berlin" and "lives in Munich" are both about home);
+- with e5, the embedder's similarity of the old memory to the new one with its cue words
+  removed (`policy.change_sure_by_model` / `change_unsure_by_model`); another embedder (the
+  tests' hash one) has no such scale, and the words decide alone.
+
+One sure candidate is superseded; two, or one only half sure, are flagged for review (the new
+memory's metadata `{"review": {"may_supersede": [ids]}}`), never resolved silently. A new
+memory without a cue that fills an exclusive slot (home, employer, partner, vehicle, diet)
+with another value than an old one is flagged, never superseded.
+
+`since` reads when a change began from the text ("since March", "去年十月开始", "last week I
+moved"), `until` when a fact told as past ended ("I lived in Dayton until 2021"), both by
+`memlane.dates` against the time the turn was said; `lenient_date` reads an LLM's date.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime, time, timedelta
+from typing import Literal
+
+from memlane.dates import Period, Span, mentioned_period
+from memlane.text import CJK_RUN, has_cjk, keywords
+
+CueKind = Literal["change", "end", "again"]
+
+
+@dataclass(frozen=True)
+class Cue:
+    """A statement's words that tell a change: `kind` "change" (a new value: moved to,
+    switched to, 换成), "end" (the old one ended: no longer, quit, 不再, 辞职) or "again" (an
+    ended one is back: back on, 又开始, 复吸); `words` as found, left out when comparing."""
+
+    kind: CueKind
+    words: str
+
+
+# English: read on the memory's words ("The user moved to…", "…now the user…")
+_EN_END = re.compile(
+    r"\b(?:no longer|not \w+(?: \w+)? any ?more|quit|quitting|stopped|gave up|has given up|left|broke up|split up|"
+    r"was laid off|got laid off|been laid off|retired from|dropped out of)\b", re.I)
+_EN_AGAIN = re.compile(r"\b(?:back on|back to|went back to|started \w+ing again|\w+s? again|relapsed)\b", re.I)
+_EN_CHANGE = re.compile(
+    r"\b(?:moved|moving|relocated|has moved|have moved) (?:to|into|down to|up to|back to|over to|out)\b|"
+    r"\bswitched (?:to|over to|from)\b|\bchanged (?:to|jobs|careers|over to)\b|\binstead of\b|"
+    r"\bstarted (?:working|work|a new job|the new job|at)\b|\bnew job\b|\bjoined\b|\bgot promoted\b|"
+    r"\bpromoted to\b|\bthese days\b|\bnowadays\b|\bnow (?:the user|i)\b|\b(?:the user|i)(?:'m| am| is)? now\b|"
+    r"\bgot (?:engaged|married)\b|\bis (?:now )?(?:engaged|married) to\b|\bnew (?:place|flat|apartment|house|car|phone)\b",
+    re.I)
+# Chinese
+_ZH_END = re.compile(r"不再|再也不|不用再|不用(?=[\u4e00-\u9fff]{1,6}了)|已经不|早就不|不在(?=[\u4e00-\u9fff]{1,8}?(?:干|做|上班|工作|住|读|练|学)?了)|"
+                     r"戒(?!指)|辞职|辞了|离职|被裁|裁员|分手|分了|退了|停了|不干了|不做了|不练了|不学了")
+_ZH_AGAIN = re.compile(r"又开始|又回到|重新开始|又恢复|复吸|又[抽喝吃]上")
+_ZH_CHANGE = re.compile(r"搬到|搬去|搬回|搬出去|搬家|换成|换到|换了|改成|改吃|改喝|改打|改去|改用|改练|改学|改[为做]|"
+                        r"现在改|转正|跳槽|入职|升职|升了|当上|换工作|结婚了|订婚了|领证|在一起了|开始[\u4e00-\u9fff]{1,4}了")
+
+
+def cue(content: str) -> Cue | None:
+    """The change a statement tells, if it tells one (ending first: "不再喝咖啡，改喝绿茶"
+    ends the coffee and begins the tea, and what it replaces is the coffee)."""
+    if has_cjk(content):
+        found = [(kind, p.search(content)) for kind, p in (("again", _ZH_AGAIN), ("end", _ZH_END), ("change", _ZH_CHANGE))]
+    else:
+        found = [(kind, p.search(content)) for kind, p in (("again", _EN_AGAIN), ("end", _EN_END), ("change", _EN_CHANGE))]
+    for kind, m in found:
+        if m is not None:
+            return Cue(kind, m.group())  # type: ignore[arg-type]
+    return None
+
+
+def cue_words(content: str) -> list[str]:
+    """Every cue's words in the text (all of them are left out when comparing)."""
+    pats = (_ZH_AGAIN, _ZH_END, _ZH_CHANGE) if has_cjk(content) else (_EN_AGAIN, _EN_END, _EN_CHANGE)
+    return [m.group() for p in pats for m in p.finditer(content)]
+
+
+# ---- what a memory is about -------------------------------------------------------------
+
+# The slots a person holds one value of at a time, by the words that name their predicate
+# (English words matched whole, Chinese ones inside the text). A lexicon of predicates, not of
+# values: any city, employer or name fills them.
+FRAMES: dict[str, tuple[frozenset[str], tuple[str, ...]]] = {
+    "home": (frozenset({"live", "lives", "lived", "living", "moved", "move", "moving", "relocated", "flat",
+                        "apartment", "condo", "neighbourhood", "neighborhood", "rent", "rents", "renting"}),
+             ("住在", "住进", "住到", "住的", "住过", "搬到", "搬去", "搬回", "搬家", "搬出", "租房", "合租", "整租", "宿舍", "房租")),
+    "work": (frozenset({"work", "works", "worked", "working", "job", "employer", "company", "hired", "joined",
+                        "office", "laid"}),
+             ("工作", "上班", "公司", "入职", "跳槽", "单位", "辞职", "离职", "被裁", "裁员")),
+    "partner": (frozenset({"boyfriend", "girlfriend", "partner", "husband", "wife", "fiance", "fiancé", "fiancee",
+                           "fiancée", "dating", "married", "engaged", "single"}),
+                ("男朋友", "女朋友", "对象", "老公", "老婆", "丈夫", "妻子", "未婚夫", "未婚妻", "约会", "结婚", "订婚",
+                 "分手", "单身")),
+    "vehicle": (frozenset({"drive", "drives", "drove", "driving", "car", "truck", "scooter"}),
+                ("开车", "电动车", "提车", "买车", "开一辆", "开的")),
+    "diet": (frozenset({"vegetarian", "vegan", "pescatarian", "meat", "diet"}), ("吃素", "素食", "吃肉", "荤")),
+}
+
+# words that say when or how much, not what: they never make two memories about one thing
+_TIME_EN = frozenset({"today", "yesterday", "tomorrow", "week", "weeks", "month", "months", "year", "years", "day",
+                      "days", "morning", "mornings", "night", "nights", "evening", "time", "times", "since", "ago",
+                      "last", "next", "still", "anymore", "already", "user", "users", "others", "first", "new",
+                      "old", "lot", "bit", "way", "well", "good", "better", "great", "pretty", "kind", "little",
+                      "every", "always", "never", "currently", "recently", "finally", "january", "february",
+                      "march", "april", "may", "june", "july", "august", "september", "october", "november",
+                      "december", "weekend", "weekends", "said", "says", "think", "thinks", "want", "wants",
+                      "feel", "feels", "make", "makes", "going", "keep", "keeps"})
+_TIME_ZH = ("用户", "现在", "时候", "时间", "今天", "昨天", "明天", "每天", "天天", "一天", "今年", "去年", "明年",
+            "最近", "以前", "之前", "后来", "已经", "开始", "终于", "一直", "上周", "上个月", "这周", "周末", "个月",
+            "一年", "两年", "半年", "感觉", "觉得", "真的", "有点", "不错", "挺好", "好多", "一下")
+
+
+_COUNTED = re.compile(r"^[零一二两三四五六七八九十百几半多每这那]")  # "两个月", "一杯": how much, not what
+
+
+def words(content: str, drop: Iterable[str] = ()) -> set[str]:
+    """What a memory is about: its keywords (lower-cased; a Chinese run's words and each
+    two-character piece of them, so 奶茶店 meets 奶茶) without the subject, time words and the
+    cue words `drop`."""
+    text = content
+    for w in drop:
+        text = text.replace(w, " ")
+    out: set[str] = set()
+    for w in keywords(text):
+        w = w.lower()
+        if CJK_RUN.fullmatch(w):
+            if any(t in w for t in _TIME_ZH) and len(w) <= 3:
+                continue
+            out.add(w) if len(w) >= 2 else None
+            out.update(w[i:i + 2] for i in range(len(w) - 1) if len(w) > 2)
+        elif w not in _TIME_EN and len(w) >= 3 and not w.isdigit():
+            out.add(w[:-1] if w.endswith("s") and len(w) > 4 else w)  # cheap singular: "lives" ~ "live"
+    return {w for w in out if not _COUNTED.match(w) and not any(w == t or (len(w) == 2 and w in t) for t in _TIME_ZH)}
+
+
+# memories about someone else of the user's: their move is not the user's ("用户妹刚搬去上海",
+# "The user's brother Felix moved to Berlin"). A partner is the user's own slot, not listed
+_OTHERS_EN = re.compile(r"^the user's (?:[\w-]+ ){0,2}?(?:brother|sister|sibling|mother|mom|mum|father|dad|parent|son|"
+                        r"daughter|kid|child|children|baby|friend|cousin|colleague|coworker|co-worker|boss|manager|"
+                        r"roommate|flatmate|housemate|neighbou?r|aunt|uncle|niece|nephew|grand\w+|in-law|team|"
+                        r"landlord|teacher|client|cat|dog)s?\b", re.I)
+_OTHERS_ZH = re.compile(r"^用户(?:的)?(?:[\u4e00-\u9fff]{0,2}?)(?:妹妹?|姐姐?|哥哥?|弟弟?|爸爸?|妈妈?|父母|爸妈|儿子|女儿|"
+                        r"孩子|朋友|同事|室友|闺蜜|表[哥姐弟妹]|堂[哥姐弟妹]|邻居|领导|老板|房东|老师|猫|狗)")
+
+
+def about_someone_else(content: str) -> bool:
+    """Whether a memory is about another person (or pet) of the user's, not the user."""
+    return bool(_OTHERS_EN.match(content) or _OTHERS_ZH.match(content))
+
+
+def frames(content: str) -> set[str]:
+    """The exclusive slots a memory names (`FRAMES`)."""
+    lowered = content.lower()
+    latin = set(re.findall(r"[a-zéè]+", lowered))
+    return {name for name, (en, zh) in FRAMES.items() if latin & en or any(w in content for w in zh)}
+
+
+# ---- the judgement -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """An active memory as `judge` sees it: its id, content, and (e5) similarity to the new
+    memory with the cue removed; None when the embedder gives no comparable scale."""
+
+    id: str
+    content: str
+    similarity: float | None = None
+
+
+@dataclass
+class Verdict:
+    """What a new memory does to the old ones: closes `supersede`, flags `review`."""
+
+    supersede: list[str] = field(default_factory=list)
+    review: list[str] = field(default_factory=list)
+
+    def __bool__(self) -> bool:
+        return bool(self.supersede or self.review)
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    """e5's bands (`policy.change_sure_by_model` / `change_unsure_by_model`); None: words alone."""
+
+    sure: float | None = None
+    unsure: float | None = None
+
+
+def _points(new_words: set[str], new_frames: set[str], old: str) -> tuple[int, set[str], bool]:
+    """How much two memories are about one thing: shared words, plus one for a shared slot."""
+    old_words = words(old, cue_words(old))
+    shared = new_words & old_words
+    slot = bool(new_frames & frames(old) & set(FRAMES))
+    return len(shared) + int(slot), shared, slot
+
+
+def judge(new: str, found: Cue | None, candidates: Sequence[Candidate], thresholds: Thresholds,
+          max_review: int = 3) -> Verdict:
+    """Which of `candidates` (active memories of the scope, the new one excluded) the new
+    memory replaces (`found`: its cue) or may replace (no cue: flagged at most)."""
+    drop = cue_words(new)
+    new_words = words(new, drop)
+    new_frames = frames(new)
+    if not new_words or about_someone_else(new):
+        return Verdict()
+    sure: list[str] = []
+    unsure: list[str] = []
+    for c in candidates:
+        if c.content == new or about_someone_else(c.content):
+            continue
+        points, shared, slot = _points(new_words, new_frames, c.content)
+        if points == 0:
+            continue
+        old_words = words(c.content, cue_words(c.content))
+        # a change needs another value: new words the old lacks, and old words the new lacks
+        if (found is None or found.kind == "change") and (not new_words - old_words or not old_words - new_words - shared):
+            continue
+        if found is not None and found.kind == "again" and ((told := cue(c.content)) is None or told.kind != "end"):
+            continue  # "back on coffee" replaces the memory that it had stopped, nothing else
+        if found is not None and found.kind == "end" and (told := cue(c.content)) is not None and told.kind == "end":
+            continue  # an ending does not end an ending ("戒奶茶" again: the same fact)
+        if found is None:
+            # no cue: only an exclusive slot filled twice, and only ever flagged
+            if slot and (thresholds.unsure is None or c.similarity is None or c.similarity >= thresholds.unsure):
+                unsure.append(c.id)
+            continue
+        # two things in common; or the one an ending names ("戒奶茶" and "天天喝奶茶"); or the
+        # exclusive slot a change fills anew ("moved to Berlin" and "lives in Munich": home)
+        strong = points >= 2 or slot or (found.kind != "change" and bool(shared))
+        if thresholds.sure is not None and c.similarity is not None:
+            # the words decide; e5 lifts a one-word match it finds close, and doubts a strong
+            # one it finds far (its scale alone does not separate them: see the config)
+            low = thresholds.unsure if thresholds.unsure is not None else thresholds.sure
+            if (strong and c.similarity >= low) or c.similarity >= thresholds.sure:
+                sure.append(c.id)
+            elif strong or c.similarity >= low:
+                unsure.append(c.id)  # half sure: the words or the embedder, not both
+        elif strong:
+            sure.append(c.id)
+        else:
+            unsure.append(c.id)
+    if len(sure) == 1:
+        return Verdict(supersede=sure)
+    return Verdict(review=(sure + unsure)[:max_review])
+
+
+_SUBJECT = re.compile(r"\bthe user(?:'s)?\b|用户(?:的)?|[:：]", re.I)
+
+
+def core(content: str) -> str:
+    """What a memory says of its thing, for the embedder: without the subject every memory
+    shares (e5 puts "The user is a pharmacist" at 0.9 of "The user is back on coffee") and
+    without cue words ("The user moved to Berlin." → "Berlin.")."""
+    text = content
+    for w in cue_words(content):
+        text = text.replace(w, " ")
+    text = " ".join(_SUBJECT.sub(" ", text).split()).strip(" ,，.。")
+    return text or content
+
+
+def told_by_person(new: str, old: str, said: Sequence[str]) -> bool:
+    """Whether the person's own words (`said`: their turns) tell the change from `old` to
+    `new`: a turn with a change cue naming something of the new memory the old one lacks.
+    An LLM's guess about a memory the person stated or confirmed needs this to close it."""
+    fresh = words(new, cue_words(new)) - words(old)
+    return any(cue(t) is not None and (words(t, cue_words(t)) & fresh or any(w in t.lower() for w in fresh))
+               for t in said)
+
+
+def said_at(content: str, turns: Sequence[tuple[str, datetime | None]]) -> datetime | None:
+    """When a memory's fact was said: the time of the last of the person's turns sharing the
+    most words with it (else their last turn); None when the turns carry no time."""
+    mine = words(content)
+    best: tuple[int, datetime] | None = None
+    for text, at in turns:
+        if at is None:
+            continue
+        score = len(mine & words(text)) + sum(1 for w in mine if has_cjk(w) and w in text)
+        if best is None or score >= best[0]:
+            best = (score, at)
+    return best[1] if best is not None else None
+
+
+# ---- when: the text's dates, resolved against the time the turn was said --------------------
+
+_ZH_NUM = "零一二两三四五六七八九十"
+
+
+def _zh_number(s: str) -> int | None:
+    if s.isdigit():
+        return int(s)
+    if not s or any(ch not in _ZH_NUM for ch in s):
+        return None
+    digits = {ch: i for i, ch in enumerate("零一二三四五六七八九")} | {"两": 2}
+    if "十" in s:
+        tens, _, ones = s.partition("十")
+        return (digits.get(tens, 1) if tens else 1) * 10 + (digits.get(ones, 0) if ones else 0)
+    return digits.get(s) if len(s) == 1 else None
+
+
+def _zh_digits(text: str) -> str:
+    """"去年十月" → "去年10月", "八月一号" → "8月1号": the forms `memlane.dates` reads."""
+    def month(m: re.Match[str]) -> str:
+        n = _zh_number(m.group(1))
+        return f"{n}月" if n is not None and 1 <= n <= 12 else m.group()
+
+    def day(m: re.Match[str]) -> str:
+        n = _zh_number(m.group(1))
+        return f"{n}{m.group(2)}" if n is not None and 1 <= n <= 31 else m.group()
+
+    text = re.sub(r"([一二三四五六七八九十]{1,3})月(?:份)?", month, text)
+    return re.sub(r"(?<=月)([一二三四五六七八九十]{1,3})([号日])", day, text)
+
+
+def _at(day: date) -> datetime:
+    return datetime.combine(day, time.min, tzinfo=UTC)
+
+
+def _resolved(found: Period | Span | None, said: date, shift: int | None) -> date | None:
+    """The first day a date names, not after `said`: a month without its year is the last one
+    that began by then ("since March" said in June 2024 is 2024-03-01; said in February, 2023's)."""
+    if found is None:
+        return None
+    if isinstance(found, Span):
+        return found.start if found.start <= said else None
+    if found.month is None and found.year is None:
+        return None
+    year = found.year
+    if year is None:
+        year = said.year + (shift or 0)
+        if shift is None:
+            try:
+                if date(year, found.month or 1, found.day or 1) > said:
+                    year -= 1
+            except ValueError:
+                return None
+    try:
+        day = date(year, found.month or 1, found.day or 1)
+    except ValueError:
+        return None
+    return day if day <= said else None
+
+
+_EN_SINCE = re.compile(r"\b(?:since|starting|started|as of|beginning|from)\b\s+(?P<d>[^.,;!?]{1,40})", re.I)
+_EN_ON_THE = re.compile(r"\b(?:since|on|from) the (\d{1,2})(?:st|nd|rd|th)\b(?! of)", re.I)
+_EN_WHEN = re.compile(r"\b(?:in|on|last|ago|yesterday|this)\b", re.I)
+_ZH_SINCE = re.compile(r"(?P<d>[^，,。；;！!？?]{1,16}?)(?:开始|起|以来)|从(?P<d2>[^，,。；;！!？?]{1,12})")
+_EN_UNTIL = re.compile(r"\b(?:until|till|up to)\b\s+(?P<d>[^.,;!?]{1,30})", re.I)
+_EN_PAST = re.compile(r"\b(?:lived|worked|was|were|used to|had|drove|studied|played|smoked)\b", re.I)
+_ZH_UNTIL = re.compile(r"(?:到|直到)(?P<d>[^，,。；;！!？?]{1,12}?)(?:为止|之前|才)")
+_ZH_PAST = re.compile(r"以前|之前|那时|当时|曾经")
+
+
+_ZH_YEAR = {"今年": 0, "去年": -1, "前年": -2}
+
+
+def _first_day(text: str, said: date) -> date | None:
+    lowered = _zh_digits(text)
+    shift = None
+    if (y := re.search(r"(今年|去年|前年)(?=\d{1,2}月)", lowered)) is not None:
+        shift = _ZH_YEAR[y.group(1)]  # "去年10月": the month of that year, read without the word
+        lowered = lowered[:y.start()] + " " + lowered[y.end():]
+    found = _resolved(mentioned_period(lowered, said), said, shift)
+    if found is None and (m := _EN_ON_THE.search(text)) is not None:
+        day = int(m.group(1))
+        month_start = said.replace(day=1)
+        for _ in range(3):  # this month's, else the month before (a 31st may wait two)
+            try:
+                if (candidate := month_start.replace(day=day)) <= said:
+                    return candidate
+            except ValueError:
+                pass
+            month_start = (month_start - timedelta(days=1)).replace(day=1)
+    return found
+
+
+def since(text: str, said: datetime, changed: bool = False) -> datetime | None:
+    """When the fact the text states began, where it says so: after "since / from / starting"
+    ("since the 1st of June", "从今年三月开始", "去年十月开始"), or, for a statement that tells a
+    change (`changed`), any date it names ("switched to matcha in march", "上周搬到滨江", "last
+    week I moved"). Never after `said`; None when the text names no such date."""
+    day = said.date()
+    for m in _EN_SINCE.finditer(text):
+        found = _first_day(m.group(), day)  # with its "since": "since March" names a month
+        if found is not None:
+            return _at(found)
+    on = _EN_ON_THE.search(text)  # "on the 2nd" names a start only in a change ("started on the 2nd")
+    if on is not None and (changed or on.group().lower().startswith("since")) and (
+            found := _first_day(on.group(), day)) is not None:
+        return _at(found)
+    for z in _ZH_SINCE.finditer(text):
+        piece = z.group("d") or z.group("d2") or ""
+        found = _first_day(piece, day)
+        if found is not None:
+            return _at(found)
+    if changed and (has_cjk(text) or _EN_WHEN.search(text)):
+        found = _first_day(text, day)
+        if found is not None:
+            return _at(found)
+    return None
+
+
+def until(text: str, said: datetime) -> datetime | None:
+    """When a fact told as past ended ("lived in Dayton until 2021" → 2021-01-01; "到去年才…"),
+    where the text says so; None for a fact told as holding, or a date still ahead."""
+    day = said.date()
+    if not (_EN_PAST.search(text) or _ZH_PAST.search(text)):
+        return None
+    for pattern in (_EN_UNTIL, _ZH_UNTIL):
+        for m in pattern.finditer(text):
+            found = _first_day("in " + m.group("d"), day)  # "until 2021" names the year as "in 2021" does
+            if found is not None:
+                return _at(found)
+    return None
+
+
+def lenient_date(value: object, now: datetime) -> datetime | None:
+    """A date an LLM gave ("2026-03-01", "2026-03", "2026", "March 2026", an ISO time), as a
+    UTC datetime; None for anything else, or a date after `now` or before 1900 (refused
+    quietly: the operation is kept without it)."""
+    if not isinstance(value, str) or not value.strip() or len(value) > 64:
+        return None
+    text = value.strip()
+    at: datetime | None = None
+    try:
+        parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))
+        at = parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+    except ValueError:
+        if (m := re.fullmatch(r"((?:19|20)\d\d)(?:-(\d{1,2}))?", text)) is not None:
+            try:
+                at = _at(date(int(m.group(1)), int(m.group(2) or 1), 1))
+            except ValueError:
+                return None
+        else:
+            found = mentioned_period(_zh_digits(text.lower()))
+            if isinstance(found, Period) and found.year is not None:
+                try:
+                    at = _at(date(found.year, found.month or 1, found.day or 1))
+                except ValueError:
+                    return None
+    if at is None or at.year < 1900 or at > now + timedelta(days=1):
+        return None
+    return at.astimezone(UTC)
+
+
+__all__ = ["FRAMES", "Candidate", "Cue", "Thresholds", "Verdict", "about_someone_else", "core", "cue", "cue_words", "frames", "judge",
+           "lenient_date", "said_at", "since", "told_by_person", "until", "words"]
