@@ -106,7 +106,7 @@ def test_bad_items_are_rejected_one_by_one_with_reasons(mem):
     # seed 001's profile halves it, tests/test_supersession_extract.py)
     assert mem.get(keep.id, user_id="u1").score == pytest.approx(0.6)
     assert [e.kind for e in mem.history(keep.id, user_id="u1")] == ["ADD"]
-    assert report.added[0].metadata["review"]["may_supersede"] == [keep.id]
+    assert report.added[0].metadata["may_supersede"]["ids"] == [keep.id]
 
 
 def test_a_reply_whose_every_item_is_unusable_fails_the_job(mem):

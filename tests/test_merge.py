@@ -87,7 +87,7 @@ def test_mixed_job_adds_boosts_updates_deletes_and_contradicts_in_one_go(mem):
     assert c.id not in by
     assert by[d.id].content == "用户在学日语和韩语"
     [new] = [m for m in by.values() if m.id not in (a.id, b.id, d.id)]
-    assert (new.content, new.metadata["review"]["may_supersede"]) == ("用户搬到了上海", [a.id])
+    assert (new.content, new.metadata["may_supersede"]["ids"]) == ("用户搬到了上海", [a.id])
     kinds = sorted(e.kind for e in mem.store.events(_scope()) if e.actor.startswith("extract"))
     assert kinds == ["ADD", "BOOST", "DELETE", "UPDATE"]
 

@@ -255,3 +255,36 @@ def test_which_questions_ask_about_the_past(query: str, past: bool) -> None:
     from memlane.retrieval.tense import asks_about_past
 
     assert asks_about_past(query) is past
+
+
+def test_a_question_about_a_change_gets_every_version_of_the_fact(make_memory: MakeMemory) -> None:
+    """"How many times did the user move?" found one home: the others follow it, oldest first,
+    each saying when it held; a question about the present gets the current one alone."""
+    clock = ManualClock(datetime(2025, 1, 10, tzinfo=UTC))
+    m = make_memory(clock=clock)
+    for other in ("The user plays chess on Sundays.", "The user likes jazz.", "The user drives an old Volvo."):
+        m.add(other, user_id="u1")
+    a = m.add("The user rents a flat in Munich.", user_id="u1", valid_from=datetime(2015, 3, 1, tzinfo=UTC))
+    b = m.supersede(a.id, "The user rents a flat in Hamburg.", user_id="u1", valid_from=datetime(2018, 6, 1, tzinfo=UTC))
+    c = m.supersede(b.id, "The user rents a flat in Berlin.", user_id="u1", valid_from=datetime(2021, 9, 1, tzinfo=UTC))
+    hits = m.search("how many times has the user moved flat", user_id="u1", limit=4)
+    ids = [h.id for h in hits]
+    assert {a.id, b.id, c.id} <= set(ids)
+    at = min(ids.index(x) for x in (a.id, b.id, c.id))
+    found = ids[at]
+    assert ids[at:at + 3] == [found, *(x for x in (a.id, b.id, c.id) if x != found)]  # together, then oldest first
+    assert [h.id for h in m.search("which flat does the user rent", user_id="u1") if "flat" in h.content] == [c.id]
+    one = m.search("where was the user's flat", user_id="u1", as_of=datetime(2019, 1, 1, tzinfo=UTC))
+    assert [h.id for h in one if "flat" in h.content] == [b.id]  # as of a day: the version that held
+
+
+@pytest.mark.parametrize(("asked", "told"), [
+    ("where am I working these days?", "where is the user working these days?"),
+    ("What did I change my diet to?", "What did the user change the user's diet to?"),
+    ("I'm vegetarian, right?", "the user is vegetarian, right?"),
+    ("我现在在哪上班？", "用户现在在哪上班？"), ("我们上次聊了什么", "我们上次聊了什么"),
+    ("Where does the user live?", "Where does the user live?")])
+def test_a_memory_search_reads_the_first_person_as_the_user(asked: str, told: str) -> None:
+    from memlane.retrieval.query import told_of_user
+
+    assert told_of_user(asked) == told

@@ -98,7 +98,7 @@ def test_a_pinned_memory_is_flagged_on_an_llm_guess_and_superseded_on_the_person
         {"op": "ADD", "content": "The user lives in Berlin.", "supersedes": [home.id]}))
     assert m.get(home.id, user_id="u1").status == "active"  # nothing closed
     berlin = by_content(m)["The user lives in Berlin."]
-    assert berlin.metadata["review"]["may_supersede"] == [home.id]
+    assert berlin.metadata["may_supersede"]["ids"] == [home.id]
     # the person's own words tell the change: closed
     told(m, "s2", "I moved to Hamburg last month", reply=ops(
         {"op": "ADD", "content": "The user lives in Hamburg.", "supersedes": [home.id]}))
@@ -114,7 +114,7 @@ def test_contradicts_is_flagged_for_review_not_resolved(make_memory: MakeMemory)
         {"op": "ADD", "content": "The user is trying tea lately.", "contradicts": [coffee.id]}))
     old = m.get(coffee.id, user_id="u1")
     assert (old.status, old.score) == ("active", report_before)
-    assert by_content(m)["The user is trying tea lately."].metadata["review"]["may_supersede"] == [coffee.id]
+    assert by_content(m)["The user is trying tea lately."].metadata["may_supersede"]["ids"] == [coffee.id]
 
 
 def test_the_monitors_line_form_supersedes(make_memory: MakeMemory) -> None:
@@ -191,7 +191,7 @@ def test_offline_a_slot_filled_again_without_a_cue_is_flagged_never_superseded(m
     told(m, "s2", "I live in Berlin.")
     assert m.list(user_id="u1", status="superseded") == []
     munich = by_content(m)["The user lives in Munich."]
-    assert by_content(m)["The user lives in Berlin."].metadata["review"]["may_supersede"] == [munich.id]
+    assert by_content(m)["The user lives in Berlin."].metadata["may_supersede"]["ids"] == [munich.id]
 
 
 # ---- the pieces ------------------------------------------------------------------------

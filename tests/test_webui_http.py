@@ -777,3 +777,24 @@ def test_a_fact_that_changed_shows_its_timeline_and_is_recorded_by_a_guarded_for
     assert "时间线" in zh_page and "自 2026-03-05 起" in zh_page and "事实变了" in zh_page
     assert "2026-03-01 至 2026-03-05" in zh_page and "事实变更" in zh_page
     assert "已被取代" in zh.get("/memories", params={"status": "superseded"}).text
+
+
+def test_a_change_the_engine_was_unsure_of_is_applied_or_dismissed_by_a_person(world: dict[str, Any]) -> None:
+    """Issue 32: a memory flagged as maybe replacing another (the extractor was unsure) shows
+    both on its page; "it replaces this" supersedes, "both hold" drops the flag; guarded forms."""
+    mem = world["mem"]
+    tea = mem.add("lin drinks tea every morning", user_id="lin")
+    coffee = mem.add("lin drinks coffee every morning", user_id="lin", metadata={"may_supersede": {"ids": [tea.id]}})
+    water = mem.add("lin drinks water every evening", user_id="lin", metadata={"may_supersede": {"ids": [tea.id]}})
+    client = login(world["base"], world["key"]["lin"])
+    page = client.get(f"/memories/{coffee.id}").text
+    assert 'data-testid="may-supersede"' in page and "lin drinks tea every morning" in page
+    url = f"/memories/{tea.id}/supersede"
+    assert client.post(url, data={"by": coffee.id}, follow_redirects=False).status_code == 403  # no CSRF token
+    r = client.post(url, data={"by": coffee.id, "csrf": token(client)}, headers={"Origin": world["base"]})
+    assert r.status_code == 200 and mem.get(tea.id, user_id="lin").superseded_by == coffee.id
+    assert 'data-testid="may-supersede"' not in client.get(f"/memories/{water.id}").text  # tea is history now
+    other = mem.add("lin drinks juice", user_id="lin", metadata={"may_supersede": {"ids": [coffee.id]}})
+    r = client.post(f"/memories/{other.id}/keep-both", data={"csrf": token(client)}, headers={"Origin": world["base"]})
+    assert r.status_code == 200 and "may_supersede" not in mem.get(other.id, user_id="lin").metadata
+    assert mem.get(coffee.id, user_id="lin").status == "active"

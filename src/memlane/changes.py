@@ -16,7 +16,7 @@ neither a list of phrases to expect:
   tests' hash one) has no such scale, and the words decide alone.
 
 One sure candidate is superseded; two, or one only half sure, are flagged for review (the new
-memory's metadata `{"review": {"may_supersede": [ids]}}`), never resolved silently. A new
+memory's metadata `{"may_supersede": {"ids": [ids], "at": …}}`), never resolved silently. A new
 memory without a cue that fills an exclusive slot (home, employer, partner, vehicle, diet)
 with another value than an old one is flagged, never superseded.
 

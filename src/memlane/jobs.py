@@ -48,7 +48,6 @@ from memlane.llm import LLM
 from memlane.models import ExtractionJob, Hit, MemoryRecord, Scope, Turn, new_id
 from memlane.policy import (
     PRIORITY,
-    REVIEWED,
     decayed,
     dedup_threshold,
     names_memory,
@@ -462,7 +461,7 @@ class JobRunner:
             valid_from = valid_to  # "lived in Dayton until 2021", told later: when it began is not known
         metadata: dict[str, Any] = {"turns": [job.first_seq, job.last_seq], **({PRIORITY: op.priority} if op.priority else {})}
         if review and pol.on_change == "supersede":  # seed 001's profile halves instead
-            metadata[REVIEWED] = {"may_supersede": review, "at": now.isoformat()}
+            metadata[supersession.FLAG] = {"ids": review, "at": now.isoformat()}
         mem = MemoryRecord(
             id=new_id(), user_id=scope.user_id, agent_id=scope.agent_id, content=op.content or "",
             category=op.category or pol.default_category, score=score, confidence=op.confidence,

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from memlane import validate
+from memlane import supersession, validate
 from memlane.models import Corpus, Hit, MemoryRecord, Scope
 from memlane.parts import Parts, Reading
 from memlane.retrieval.filters import Filters, check_filters
@@ -79,10 +79,39 @@ def search(engine: Reading, scope: Scope, query: str, corpus: Corpus, *, limit: 
     # merge looks only at the lists' heads, so a shorter page stays the start of a longer one:
     # a full sort would pull a later-ranked hit of a longer list forward)
     hits = lists[0] if len(lists) == 1 else list(islice(heapq.merge(*lists, key=lambda h: -h.score), limit))
+    if corpus == "memories" and filters.include_superseded and filters.as_of is None and cfg.search.change_chains:
+        hits = with_versions(engine, hits, limit)
     if corpus == "memories" and activate:
         used(engine, scope, [h.memory for h in hits if h.memory is not None and h.score >= cfg.search.min_relevance
                              and h.memory.status != "superseded"])  # history is not in use
     return hits
+
+
+def with_versions(engine: Reading, hits: list[Hit], limit: int) -> list[Hit]:
+    """A question about the past or a change (issue 32) gets each changed fact whole: right
+    after a version it found (which keeps its place: "in 2019" found the one that held then),
+    the fact's other versions, oldest first ("how many jobs have I had", "how long did I live
+    in Munich" need every one, with when each held). The page keeps its length."""
+    out: list[Hit] = []
+    seen: set[str] = set()
+    for hit in hits:
+        m = hit.memory
+        if hit.id in seen:
+            continue
+        if m is None or not (m.supersedes or m.superseded_by):
+            out.append(hit)
+            seen.add(hit.id)
+            continue
+        owner = Scope(user_id=m.user_id, agent_id=m.agent_id)
+        out.append(hit)
+        seen.add(hit.id)
+        for v in supersession.timeline(engine.store, owner, m):
+            if v.id not in seen:
+                seen.add(v.id)
+                out.append(hit.model_copy(update={
+                    "id": v.id, "content": v.content, "source": f"memory:{v.id}", "created_at": v.created_at,
+                    "memory": v, "highlights": [], "bm25_rank": None, "vector_rank": None}))
+    return out[:limit]
 
 
 def used(parts: Parts, scope: Scope, memories: Sequence[MemoryRecord]) -> None:

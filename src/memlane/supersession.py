@@ -21,6 +21,11 @@ from memlane.errors import Conflict, ValidationError
 from memlane.models import MemoryRecord, Scope
 from memlane.store import Store
 
+# memory metadata: a change the engine was unsure of (issue 32), for a person to apply or dismiss:
+# {"ids": [memories this one may replace], "at": when flagged}. Its own key: the decay reviewer
+# rewrites "review" whole
+FLAG = "may_supersede"
+
 
 def check(old: MemoryRecord, new: MemoryRecord) -> None:
     """Refuse a change that cannot be one: a memory superseding itself, or one already replaced."""
@@ -42,11 +47,11 @@ def closed(old: MemoryRecord, new: MemoryRecord, at: datetime) -> MemoryRecord:
                                   "superseded_by": new.id, "updated_at": at})
 
 
-def carried(old: MemoryRecord, new: MemoryRecord, at: datetime) -> MemoryRecord:
-    """`new` as it takes over from `old`: linked to it, with its importance and its use (and
-    the pin a person put on it, when the new one is a person's word too)."""
+def carried(old: MemoryRecord, new: MemoryRecord, at: datetime, pin: bool = True) -> MemoryRecord:
+    """`new` as it takes over from `old`: linked to it, with its importance and its use (and,
+    with `pin`, the pin a person put on it: the change is told in the person's own words)."""
     return new.model_copy(update={
-        "supersedes": old.id, "score": max(new.score, old.score), "pinned": new.pinned or (old.pinned and new.verified),
+        "supersedes": old.id, "score": max(new.score, old.score), "pinned": new.pinned or (old.pinned and pin),
         "activation_count": new.activation_count + old.activation_count,
         "last_activated": max(new.last_activated, old.last_activated), "updated_at": at})
 
@@ -58,12 +63,12 @@ def reopened(old: MemoryRecord, at: datetime) -> MemoryRecord:
 
 
 def apply(store: Store, scope: Scope, old: MemoryRecord, new: MemoryRecord, *, at: datetime, actor: str,
-          reason: str = "") -> tuple[MemoryRecord, MemoryRecord]:
-    """Write a change: `old` closed, `new` (already stored) linked and carrying on; both audited
-    as SUPERSEDE, in the caller's transaction. Returns both as stored."""
+          reason: str = "", pin: bool = True) -> tuple[MemoryRecord, MemoryRecord]:
+    """Write a change: `old` closed, `new` (already stored) linked and carrying on (`carried`);
+    both audited as SUPERSEDE, in the caller's transaction. Returns both as stored."""
     check(old, new)
     before_old, before_new = old, new
-    old, new = closed(old, new, at), carried(old, new, at)
+    old, new = closed(old, new, at), carried(old, new, at, pin)
     store.update_memory(old, content_changed=False)
     store.update_memory(new, content_changed=False)
     why = f": {reason}" if reason else ""

@@ -260,13 +260,19 @@ def _aware_time(v: Any) -> bool:
         return False
 
 
+def _flagged(v: Any) -> bool:
+    """A change the engine was unsure of (supersession.FLAG): {"ids": [memory ids], "at"?}."""
+    return isinstance(v, dict) and _strings(v.get("ids")) and ("at" not in v or _aware_time(v["at"]))
+
+
 def _review(v: Any) -> bool:
     return isinstance(v, dict) and ("at" not in v or _aware_time(v["at"]))
 
 
 # Keys memlane keeps in a record's metadata, and the shape its own code reads back: a caller
 # (or an export file) may carry them, but only in that shape, so they cannot break a later step.
-MEMORY_KEYS: dict[str, Callable[[Any], bool]] = {"merged": _strings, "review": _review, "decayed_at": _aware_time}
+MEMORY_KEYS: dict[str, Callable[[Any], bool]] = {"merged": _strings, "review": _review, "decayed_at": _aware_time,
+                                                 "may_supersede": _flagged}
 SESSION_KEYS: dict[str, Callable[[Any], bool]] = {
     "user_messages_since_extract": _count, "extracted_through": _count, "commands_through": _count,
     "compacted_through": _count, "compactions": _count, "injected": _strings,

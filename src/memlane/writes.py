@@ -82,7 +82,8 @@ def supersede(engine: Noticing, scope: Scope, old: MemoryRecord, new: MemoryReco
         with engine.store.transaction():
             old, stored = _fresh(engine, scope, old), _fresh(engine, scope, by)
             by = stored.model_copy(update={"valid_from": by.valid_from})  # the caller's valid_from, if any
-            closed, current = supersession.apply(engine.store, scope, old, by, at=now, actor=actor, reason=reason)
+            closed, current = supersession.apply(engine.store, scope, old, by, at=now, actor=actor, reason=reason,
+                                                 pin=by.verified)
     else:
         assert new is not None
         supersession.check(old, new)
@@ -92,7 +93,8 @@ def supersede(engine: Noticing, scope: Scope, old: MemoryRecord, new: MemoryReco
             rowid = engine.store.insert_memory(new)
             engine.store.put_vectors("memories", scope, [rowid], vec[None, :])
             engine.store.add_event(scope, new.id, "ADD", None, new.snapshot(), actor, reason, now)
-            closed, current = supersession.apply(engine.store, scope, old, new, at=now, actor=actor, reason=reason)
+            closed, current = supersession.apply(engine.store, scope, old, new, at=now, actor=actor, reason=reason,
+                                                 pin=new.source == "user")
         engine.signals.send("rows.written")
     engine.signals.send("memory.changed", scope)
     return closed, current

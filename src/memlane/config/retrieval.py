@@ -147,6 +147,13 @@ class SearchConfig(_Section):
     # characters; a pasted page is a document to import, not a query (its words cost ~30 ms of
     # CPU a 1,000 characters to analyse). build_context reads a longer message's start
     max_query_chars: int = Field(1_000, ge=16)
+    # Not from a seed (issue 32): the dense side of a memory search reads a first-person question
+    # as told of the user, as memories are ("where am I working" → "where is the user working";
+    # retrieval.query.told_of_user). bench/changes.py and bench/memories.py, same run: see README
+    memory_third_person: bool = True
+    # Not from a seed (issue 32): a memory search about the past or a change returns a changed
+    # fact's other versions right after the one it found (reading.with_versions)
+    change_chains: bool = True
     # Not from a seed (issue 29, bench/memories.py): in a memory or episode search, a query
     # word that at least this share of the scope's rows hold ("The user…", "用户…") finds no
     # candidates — its BM25 weight is nil, but the pool's best-normalised lexical score made

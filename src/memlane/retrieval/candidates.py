@@ -14,7 +14,7 @@ import numpy as np
 from memlane.config import SearchConfig
 from memlane.crosslingual import LanguageAxes, without_language
 from memlane.models import Corpus, Scope, TurnPlace
-from memlane.retrieval.query import dense_text, drop_common
+from memlane.retrieval.query import dense_text, drop_common, told_of_user
 from memlane.store import Store, passage_rowids, vector_owner
 from memlane.text import fts_query, fts_terms, language_of
 
@@ -66,8 +66,9 @@ def gather(
     language, the query is scored as it is (the correction would only blur it)."""
     cands = _lexical(store, cfg, corpus, scope, words, size, include)
     # a vector given as such is used as is: only a function needs the text to embed
+    asked = told_of_user(query) if corpus == "memories" and cfg.memory_third_person else query
     qv = (query_vector if query_vector is None or isinstance(query_vector, np.ndarray)
-          else query_vector(dense_text(store, corpus, scope, query, cfg)))
+          else query_vector(dense_text(store, corpus, scope, asked, cfg)))
     if qv is not None and float(np.linalg.norm(qv)) == 0:  # punctuation-only queries have no vector
         qv = None
     per_turn = corpus == "turns" and passages > 0

@@ -244,8 +244,11 @@ class Search:
             prior = prior + cfg.named_session_prior * (facts.source_session == self.named)
         relevance = np.fromiter((cands[r].relevance for r in facts.rowid.tolist()), np.float64, len(facts)) + prior
         age_days = np.maximum(0.0, (now.timestamp() - facts.last_activated) / 86400)
+        # a question about another time (issue 32: the past, a change, `as_of`): how lately a
+        # memory was used says nothing of whether it held then — history is never used
+        w_recency = 0.0 if filters.as_of is not None or filters.include_superseded else cfg.w_recency
         scores = (cfg.w_similarity * relevance + cfg.w_importance * facts.score
-                  + cfg.w_recency * np.power(0.5, age_days / cfg.recency_half_life_days))  # recency(), in numpy
+                  + w_recency * np.power(0.5, age_days / cfg.recency_half_life_days))  # recency(), in numpy
         order = np.lexsort((facts.rowid, -scores))
         ranked = [r for r in facts.rowid[order].tolist() if r not in returned]
         hits: Ranked = []

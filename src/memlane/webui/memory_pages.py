@@ -5,6 +5,7 @@ that changed its timeline and the "the fact changed" form (issue 32). Every acti
 
 from __future__ import annotations
 
+import contextlib
 from datetime import UTC, date, datetime, time
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode
@@ -12,6 +13,7 @@ from urllib.parse import urlencode
 from starlette.requests import Request
 from starlette.responses import Response
 
+from memlane import supersession
 from memlane.errors import NotFound, ValidationError
 from memlane.forecast import forecast
 from memlane.models import Hit, MemoryEvent, MemoryRecord, Turn
@@ -128,8 +130,16 @@ def register(ui: Plumbing) -> None:
             related = sorted((h for h in hits if h.id != m.id), key=lambda h: -h.similarity)[:5]
             audit = await ui.call(mem.audit, **ctx.scope)
             contradicted = [e for e in audit if e.reason.startswith(f"contradicted by {m.id}")]
+        flagged: list[MemoryRecord] = []  # a change the engine was unsure of (supersession.FLAG)
+        if m is not None and m.status == "active":
+            for old_id in flagged_ids(m):
+                with contextlib.suppress(NotFound):
+                    old = await ui.call(mem.get, old_id, **ctx.scope)
+                    if old.status != "superseded":
+                        flagged.append(old)
         fc = forecast(m, mem.config.policy, mem.clock()) if m is not None else None
         return ui.render(ctx, "memory.html", m=m, memory_id=memory_id, changes=changes, replaced=replaced,
+                         flagged=flagged,
                          turns=turns, related=related, contradicted=contradicted, fc=fc, timeline=timeline,
                          successor=next((v for v, _ in timeline if m is not None and v.id == m.superseded_by), None),
                          categories=mem.config.policy.categories, today=mem.clock().date().isoformat())
@@ -189,6 +199,10 @@ def register(ui: Plumbing) -> None:
         """A person says the fact changed: the new text replaces the memory from the day given
         (empty: now); the old one is kept, closed then. Lands on the current memory's page."""
         ctx = await ui.context(request, write=True)
+        if by := ctx.field("by").strip():  # a flagged change applied: the memory `by` replaces this one
+            m = await ui.call(ctx.mem.supersede, request.path_params["id"], **ctx.scope, by=by, actor="web",
+                              reason="a flagged change applied in the web UI")
+            return ui.done(ctx, lambda: row(ctx, m, flash=i18n.text(ctx.lang, "changed")), f"/memories/{m.id}")
         day = ctx.field("valid_from").strip()
         try:
             since = datetime.combine(date.fromisoformat(day), time(), UTC) if day else None
@@ -197,6 +211,16 @@ def register(ui: Plumbing) -> None:
         m = await ui.call(ctx.mem.supersede, request.path_params["id"], ctx.field("content"), **ctx.scope,
                           valid_from=since, actor="web", reason="changed in the web UI")
         return ui.done(ctx, lambda: row(ctx, m, flash=i18n.text(ctx.lang, "changed")), f"/memories/{m.id}")
+
+    @ui.route("/memories/{id}/keep-both", ("POST",))
+    async def keep_both(request: Request) -> Response:
+        """A flagged change dismissed: both facts hold; the flag goes, audited."""
+        ctx = await ui.context(request, write=True)
+        m = await get(ctx)
+        meta = {k: v for k, v in m.metadata.items() if k != supersession.FLAG}
+        m = await ui.call(ctx.mem.update, m.id, **ctx.scope, metadata=meta, actor="web",
+                          reason="both facts hold (a flagged change dismissed in the web UI)")
+        return ui.done(ctx, lambda: row(ctx, m, flash=i18n.text(ctx.lang, "saved")), f"/memories/{m.id}")
 
     @ui.route("/memories/{id}/delete", ("POST",))
     async def delete(request: Request) -> Response:
@@ -218,6 +242,13 @@ def register(ui: Plumbing) -> None:
             return ui.done(ctx, lambda: ui.render(ctx, "_memory_deleted.html", m=None, memory_id=memory_id),
                            f"/memories/{memory_id}")
         return ui.done(ctx, lambda: row(ctx, m, flash=i18n.text(ctx.lang, "undone")), f"/memories/{memory_id}")
+
+
+def flagged_ids(m: MemoryRecord) -> list[str]:
+    """The memories `m` may replace, as the extractor flagged them (supersession.FLAG)."""
+    found = m.metadata.get(supersession.FLAG)
+    ids = found.get("ids") if isinstance(found, dict) else None
+    return [i for i in ids if isinstance(i, str)][:10] if isinstance(ids, list) else []
 
 
 def flag(value: str, name: str, lang: str) -> bool:
