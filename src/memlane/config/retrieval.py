@@ -49,8 +49,9 @@ class EmbeddingConfig(_Section):
     # Not from a seed (issue 34, bench/throughput.py), e5: how its OpenMP threads wait between
     # the ~150 parallel regions of a call. "spin" (libgomp's default) busy-waits, which on a
     # machine whose other core is taken starves the thread holding the work: a lone question
-    # took 135-200 ms against 35-40 ms "passive" (threads sleep; sets OMP_WAIT_POLICY for the
-    # process unless already set, read when the engine first loads)
+    # p50 92.8 ms against 35.2 "passive", LongMemEval keys 7.2x slower; with a core free,
+    # passive costs a question ~5 ms (threads sleep; sets OMP_WAIT_POLICY for the process
+    # unless already set, read when the engine first loads)
     omp_wait: Literal["passive", "spin"] = "passive"
 
 
