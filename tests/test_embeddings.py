@@ -203,3 +203,25 @@ def test_a_call_beside_a_busy_copy_runs_on_one_thread():
         t.start()
         t.join()
     assert seen == {"beside": 1, "alone": omp._all}
+
+
+@pytest.mark.parametrize(("wait", "user", "spin"), [("passive", None, "'0'"), ("spin", None, "'300000'"),
+                                                     ("passive", "ACTIVE", "'30000000000'")])
+def test_e5_threads_sleep_between_regions_unless_told_otherwise(wait: str, user: str | None, spin: str) -> None:
+    """issue 34: e5's OpenMP threads wait passively, spinning 0 times (busy-waiting for
+    libgomp's default 300,000 spins starved the partner thread on a shared machine); libgomp
+    reads the setting once, when the engine loads, and prints it with OMP_DISPLAY_ENV. A
+    user's own OMP_WAIT_POLICY stays; "spin" leaves libgomp's default."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OMP_", "GOMP_"))}
+    env.update(OMP_DISPLAY_ENV="verbose", PYTHONPATH=str(Path(__file__).parents[1] / "src"))
+    if user:
+        env["OMP_WAIT_POLICY"] = user
+    code = f"from memlane.embeddings.local import E5Embedder; E5Embedder(wait={wait!r}).embed(['x'])"
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    line = next(x for x in (out.stdout + out.stderr).splitlines() if "GOMP_SPINCOUNT" in x)
+    assert line.strip() == f"GOMP_SPINCOUNT = {spin}"

@@ -155,45 +155,91 @@ class QueryCache:
 def index_pending(store: Store, embedder: Embedder, *, max_chars: int, batch_size: int = 32,
                   limit: int | None = None, progress: Callable[[int], None] | None = None,
                   passage_chars: int = 0, max_passages: int = 0) -> int:
-    """Embed rows that have no vector yet, in batches; returns how many were embedded. A long
-    turn gets its passages' vectors too (`passages`), in the same transaction as its own."""
+    """Embed rows that have no vector yet, keys first: every pending row's key (`index_keys`),
+    then the long turns' passages (`index_passages`); returns how many rows got their key."""
+    done = index_keys(store, embedder, max_chars=max_chars, batch_size=batch_size, limit=limit,
+                      progress=progress, passage_chars=passage_chars, max_passages=max_passages)
+    if limit is None or done < limit:
+        index_passages(store, embedder, max_chars=max_chars, batch_size=batch_size,
+                       passage_chars=passage_chars, max_passages=max_passages)
+    return done
+
+
+def index_keys(store: Store, embedder: Embedder, *, max_chars: int, batch_size: int = 32,
+               limit: int | None = None, progress: Callable[[int], None] | None = None,
+               passage_chars: int = 0, max_passages: int = 0) -> int:
+    """Give rows that have no vector yet their key's vector, in batches; returns how many. A
+    long turn that gets passages (`passages`) is searchable by its key from here on, and is
+    marked to wait for them in the same transaction (a kill between the two passes leaves
+    them to the next process's `index_passages`): issue 34, the key alone embeds 5x faster."""
     done = 0
     for corpus in CORPORA:
         while limit is None or done < limit:
             rows = store.unembedded(corpus, batch_size)
             if not rows:
                 break
-            keys: list[str] = []
-            owners: list[tuple[Scope, int]] = []  # (scope, vector row) of each key
-            for rowid, scope, text in rows:
-                texts = vector_keys(text, max_chars, *((passage_chars, max_passages) if corpus == "turns" else ()))
-                keys += texts
-                owners += [(scope, rowid)] + [(scope, r) for r in passage_rowids(rowid, len(texts) - 1)]
-            vecs = embed_cached(store, embedder, keys, batch_size)
-            by_scope: dict[Scope, list[int]] = {}
-            for i, (scope, _) in enumerate(owners):
-                by_scope.setdefault(scope, []).append(i)
-            # one transaction per scope: on PostgreSQL each holds that scope's lock only, so two
-            # indexers (two processes) taking the scopes of their batches in different orders
-            # cannot deadlock; a turn and its passages share a scope, so they still commit together
-            for scope, idx in by_scope.items():
-                with store.transaction():
-                    store.put_vectors(corpus, scope, [owners[i][1] for i in idx], vecs[idx])
+            vecs = embed_cached(store, embedder, [vector_key(text, max_chars) for _, _, text in rows], batch_size)
+            waiting = {rowid for rowid, _, text in rows if corpus == "turns" and max_passages > 0
+                       and passage_chars > 0 and passages(text, max_chars, passage_chars, max_passages)}
+            _put(store, corpus, [(scope, rowid) for rowid, scope, _ in rows], vecs, waiting)
             done += len(rows)
             if progress:
                 progress(len(rows))
     return done
 
 
+def index_passages(store: Store, embedder: Embedder, *, max_chars: int, batch_size: int = 32,
+                   limit: int | None = None, passage_chars: int = 0, max_passages: int = 0) -> int:
+    """The second pass: turns whose key is in get their passages' vectors (`passages`), with
+    the key again (from the cache) so that `put_vectors` replaces the turn's vectors whole, in
+    batches of `batch_size` turns; returns how many turns. A turn whose settings now give no
+    passage gets its key alone, and waits no more."""
+    done = 0
+    while limit is None or done < limit:
+        rows = store.pending_passages(batch_size if limit is None else min(batch_size, limit - done))
+        if not rows:
+            break
+        keys: list[str] = []
+        owners: list[tuple[Scope, int]] = []  # (scope, vector row) of each key
+        for rowid, scope, text in rows:
+            texts = vector_keys(text, max_chars, passage_chars, max_passages)
+            keys += texts
+            owners += [(scope, rowid)] + [(scope, r) for r in passage_rowids(rowid, len(texts) - 1)]
+        _put(store, "turns", owners, embed_cached(store, embedder, keys, batch_size), set())
+        done += len(rows)
+    return done
+
+
+def _put(store: Store, corpus: Corpus, owners: list[tuple[Scope, int]], vecs: np.ndarray, waiting: set[int]) -> None:
+    """Store each (scope, vector row)'s vector; the turns of `waiting` are marked to wait for
+    their passages, with their key."""
+    by_scope: dict[Scope, list[int]] = {}
+    for i, (scope, _) in enumerate(owners):
+        by_scope.setdefault(scope, []).append(i)
+    # one transaction per scope: on PostgreSQL each holds that scope's lock only, so two
+    # indexers (two processes) taking the scopes of their batches in different orders
+    # cannot deadlock; a turn and its passages share a scope, so they still commit together
+    for scope, idx in by_scope.items():
+        rowids = [owners[i][1] for i in idx]
+        with store.transaction():
+            store.put_vectors(corpus, scope, rowids, vecs[idx])
+            if pending := [r for r in rowids if r in waiting]:
+                store.set_passages_pending(pending)
+
+
 class BackgroundIndexer:
     """A daemon thread (`loop.Loop`) that embeds pending rows on its own database connection
     whenever notified. After its first rows it caches `warm` too, the texts every search
     embeds (retrieval.relevance.NULL_TEXTS, and crosslingual.PARALLEL also as queries:
-    `warm_queries`), so that the next process's first search embeds only its query."""
+    `warm_queries`), so that the next process's first search embeds only its query.
+
+    Keys go first (issue 34): every pending row's key, then the long turns' passages
+    `passage_step` turns at a time, looking for new keys between two steps, so a turn written
+    while a long import's passages are embedded is searchable by meaning within a step."""
 
     def __init__(self, open_store: Callable[[], Store], embedder: Embedder, *, max_chars: int, batch_size: int,
                  passage_chars: int = 0, max_passages: int = 0, warm: Sequence[str] = (),
-                 warm_queries: Sequence[str] = ()) -> None:
+                 warm_queries: Sequence[str] = (), passage_step: int = 8) -> None:
         self._open_store = open_store
         self._embedder = embedder
         self._warm = tuple(warm)  # emptied once cached
@@ -201,6 +247,7 @@ class BackgroundIndexer:
         self._max_chars = max_chars
         self._passages = (passage_chars, max_passages)
         self._batch_size = batch_size
+        self._passage_step = passage_step
         self.error: BaseException | None = None
         self._store: Store | None = None  # the thread's own, while it runs
         self._loop = Loop("memlane-indexer", self._pass, around=self._opened_store)
@@ -227,15 +274,21 @@ class BackgroundIndexer:
         """Every pending row, in batches, until none is left or a stop is asked."""
         assert self._store is not None
         store = self._store
+        chars, batch, (passage_chars, max_passages) = self._max_chars, self._batch_size, self._passages
         try:
-            while not self._loop.stopping and index_pending(
-                store, self._embedder, max_chars=self._max_chars, batch_size=self._batch_size,
-                limit=self._batch_size * 4, passage_chars=self._passages[0], max_passages=self._passages[1],
-            ):
-                if self._warm:
-                    warm_cache(store, self._embedder, self._warm)
-                    warm_cache(store, self._embedder, self._warm_queries, query=True)
-                    self._warm = ()
+            while not self._loop.stopping:
+                if index_keys(store, self._embedder, max_chars=chars, batch_size=batch, limit=batch * 4,
+                              passage_chars=passage_chars, max_passages=max_passages):
+                    if self._warm:
+                        warm_cache(store, self._embedder, self._warm)
+                        warm_cache(store, self._embedder, self._warm_queries, query=True)
+                        self._warm = ()
+                    continue
+                # every key is in: a few turns' passages, then a look for new keys, which go first
+                if not index_passages(store, self._embedder, max_chars=chars, batch_size=batch,
+                                      limit=self._passage_step, passage_chars=passage_chars,
+                                      max_passages=max_passages):
+                    break
             self.error = None
         except Exception as exc:  # the rows stay pending; the next notify retries (never dies)
             self.error = exc

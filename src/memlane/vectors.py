@@ -35,7 +35,7 @@ class Vectors:
         if e.background:
             self.indexer = BackgroundIndexer(
                 side_store, embedder, max_chars=e.max_chars, batch_size=e.batch_size,
-                passage_chars=e.passage_chars, max_passages=e.passages,
+                passage_chars=e.passage_chars, max_passages=e.passages, passage_step=e.passage_step,
                 warm=(*NULL_TEXTS, *PARALLEL_TEXTS), warm_queries=PARALLEL_TEXTS,
             )
             self.indexer.notify()  # pick up rows left unembedded by an earlier process

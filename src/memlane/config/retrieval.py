@@ -30,6 +30,10 @@ class EmbeddingConfig(_Section):
     passage_chars: int = Field(500, ge=64)
     # the most passages a turn gets (text past them is found by its words only); 0: one vector per row
     passages: int = Field(8, ge=0, le=32)
+    # Not from a seed (issue 34): keys go first, passages behind them in a second pass. The
+    # background indexer embeds this many turns' passages (~2.9 vectors each on LongMemEval,
+    # ~1 s of e5 on 2 cores) between two looks for new turns, whose keys go before the rest
+    passage_step: int = Field(8, ge=1)
     background: bool = True  # turns are embedded behind ingest, never blocking add_messages
     # Not from a seed (issue 28): the dense side embeds a query's first this many characters.
     # e5 costs ~1 ms a token: 2,000 Chinese characters took 2.6 s, every other search waiting
@@ -42,6 +46,13 @@ class EmbeddingConfig(_Section):
     # copy, up to 400 ms waiting behind it on one)
     query_tokens: int = Field(128, ge=8)
     model_copies: int = Field(2, ge=1, le=8)
+    # Not from a seed (issue 34, bench/throughput.py), e5: how its OpenMP threads wait between
+    # the ~150 parallel regions of a call. "spin" (libgomp's default) busy-waits, which on a
+    # machine whose other core is taken starves the thread holding the work: a lone question
+    # p50 92.8 ms against 35.2 "passive", LongMemEval keys 7.2x slower; with a core free,
+    # passive costs a question ~5 ms (threads sleep; sets OMP_WAIT_POLICY for the process
+    # unless already set, read when the engine first loads)
+    omp_wait: Literal["passive", "spin"] = "passive"
 
 
 class SearchConfig(_Section):

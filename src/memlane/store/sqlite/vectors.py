@@ -12,7 +12,7 @@ import numpy as np
 from memlane.models import Corpus, Scope
 from memlane.store import vindex
 from memlane.store.migrations import index_vector_chunks
-from memlane.store.protocol import passage_rowids, vector_owner
+from memlane.store.protocol import PASSAGES_PENDING, passage_rowids, vector_owner
 from memlane.store.shared import chunks, dots
 from memlane.store.sqlite.base import FTS, SQLiteBase
 
@@ -37,14 +37,31 @@ class SQLiteVectors(SQLiteBase):
                 vindex.reset(self._conn)
                 self.set_meta("vector_model", model_id)
                 self.set_meta("vector_dims", str(dims))
+            # turns whose passages wait behind every key (issue 34): found without a table scan
+            self._conn.execute(f"CREATE INDEX IF NOT EXISTS turns_passages_pending ON turns(embedded) "
+                               f"WHERE embedded = {PASSAGES_PENDING}")
         self._vector_dims = dims
 
     def reembed_long_turns(self, longer_than: int) -> None:
         """Mark turns longer than `longer_than` characters for embedding: their key stays (the
         cache has it), their passages are cut and embedded anew (`put_vectors` drops the old)."""
-        with self.transaction():
-            self._conn.execute("UPDATE turns SET embedded = 0 WHERE embedded = 1 AND length(content) > ?",
+        with self.transaction():  # a turn waiting for its passages too: its key may have changed
+            self._conn.execute("UPDATE turns SET embedded = 0 WHERE embedded <> 0 AND length(content) > ?",
                                (int(longer_than),))
+
+    def set_passages_pending(self, rowids: Sequence[int]) -> None:
+        """Mark turns whose key vector is in as waiting for their passages (`put_vectors` of
+        key and passages together ends the wait)."""
+        with self.transaction():
+            for chunk in chunks([int(r) for r in rowids], 500):
+                self._conn.execute(f"UPDATE turns SET embedded = {PASSAGES_PENDING} "
+                                   f"WHERE rowid IN ({','.join('?' * len(chunk))})", chunk)
+
+    def pending_passages(self, limit: int) -> list[tuple[int, Scope, str]]:
+        """Turns searchable by their key whose passages are still to embed, oldest first."""
+        rows = self._q(f"SELECT rowid, user_id, agent_id, content FROM turns WHERE embedded = {PASSAGES_PENDING} "
+                       "ORDER BY rowid LIMIT ?", (int(limit),))
+        return [(int(r[0]), Scope(user_id=r[1], agent_id=r[2]), r[3]) for r in rows]
 
     def put_vectors(self, corpus: Corpus, scope: Scope, rowids: Sequence[int], vectors: np.ndarray) -> None:
         with self.transaction():
