@@ -21,6 +21,8 @@ UNRELATED = ["quantum chromodynamics", "天气怎么样", "xylophone", "xylophon
              "Tell me a joke", "帮我订一张去北京的机票"]
 RELATED = {"我对什么过敏？": "用户对花生过敏", "what am I allergic to": "The user is allergic to shellfish.",
            "做饭放香菜吗": "用户不吃香菜", "帮我写个Python函数": "用户写代码时喜欢用Python和类型注解"}
+# both allergies answer "what am I allergic to", in either language: either may come first
+ALSO = {"what am I allergic to": {"用户对花生过敏", "The user is allergic to shellfish."}}
 INJECTING = [p for p in PROFILE_NAMES if p != "progressive"]  # seed 002 injects nothing by design
 
 
@@ -43,7 +45,8 @@ def test_unrelated_queries_inject_nothing_and_related_ones_the_right_memory(make
         ctx = m.build_context(None, q, user_id="u")
         assert (ctx.memories, ctx.block("memories").text) == ([], ""), q
     for q, want in RELATED.items():
-        assert m.build_context(None, q, user_id="u").memories[0].content == want, q
+        got = [h.content for h in m.build_context(None, q, user_id="u").memories]
+        assert got and (got[0] in ALSO[q] if q in ALSO else got[0] == want), (q, got)
 
 
 @pytest.mark.parametrize("profile", INJECTING)

@@ -280,7 +280,8 @@ def test_a_question_about_a_change_gets_every_version_of_the_fact(make_memory: M
 
 @pytest.mark.parametrize(("asked", "told"), [
     ("where am I working these days?", "where is the user working these days?"),
-    ("What did I change my diet to?", "What did the user change the user's diet to?"),
+    ("What did I change my diet to?", "What did the user change the user's diet to?"), ("Tell me a joke", "Tell me a joke"),
+    ("帮我订一张去北京的机票", "帮我订一张去北京的机票"),
     ("I'm vegetarian, right?", "the user is vegetarian, right?"),
     ("我现在在哪上班？", "用户现在在哪上班？"), ("我们上次聊了什么", "我们上次聊了什么"),
     ("Where does the user live?", "Where does the user live?")])

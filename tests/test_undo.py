@@ -85,7 +85,10 @@ def test_a_refused_update_keeps_the_old_memory_and_adds_the_new_beside_it(mem: M
     assert mem.get(old.id, user_id="u1").content == "用户住在杭州"
     assert [a.content for a in report.added] == ["用户住在苏州"]
     assert "separate memory" in report.rejected[0].reason
-    assert mem.get(old.id, user_id="u1").score == pytest.approx(old.score * 0.5)  # contradicted
+    # issue 32: a contradiction the engine is unsure of is flagged for a person, not resolved
+    # (seed 001's profile halves the old score instead: tests/test_supersession_extract.py)
+    assert mem.get(old.id, user_id="u1").score == pytest.approx(old.score)
+    assert report.added[0].metadata["may_supersede"]["ids"] == [old.id]
 
 
 def test_the_persons_own_forget_lets_the_llm_delete_the_memory_it_names(mem: Memory) -> None:

@@ -193,8 +193,9 @@ _FIRST_PERSON_EN = [(re.compile(p, re.IGNORECASE), r) for p, r in (
     (r"\b(?:I am|I'm|Im)\b", "the user is"), (r"\bI was\b", "the user was"), (r"\bI've\b", "the user has"),
     (r"\bI'd\b", "the user would"), (r"\bI'll\b", "the user will"), (r"\bam I\b", "is the user"),
     (r"\b(?:do|did|have|was|can|could|should|would|will) I\b", lambda m: f"{m.group().split()[0]} the user"),
-    (r"\bI\b", "the user"), (r"\b(?:my|mine)\b", "the user's"), (r"\b(?:me|myself)\b", "the user"))]
-_FIRST_PERSON_ZH = re.compile(r"我(?!们)")
+    (r"\bI\b", "the user"), (r"\b(?:my|mine)\b", "the user's"))]
+# "me" / 帮我 / 给我 is whom a request is for ("tell me a joke", "帮我订机票"): no fact about the user
+_FIRST_PERSON_ZH = re.compile(r"(?<![帮给让告诉跟陪提醒教叫请替])我(?!们)")
 
 
 def told_of_user(query: str) -> str:
