@@ -82,26 +82,21 @@ def apply(store: Store, scope: Scope, old: MemoryRecord, new: MemoryRecord, *, a
 def timeline(store: Store, scope: Scope, memory: MemoryRecord, limit: int = 100) -> list[MemoryRecord]:
     """Every version of the fact `memory` is one of, oldest first, following the links both
     ways (at most `limit`, so a corrupted cycle ends)."""
-    older: list[MemoryRecord] = []
     seen = {memory.id}
-    m = memory
-    while m.supersedes and len(seen) < limit:
-        prev = store.get_memory(scope, m.supersedes)
-        if prev is None or prev.id in seen:
-            break
-        seen.add(prev.id)
-        older.append(prev)
-        m = prev
-    newer: list[MemoryRecord] = []
-    m = memory
-    while m.superseded_by and len(seen) < limit:
-        nxt = store.get_memory(scope, m.superseded_by)
-        if nxt is None or nxt.id in seen:
-            break
-        seen.add(nxt.id)
-        newer.append(nxt)
-        m = nxt
-    return [*older[::-1], memory, *newer]
+
+    def walk(link: str) -> list[MemoryRecord]:
+        out, m = [], memory
+        while (nxt_id := getattr(m, link)) and len(seen) < limit:
+            nxt = store.get_memory(scope, nxt_id)
+            if nxt is None or nxt.id in seen:
+                break
+            seen.add(nxt.id)
+            out.append(nxt)
+            m = nxt
+        return out
+
+    older = walk("supersedes")
+    return [*older[::-1], memory, *walk("superseded_by")]
 
 
 def span(m: MemoryRecord) -> str:
