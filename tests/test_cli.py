@@ -390,28 +390,29 @@ def test_a_fact_that_changed_from_the_command_line(tmp_path):
     """Issue 32: `supersede` keeps the old fact closed where the new one begins (a month is its
     first day), `timeline` shows both with when each held, `search --as-of` / `--include-superseded`
     find the old one, `list --status superseded` lists it; tables show validity compactly."""
-    old = json.loads(run(tmp_path, "add", "用户住在慕尼黑", "--user", "lin", "-c", "fact", "--json").stdout)
-    new = json.loads(run(tmp_path, "supersede", old["id"], "用户住在柏林", "--valid-from", "2099-01",
+    old = json.loads(run(tmp_path, "add", "用户住在慕尼黑", "--user", "lin", "-c", "fact", "--valid-from", "2019-06",
+                         "--json").stdout)
+    new = json.loads(run(tmp_path, "supersede", old["id"], "用户住在柏林", "--valid-from", "2024-03",
                          "--reason", "搬家了", "--user", "lin", "--json").stdout)
-    assert (new["supersedes"], new["valid_from"][:10]) == (old["id"], "2099-01-01")
+    assert (new["supersedes"], new["valid_from"][:10]) == (old["id"], "2024-03-01")
     versions = json.loads(run(tmp_path, "timeline", new["id"], "--user", "lin", "--json").stdout)
     assert [v["id"] for v in versions] == [old["id"], new["id"]]
-    assert versions[0]["status"] == "superseded" and versions[0]["valid_to"][:10] == "2099-01-01"
+    assert versions[0]["status"] == "superseded" and versions[0]["valid_to"][:10] == "2024-03-01"
     table = run(tmp_path, "timeline", old["id"], "--user", "lin").stdout
-    assert "since 2099-01-01" in table and "– 2099-01-01" in table and "superseded" in table
+    assert "since 2024-03-01" in table and "– 2024-03-01" in table and "superseded" in table
 
     def found(*flags: str) -> list[str]:
         hits = run(tmp_path, "search", "用户住在", "--user", "lin", "--min-score", "0", "--json", *flags).stdout
         return [h["id"] for h in json.loads(hits)]
 
     assert found() == [new["id"]]  # only the current fact by default
-    assert found("--as-of", "2098-06") == [old["id"]]
+    assert found("--as-of", "2023-06") == [old["id"]]
     assert set(found("--include-superseded")) == {old["id"], new["id"]}
-    shown = run(tmp_path, "search", "用户住在", "--user", "lin", "--as-of", "2098-06", "--min-score", "0").stdout
-    assert "– 2099-01-01)" in shown and "superseded" in shown
+    shown = run(tmp_path, "search", "用户住在", "--user", "lin", "--as-of", "2023-06", "--min-score", "0").stdout
+    assert "– 2024-03-01)" in shown and "superseded" in shown
     listed = json.loads(run(tmp_path, "list", "--user", "lin", "--status", "superseded", "--json").stdout)
     assert [m["id"] for m in listed] == [old["id"]]
-    assert "(since 2099-01-01)" in run(tmp_path, "list", "--user", "lin", "--status", "active").stdout
+    assert "(since 2024-03-01)" in run(tmp_path, "list", "--user", "lin", "--status", "active").stdout
     said = run(tmp_path, "supersede", new["id"], "--by", old["id"], "--user", "lin", check=1).stderr
     assert said.startswith("error:") and "Traceback" not in said  # the old one is history, not a successor
     assert "content" in run(tmp_path, "supersede", new["id"], "--user", "lin", check=1).stderr  # neither given

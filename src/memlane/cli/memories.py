@@ -42,16 +42,19 @@ def add(
     category: Annotated[str | None, typer.Option("--category", "-c", help="A category of the profile.")] = None,
     importance: Annotated[str | None, typer.Option("--importance", "-i", help="high, medium, low or 0–1.")] = None,
     pinned: Annotated[bool, typer.Option("--pin", help="Core memory: never decays.")] = False,
+    valid_from: Annotated[str | None, typer.Option(
+        "--valid-from", help="Since when it holds: 2019-06-01, 2019-06 or 2019 (default: now).")] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Store one memory.
 
     Example: memlane add "用户对花生过敏" --user lin --category fact --importance high
     """
+    start = _parse_time(valid_from, "--valid-from")
     with _memory() as mem:
         # a person typed it: verified by the user (seed 003)
         rec = mem.add(content, user_id=user, agent_id=agent, category=category, importance=importance,
-                      pinned=pinned, verified=True, actor="cli")
+                      pinned=pinned, verified=True, actor="cli", valid_from=start)
     if as_json:
         _emit_json(rec)
     else:
