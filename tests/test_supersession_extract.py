@@ -65,6 +65,19 @@ def test_an_llm_add_that_supersedes_closes_the_old_memory_dated(make_memory: Mak
     assert ("SUPERSEDE", "extract:extractor") in events
 
 
+def test_a_garbled_link_costs_the_link_not_the_fact(make_memory: MakeMemory) -> None:
+    m, clock = scripted(make_memory)
+    home = m.add("用户住在杭州", user_id="u1", source="extractor")
+    clock.now = T0 + timedelta(days=1)
+    told(m, "s1", "我搬到上海了", reply=ops(
+        {"op": "ADD", "content": "用户住在上海", "supersedes": [{"id": home.id}, 7, [home.id], home.id]},
+        {"op": "ADD", "content": "用户养了一只猫", "contradicts": {"x": 1}, "supersedes": home.id}))
+    current = by_content(m)
+    assert set(current) == {"用户住在上海", "用户养了一只猫"}  # both facts kept, with their first try
+    assert current["用户住在上海"].supersedes == home.id  # the one well-formed id still links
+    assert m.get(home.id, user_id="u1").superseded_by == current["用户住在上海"].id
+
+
 def test_a_date_the_llm_gives_is_read_leniently_and_nonsense_is_dropped(make_memory: MakeMemory) -> None:
     m, clock = scripted(make_memory)
     clock.now = T0 + timedelta(hours=2)

@@ -301,6 +301,8 @@ def _operation(item: Any, *, lookup: Lookup, config: Config, now: datetime, sour
         item["duration"] = duration_name(item["duration"])
     if isinstance(item.get("rule_scope"), str):  # "Task", "behavior" (US spelling)
         item["rule_scope"] = item["rule_scope"].strip().lower().replace("behavior", "behaviour")
+    for name in ("supersedes", "contradicts"):  # a link the model garbled costs the link, not the fact
+        item[name] = _id_list(item.get(name), name)
     try:
         ans = OperationAnswer.model_validate({**item, "op": kind})
     except PydanticValidationError as exc:
@@ -351,6 +353,18 @@ def _operation(item: Any, *, lookup: Lookup, config: Config, now: datetime, sour
         contradicts=contradicts, supersedes=supersedes, valid_from=valid_from, reason=ans.reason or "",
         source=source, priority=priority,
     )
+
+
+def _id_list(value: Any, name: str) -> list[str]:
+    """An LLM's list of memory ids as text: one id alone becomes a list; what is not an id's
+    text (a number, an object, a nested list) is logged and left out."""
+    if value is None:
+        return []
+    raw = value if isinstance(value, list) else [value]
+    kept = [v for v in raw if isinstance(v, str)]
+    if len(kept) < len(raw):
+        log.warning("extraction: %s held %d entries that are not ids; ignored", name, len(raw) - len(kept))
+    return kept
 
 
 def _known(ids: Sequence[Any], lookup: Lookup, content: str, name: str) -> list[str]:
