@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib
+import importlib.util
 import json
 import sys
 from pathlib import Path
@@ -230,3 +231,30 @@ def test_import_without_the_sdk_names_the_extra(monkeypatch: pytest.MonkeyPatch)
     monkeypatch.delitem(sys.modules, "memlane.integrations.openai_agents")
     with pytest.raises(ImportError, match=r"pip install 'memlane\[openai-agents\]'"):
         importlib.import_module("memlane.integrations.openai_agents")
+
+
+EXAMPLE = Path(__file__).parents[1] / "examples" / "openai_agents_memory.py"
+
+
+def test_the_example_remembers_across_sessions(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    spec = importlib.util.spec_from_file_location("openai_agents_memory", EXAMPLE)
+    assert spec is not None and spec.loader is not None
+    example = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(example)
+    monkeypatch.setenv("MEMLANE_EMBEDDER", "hash")  # open_memory reads the environment
+
+    def handler(path: str, body: dict[str, Any]) -> tuple[int, Any]:
+        last = body["messages"][-1]
+        if last["role"] == "tool":
+            return 200, completion({"content": "Noted."})
+        if "allergic" in last["content"]:
+            return 200, call("call_r", "remember", content="The user is allergic to peanuts")
+        assert "allergic to peanuts" in body["messages"][0]["content"]  # recalled into the instructions
+        return 200, completion({"content": "Try apple slices: no peanuts."})
+
+    with openai_stub(handler) as (base_url, _seen):
+        common = ["--base-url", base_url, "--api-key", "test", "--user", "lin", "--home", str(tmp_path)]
+        assert example.main([*common, "--session", "monday", "--message", "I'm allergic to peanuts"]) == 0
+        assert example.main([*common, "--session", "tuesday", "--message", "Which peanuts snack is safe?"]) == 0
+    assert capsys.readouterr().out == "assistant> Noted.\nassistant> Try apple slices: no peanuts.\n"

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import asyncio
 import importlib
+import importlib.util
 import json
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -38,6 +40,7 @@ from memlane.integrations.pydantic_ai import (  # noqa: E402
 )
 
 from .conftest import make_config  # noqa: E402
+from .stubs import openai_stub  # noqa: E402
 
 
 @pytest.fixture
@@ -182,3 +185,39 @@ def test_import_without_pydantic_ai_names_the_extra(monkeypatch: pytest.MonkeyPa
         importlib.import_module("memlane.integrations.pydantic_ai")
 
 
+
+
+EXAMPLE = Path(__file__).parents[1] / "examples" / "pydantic_ai_memory.py"
+
+
+def test_the_example_remembers_across_sessions(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """examples/pydantic_ai_memory.py with pydantic-ai's OpenAI model against a stub on 127.0.0.1."""
+    spec = importlib.util.spec_from_file_location("pydantic_ai_memory", EXAMPLE)
+    assert spec is not None and spec.loader is not None
+    example = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(example)
+    monkeypatch.setenv("MEMLANE_EMBEDDER", "hash")  # open_memory reads the environment
+
+    def reply(message: dict[str, object]) -> dict[str, object]:
+        return {"id": "x", "object": "chat.completion", "created": 0, "model": "stub",
+                "choices": [{"index": 0, "message": {"role": "assistant", **message}, "finish_reason": "stop"}]}
+
+    def handler(path: str, body: dict[str, Any]) -> tuple[int, Any]:
+        msgs = body["messages"]
+        if msgs[-1]["role"] == "tool":
+            return 200, reply({"content": "Noted."})
+        if "allergic" in str(msgs[-1]["content"]):
+            args = json.dumps({"content": "The user is allergic to peanuts"})
+            return 200, reply({"content": None, "tool_calls": [
+                {"id": "call_r", "type": "function", "function": {"name": "remember", "arguments": args}}]})
+        assert "allergic to peanuts" in json.dumps(msgs)  # memlane's context reached the prompt
+        return 200, reply({"content": "Try apple slices: no peanuts."})
+
+    with openai_stub(handler) as (base_url, _seen):
+        common = ["--base-url", base_url, "--api-key", "test", "--user", "lin", "--home", str(tmp_path)]
+        assert example.main([*common, "--session", "monday", "--message", "I'm allergic to peanuts"]) == 0
+        assert example.main([*common, "--session", "tuesday", "--message", "Which peanuts snack is safe?"]) == 0
+    assert capsys.readouterr().out == "assistant> Noted.\nassistant> Try apple slices: no peanuts.\n"
+    with Memory(make_config(tmp_path)) as memory:
+        assert [t.role for t in memory.get_turns("monday", user_id="lin")] == ["user", "assistant", "tool", "assistant"]
