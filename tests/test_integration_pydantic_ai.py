@@ -150,6 +150,12 @@ def test_one_capability_does_it_all(memory: Memory) -> None:
         other = await agent("kim", "tuesday").run("Which snacks are safe with peanuts?")
         assert "peanuts" not in other.output
         assert memory.list(user_id="kim") == []
+        # one agent for many users: the capability given per run
+        shared = Agent(FunctionModel(script))
+        mine = await shared.run("Which snacks are safe with peanuts?",
+                                capabilities=[MemlaneMemory(memory, user_id="lin", session_id="wednesday")])
+        assert "allergic to peanuts" in mine.output
+        assert len(memory.get_turns("wednesday", user_id="lin")) == 2
 
     asyncio.run(run())
 
