@@ -36,7 +36,8 @@ from memlane.tools import MemoryTools
 PACKAGE = Path(memlane.__file__).parent
 # The faces of the one core: the façade itself, the package that re-exports it (`from memlane
 # import Memory`), the async wrapper and the front ends, with everything under them.
-FACES = ("memlane.api", "memlane.aio", "memlane.__main__", "memlane.cli", "memlane.server", "memlane.webui")
+FACES = ("memlane.api", "memlane.aio", "memlane.__main__", "memlane.cli", "memlane.server", "memlane.webui",
+         "memlane.integrations")
 
 
 def _module(path: Path) -> str:
