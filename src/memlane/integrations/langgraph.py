@@ -24,8 +24,8 @@ archived memory: `get` and listings return it, query search does not.
 from __future__ import annotations
 
 import asyncio
-import json
 import builtins
+import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
