@@ -165,6 +165,11 @@ class SearchConfig(_Section):
     # Not from a seed (issue 32): a memory search about the past or a change returns a changed
     # fact's other versions right after the one it found (reading.with_versions)
     change_chains: bool = True
+    # Not from a seed (issue 32): a question about now that an earlier version of a changed fact
+    # matches ("are we still renting?" → "rents a flat", replaced by "owns a house") is answered
+    # by the version that holds now: it ranks, and scores, at least as its replaced versions
+    # match. bench/changes.py, same run: see README
+    current_from_versions: bool = True
     # Not from a seed (issue 29, bench/memories.py): in a memory or episode search, a query
     # word that at least this share of the scope's rows hold ("The user…", "用户…") finds no
     # candidates — its BM25 weight is nil, but the pool's best-normalised lexical score made

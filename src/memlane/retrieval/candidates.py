@@ -30,6 +30,8 @@ class Candidate:
     at: float | None = None  # turns: when it was said, POSIX time (for a date the query names)
     session: str | None = None  # turns: its session (for a conversation the query names)
     extra: dict[str, float] = field(default_factory=dict)
+    # memories (issue 32): the relevance a replaced version of this fact had for the query
+    inherited: float = 0.0
 
 
 @dataclass

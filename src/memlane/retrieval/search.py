@@ -37,6 +37,9 @@ from memlane.text import keywords
 Ranked = list[tuple[int, Hit]]  # (rowid, hit) in rank order
 
 
+MAX_VERSION_STEPS = 64  # the versions followed from a replaced memory to the current one
+
+
 def search(
     store: Store,
     cfg: SearchConfig,
@@ -174,6 +177,8 @@ class Search:
         if self.corpus == "turns":
             self._turn_time_and_session(cands)
         if self.corpus == "memories":
+            if self.cfg.current_from_versions and self.filters.statuses() == ("active",):
+                self._versions_to_current(cands)
             hits, kept = self._memories(cands, returned, want)
         elif self.corpus == "turns":
             hits, kept = self._turns(cands, returned, want)
@@ -196,7 +201,7 @@ class Search:
             self.relevance.null = float(np.max(self.null_vectors @ vector))
 
     def _absolute(self, content: str, c: Candidate, session: str | None = None) -> float:
-        rel = self.relevance.of(content, c.similarity)
+        rel = max(self.relevance.of(content, c.similarity), c.inherited)
         # "what did we talk about last time": that conversation's rows answer it, whatever words
         return max(rel, self.cfg.min_relevance) if self.named is not None and session == self.named else rel
 
@@ -216,6 +221,32 @@ class Search:
                 out[i] = self.cfg.date_prior * held_nearness(self.period, m.valid_from or m.created_at,
                                                              m.valid_to or self.now, self.cfg.date_grace_days)
         return out
+
+    def _versions_to_current(self, cands: dict[int, Candidate]) -> None:
+        """A replaced version among the candidates of a search for what holds now passes its
+        relevance on to the version that holds now (issue 32): the fact is one, whichever
+        version's words the question shares. The current version joins the candidates if it
+        was not among them."""
+        facts = self.store.memory_facts(self.scope, list(cands))
+        replaced = facts.rowid[facts.status == "superseded"].tolist()
+        if not replaced:
+            return
+        for rowid, old in self.store.memories_by_rowid(self.scope, replaced).items():
+            head = old
+            for _ in range(MAX_VERSION_STEPS):  # a chain is short; a cycle must not hang a search
+                if head.superseded_by is None or head.status != "superseded":
+                    break
+                nxt = self.store.get_memory(self.scope, head.superseded_by)
+                if nxt is None:
+                    break
+                head = nxt
+            if head.status != "active" or head.id == old.id:
+                continue
+            c = cands[rowid]
+            at = self.store.memory_rowid(self.scope, head.id)
+            cur = cands.setdefault(at, Candidate(at))
+            cur.relevance = max(cur.relevance, c.relevance)
+            cur.inherited = max(cur.inherited, self.relevance.of(old.content, c.similarity))
 
     def _turn_time_and_session(self, cands: dict[int, Candidate]) -> None:
         """The date prior and the named conversation's prior, added to the turns' relevance."""
