@@ -22,7 +22,9 @@ from memlane.errors import BackendError, ConfigError
 from memlane.llm.client import OpenAICompatibleLLM
 from tests.conftest import PROFILE_NAMES
 
-README = (Path(__file__).parents[1] / "README.md").read_text(encoding="utf-8")
+DOCS = Path(__file__).parents[1] / "docs"
+CONFIG_PAGE = (DOCS / "reference" / "configuration.md").read_text(encoding="utf-8")
+PROFILES_PAGE = (DOCS / "concepts" / "profiles.md").read_text(encoding="utf-8")
 TOML = 'profile = "companion"\n[search]\nw_recency = 0.11\n'
 
 
@@ -94,16 +96,23 @@ def test_bad_configuration_is_refused_with_what_to_do(tmp_path, clean_env):
         Memory(42)  # type: ignore[arg-type]
 
 
-def test_the_readme_documents_every_setting_and_variable():
+def test_the_docs_document_every_setting_and_variable():
+    """The configuration page holds the reference generated from the code at build time (issue
+    33: it cannot drift), and that reference names every setting; the page's prose names the
+    variables, the site names every profile."""
+    from memlane.cli.settings import config_reference
+
+    assert "<!-- generated: config-reference -->" in CONFIG_PAGE
+    reference = config_reference()
     cfg = Config()
     for section in Config.model_fields:
         value = getattr(cfg, section)
         names = [f"{section}.{f}" for f in type(value).model_fields] if isinstance(value, BaseModel) else [section]
         for name in names:
-            assert f"`{name}`" in README, f"README's configuration reference lacks {name}"
+            assert f"`{name}`" in reference, f"the configuration reference lacks {name}"
     for variable in ("MEMLANE_CONFIG", "MEMLANE_USER", "MEMLANE_PROFILE", "MEMLANE_HOME", "memlane config"):
-        assert variable in README
-    assert set(PROFILES) <= set(re.findall(r"`([a-z-]+)`", README))
+        assert variable in CONFIG_PAGE
+    assert set(PROFILES) <= set(re.findall(r"`([a-z-]+)`", PROFILES_PAGE))
 
 
 def test_an_unknown_model_says_its_window_is_a_guess(mem):

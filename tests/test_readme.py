@@ -1,6 +1,7 @@
-"""The README's examples run as shown (issue 18).
+"""The README's examples, and the documentation site's, run as shown (issues 18 and 33).
 
-Which blocks run: a fenced block directly after a `<!-- test -->` line. A marked ```python block
+Which blocks run: a fenced block directly after a `<!-- test -->` line, in README.md or in a page
+of docs/ (the README first, then the pages in path order). A marked ```python block
 runs whole, as a script, in a fresh `python` subprocess whose working directory is a tmp dir,
 with MEMLANE_HOME in a tmp dir, the hash embedder (MEMLANE_EMBEDDER=hash) and the OpenAI SDK
 pointed at an OpenAI-compatible stub on 127.0.0.1 (OPENAI_BASE_URL / OPENAI_API_KEY). A marked
@@ -28,8 +29,9 @@ from .stubs import openai_stub
 
 ROOT = Path(__file__).parents[1]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
+PAGES = {p.relative_to(ROOT).as_posix(): p.read_text(encoding="utf-8") for p in sorted((ROOT / "docs").rglob("*.md"))}
 MARKED = re.compile(r"^<!-- test -->\n```(\w+)\n(.*?)^```$", re.M | re.S)
-BLOCKS = [(lang, body) for lang, body in MARKED.findall(README)]
+BLOCKS = [(lang, body) for text in (README, *PAGES.values()) for lang, body in MARKED.findall(text)]
 PYTHON = [body for lang, body in BLOCKS if lang == "python"]
 SHELL = [body for lang, body in BLOCKS if lang == "sh"]
 
@@ -56,9 +58,11 @@ def clean_env(tmp_path: Path, **extra: str) -> dict[str, str]:
     return {**env, "MEMLANE_HOME": str(tmp_path / "home"), "MEMLANE_EMBEDDER": "hash", **extra}
 
 
-def test_the_readme_marks_its_quickstart_for_testing():
-    quickstart = README[README.index("## Quickstart"):README.index("## Concepts")]
-    assert quickstart.count("<!-- test -->") >= 3
+def test_the_front_page_and_getting_started_mark_their_examples_for_testing():
+    front = MARKED.findall(README)
+    assert [lang for lang, _ in front] == ["python"]  # the agent loop; the server and framework ones need more
+    started = "".join(text for path, text in PAGES.items() if path.startswith("docs/getting-started/"))
+    assert started.count("<!-- test -->") >= 3
     assert len(PYTHON) >= 3 and SHELL
     assert "open_memory" in PYTHON[0] and "end_session" in PYTHON[0] and "tools.handle" in PYTHON[0]
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import html
 import logging
 import os
 import time
@@ -20,12 +19,13 @@ from typing import Any
 
 import anyio
 from fastapi import FastAPI, Request
+from fastapi.openapi.utils import get_openapi
 from fastapi.responses import HTMLResponse
 
 from memlane.api import Memory
 from memlane.config import Config
 from memlane.lifecycle import Scheduler
-from memlane.server import routes
+from memlane.server import apidoc, routes, schemas
 from memlane.server.auth import AdminDep, Gate, MemoryDep, is_loopback
 from memlane.server.budget import TurnBudget
 from memlane.server.errors import SafeJSONResponse, install_handlers
@@ -43,19 +43,47 @@ def _version() -> str:
         return "0+source"
 
 
-def docs_page(schema: dict[str, Any]) -> str:
-    rows = []
-    for path, methods in schema.get("paths", {}).items():
-        for method, op in methods.items():
-            doc = (op.get("description") or op.get("summary") or "").strip().split("\n")[0]
-            rows.append(f"<tr><td><code>{method.upper()}</code></td><td><code>{html.escape(path)}</code></td>"
-                        f"<td>{html.escape(doc)}</td></tr>")
-    info = schema.get("info", {})
-    return ("<!doctype html><meta charset=utf-8><title>memlane API</title>"
-            "<style>body{font:14px system-ui;margin:2em}td{padding:.2em .8em;vertical-align:top}</style>"
-            f"<h1>memlane API {html.escape(str(info.get('version', '')))}</h1>"
-            f"<p>{html.escape(str(info.get('description', '')))} The machine-readable schema: "
-            "<a href=/openapi.json>/openapi.json</a>.</p><table>" + "".join(rows) + "</table>")
+API_DESCRIPTION = """Long-term memory for LLM agents: the REST API of `memlane serve`.
+
+**Authentication.** Send an API key (`memlane keys create --user USER`) as
+`Authorization: Bearer <key>`; the request's scope is the key's. An admin key names the scope it
+acts on with the `X-Memlane-User` (and `X-Memlane-Agent`) headers. A loopback server on a home
+where no key was ever made runs open for one local user.
+
+**Errors.** Every error is JSON of one shape, `{"error": "NotFound", "detail": "…"}`, with
+`field` for a `ValidationError` and `request_id` (the `X-Request-ID` header, also in the log)."""
+
+
+def openapi_schema(app: FastAPI) -> dict[str, Any]:
+    """The app's OpenAPI schema, with the bearer-key scheme every /v1 route takes (the key is
+    read by a dependency FastAPI cannot see as a security scheme)."""
+    if app.openapi_schema is None:
+        schema = get_openapi(title=app.title, version=app.version, description=app.description,
+                             routes=app.routes, tags=TAGS)
+        schema.setdefault("components", {})["securitySchemes"] = {
+            "apiKey": {"type": "http", "scheme": "bearer", "description": "a memlane API key, `ml_…`"}}
+        for path, methods in schema.get("paths", {}).items():
+            for op in methods.values():
+                if path.startswith("/v1/"):
+                    op["security"] = [{"apiKey": []}]
+                for status, response in op.get("responses", {}).items():
+                    # an error is JSON even where the success is text (GET /v1/export): FastAPI
+                    # files it under the route's own media type
+                    content = response.get("content", {})
+                    if status[0] in "45" and content and "application/json" not in content:
+                        response["content"] = {"application/json": next(iter(content.values()))}
+        app.openapi_schema = schema
+    return app.openapi_schema
+
+
+TAGS = [{"name": "memories", "description": "Add, list, change, supersede, pin, verify, forget and restore memories."},
+        {"name": "search", "description": "Hybrid search over memories, turns and episodes."},
+        {"name": "sessions", "description": "Conversations: their turns, ending them, episodes."},
+        {"name": "context", "description": "What the agent's next LLM call gets; the scratchpad."},
+        {"name": "tools", "description": "The agent tools' schemas, and running one."},
+        {"name": "lifecycle", "description": "Consolidation: dedup, decay, archive, review."},
+        {"name": "portable", "description": "Export and import of a whole scope."},
+        {"name": "admin", "description": "Stats, activity, status, purge, liveness."}]
 
 
 def route_table(app: FastAPI) -> list[tuple[str, str]]:
@@ -126,18 +154,23 @@ def create_app(config: Config, *, memory: Memory | None = None, host: str | None
     # /docs is a plain page rendered from the OpenAPI schema (/openapi.json)
     app = FastAPI(title="memlane", version=_version(), lifespan=lifespan, default_response_class=SafeJSONResponse,
                   docs_url=None, redoc_url=None,
-                  description="Long-term memory for LLM agents. Authenticate with `Authorization: Bearer <key>`.")
+                  description=API_DESCRIPTION)
     app.state.memory = None
     app.state.config = config
     app.state.turn_budget = TurnBudget(config.server.max_turns_per_minute)
     app.state.bind = bind
     install_handlers(app)
-    app.include_router(routes.v1)
+    # every /v1 route documents the one error shape its failures take (schemas.Error), which
+    # also keeps FastAPI from describing them as its own HTTPValidationError
+    app.include_router(routes.v1, responses=schemas.error_responses(*schemas.COMMON_ERRORS))
     app.include_router(routes.admin)
+    app.openapi = functools.partial(openapi_schema, app)  # type: ignore[method-assign]
     from memlane.webui.serving import mount as mount_webui  # the web UI at / (issue 16)
     mount_webui(app)
 
-    @app.get("/healthz", tags=["admin"])
+    @app.get("/healthz", tags=["admin"], responses={
+        200: {"model": schemas.Health, "description": "The engine runs."},
+        503: {"model": schemas.Health, "description": "The server is starting or stopping: `unavailable`."}})
     def healthz(request: Request) -> SafeJSONResponse:
         """Liveness: 200 while the engine runs (no key needed, nothing about any user)."""
         if getattr(request.app.state, "memory", None) is None:
@@ -146,10 +179,13 @@ def create_app(config: Config, *, memory: Memory | None = None, host: str | None
 
     @app.get("/docs", include_in_schema=False)
     def docs() -> HTMLResponse:
-        """The API's routes, from its OpenAPI schema: one page, no script."""
-        return HTMLResponse(docs_page(app.openapi()))
+        """The API's routes with their parameters, bodies and responses, from its OpenAPI schema:
+        one page, no script."""
+        return HTMLResponse(apidoc.html_page(app.openapi()))
 
-    @app.get("/v1/admin/status", tags=["admin"])
+    @app.get("/v1/admin/status", tags=["admin"], responses=schemas.answers(
+        dict[str, Any], "version, pid, bind, auth, profile, home, uptime_s, scheduler, and the "
+        "indexer's and the LLM worker's state.", *schemas.COMMON_ERRORS))
     def status(request: Request, mem: MemoryDep, _: AdminDep) -> dict[str, Any]:
         """The server, its scheduler, indexer and LLM worker (admin key)."""
         sched: Scheduler | None = request.app.state.scheduler

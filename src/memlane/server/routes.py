@@ -22,6 +22,7 @@ from starlette.exceptions import HTTPException
 
 from memlane import validate
 from memlane.errors import MemlaneError
+from memlane.models import Activity, Forecast, Scratchpad, Stats
 from memlane.server import schemas as s
 from memlane.server.auth import AdminDep, MemoryDep, PrincipalDep, ScopeDep, get_scope
 from memlane.server.errors import SafeJSONResponse
@@ -81,7 +82,8 @@ def ok(data: Any, status: int = 200) -> Response:
 # ---- memories ------------------------------------------------------------------------------
 
 
-@v1.post("/memories", status_code=201, tags=["memories"])
+@v1.post("/memories", status_code=201, tags=["memories"],
+         responses=s.answers(s.MemoryOut, "The memory stored.", *s.BODY_ERRORS, status=201))
 def add_memory(body: s.NewMemory, mem: MemoryDep, scope: ScopeDep) -> Response:
     """Store one memory directly (audited as ADD)."""
     rec = mem.add(body.content, **who(scope), category=body.category, importance=body.importance,
@@ -91,7 +93,7 @@ def add_memory(body: s.NewMemory, mem: MemoryDep, scope: ScopeDep) -> Response:
     return ok(jsonable(rec), 201)
 
 
-@v1.get("/memories", tags=["memories"])
+@v1.get("/memories", tags=["memories"], responses=s.answers(s.MemoryPage, "One page of memories."))
 def list_memories(mem: MemoryDep, scope: ScopeDep, category: str | None = None,
                   status: Literal["active", "archived", "superseded", "deleted"] | None = None,
                   session_id: str | None = None,
@@ -124,12 +126,14 @@ def list_memories(mem: MemoryDep, scope: ScopeDep, category: str | None = None,
                "next_offset": offset + limit if more else None, "total": total})
 
 
-@v1.get("/memories/{memory_id}", tags=["memories"])
+@v1.get("/memories/{memory_id}", tags=["memories"], responses=s.answers(s.MemoryOut, "The memory.", 404))
 def get_memory(memory_id: str, mem: MemoryDep, scope: ScopeDep) -> Response:
+    """One memory of the scope, by id (whatever its status)."""
     return ok(jsonable(mem.get(memory_id, **who(scope))))
 
 
-@v1.patch("/memories/{memory_id}", tags=["memories"])
+@v1.patch("/memories/{memory_id}", tags=["memories"],
+          responses=s.answers(s.MemoryOut, "The memory as changed.", 404, *s.BODY_ERRORS))
 def update_memory(memory_id: str, body: s.MemoryChange, mem: MemoryDep, scope: ScopeDep) -> Response:
     """Change a memory (new content is re-embedded); audited as UPDATE."""
     rec = mem.update(memory_id, **who(scope), content=body.content, category=body.category,
@@ -139,7 +143,8 @@ def update_memory(memory_id: str, body: s.MemoryChange, mem: MemoryDep, scope: S
     return ok(jsonable(rec))
 
 
-@v1.delete("/memories/{memory_id}", tags=["memories"])
+@v1.delete("/memories/{memory_id}", tags=["memories"],
+           responses=s.answers(s.MemoryOut, "The memory as it was, with `status: deleted`.", 404))
 def delete_memory(memory_id: str, mem: MemoryDep, scope: ScopeDep, hard: bool = False, reason: str = "") -> Response:
     """Forget a memory (kept on the audit trail for `restore`, unless `hard`); returns it as it
     was, with `status: deleted`."""
@@ -147,37 +152,44 @@ def delete_memory(memory_id: str, mem: MemoryDep, scope: ScopeDep, hard: bool = 
     return ok({**gone, "status": "deleted"})
 
 
-@v1.post("/memories/{memory_id}/pin", tags=["memories"])
+@v1.post("/memories/{memory_id}/pin", tags=["memories"], responses=s.answers(s.MemoryOut, "The memory, pinned.", 404))
 def pin_memory(memory_id: str, mem: MemoryDep, scope: ScopeDep) -> Response:
     """Pin a memory: core, never decays."""
     return ok(jsonable(mem.update(memory_id, **who(scope), pinned=True, actor="api")))
 
 
-@v1.delete("/memories/{memory_id}/pin", tags=["memories"])
+@v1.delete("/memories/{memory_id}/pin", tags=["memories"],
+           responses=s.answers(s.MemoryOut, "The memory, unpinned.", 404))
 def unpin_memory(memory_id: str, mem: MemoryDep, scope: ScopeDep) -> Response:
+    """Unpin a memory: it ages by its category's rules again."""
     return ok(jsonable(mem.update(memory_id, **who(scope), pinned=False, actor="api")))
 
 
-@v1.post("/memories/{memory_id}/verify", tags=["memories"])
+@v1.post("/memories/{memory_id}/verify", tags=["memories"],
+         responses=s.answers(s.MemoryOut, "The memory, verified.", 404))
 def verify_memory(memory_id: str, mem: MemoryDep, scope: ScopeDep) -> Response:
     """A person confirms a memory (an agent's or an extractor's): verified, it no longer decays."""
     return ok(jsonable(mem.update(memory_id, **who(scope), verified=True, actor="api",
                                  reason="confirmed by a person")))
 
 
-@v1.delete("/memories/{memory_id}/verify", tags=["memories"])
+@v1.delete("/memories/{memory_id}/verify", tags=["memories"],
+           responses=s.answers(s.MemoryOut, "The memory, no longer verified.", 404))
 def unverify_memory(memory_id: str, mem: MemoryDep, scope: ScopeDep) -> Response:
+    """Withdraw a person's confirmation: the memory ages again."""
     return ok(jsonable(mem.update(memory_id, **who(scope), verified=False, actor="api",
                                  reason="confirmation withdrawn")))
 
 
-@v1.get("/memories/{memory_id}/history", tags=["memories"])
+@v1.get("/memories/{memory_id}/history", tags=["memories"],
+        responses=s.answers(s.History, "The audit trail.", 404))
 def memory_history(memory_id: str, mem: MemoryDep, scope: ScopeDep) -> Response:
     """The audit trail of one memory, oldest first."""
     return ok({"events": jsonable(mem.history(memory_id, **who(scope)))})
 
 
-@v1.post("/memories/{memory_id}/supersede", tags=["memories"])
+@v1.post("/memories/{memory_id}/supersede", tags=["memories"],
+         responses=s.answers(s.MemoryOut, "The current memory: the one that replaces it.", 404, 409, *s.BODY_ERRORS))
 def supersede_memory(memory_id: str, body: s.MemorySuccessor, mem: MemoryDep, scope: ScopeDep) -> Response:
     """The fact changed: new `content` (or the stored memory `by`) replaces this memory, which is
     closed at `valid_from` (default now) and kept with its history, out of the prompt and the
@@ -187,26 +199,30 @@ def supersede_memory(memory_id: str, body: s.MemorySuccessor, mem: MemoryDep, sc
     return ok(jsonable(rec))
 
 
-@v1.get("/memories/{memory_id}/timeline", tags=["memories"])
+@v1.get("/memories/{memory_id}/timeline", tags=["memories"],
+        responses=s.answers(s.Timeline, "Every version, oldest first.", 404))
 def memory_timeline(memory_id: str, mem: MemoryDep, scope: ScopeDep) -> Response:
     """Every version of the fact this memory is one of, oldest first, each with when it held
     (`valid_from`, `valid_to`: null while it still holds)."""
     return ok({"memory_id": memory_id, "versions": jsonable(mem.timeline(memory_id, **who(scope)))})
 
 
-@v1.get("/memories/{memory_id}/forecast", tags=["memories"])
+@v1.get("/memories/{memory_id}/forecast", tags=["memories"],
+        responses=s.answers(Forecast, "What decay will do, and when.", 404))
 def memory_forecast(memory_id: str, mem: MemoryDep, scope: ScopeDep) -> Response:
     """What the decay policy will do to the memory if nothing touches it again, and when."""
     return ok(jsonable(mem.forecast(memory_id, **who(scope))))
 
 
-@v1.post("/memories/{memory_id}/undo", tags=["memories"])
+@v1.post("/memories/{memory_id}/undo", tags=["memories"],
+         responses=s.answers(s.AuditEvent, "The event that reverted the change.", 404, 409))
 def undo_memory(memory_id: str, mem: MemoryDep, scope: ScopeDep) -> Response:
     """Revert the memory's last audited change; returns the reverting event."""
     return ok(jsonable(mem.undo(memory_id, **who(scope), actor="api")))
 
 
-@v1.post("/memories/{memory_id}/restore", tags=["memories"])
+@v1.post("/memories/{memory_id}/restore", tags=["memories"],
+         responses=s.answers(s.MemoryOut, "The memory, back under its id.", 404, 409))
 def restore_memory(memory_id: str, mem: MemoryDep, scope: ScopeDep) -> Response:
     """Bring a deleted memory back under its id."""
     return ok(jsonable(mem.restore(memory_id, **who(scope), actor="api")))
@@ -215,7 +231,7 @@ def restore_memory(memory_id: str, mem: MemoryDep, scope: ScopeDep) -> Response:
 # ---- search --------------------------------------------------------------------------------
 
 
-@v1.post("/search", tags=["search"])
+@v1.post("/search", tags=["search"], responses=s.answers(s.Hits, "The hits, best first.", *s.BODY_ERRORS))
 def search(body: s.SearchQuery, mem: MemoryDep, scope: ScopeDep) -> Response:
     """Hybrid search of memories (default), turns or episodes. `as_of`: the facts that held at
     that time; `include_superseded`: replaced facts beside the current ones (by default only
@@ -228,23 +244,27 @@ def search(body: s.SearchQuery, mem: MemoryDep, scope: ScopeDep) -> Response:
 # ---- sessions ------------------------------------------------------------------------------
 
 
-@v1.post("/sessions", status_code=201, tags=["sessions"])
+@v1.post("/sessions", status_code=201, tags=["sessions"],
+         responses=s.answers(s.SessionOut, "The session.", *s.BODY_ERRORS, status=201))
 def start_session(body: s.NewSession, mem: MemoryDep, scope: ScopeDep) -> Response:
     """Open a session (a new id when none is given); an existing one is resumed."""
     return ok(jsonable(mem.start_session(body.session_id, **who(scope), metadata=body.metadata)), 201)
 
 
-@v1.get("/sessions", tags=["sessions"])
+@v1.get("/sessions", tags=["sessions"], responses=s.answers(s.Sessions, "The sessions."))
 def list_sessions(mem: MemoryDep, scope: ScopeDep) -> Response:
+    """The scope's sessions, newest first (the last 100)."""
     return ok({"sessions": jsonable(mem.sessions(**who(scope)))})
 
 
-@v1.get("/sessions/{session_id}", tags=["sessions"])
+@v1.get("/sessions/{session_id}", tags=["sessions"], responses=s.answers(s.SessionOut, "The session.", 404))
 def get_session(session_id: str, mem: MemoryDep, scope: ScopeDep) -> Response:
+    """One session: when it started and ended, its rolling summary, its message count."""
     return ok(jsonable(mem.get_session(session_id, **who(scope))))
 
 
-@v1.post("/sessions/{session_id}/messages", status_code=201, tags=["sessions"])
+@v1.post("/sessions/{session_id}/messages", status_code=201, tags=["sessions"],
+         responses=s.answers(s.Stored, "The turns stored.", *s.BODY_ERRORS, status=201))
 def add_messages(session_id: str, body: s.Messages, mem: MemoryDep, scope: ScopeDep, principal: PrincipalDep,
                  request: Request) -> Response:
     """Store turns durably; returns once they are committed (extraction follows in the
@@ -257,61 +277,69 @@ def add_messages(session_id: str, body: s.Messages, mem: MemoryDep, scope: Scope
                          for t in turns]}, 201)
 
 
-@v1.get("/sessions/{session_id}/turns", tags=["sessions"])
+@v1.get("/sessions/{session_id}/turns", tags=["sessions"],
+        responses=s.answers(s.Turns, "The session's turns, in order.", 404))
 def session_turns(session_id: str, mem: MemoryDep, scope: ScopeDep,
                   limit: Annotated[int | None, Query(ge=1, le=10_000)] = None) -> Response:
+    """A session's turns as stored, in order (`limit`: the first this many)."""
     mem.get_session(session_id, **who(scope))  # 404 for a session this scope does not have
     return ok({"turns": jsonable(mem.get_turns(session_id, **who(scope), limit=limit))})
 
 
-@v1.post("/sessions/{session_id}/end", tags=["sessions"])
+@v1.post("/sessions/{session_id}/end", tags=["sessions"],
+         responses=s.answers(s.Ended, "What each rule did.", 404, *s.BODY_ERRORS))
 def end_session(session_id: str, mem: MemoryDep, scope: ScopeDep, body: s.EndSession | None = None) -> Response:
     """Close a session: its extraction is queued (or run, with `wait`) and an episode written."""
     results = mem.end_session(session_id, **who(scope), wait=body.wait if body else None)
     return ok({"session_id": session_id, "results": jsonable(results)})
 
 
-@v1.delete("/sessions/{session_id}", tags=["sessions"])
+@v1.delete("/sessions/{session_id}", tags=["sessions"],
+           responses=s.answers(s.ForgetOut, "What was removed.", 404))
 def delete_session(session_id: str, mem: MemoryDep, scope: ScopeDep) -> Response:
     """Forget a conversation: the session, its turns, episodes and jobs."""
     mem.get_session(session_id, **who(scope))
     return ok(jsonable(mem.delete_session(session_id, **who(scope))))
 
 
-@v1.get("/episodes", tags=["sessions"])
+@v1.get("/episodes", tags=["sessions"], responses=s.answers(s.Episodes, "The episodes, newest first."))
 def list_episodes(mem: MemoryDep, scope: ScopeDep, session_id: str | None = None,
                   limit: Annotated[int, Query(ge=1, le=1000)] = 100) -> Response:
+    """Episodes: the summaries of finished sessions (of one, with `session_id`)."""
     return ok({"episodes": jsonable(mem.episodes(**who(scope), session_id=session_id, limit=limit))})
 
 
 # ---- context, scratchpad, tools ------------------------------------------------------------
 
 
-@v1.post("/context", tags=["context"])
+@v1.post("/context", tags=["context"],
+         responses=s.answers(s.ContextOut, "The context for the next LLM call.", *s.BODY_ERRORS))
 def build_context(body: s.ContextQuery, mem: MemoryDep, scope: ScopeDep) -> Response:
     """Blocks within budgets, the rendered system prompt and chat messages for the next LLM call."""
     ctx = mem.build_context(body.session_id, body.query, **who(scope), model=body.model)
     return ok({**jsonable(ctx), "messages": jsonable(ctx.messages())})
 
 
-@v1.get("/scratchpad", tags=["context"])
+@v1.get("/scratchpad", tags=["context"], responses=s.answers(Scratchpad, "The scratchpad."))
 def get_scratchpad(mem: MemoryDep, scope: ScopeDep) -> Response:
+    """The scratchpad: the current focus and the last finished tasks."""
     return ok(jsonable(mem.scratchpad(**who(scope))))
 
 
-@v1.put("/scratchpad", tags=["context"])
+@v1.put("/scratchpad", tags=["context"],
+        responses=s.answers(Scratchpad, "The scratchpad as changed.", *s.BODY_ERRORS))
 def update_scratchpad(body: s.ScratchpadChange, mem: MemoryDep, scope: ScopeDep) -> Response:
     """Set the current focus (the old one moves to the recent tasks) and/or record a finished task."""
     return ok(jsonable(mem.update_scratchpad(**who(scope), focus=body.focus, done=body.done)))
 
 
-@v1.get("/tools", tags=["tools"])
+@v1.get("/tools", tags=["tools"], responses=s.answers(s.Tools, "The tools' definitions."))
 def tool_schemas(mem: MemoryDep, scope: ScopeDep, format: Literal["openai", "anthropic"] = "openai") -> Response:
     """The agent tools' function-calling schemas."""
     return ok({"tools": mem.tools(**who(scope)).schemas(format)})
 
 
-@v1.post("/tools/call", tags=["tools"])
+@v1.post("/tools/call", tags=["tools"], responses=s.answers(s.ToolResult, "The tool's answer.", *s.BODY_ERRORS))
 def call_tool(body: s.ToolCall, mem: MemoryDep, scope: ScopeDep) -> Response:
     """Run one agent tool in this scope; a failure the model can fix comes back as `{"error": ...}`."""
     tools = mem.tools(**who(scope), session_id=body.session_id)
@@ -321,13 +349,15 @@ def call_tool(body: s.ToolCall, mem: MemoryDep, scope: ScopeDep) -> Response:
 # ---- lifecycle, export / import, stats -----------------------------------------------------
 
 
-@v1.post("/consolidate", tags=["lifecycle"])
+@v1.post("/consolidate", tags=["lifecycle"],
+         responses=s.answers(dict[str, Any], "The consolidation report: scopes, actions, jobs, files, "
+                             "errors.", *s.BODY_ERRORS))
 def consolidate(mem: MemoryDep, scope: ScopeDep, body: s.Consolidate | None = None) -> Response:
     """Run consolidation for this scope now (dedup, decay, archive, review, files)."""
     return ok(jsonable(mem.consolidate(**who(scope), dry_run=body.dry_run if body else False)))
 
 
-@v1.get("/export", tags=["portable"], response_class=PlainTextResponse)
+@v1.get("/export", tags=["portable"], response_class=PlainTextResponse, responses=s.EXPORT_RESPONSES)
 def export(mem: MemoryDep, scope: ScopeDep, format: Literal["jsonl", "md"] = "jsonl") -> PlainTextResponse:
     """The whole scope as JSONL (lossless, for /v1/import) or MEMORY.md text."""
     media = "application/x-ndjson" if format == "jsonl" else "text/markdown"
@@ -367,19 +397,21 @@ def _unplaced_value(value: Any, where: str) -> Any:
     return value
 
 
-@v1.get("/stats", tags=["admin"])
+@v1.get("/stats", tags=["admin"], responses=s.answers(Stats, "The scope's counts."))
 def stats(mem: MemoryDep, scope: ScopeDep) -> Response:
+    """Counts of the scope's memories, turns, sessions, episodes and pending jobs."""
     return ok(jsonable(mem.stats(**who(scope))))
 
 
-@v1.get("/activity", tags=["admin"])
+@v1.get("/activity", tags=["admin"], responses=s.answers(Activity, "Counts per day, oldest first."))
 def activity(mem: MemoryDep, scope: ScopeDep,
              days: Annotated[int, Query(ge=1, le=3650, description="the last this many days")] = 120) -> Response:
     """Active, archived and deleted memories at the end of each day, from the audit trail."""
     return ok(jsonable(mem.activity(**who(scope), days=days)))
 
 
-@admin.post("/admin/purge", tags=["admin"])
+@admin.post("/admin/purge", tags=["admin"],
+            responses=s.answers(s.ForgetOut, "What was removed.", *s.COMMON_ERRORS, *s.BODY_ERRORS))
 def purge(body: s.Purge, mem: MemoryDep, _: AdminDep) -> Response:
     """Forget a user (every agent scope of it without agent_id): every row, vector, cache and file."""
     return ok(jsonable(mem.purge(user_id=body.user_id, agent_id=body.agent_id, actor="admin")))

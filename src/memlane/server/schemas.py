@@ -183,3 +183,220 @@ def jsonable(value: Any) -> Any:
     if hasattr(value, "item") and callable(value.item):  # numpy scalars
         return value.item()
     return value
+
+
+# ---- what the API answers: declared for the OpenAPI schema (issue 33) ------------------------
+# The routes build their JSON with `jsonable` and return it whole (no second pass through
+# FastAPI's encoder); these models only describe it, so /docs, /openapi.json and a generated
+# client know each response's shape. tests/test_openapi.py checks real answers against them.
+
+
+class _Out(BaseModel):
+    # extra="allow": a client must accept fields a later version adds
+    model_config = ConfigDict(extra="allow")
+
+
+class Error(_Out):
+    """Every error the server sends, whatever its status: what went wrong, and where."""
+
+    error: str = Field(description="the error's name: ValidationError, NotFound, Conflict, Unauthorized, "
+                                   "Forbidden, TooManyRequests, Unavailable, …")
+    detail: str = Field(description="what went wrong, for a person (the field and the limit for a ValidationError)")
+    field: str | None = Field(None, description="the field a ValidationError names (`messages[3].content`)")
+    request_id: str | None = Field(None, description="the request's X-Request-ID, as the server log has it")
+
+
+# status → when the server sends it (server/errors.py and server/guard.py raise them)
+ERRORS: dict[int, str] = {
+    401: "No API key, or an unknown or revoked one (`WWW-Authenticate: Bearer`).",
+    403: "A user key on an admin route, or a cross-site browser request without a key.",
+    404: "No such record in this key's scope (another user's id is not found either).",
+    408: "The request body did not arrive within `server.body_seconds`.",
+    409: "The record is not in a state this change applies to (restoring a memory that exists, "
+         "superseding one already replaced).",
+    413: "The body is over `server.max_json_bytes` (an import: `server.max_body_bytes`).",
+    415: "The body is not JSON (an import: JSONL).",
+    421: "The Host header names another server (DNS rebinding protection; `server.allowed_hosts`).",
+    422: "A field failed validation (`field` names it), or the JSON is malformed or nested too deep.",
+    429: "Too many requests or turns for this key at once (`Retry-After`).",
+    500: "An unexpected failure; the server log has it under `request_id`.",
+    502: "An LLM or embedder call failed.",
+    503: "The database is busy past its timeout or unreachable, or the server is starting or stopping "
+         "(`Retry-After`).",
+}
+# what any /v1 route may answer; a route adds what only it can (404, 409, a body's 408/413/415)
+COMMON_ERRORS = (401, 403, 421, 422, 429, 500, 502, 503)
+BODY_ERRORS = (408, 413, 415)
+
+
+def error_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
+    """OpenAPI `responses` for these statuses, each with the one error shape."""
+    return {status: {"model": Error, "description": ERRORS[status]} for status in statuses}
+
+
+def answers(model: Any, description: str, *errors: int, status: int = 200) -> dict[int | str, dict[str, Any]]:
+    """A route's documented responses: its success shape and the errors only it adds."""
+    return {status: {"model": model, "description": description}, **error_responses(*errors)}
+
+
+class MemoryOut(_Out):
+    """A memory as the API sends it: its fields that are set, the validity fields always."""
+
+    id: str
+    user_id: str
+    agent_id: str | None = None
+    content: str
+    category: str
+    kind: str | None = None
+    score: float
+    confidence: float | None = None
+    subject: str | None = None
+    predicate: str | None = None
+    created_at: datetime
+    updated_at: datetime | None = None
+    last_activated: datetime | None = None
+    activation_count: int | None = None
+    expires_at: datetime | None = None
+    source: str | None = Field(None, description="user, extractor, heuristic, agent, import or system")
+    verified: bool | None = None
+    source_session: str | None = None
+    status: Literal["active", "archived", "superseded", "deleted"] = "active"
+    pinned: bool | None = None
+    metadata: dict[str, Any] | None = None
+    valid_from: datetime | None = None
+    valid_to: datetime | None = Field(None, description="null while the fact still holds")
+    superseded_at: datetime | None = None
+    superseded_by: str | None = None
+    supersedes: str | None = None
+
+
+class MemoryPage(_Out):
+    memories: list[MemoryOut]
+    limit: int
+    offset: int
+    next_offset: int | None = Field(description="null on the last page")
+    total: int | None = Field(None, description="how many match in all (not given with session_id)")
+
+
+class AuditEvent(_Out):
+    """One audited change of a memory (ADD, UPDATE, DECAY, ARCHIVE, DELETE, SUPERSEDE, …)."""
+
+    id: int
+    memory_id: str
+    kind: str
+    before: dict[str, Any] | None = None
+    after: dict[str, Any] | None = None
+    actor: str | None = None
+    reason: str | None = None
+    created_at: datetime
+
+
+class History(_Out):
+    events: list[AuditEvent]
+
+
+class Timeline(_Out):
+    memory_id: str
+    versions: list[MemoryOut] = Field(description="every version of the fact, oldest first")
+
+
+class HitOut(_Out):
+    """One search result: the record found, where it came from and its relevance in [0, 1]."""
+
+    corpus: Literal["memories", "turns", "episodes"]
+    id: str
+    content: str
+    score: float
+    source: str | None = None
+    highlights: list[str] | None = None
+    memory: MemoryOut | None = None
+    turn: dict[str, Any] | None = None
+    episode: dict[str, Any] | None = None
+
+
+class Hits(_Out):
+    hits: list[HitOut]
+
+
+class SessionOut(_Out):
+    id: str
+    user_id: str
+    started_at: datetime
+    ended_at: datetime | None = None
+    summary: str | None = None
+    message_count: int | None = None
+
+
+class Sessions(_Out):
+    sessions: list[SessionOut]
+
+
+class StoredTurn(_Out):
+    id: str
+    seq: int
+    role: str
+    created_at: datetime
+
+
+class Stored(_Out):
+    session_id: str
+    stored: int
+    turns: list[StoredTurn]
+
+
+class TurnOut(_Out):
+    id: str
+    session_id: str
+    seq: int
+    role: str
+    content: str
+    created_at: datetime
+
+
+class Turns(_Out):
+    turns: list[TurnOut]
+
+
+class Ended(_Out):
+    session_id: str
+    results: list[dict[str, Any]] = Field(description="one per rule that ran: rule, action, result, status")
+
+
+class Episodes(_Out):
+    episodes: list[dict[str, Any]]
+
+
+class ContextOut(_Out):
+    system_prompt: str
+    blocks: list[dict[str, Any]] = Field(description="name, tokens, budget, items, text of each block")
+    messages: list[dict[str, Any]] = Field(description="system prompt + history as chat messages")
+    budgets: dict[str, Any] | None = None
+    warnings: list[str] | None = None
+
+
+class Tools(_Out):
+    tools: list[dict[str, Any]] = Field(description="OpenAI or Anthropic function-calling definitions")
+
+
+class ToolResult(_Out):
+    name: str
+    result: Any = Field(description="the tool's answer; a failure the model can fix is `{\"error\": …}`")
+
+
+class ForgetOut(_Out):
+    counts: dict[str, int] = Field(description="rows removed per table")
+    files: int
+    cached_vectors: int
+
+
+class Health(_Out):
+    status: Literal["ok", "unavailable"]
+    version: str | None = None
+
+
+
+# GET /v1/export answers text, not JSON: the JSONL that POST /v1/import takes, or MEMORY.md
+EXPORT_RESPONSES: dict[int | str, dict[str, Any]] = {200: {
+    "description": "The scope as JSONL (`format=jsonl`, lossless) or MEMORY.md text (`format=md`).",
+    "content": {"application/x-ndjson": {"schema": {"type": "string"}},
+                "text/markdown": {"schema": {"type": "string"}}}}}
