@@ -20,6 +20,7 @@ from memlane import archive as files_archive
 from memlane import forecast as forecasting
 from memlane import (
     forget,
+    importing,
     ingest,
     lifecycle,
     markdown,
@@ -549,8 +550,7 @@ class Memory:
 
     def export(self, *, user_id: str, agent_id: str | None = None, format: str = "jsonl") -> str:
         """The whole scope as text: "jsonl" (lossless, for `import_`) or "md" (MEMORY.md)."""
-        scope = Scope.of(user_id, agent_id)
-        return portable.export_scope(self, scope, validate.choice("format", format, ("jsonl", "md")))
+        return portable.export_scope(self, Scope.of(user_id, agent_id), validate.choice("format", format, ("jsonl", "md")))
 
     def import_(self, path: str | Path, *, user_id: str | None = None,
                 agent_id: str | None = None) -> portable.ImportReport:
@@ -559,6 +559,11 @@ class Memory:
         validate.optional_ident("user_id", user_id)
         validate.optional_ident("agent_id", agent_id or None)
         return portable.import_scope(self, file, user_id=user_id, agent_id=agent_id)
+
+    def import_from(self, path: str | Path, *, format: str | None = None, user_id: str, agent_id: str | None = None,
+                    dry_run: bool = False, source_user: str | None = None, extract: bool = False) -> importing.ImportReport:
+        """Import another tool's export: chatgpt, claude, mem0, letta or markdown (docs/importing.md)."""
+        return importing.import_from(self, path, format, user_id=user_id, agent_id=agent_id, dry_run=dry_run, source_user=source_user, extract=extract)
 
     # ---- lifecycle (issue 6) ------------------------------------------------------------
 

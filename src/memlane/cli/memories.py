@@ -9,9 +9,10 @@ from typing import Annotated, Any
 
 import typer
 from rich.markup import escape
+from rich.progress import TaskID
 from rich.table import Table
 
-from memlane import supersession
+from memlane import importing, supersession
 from memlane.cli.common import (
     AgentOpt,
     JsonOpt,
@@ -26,12 +27,17 @@ from memlane.cli.common import (
     _print_extraction,
     _progress,
     _short,
+    _store_config,
     _validity,
     app,
     out,
 )
+from memlane.errors import MemlaneError
 from memlane.importers import read_file
+from memlane.importing.common import load_json
 from memlane.portable import is_export
+
+_SHOWN_SKIPS = 20  # not from a seed: skipped records printed; --json lists them all
 
 
 @app.command()
@@ -433,23 +439,47 @@ def stats(user: UserOpt, agent: AgentOpt = None, as_json: JsonOpt = False) -> No
 
 @app.command("import")
 def import_(
-    paths: Annotated[list[Path], typer.Argument(help="Files or folders: LoCoMo JSON, OpenAI-messages JSON or JSONL.")],
+    paths: Annotated[list[Path], typer.Argument(help="Files or folders: another tool's export (see --from), LoCoMo "
+                                                     "JSON, OpenAI-messages JSON / JSONL, or a `memlane export` file.")],
     user: UserOpt,
     agent: AgentOpt = None,
+    source: Annotated[str | None, typer.Option(
+        "--from", help="The export's format: chatgpt (conversations.json), claude (conversations.json), mem0 "
+                       "(get_all output or a platform export), letta (an .af agent file) or markdown (a folder of "
+                       "notes). Detected when the file's shape is unambiguous.")] = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Show what would be added (counts and the first few "
+                                                            "items); write nothing.")] = False,
+    source_user: Annotated[str | None, typer.Option(
+        "--source-user", help="mem0: the mem0 user whose memories to take from a file holding several "
+                              "(default: the file's only user, else --user).")] = None,
     session_prefix: Annotated[str | None, typer.Option(
-        "--session-prefix", help="Put PREFIX: before each file's session ids instead of the file's name; "
-                                 "'' keeps the ids as they are (sessions of the same id then merge).")] = None,
+        "--session-prefix", help="Conversation files: put PREFIX: before each file's session ids instead of the "
+                                 "file's name; '' keeps the ids as they are (sessions of the same id then merge).")] = None,
     extract: Annotated[bool, typer.Option("--extract", help="Then extract memories from the imported sessions.")] = False,
     as_json: JsonOpt = False,
 ) -> None:
-    """Import conversation files (a folder: each .json / .jsonl file in it) as turns, each file
-    all or nothing, then embed them with a progress bar. Each file's sessions are its own:
-    `chat.jsonl`'s session_1 is stored as `chat:session_1`, so files never merge by session
-    name. Importing the same file again skips the turns already stored. A `memlane export`
-    JSONL file restores the whole scope into --user.
+    """Import conversations and memories from another tool, or conversation files, with a progress bar.
 
+    Another tool's export (--from, or detected): ChatGPT and Claude conversations become sessions
+    of turns dated as they were said; mem0 memories, Letta memory blocks and markdown notes become
+    memories (audited ADD, source "import", their dates kept). A bad record is skipped and named,
+    the rest imported; importing again adds nothing; --dry-run writes nothing. docs/importing.md
+    lists the fields read.
+
+    Conversation files (LoCoMo, OpenAI messages): each file all or nothing; `chat.jsonl`'s
+    session_1 is stored as `chat:session_1`. A `memlane export` file restores the whole scope.
+
+    Example: memlane import --from chatgpt conversations.json --user lin --dry-run
+    Example: memlane import --from mem0 memories.json --user lin --source-user alex
+    Example: memlane import --from markdown ~/vault --user lin      memlane import agent.af --user lin --extract
     Example: memlane import chat.jsonl --user lin      memlane import locomo/ --user lin --extract
     """
+    fmt = source.strip().lower() if source else _foreign_format(paths)
+    if fmt is not None:
+        _import_foreign(paths, fmt, user, agent, dry_run, source_user, extract, as_json)
+        return
+    if dry_run or source_user:
+        raise typer.BadParameter("--dry-run and --source-user are for another tool's export: name it with --from")
     files = _conversation_files(paths)
     exports = [f for f in files if is_export(f)]
     if exports:  # a `memlane export` file: the whole scope, not a conversation
@@ -496,6 +526,69 @@ def import_(
     where = str(files[0]) if len(files) == 1 else f"{len(files)} files"
     out.print(f"imported {result['turns']} turns in {result['sessions']} sessions from {where} "
               f"({embedded} embedded{again})")
+    if jobs is not None:
+        _print_extraction(jobs)
+
+
+def _foreign_format(paths: list[Path]) -> str | None:
+    """Another tool's format, when one path's shape says so unambiguously: a folder of only
+    markdown notes, an .md or .af file, a JSON file only one importer recognises; else None
+    (memlane's own conversation and export formats)."""
+    if len(paths) != 1:
+        return None
+    path = paths[0]
+    if path.is_dir():
+        own = any(p.is_file() and p.suffix.lower() in (".json", ".jsonl") for p in path.iterdir())
+        return "markdown" if not own and any(path.rglob("*.md")) else None
+    suffix = path.suffix.lower()
+    if suffix in (".md", ".markdown"):
+        return "markdown"
+    if suffix == ".af":
+        return "letta"
+    if suffix != ".json" or not path.is_file() or is_export(path):
+        return None
+    try:
+        data = load_json(path, _store_config().store.max_import_bytes)
+        return importing.detect(path, data)
+    except MemlaneError:  # not JSON, or no other tool's shape: the conversation reader says what is wrong
+        return None
+
+
+def _import_foreign(paths: list[Path], fmt: str, user: str, agent: str | None, dry_run: bool,
+                    source_user: str | None, extract: bool, as_json: bool) -> None:
+    """`memlane import --from FORMAT`: each path parsed and stored (a bad record skipped and
+    named), then the new rows embedded and, with --extract, the new sessions extracted."""
+    reports = []
+    with _memory() as mem, _progress() as bar:
+        for path in paths:
+            task = bar.add_task(f"{'checking' if dry_run else 'importing'} {path.name}", total=None)
+
+            def moved(done: int, total: int, task: TaskID = task) -> None:
+                bar.update(task, total=total, completed=done)
+
+            reports.append(importing.import_from(mem, path, fmt, user_id=user, agent_id=agent, dry_run=dry_run,
+                                                 source_user=source_user, progress=moved))
+        embedded = 0
+        if not dry_run:
+            emb = bar.add_task("embedding", total=None)
+            embedded = mem.flush(progress=lambda k: bar.advance(emb, k))
+        sessions = [(user, sid) for r in reports for sid in r.session_ids]
+        jobs = _extract_sessions(mem, sessions, agent) if extract and not dry_run else None
+    if as_json:
+        _emit_json({"imports": [r.to_dict() for r in reports], "embedded": embedded,
+                    **({"extraction": jobs} if jobs is not None else {})})
+        return
+    for r in reports:
+        verb = "would import" if r.dry_run else "imported"
+        again = f"; {r.already} already imported" if r.already else ""
+        out.print(f"{verb} {r.turns} turns in {r.sessions} sessions and {r.memories} memories from {r.file} "
+                  f"({r.format}{again}{'' if r.dry_run else f', {embedded} embedded'})", highlight=False)
+        for item in r.preview:
+            out.print(f"  + {escape(item)}", highlight=False)
+        for s in r.skipped[:_SHOWN_SKIPS]:
+            out.print(f"  [yellow]skipped[/] {escape(s.record)}: {escape(s.reason)}", highlight=False)
+        if len(r.skipped) > _SHOWN_SKIPS:
+            out.print(f"  … and {len(r.skipped) - _SHOWN_SKIPS} more skipped (--json lists them all)")
     if jobs is not None:
         _print_extraction(jobs)
 

@@ -8,9 +8,10 @@ is parsed in a worker thread (`JSONRoute`), never on the event loop that serves 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import tempfile
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Iterator
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -364,25 +365,85 @@ def export(mem: MemoryDep, scope: ScopeDep, format: Literal["jsonl", "md"] = "js
     return PlainTextResponse(mem.export(**who(scope), format=format), media_type=f"{media}; charset=utf-8")
 
 
+ImportFormat = Literal["chatgpt", "claude", "mem0", "letta", "markdown"]
+
+
 @v1.post("/import", tags=["portable"])
-async def import_(request: Request, mem: MemoryDep, scope: ScopeDep) -> Response:
-    """Import a JSONL export (the raw body) into this scope, all or nothing."""
+async def import_(
+    request: Request, mem: MemoryDep, scope: ScopeDep,
+    from_: Annotated[ImportFormat | None, Query(alias="from", description=(
+        "another tool's export in the body: chatgpt or claude (conversations.json), mem0 (get_all output or a "
+        "platform export), letta (an .af agent file) or markdown (a JSON object {\"notes\": {\"name.md\": text}}); "
+        "absent: a memlane JSONL export"))] = None,
+    dry_run: Annotated[bool, Query(description="with from: count what would be added, write nothing")] = False,
+    extract: Annotated[bool, Query(description="with from: queue extraction of the imported sessions")] = False,
+    source_user: Annotated[str | None, Query(description="mem0: whose memories to take from a file of several "
+                                                          "users")] = None,
+) -> Response:
+    """Import a JSONL export (the raw body) into this scope, all or nothing; or, with `from`,
+    another tool's export (bad records skipped and listed, a second run adds nothing)."""
     data = await request.body()
-    return ok(await asyncio.to_thread(_import_bytes, mem, scope, data))
+    if from_ is None:
+        return ok(await asyncio.to_thread(_import_bytes, mem, scope, data))
+    return ok(await asyncio.to_thread(_import_foreign, mem, scope, data, from_, dry_run, extract, source_user))
 
 
 def _import_bytes(mem: Any, scope: Any, data: bytes) -> Response:
     with tempfile.TemporaryDirectory(prefix="memlane-import-") as tmp:
         path = Path(tmp) / "import.jsonl"
         path.write_bytes(data)
-        try:
+        with _unplaced(path):
             report = mem.import_(path, user_id=scope.user_id, agent_id=scope.agent_id)
-        except MemlaneError as exc:  # its message may name the server's temporary file: "the body" instead
-            exc.args = tuple(_unplaced_value(a, str(path)) for a in exc.args)
-            if isinstance(getattr(exc, "field", None), str):
-                exc.field = _unplaced_value(exc.field, str(path))  # type: ignore[attr-defined]
-            raise
     return _unplaced_value(jsonable(report), str(path))
+
+
+def _import_foreign(mem: Any, scope: Any, data: bytes, fmt: str, dry_run: bool, extract: bool,
+                    source_user: str | None) -> Any:
+    """`Memory.import_from` on the body, written to a private temporary file (markdown: its
+    notes to a temporary folder); the report never names the server's files."""
+    with tempfile.TemporaryDirectory(prefix="memlane-import-") as tmp:
+        path = Path(tmp) / ("notes" if fmt == "markdown" else "import.af" if fmt == "letta" else "import.json")
+        with _unplaced(path):
+            if fmt == "markdown":
+                write_notes(path, data)
+            else:
+                path.write_bytes(data)
+            report = mem.import_from(path, format=fmt, **who(scope), dry_run=dry_run, extract=extract,
+                                     source_user=source_user)
+    return _unplaced_value(report.to_dict(), str(path))
+
+
+def write_notes(folder: Path, data: bytes) -> None:
+    """{"notes": {"people/ana.md": "text", ...}} → the files under `folder`; a name that would
+    leave it ("..", an absolute path) is refused."""
+    from memlane.errors import ValidationError
+
+    try:
+        body = json.loads(data)
+    except (ValueError, RecursionError):
+        raise ValidationError("body", 'markdown notes come as JSON: {"notes": {"name.md": "text", ...}}') from None
+    notes = body.get("notes") if isinstance(body, dict) else None
+    if not isinstance(notes, dict) or not notes:
+        raise ValidationError("notes", 'must be an object of file name → markdown text, e.g. {"a.md": "- a fact"}')
+    for name, text in notes.items():
+        parts = [p for p in str(name).replace("\\", "/").split("/") if p not in ("", ".")]
+        if not parts or ".." in parts or str(name).startswith("/") or not isinstance(text, str):
+            raise ValidationError(f"notes[{str(name)[:60]!r}]", "a note is a relative file name → its text")
+        target = folder.joinpath(*parts).with_suffix(".md")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text, "utf-8", errors="surrogatepass")
+
+
+@contextlib.contextmanager
+def _unplaced(path: Path) -> Iterator[None]:
+    """An engine error's message may name the server's temporary file: "the body" instead."""
+    try:
+        yield
+    except MemlaneError as exc:
+        exc.args = tuple(_unplaced_value(a, str(path)) for a in exc.args)
+        if isinstance(getattr(exc, "field", None), str):
+            exc.field = _unplaced_value(exc.field, str(path))  # type: ignore[attr-defined]
+        raise
 
 
 def _unplaced_value(value: Any, where: str) -> Any:

@@ -111,6 +111,11 @@ MESSAGES: dict[str, dict[str, str]] = {
         "new_fact": "The fact now", "valid_since": "Holds since (YYYY-MM-DD, empty: today)", "record_change": "Record the change",
         "replaced_by_notice": "This fact no longer holds: it was replaced on {day} by", "held": "Held", "changed": "Change recorded.",
         "back": "Back", "home": "Go to the memories",
+        "import_other": "Import from another tool", "import_other_help": "Choose (or paste) an export: ChatGPT or Claude conversations.json, mem0 memories, a Letta .af agent file, or one markdown note. You will see what would be added before anything is written; importing again adds nothing.",
+        "import_format": "Format", "import_file": "Export", "would_add": "Would add: {turns} turns in {sessions} conversations, {memories} memories",
+        "already_there": "{n} already imported (not added again)", "skipped_records": "Skipped records",
+        "import_confirm": "Import", "imported_notice": "Imported: {turns} turns, {memories} memories",
+        "err_import_other_empty": "Choose or paste the export first.", "record": "Record",
     },
     "zh": {
         "app": "memlane", "skip": "跳到正文", "nav": "栏目",
@@ -209,6 +214,11 @@ MESSAGES: dict[str, dict[str, str]] = {
         "new_fact": "现在的事实", "valid_since": "从哪天起成立（年-月-日，留空：今天）", "record_change": "记录这次变化",
         "replaced_by_notice": "这个事实已不再成立：它在 {day} 被取代为", "held": "成立时间", "changed": "已记录变化。",
         "back": "返回", "home": "回到记忆列表",
+        "import_other": "从其他工具导入", "import_other_help": "选择（或粘贴）导出文件：ChatGPT 或 Claude 的 conversations.json、mem0 记忆、Letta 的 .af 智能体文件，或一篇 markdown 笔记。写入之前会先列出将要添加的内容；再次导入不会重复添加。",
+        "import_format": "格式", "import_file": "导出内容", "would_add": "将添加：{sessions} 个对话中的 {turns} 条消息，{memories} 条记忆",
+        "already_there": "{n} 条已导入（不会重复添加）", "skipped_records": "跳过的记录",
+        "import_confirm": "导入", "imported_notice": "已导入：{turns} 条消息，{memories} 条记忆",
+        "err_import_other_empty": "请先选择或粘贴导出内容。", "record": "记录",
     },
 }
 

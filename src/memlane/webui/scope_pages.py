@@ -13,6 +13,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from memlane.errors import ValidationError
+from memlane.importing import FORMATS, ImportReport
 from memlane.markdown import MdOperation
 from memlane.webui import charts, i18n, labels
 from memlane.webui.auth import COOKIE
@@ -94,11 +95,45 @@ def register(ui: Plumbing) -> None:
         return Response(memory_md if name == "MEMORY.md" else user_md, media_type="text/markdown; charset=utf-8",
                         headers={"Content-Disposition": f'attachment; filename="{name}"'})
 
+    # ---- import from another tool ----------------------------------------------------
+
+    @ui.route("/import")
+    async def import_form(request: Request) -> Response:
+        ctx = await ui.context(request)
+        notice = request.query_params.get("notice", "")
+        turns, _, memories = notice.partition(",")
+        done = (int(turns), int(memories)) if turns.isdigit() and memories.isdigit() and len(notice) < 30 else None
+        return ui.render(ctx, "import_other.html", formats=FORMATS, fmt="chatgpt", text="", report=None,
+                         digest="", done=done)
+
+    async def import_other(ctx: Ctx, fmt: str) -> Response:
+        """Another tool's export (the form's `from`): a dry run first, showing what would be
+        added and what is skipped; `apply` with the same text's digest then imports it."""
+        text = ctx.field("text")
+        if not text.strip():
+            return ui.render(ctx, "import_other.html", formats=FORMATS, fmt=fmt, text="", report=None, digest="",
+                             done=None, error=i18n.text(ctx.lang, "err_import_other_empty"), status=422)
+        digest = hashlib.sha256(f"{fmt}\n{text}".encode("utf-8", "surrogatepass")).hexdigest()
+        apply = ctx.field("apply") == "1"
+        changed = apply and ctx.field("digest") != digest
+        try:
+            report = await ui.call(foreign_import, ctx.mem, ctx.scope, fmt, text, dry_run=not apply or changed)
+        except ValidationError as exc:  # the whole file is unreadable: the form again, saying why
+            return ui.render(ctx, "import_other.html", formats=FORMATS, fmt=fmt, text=text, report=None, digest="",
+                             done=None, error=str(exc), status=422)
+        if apply and not changed:
+            raise Redirect(f"/import?notice={report.turns},{report.memories}")
+        return ui.render(ctx, "import_other.html", formats=FORMATS, fmt=fmt, text=text, report=report,
+                         digest=digest, done=None, status=422 if changed else 200,
+                         error=i18n.text(ctx.lang, "err_import_changed") if changed else "")
+
     @ui.route("/files/import", ("POST",))
     async def import_edits(request: Request) -> Response:
         """Dry run first (the operations, nothing written); `apply` with the same text's digest
-        then writes exactly what was shown."""
+        then writes exactly what was shown. With `from`, another tool's export (`import_other`)."""
         ctx = await ui.context(request, write=True)
+        if ctx.field("from") in FORMATS:
+            return await import_other(ctx, ctx.field("from"))
         mem = ctx.mem
         text = ctx.field("text").replace("\r\n", "\n")  # a browser sends a textarea's lines as CRLF
         if not text.strip():
@@ -184,6 +219,27 @@ def md_import(mem: Memory, scope: dict[str, Any], text: str, lang: str, *, dry_r
         except UnicodeEncodeError:
             raise ValidationError("text", i18n.text(lang, "err_import_unicode")) from None
         return mem.md_import(path, **scope, dry_run=dry_run)
+
+
+def foreign_import(mem: Memory, scope: dict[str, Any], fmt: str, text: str, *, dry_run: bool) -> ImportReport:
+    """`Memory.import_from` on the pasted export, written to a private temporary file (a
+    markdown note: a folder of that one note); the report names no server file."""
+    with tempfile.TemporaryDirectory(prefix="memlane-webui-") as tmp:
+        folder = Path(tmp) / "notes"
+        folder.mkdir()
+        path = folder / "note.md" if fmt == "markdown" else Path(tmp) / ("export.af" if fmt == "letta" else "export.json")
+        try:
+            path.write_text(text.replace("\r\n", "\n") if fmt == "markdown" else text, "utf-8")
+        except UnicodeEncodeError:
+            raise ValidationError("text", "the text holds characters that are not valid Unicode (a lone surrogate)") from None
+        try:
+            report = mem.import_from(folder if fmt == "markdown" else path, format=fmt, **scope, dry_run=dry_run)
+        except ValidationError as exc:
+            raise ValidationError(exc.field, str(exc).replace(str(path), "the export").replace(str(folder), "the export")) from None
+    report.file = ""
+    for s in report.skipped:
+        s.record = s.record.replace(str(path), "the export")
+    return report
 
 
 def applied_ops(notice: str) -> list[tuple[str, int]]:
