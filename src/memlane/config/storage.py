@@ -26,6 +26,12 @@ class StoreConfig(_Section):
     # 23,795 characters. Stored whole; only the first embedding.max_chars are embedded
     max_turn_chars: int = Field(200_000, ge=1)
     max_import_bytes: int = Field(200_000_000, ge=1)
+    # Not from a seed (issue 33): what `memlane import --dry-run` (and the web UI's preview)
+    # lists of what would be added
+    import_preview_items: int = Field(5, ge=0)
+    # Not from a seed (issue 33): one non-text part of an imported message (an image pointer, a
+    # tool's output) kept in the turn's metadata, cut to this many characters of JSON
+    import_part_chars: int = Field(2_000, ge=16)
     # Not from a seed (issue 28): one add_messages call is bounded work: 50,000 tiny messages
     # ran over 4 minutes (offline extraction runs in the call). A conversation is loaded whole
     # by import (`memlane import`, POST /v1/import, import_conversations), uncapped; a server

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from memlane import validate
 from memlane.errors import ValidationError
 from memlane.importing import chatgpt, claude, letta, mem0, notes
-from memlane.importing.common import PART_CHARS, Parsed, Skipped, load_json
+from memlane.importing.common import Parsed, Skipped, load_json
 from memlane.importing.store import store_parsed
 from memlane.models import Scope
 
@@ -80,13 +80,13 @@ def parse(mem: Memory, path: Path, fmt: str | None, *, user_id: str, source_user
     fmt = fmt or detect(path, data)
     origin = path.name
     if fmt == "chatgpt":
-        return fmt, chatgpt.parse(data, origin, PART_CHARS)
+        return fmt, chatgpt.parse(data, origin, cfg.import_part_chars)
     if fmt == "claude":
         return fmt, claude.parse(data, origin, cfg)
     if fmt == "mem0":
-        return fmt, mem0.parse(data, origin, user_id, source_user, policy.categories, PART_CHARS)
+        return fmt, mem0.parse(data, origin, user_id, source_user, policy.categories, cfg.import_part_chars)
     return fmt, letta.parse(data, origin, policy.categories, policy.default_category, cfg.max_content_chars,
-                            PART_CHARS)
+                            cfg.import_part_chars)
 
 
 def import_from(mem: Memory, path: str | Path, fmt: str | None, *, user_id: str, agent_id: str | None,

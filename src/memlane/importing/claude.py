@@ -15,7 +15,6 @@ from memlane.config import StoreConfig
 from memlane.errors import ValidationError
 from memlane.importers import Conversation
 from memlane.importing.common import (
-    PART_CHARS,
     Parsed,
     Skipped,
     bounded,
@@ -83,7 +82,7 @@ def _message(m: Any, where: str, cfg: StoreConfig, started: Any) -> dict[str, An
             if isinstance(b, dict) and b.get("type") == "text" and isinstance(b.get("text"), str):
                 texts.append(clean(b["text"]))
             elif b is not None:  # tool_use, tool_result, thinking, an image: kept, not dropped
-                kept.append(bounded(b, PART_CHARS))
+                kept.append(bounded(b, cfg.import_part_chars))
     if not any(t.strip() for t in texts):
         texts = [text_of(m.get("text"), f"{where}.text")]
     text = "\n".join(t for t in texts if t)

@@ -17,13 +17,6 @@ from memlane.importers import Conversation, _loads, read_text
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 # where a whole number is a time in milliseconds rather than seconds (year 2286 in seconds)
 _MS_ABOVE = 10_000_000_000
-# Not from a seed (issue 33). Kept here, not in config: the README's configuration reference
-# must list every setting, and the README is being rewritten (issue 33's docs site).
-# What `memlane import --dry-run` lists of what would be added:
-PREVIEW_ITEMS = 5
-# one non-text part of an imported message (an image pointer, a tool's output) kept in the
-# turn's metadata, cut to this many characters of JSON:
-PART_CHARS = 2_000
 
 
 @dataclass

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from memlane import validate
 from memlane.errors import ValidationError
 from memlane.importers import Conversation, message_key
-from memlane.importing.common import PREVIEW_ITEMS, MemoryItem, Parsed, Skipped
+from memlane.importing.common import MemoryItem, Parsed, Skipped
 from memlane.ingest import import_conversations
 from memlane.messages import check_messages
 from memlane.models import MemoryRecord, Scope, new_id
@@ -67,7 +67,7 @@ def _conversation(mem: Memory, scope: Scope, conv: Conversation, parsed: Parsed,
     report.sessions += 1
     report.turns += len(fresh)
     report.session_ids.append(sid)
-    room = PREVIEW_ITEMS - len(report.preview)
+    room = mem.config.store.import_preview_items - len(report.preview)
     report.preview += [f"{sid} · {msgs[j].role}: {_line(msgs[j].content)}" for j in fresh[:max(room, 0)]]
 
 
@@ -115,7 +115,7 @@ def _memories(mem: Memory, scope: Scope, items: list[MemoryItem], report: Any, t
             id=new_id(), user_id=scope.user_id, agent_id=scope.agent_id, content=content, category=category,
             score=score, created_at=created, updated_at=updated, last_activated=now, source="import",
             pinned=item.pinned, metadata=metadata, valid_from=created))
-        if len(report.preview) < PREVIEW_ITEMS:
+        if len(report.preview) < cfg.store.import_preview_items:
             report.preview.append(f"memory ({category}{', pinned' if item.pinned else ''}): {_line(content)}")
     report.memories += len(records)
     if report.dry_run or not records:

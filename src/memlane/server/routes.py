@@ -368,7 +368,8 @@ def export(mem: MemoryDep, scope: ScopeDep, format: Literal["jsonl", "md"] = "js
 ImportFormat = Literal["chatgpt", "claude", "mem0", "letta", "markdown"]
 
 
-@v1.post("/import", tags=["portable"])
+@v1.post("/import", tags=["portable"], openapi_extra=s.IMPORT_BODY,
+         responses=s.answers(s.ImportOut, "What was imported (or, dry_run, would be).", *s.BODY_ERRORS))
 async def import_(
     request: Request, mem: MemoryDep, scope: ScopeDep,
     from_: Annotated[ImportFormat | None, Query(alias="from", description=(

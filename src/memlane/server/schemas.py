@@ -400,3 +400,38 @@ EXPORT_RESPONSES: dict[int | str, dict[str, Any]] = {200: {
     "description": "The scope as JSONL (`format=jsonl`, lossless) or MEMORY.md text (`format=md`).",
     "content": {"application/x-ndjson": {"schema": {"type": "string"}},
                 "text/markdown": {"schema": {"type": "string"}}}}}
+
+
+class SkippedOut(_Out):
+    record: str = Field(description="which record: the file's name and where in it")
+    reason: str
+
+
+class ImportOut(_Out):
+    """What an import did. A memlane export (no `from`): `added` / `skipped` counts per kind.
+    Another tool's export (`from`): sessions, turns and memories added (or, dry_run, that would
+    be), those an earlier import already stored, the bad records skipped, a preview."""
+
+    user_id: str
+    agent_id: str | None = None
+    added: dict[str, int] | None = Field(None, description="memlane export: records added per kind")
+    format: str | None = Field(None, description="from: the format read")
+    dry_run: bool | None = None
+    sessions: int | None = None
+    turns: int | None = None
+    memories: int | None = None
+    already: int | None = Field(None, description="from: turns and memories an earlier import stored")
+    skipped: dict[str, int] | list[SkippedOut] | None = Field(
+        None, description="memlane export: records already there per kind; from: the bad records, each named")
+    preview: list[str] | None = None
+    session_ids: list[str] | None = None
+    extraction_jobs: int | None = None
+
+
+# the raw body of POST /v1/import, by what `from` says it is
+IMPORT_BODY: dict[str, Any] = {"requestBody": {"required": True, "description": (
+    "A memlane JSONL export (no `from`); else the other tool's export file as it is: ChatGPT's or Claude's "
+    "conversations.json, mem0's get_all output or platform export, a Letta .af file; markdown notes as "
+    '{"notes": {"name.md": "text"}}'), "content": {
+    "application/x-ndjson": {"schema": {"type": "string"}},
+    "application/json": {"schema": {"type": "object", "additionalProperties": True}}}}}
