@@ -289,3 +289,25 @@ def test_a_memory_search_reads_the_first_person_as_the_user(asked: str, told: st
     from memlane.retrieval.query import told_of_user
 
     assert told_of_user(asked) == told
+
+
+def test_a_question_about_now_that_an_old_version_matches_gets_the_current_one(make_memory: MakeMemory) -> None:
+    clock = ManualClock(T0)
+    m = make_memory(clock=clock)
+    flat = m.add("The user rents a one-bed flat in Rathmines.", user_id="u1")
+    m.add("The user's sister rents a flat in Cork.", user_id="u1")
+    m.add("The user plays the fiddle.", user_id="u1")
+    clock.now = datetime(2024, 12, 1, tzinfo=UTC)
+    house = m.supersede(flat.id, "The user owns a house in Drumcondra.", user_id="u1", valid_from=MOVED)
+    m.supersede(house.id, "The user owns a terraced house in Drumcondra.", user_id="u1")  # a chain of three
+    asked = "does the user still rent the one-bed flat in Rathmines?"
+    [top, *_] = m.search(asked, user_id="u1")
+    # the fact the question names is the flat, which was replaced: what holds now answers it, as
+    # strongly as the flat's own words would, above a current memory sharing fewer of them
+    assert top.content == "The user owns a terraced house in Drumcondra."
+    assert top.score >= m.config.search.min_relevance
+    # asked of the past, the flat itself is found, and no version lends it relevance
+    past = m.search(asked, user_id="u1", include_superseded=True)
+    assert past[0].content == "The user rents a one-bed flat in Rathmines."
+    m.config.search.current_from_versions = False
+    assert m.search(asked, user_id="u1")[0].content == "The user's sister rents a flat in Cork."
