@@ -18,7 +18,7 @@ from memlane.config import SearchConfig
 from memlane.crosslingual import LanguageAxes
 from memlane.dates import SESSION_WORDS, Span, held_nearness, mentioned_period, session_reference
 from memlane.errors import ValidationError
-from memlane.models import Corpus, Episode, Hit, MemoryRecord, Scope, Turn
+from memlane.models import Corpus, Episode, Hit, MemoryFacts, MemoryRecord, Scope, Turn
 from memlane.retrieval.candidates import Candidate, gather
 from memlane.retrieval.filters import (
     Filters,
@@ -177,8 +177,6 @@ class Search:
         if self.corpus == "turns":
             self._turn_time_and_session(cands)
         if self.corpus == "memories":
-            if self.cfg.current_from_versions and self.filters.statuses() == ("active",):
-                self._versions_to_current(cands)
             hits, kept = self._memories(cands, returned, want)
         elif self.corpus == "turns":
             hits, kept = self._turns(cands, returned, want)
@@ -222,15 +220,15 @@ class Search:
                                                              m.valid_to or self.now, self.cfg.date_grace_days)
         return out
 
-    def _versions_to_current(self, cands: dict[int, Candidate]) -> None:
+    def _versions_to_current(self, cands: dict[int, Candidate], facts: MemoryFacts) -> bool:
         """A replaced version among the candidates of a search for what holds now passes its
         relevance on to the version that holds now (issue 32): the fact is one, whichever
         version's words the question shares. The current version joins the candidates if it
-        was not among them."""
-        facts = self.store.memory_facts(self.scope, list(cands))
+        was not among them (then True: the candidates' facts are to be read again)."""
         replaced = facts.rowid[facts.status == "superseded"].tolist()
         if not replaced:
-            return
+            return False
+        joined = False
         for rowid, old in self.store.memories_by_rowid(self.scope, replaced).items():
             head = old
             for _ in range(MAX_VERSION_STEPS):  # a chain is short; a cycle must not hang a search
@@ -244,9 +242,11 @@ class Search:
                 continue
             c = cands[rowid]
             at = self.store.memory_rowid(self.scope, head.id)
+            joined |= at not in cands
             cur = cands.setdefault(at, Candidate(at))
             cur.relevance = max(cur.relevance, c.relevance)
             cur.inherited = max(cur.inherited, self.relevance.of(old.content, c.similarity))
+        return joined
 
     def _turn_time_and_session(self, cands: dict[int, Candidate]) -> None:
         """The date prior and the named conversation's prior, added to the turns' relevance."""
@@ -265,7 +265,10 @@ class Search:
     def _memories(self, cands: dict[int, Candidate], returned: set[int], want: int) -> tuple[Ranked, set[int]]:
         """Ranked on a few columns, then records built only for what is returned."""
         store, cfg, now, filters = self.store, self.cfg, self.now, self.filters
-        facts = kept_facts(store.memory_facts(self.scope, list(cands)), filters, now)
+        facts = store.memory_facts(self.scope, list(cands))
+        if cfg.current_from_versions and filters.statuses() == ("active",) and self._versions_to_current(cands, facts):
+            facts = store.memory_facts(self.scope, list(cands))
+        facts = kept_facts(facts, filters, now)
         kept = set(facts.rowid.tolist())
         prior = np.array([self._dated(datetime.fromtimestamp(t, UTC)) for t in facts.created_at.tolist()]
                          if self.period else 0.0)
