@@ -23,7 +23,7 @@ from agents.memory import Session  # noqa: E402
 from openai import AsyncOpenAI  # noqa: E402
 
 from memlane import Memory  # noqa: E402
-from memlane.errors import ValidationError  # noqa: E402
+from memlane.errors import MissingExtra, ValidationError  # noqa: E402
 from memlane.integrations.openai_agents import (  # noqa: E402
     MemlaneSession,
     memlane_instructions,
@@ -296,8 +296,9 @@ def test_tools_are_memlanes_tools(memory: Memory) -> None:
 def test_import_without_the_sdk_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "agents", None)  # as if the SDK were not installed
     monkeypatch.delitem(sys.modules, "memlane.integrations.openai_agents")
-    with pytest.raises(ImportError, match=r"pip install 'memlane\[openai-agents\]'"):
+    with pytest.raises(MissingExtra, match=r"pip install 'memlane\[openai-agents\]'") as err:
         importlib.import_module("memlane.integrations.openai_agents")
+    assert isinstance(err.value, ImportError)  # as every adapter: `except ImportError` makes it optional
 
 
 EXAMPLE = Path(__file__).parents[1] / "examples" / "openai_agents_memory.py"

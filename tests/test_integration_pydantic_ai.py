@@ -31,6 +31,7 @@ from pydantic_ai.messages import (  # noqa: E402
 from pydantic_ai.models.function import AgentInfo, FunctionModel  # noqa: E402
 
 from memlane import Memory  # noqa: E402
+from memlane.errors import MissingExtra  # noqa: E402
 from memlane.integrations.pydantic_ai import (  # noqa: E402
     CONTEXT_REF,
     MemlaneMemory,
@@ -237,8 +238,9 @@ def test_tools_are_memlanes_tools(memory: Memory) -> None:
 def test_import_without_pydantic_ai_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "pydantic_ai", None)  # as if pydantic-ai were not installed
     monkeypatch.delitem(sys.modules, "memlane.integrations.pydantic_ai")
-    with pytest.raises(ImportError, match=r"pip install 'memlane\[pydantic-ai\]'"):
+    with pytest.raises(MissingExtra, match=r"pip install 'memlane\[pydantic-ai\]'") as err:
         importlib.import_module("memlane.integrations.pydantic_ai")
+    assert isinstance(err.value, ImportError)  # as every adapter: `except ImportError` makes it optional
 
 
 

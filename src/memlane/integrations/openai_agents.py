@@ -34,7 +34,7 @@ from typing import Any
 from memlane import validate
 from memlane.api import Memory
 from memlane.config import StoreConfig
-from memlane.errors import NotFound, ValidationError
+from memlane.errors import MissingExtra, NotFound, ValidationError
 from memlane.models import Scope, Turn
 from memlane.tools import TOOL_NAMES, MemoryTools
 
@@ -44,7 +44,7 @@ try:
     from agents.memory import SessionSettings
     from agents.tool_context import ToolContext
 except ImportError as exc:  # pragma: no cover - the extra is installed where the tests run
-    raise ImportError("memlane.integrations.openai_agents needs the OpenAI Agents SDK: "
+    raise MissingExtra("memlane.integrations.openai_agents needs the OpenAI Agents SDK: "
                       "pip install 'memlane[openai-agents]'") from exc
 
 ITEM_KEY = "openai_agents_item"  # turn metadata: the SDK's item as it was added

@@ -31,7 +31,7 @@ from typing import Any
 from memlane import validate
 from memlane.api import Memory
 from memlane.config import StoreConfig
-from memlane.errors import NotFound, ValidationError
+from memlane.errors import MissingExtra, NotFound, ValidationError
 from memlane.models import Scope, Turn
 from memlane.tools import MemoryTools
 
@@ -51,7 +51,7 @@ try:
     from pydantic_ai.models import ModelRequestContext
     from pydantic_ai.run import AgentRunResult
 except ImportError as exc:  # pragma: no cover - the extra is installed where the tests run
-    raise ImportError("memlane.integrations.pydantic_ai needs pydantic-ai: pip install 'memlane[pydantic-ai]'") from exc
+    raise MissingExtra("memlane.integrations.pydantic_ai needs pydantic-ai: pip install 'memlane[pydantic-ai]'") from exc
 
 CONTEXT_REF = "memlane.context"  # the injected part's dynamic_ref: found and replaced on the next request
 MESSAGE_KEY = "pydantic_ai_message"  # turn metadata: "<run_id>:<n>", the run's n-th message, stored once
