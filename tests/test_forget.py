@@ -273,6 +273,51 @@ def test_forgetting_unknown_things_is_a_clear_error(memory: Memory) -> None:
     assert memory.store.raw_count("memory_events") == 0
 
 
+def test_a_turn_another_caller_deleted_meanwhile_is_not_found_and_nothing_is_deleted(
+        memory: Memory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two callers forget one turn: both find it, one deletes it first. The second must hear
+    NotFound (it forgot nothing), and a turn it named alongside must stay: all or none."""
+    from memlane.errors import NotFound
+    a, b = memory.add_messages("s1", [{"role": "user", "content": "first"}, {"role": "user", "content": "second"}],
+                               user_id="u1")
+    looked = memory.store.turns_by_id
+
+    def look_then_lose_the_race(scope: Scope, ids: list[str]) -> list[object]:
+        found = looked(scope, ids)
+        memory.store.delete_turns(scope, [b.id])  # the other caller's delete commits now
+        return found  # type: ignore[return-value]
+
+    monkeypatch.setattr(memory.store, "turns_by_id", look_then_lose_the_race)
+    with pytest.raises(NotFound, match="already deleted"):
+        memory.delete_turns([a.id, b.id], user_id="u1")
+    monkeypatch.undo()
+    assert [t.content for t in memory.get_turns("s1", user_id="u1")] == ["first"]
+
+
+def test_concurrent_deletes_of_one_turn_succeed_once(memory: Memory) -> None:
+    from memlane.errors import NotFound
+    turns = memory.add_messages("s1", [{"role": "user", "content": f"m{i}"} for i in range(6)], user_id="u1")
+    outcomes: list[str] = []
+    barrier = threading.Barrier(6)
+
+    def forget(turn_id: str) -> None:
+        barrier.wait()
+        try:
+            memory.delete_turns([turn_id], user_id="u1")
+            outcomes.append("deleted")
+        except NotFound:
+            outcomes.append("not found")
+
+    for turn in turns[:2]:
+        threads = [threading.Thread(target=forget, args=(turn.id,)) for _ in range(6)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    assert sorted(outcomes) == ["deleted"] * 2 + ["not found"] * 10
+    assert len(memory.get_turns("s1", user_id="u1")) == 4
+
+
 def test_cli_forgets_a_session_and_purges_a_user(tmp_path: Path) -> None:
     home = tmp_path / "cli"
     env = {**os.environ, "MEMLANE_HOME": str(home), "MEMLANE_EMBEDDER": "hash"}

@@ -8,6 +8,8 @@ import asyncio
 import importlib
 import importlib.util
 import json
+import os
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -21,7 +23,7 @@ from agents.memory import Session  # noqa: E402
 from openai import AsyncOpenAI  # noqa: E402
 
 from memlane import Memory  # noqa: E402
-from memlane.errors import ValidationError  # noqa: E402
+from memlane.errors import MissingExtra, ValidationError  # noqa: E402
 from memlane.integrations.openai_agents import (  # noqa: E402
     MemlaneSession,
     memlane_instructions,
@@ -116,6 +118,71 @@ def test_pop_and_clear_forget_the_turns(memory: Memory) -> None:
         assert memory.get_turns("s1", user_id="lin") == []
 
     asyncio.run(run())
+
+
+def test_empty_texts_read_back_as_added(memory: Memory) -> None:
+    """A turn needs text, so an empty one is described ("[empty user message]"), but the item
+    keeps its own field: `get_items` gives back "", "  ", an empty output, as they were."""
+    items: list[dict[str, Any]] = [{"role": "user", "content": ""}, {"role": "assistant", "content": " \n "},
+                                   {"type": "function_call_output", "call_id": "c1", "output": ""},
+                                   {"role": "user", "content": [{"type": "input_text", "text": ""}]}]
+    session = MemlaneSession("s1", memory, user_id="lin")
+    asyncio.run(session.add_items(items))
+    assert asyncio.run(session.get_items()) == items
+    assert [t.content for t in memory.get_turns("s1", user_id="lin")] == [
+        "[empty user message]", "[empty assistant message]", "[empty tool message]", "[empty user message]"]
+    assert asyncio.run(session.pop_item()) == items[-1]
+
+
+def test_an_item_nested_past_the_metadata_depth_is_refused_by_name(memory: Memory) -> None:
+    depth = memory.config.store.max_metadata_depth  # the item is kept one level down in the metadata
+    session = MemlaneSession("s1", memory, user_id="lin")
+
+    def nested(levels: int) -> dict[str, Any]:
+        item: dict[str, Any] = {"role": "user", "content": "hi"}
+        for _ in range(levels - 1):
+            item = {"role": "user", "content": "hi", "x": item}
+        return item
+
+    asyncio.run(session.add_items([nested(depth - 1)]))  # as deep as it may be: kept
+    assert asyncio.run(session.get_items()) == [nested(depth - 1)]
+    for levels in (depth, 5_000):  # one level more, and deep enough to overflow a recursive walk
+        with pytest.raises(ValidationError, match="store.max_metadata_depth") as err:
+            asyncio.run(session.add_items([nested(levels)]))
+        assert err.value.field.startswith("items[0].x")
+    assert len(asyncio.run(session.get_items())) == 1
+
+
+def test_pops_from_two_processes_hand_out_each_item_once(tmp_path: Path) -> None:
+    """Two processes pop one session at once: each item goes to one of them, and the pops
+    past the last find None (the delete is the claim: a turn another caller deleted first is
+    NotFound, and the pop takes the next)."""
+    with Memory(make_config(tmp_path)) as m:
+        asyncio.run(MemlaneSession("shared", m, user_id="lin").add_items(
+            [{"role": "user", "content": f"m{i}"} for i in range(30)]))
+    child = ("import asyncio, json, sys\nfrom pathlib import Path\nroot, home = sys.argv[1:]\n"
+             "sys.path.insert(0, root)\n"
+             "from tests.conftest import make_config\nfrom memlane import Memory\n"
+             "from memlane.integrations.openai_agents import MemlaneSession\n"
+             "with Memory(make_config(Path(home))) as m:\n"
+             "    s = MemlaneSession('shared', m, user_id='lin')\n"
+             "    async def pops():\n"
+             "        return await asyncio.gather(*[s.pop_item() for _ in range(20)])\n"
+             "    print(json.dumps(asyncio.run(pops())))\n")
+    root = Path(__file__).parents[1]
+    env = {**os.environ, "PYTHONPATH": str(root / "src")}
+    procs = [subprocess.Popen([sys.executable, "-c", child, str(root), str(tmp_path)], env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    popped: list[Any] = []
+    for p in procs:
+        out, err = p.communicate(timeout=300)
+        assert p.returncode == 0, err[-2000:]
+        popped += json.loads(out)
+    got = [i["content"] for i in popped if i is not None]
+    assert sorted(got) == sorted(f"m{i}" for i in range(30))
+    assert popped.count(None) == 10
+    with Memory(make_config(tmp_path)) as m:
+        assert m.get_turns("shared", user_id="lin") == []
 
 
 def test_sessions_are_scoped(memory: Memory) -> None:
@@ -229,8 +296,9 @@ def test_tools_are_memlanes_tools(memory: Memory) -> None:
 def test_import_without_the_sdk_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "agents", None)  # as if the SDK were not installed
     monkeypatch.delitem(sys.modules, "memlane.integrations.openai_agents")
-    with pytest.raises(ImportError, match=r"pip install 'memlane\[openai-agents\]'"):
+    with pytest.raises(MissingExtra, match=r"pip install 'memlane\[openai-agents\]'") as err:
         importlib.import_module("memlane.integrations.openai_agents")
+    assert isinstance(err.value, ImportError)  # as every adapter: `except ImportError` makes it optional
 
 
 EXAMPLE = Path(__file__).parents[1] / "examples" / "openai_agents_memory.py"

@@ -31,6 +31,7 @@ from pydantic_ai.messages import (  # noqa: E402
 from pydantic_ai.models.function import AgentInfo, FunctionModel  # noqa: E402
 
 from memlane import Memory  # noqa: E402
+from memlane.errors import MissingExtra  # noqa: E402
 from memlane.integrations.pydantic_ai import (  # noqa: E402
     CONTEXT_REF,
     MemlaneMemory,
@@ -177,6 +178,56 @@ def test_store_run_leaves_out_what_is_not_the_conversation(memory: Memory) -> No
     assert store_run(memory, [], user_id="lin", session_id="s1") == []
 
 
+def test_store_run_stores_each_message_of_a_run_once(memory: Memory) -> None:
+    """Calling store_run again — on the same result, on `all_messages()` after the next run, or
+    after MemlaneMemory already stored the run — adds only what the session lacks."""
+    agent = Agent(FunctionModel(lambda m, i: ModelResponse(parts=[TextPart(f"reply {len(m)}")])))
+    first = agent.run_sync("one")
+    assert len(store_run(memory, first, user_id="lin", session_id="s1")) == 2
+    assert store_run(memory, first, user_id="lin", session_id="s1") == []
+    second = agent.run_sync("two", message_history=first.all_messages())
+    assert [t.content for t in store_run(memory, second.all_messages(), user_id="lin", session_id="s1")] == [
+        "two", "reply 3"]
+    assert store_run(memory, second, user_id="lin", session_id="s1") == []
+    # another session (or user) has its own copy; hand-made messages with no run id are stored as given
+    assert len(store_run(memory, first, user_id="lin", session_id="s2")) == 2
+    assert len(store_run(memory, first, user_id="kim", session_id="s1")) == 2
+    plain = [ModelRequest(parts=[UserPromptPart("no run id")])]
+    assert len(store_run(memory, plain, user_id="lin", session_id="s1")) == 1
+    assert len(store_run(memory, plain, user_id="lin", session_id="s1")) == 1
+    assert [t.content for t in memory.get_turns("s1", user_id="lin")] == [
+        "one", "reply 1", "two", "reply 3", "no run id", "no run id"]
+
+
+def test_store_run_fits_what_a_run_said_into_the_stores_limits(tmp_path: Path) -> None:
+    """The run has happened: a prompt, a tool result or tool-call arguments over memlane's
+    limits are cut and marked, and a run larger than one call takes is stored in parts."""
+    limits = {"max_turn_chars": 1_000, "max_call_chars": 2_500, "max_metadata_bytes": 4_096}
+    with Memory(make_config(tmp_path, store=limits)) as memory:
+        messages: list[ModelMessage] = [
+            ModelRequest(parts=[UserPromptPart("p" * 5_000)]),
+            ModelResponse(parts=[ToolCallPart("write", {"text": "\u0001é" * 3_000}, tool_call_id="c1"),
+                                 ToolCallPart("write", {"text": "b" * 3_000}, tool_call_id="c2")]),
+            ModelRequest(parts=[ToolReturnPart("write", "r" * 999, tool_call_id="c1"),
+                                ToolReturnPart("write", "", tool_call_id="c2")]),
+            ModelResponse(parts=[TextPart("done")]),
+            ModelRequest(parts=[UserPromptPart("  \n")]),
+            ModelResponse(parts=[TextPart(" ")]),
+        ]
+        turns = store_run(memory, messages, user_id="lin", session_id="s1")
+        assert [t.role for t in turns] == ["user", "assistant", "tool", "tool", "assistant", "user", "assistant"]
+        user = turns[0]
+        assert len(user.content) == 1_000 and user.content.startswith("p" * 900)
+        assert user.content.endswith("…[truncated: 5,000 characters, store.max_turn_chars is the limit]")
+        assert user.metadata["truncated_from_chars"] == 5_000
+        assert turns[1].tool_calls is not None and len(json.dumps(turns[1].tool_calls).encode()) <= 4_096
+        assert all("…[truncated:" in c["function"]["arguments"] for c in turns[1].tool_calls)
+        assert turns[2].content == "r" * 999 and "truncated_from_chars" not in turns[2].metadata  # within limits: as is
+        assert turns[3].content == "[empty result]"
+        assert [t.content for t in memory.get_turns("s1", user_id="lin")][-3:] == [
+            "done", "[empty prompt]", "[empty reply]"]  # a turn needs text: blank ones are described
+
+
 def test_tools_are_memlanes_tools(memory: Memory) -> None:
     toolset = memlane_toolset(memory, user_id="lin", names=["search_memory", "remember"])
     assert sorted(toolset.tools) == ["remember", "search_memory"]
@@ -187,8 +238,9 @@ def test_tools_are_memlanes_tools(memory: Memory) -> None:
 def test_import_without_pydantic_ai_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "pydantic_ai", None)  # as if pydantic-ai were not installed
     monkeypatch.delitem(sys.modules, "memlane.integrations.pydantic_ai")
-    with pytest.raises(ImportError, match=r"pip install 'memlane\[pydantic-ai\]'"):
+    with pytest.raises(MissingExtra, match=r"pip install 'memlane\[pydantic-ai\]'") as err:
         importlib.import_module("memlane.integrations.pydantic_ai")
+    assert isinstance(err.value, ImportError)  # as every adapter: `except ImportError` makes it optional
 
 
 

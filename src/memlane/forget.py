@@ -81,7 +81,10 @@ def after_delete(memory: Parts, scope: Scope, record: MemoryRecord, *, hard: boo
 
 def delete_turns(memory: Archiving, scope: Scope, turn_ids: Sequence[str]) -> ForgetReport:
     """Forget some turns: rows, full text, vectors, the neighbour context that quotes them,
-    the session's episodes and rolling summary (both may hold their words)."""
+    the session's episodes and rolling summary (both may hold their words). All or none:
+    NotFound when one is missing, also when a concurrent caller deleted it after this call
+    looked (its delete runs in the store's write transaction), so each turn is forgotten by
+    exactly one caller — what a "pop the latest turn" needs to hand each turn out once."""
     ids = _ids("turn_ids", turn_ids)
     turns = memory.store.turns_by_id(scope, ids)
     if len(turns) != len(ids):
@@ -94,6 +97,10 @@ def delete_turns(memory: Archiving, scope: Scope, turn_ids: Sequence[str]) -> Fo
     texts = [t.content for t in turns]
     with memory.store.transaction():
         deleted = memory.store.delete_turns(scope, ids)
+        if len(deleted) != len(ids):  # another caller deleted some since the read: it forgot them, not this one
+            kept = set(deleted)
+            raced = sorted(t.id for t in turns if (t.session_id, t.seq) not in kept)
+            raise NotFound(f"turns {', '.join(raced[:5])} were already deleted for user {scope.user_id!r}")
         report.counts["turns"] = len(deleted)
         for session_id, gone in by_session.items():
             texts += _forget_derived(memory, scope, session_id, gone, report)

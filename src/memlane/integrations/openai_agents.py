@@ -27,12 +27,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from memlane import validate
 from memlane.api import Memory
-from memlane.errors import NotFound, ValidationError
+from memlane.config import StoreConfig
+from memlane.errors import MissingExtra, NotFound, ValidationError
 from memlane.models import Scope, Turn
 from memlane.tools import TOOL_NAMES, MemoryTools
 
@@ -42,7 +44,7 @@ try:
     from agents.memory import SessionSettings
     from agents.tool_context import ToolContext
 except ImportError as exc:  # pragma: no cover - the extra is installed where the tests run
-    raise ImportError("memlane.integrations.openai_agents needs the OpenAI Agents SDK: "
+    raise MissingExtra("memlane.integrations.openai_agents needs the OpenAI Agents SDK: "
                       "pip install 'memlane[openai-agents]'") from exc
 
 ITEM_KEY = "openai_agents_item"  # turn metadata: the SDK's item as it was added
@@ -53,17 +55,18 @@ _MESSAGE_ROLES = {"user": "user", "assistant": "assistant", "system": "system", 
 _TEXT_PARTS = ("input_text", "output_text", "text", "summary_text", "reasoning_text")
 
 
-def _plain(item: Any, at: str) -> dict[str, Any]:
-    """The item as plain JSON (a dict, or an SDK model dumped), so it reads back equal."""
+def _plain(item: Any, at: str, cfg: StoreConfig) -> dict[str, Any]:
+    """The item as plain JSON (a dict, or an SDK model dumped), so it reads back equal. Its
+    shape is checked without recursion first: it is kept one level down in the turn's
+    metadata, so it may nest `store.max_metadata_depth` - 1 levels; a deeper or non-JSON item
+    is refused with ValidationError naming where (not a RecursionError from json)."""
     if not isinstance(item, dict) and callable(getattr(item, "model_dump", None)):
         item = item.model_dump(mode="json", exclude_unset=True)
     if not isinstance(item, dict):
         raise ValidationError(at, f"must be a Responses input item (a dict), got {type(item).__name__}")
-    try:
-        plain = json.loads(json.dumps(item, ensure_ascii=False))
-    except (TypeError, ValueError) as exc:
-        raise ValidationError(at, f"must be JSON-serializable: {exc}") from None
-    return plain
+    # no size bound here: the text is checked as the turn's, the rest as metadata, each naming its setting
+    validate.json_value(at, item, max_depth=max(1, cfg.max_metadata_depth - 1), max_bytes=sys.maxsize)
+    return json.loads(json.dumps(item, ensure_ascii=False))  # tuples as lists, as they read back
 
 
 def _parts_text(content: Any) -> str:
@@ -110,13 +113,11 @@ def item_message(item: dict[str, Any]) -> dict[str, Any]:
     else:  # hosted tools, computer use, MCP, compaction …: what happened, by name
         role = "tool" if str(kind).endswith("_output") else "assistant"
         text = f"[{str(kind)[:60]}]" + (f" {item['name']}" if isinstance(item.get("name"), str) else "")
+    if not text.strip():  # a turn needs text; the item keeps its own (empty) field, read back as it was
+        text = f"[empty {role} message]"
     if text_field is not None and isinstance(item.get(text_field), str) and item[text_field] == text:
         del stored[text_field]  # the turn's text is it: read back from there
         meta[TEXT_KEY] = text_field
-    elif text_field is not None:
-        text_field = None
-    if not text.strip():
-        text = f"[empty {role} message]"
     meta[ITEM_KEY] = stored
     return {"role": role, "content": text, "tool_calls": calls, "metadata": meta}
 
@@ -203,7 +204,7 @@ class MemlaneSession:
         return items[-limit:]  # type: ignore[return-value]
 
     def _add_items(self, items: list[Any]) -> None:
-        msgs = [item_message(_plain(item, f"items[{i}]")) for i, item in enumerate(items)]
+        msgs = [item_message(_plain(item, f"items[{i}]", self.memory.config.store)) for i, item in enumerate(items)]
         step = self.memory.config.store.max_messages_per_call
         for start in range(0, len(msgs), step):
             self.memory.add_messages(self.session_id, msgs[start:start + step], user_id=self.user_id,

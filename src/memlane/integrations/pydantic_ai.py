@@ -24,12 +24,14 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import json
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from memlane import validate
 from memlane.api import Memory
-from memlane.errors import NotFound, ValidationError
+from memlane.config import StoreConfig
+from memlane.errors import MissingExtra, NotFound, ValidationError
 from memlane.models import Scope, Turn
 from memlane.tools import MemoryTools
 
@@ -49,9 +51,11 @@ try:
     from pydantic_ai.models import ModelRequestContext
     from pydantic_ai.run import AgentRunResult
 except ImportError as exc:  # pragma: no cover - the extra is installed where the tests run
-    raise ImportError("memlane.integrations.pydantic_ai needs pydantic-ai: pip install 'memlane[pydantic-ai]'") from exc
+    raise MissingExtra("memlane.integrations.pydantic_ai needs pydantic-ai: pip install 'memlane[pydantic-ai]'") from exc
 
 CONTEXT_REF = "memlane.context"  # the injected part's dynamic_ref: found and replaced on the next request
+MESSAGE_KEY = "pydantic_ai_message"  # turn metadata: "<run_id>:<n>", the run's n-th message, stored once
+TRUNCATED = "…[truncated:"  # a text cut to fit the store ends "…[truncated: 300,000 characters, <setting> …]"
 
 
 def memlane_toolset(memory: Memory, *, user_id: str, agent_id: str | None = None, session_id: str | None = None,
@@ -145,41 +149,123 @@ def run_messages(messages: Sequence[ModelMessage]) -> list[dict[str, Any]]:
     """pydantic-ai messages as memlane messages: user prompts, the model's text and tool calls
     (one assistant message per response), tool returns with their call id. System prompts
     (the developer's, and memlane's own context), thinking and retry prompts are not the
-    conversation and are left out."""
+    conversation and are left out. A message of a run (pydantic-ai's `run_id`) is marked in
+    its metadata as that run's n-th (`MESSAGE_KEY`), so `store_run` stores it once."""
     out: list[dict[str, Any]] = []
+    counts: dict[str, int] = {}
+
+    def add(msg: ModelMessage, message: dict[str, Any]) -> None:
+        if msg.run_id:
+            n = counts[msg.run_id] = counts.get(msg.run_id, -1) + 1
+            message["metadata"] = {**message.get("metadata", {}), MESSAGE_KEY: f"{msg.run_id}:{n}"}
+        out.append(message)
+
     for msg in messages:
         if isinstance(msg, ModelRequest):
             for p in msg.parts:
                 if isinstance(p, UserPromptPart):
-                    out.append({"role": "user", "content": _prompt_text(p.content) or "[empty prompt]",
-                                "created_at": p.timestamp})
+                    add(msg, {"role": "user", "content": _prompt_text(p.content) or "[empty prompt]",
+                              "created_at": p.timestamp})
                 elif isinstance(p, ToolReturnPart):
-                    out.append({"role": "tool", "name": p.tool_name, "content": p.model_response_str(),
-                                "metadata": {"tool_call_id": p.tool_call_id}, "created_at": p.timestamp})
+                    add(msg, {"role": "tool", "name": p.tool_name, "content": p.model_response_str(),
+                              "metadata": {"tool_call_id": p.tool_call_id}, "created_at": p.timestamp})
         elif isinstance(msg, ModelResponse):
             text = "\n".join(p.content for p in msg.parts if isinstance(p, TextPart) and p.content)
             calls = [{"id": p.tool_call_id, "type": "function",
                       "function": {"name": p.tool_name, "arguments": p.args_as_json_str()}}
                      for p in msg.parts if isinstance(p, ToolCallPart)]
             if text or calls:
-                out.append({"role": "assistant", "content": text, "tool_calls": calls or None,
-                            "created_at": msg.timestamp})
+                add(msg, {"role": "assistant", "content": text, "tool_calls": calls or None,
+                          "created_at": msg.timestamp})
     return out
 
 
 def store_run(memory: Memory, result: Any, *, user_id: str, session_id: str, agent_id: str | None = None) -> list[Turn]:
     """Store a run's new messages (`result.new_messages()`, or a list of messages) as turns of
-    `session_id`, in one transaction; what memlane's rules do after turns (extraction every
-    N user messages, "remember this") runs as for `add_messages`. Call it once per run: the
-    same messages stored twice are two sets of turns."""
+    `session_id`; what memlane's rules do after turns (extraction every N user messages,
+    "remember this") runs as for `add_messages`. The run has happened, so what it said is
+    made to fit memlane's limits rather than refused (`fit_messages`: a text over
+    `store.max_turn_chars` is cut and marked). Storing a run again stores none of it twice:
+    the messages of a run already in the session are skipped."""
     messages = result.new_messages() if callable(getattr(result, "new_messages", None)) else result
     if isinstance(messages, str | bytes) or not isinstance(messages, Sequence):
         raise ValidationError("result", f"must be an agent run's result or a list of messages, got "
                                         f"{type(result).__name__}")
-    msgs = run_messages(messages)
-    if not msgs:
-        return []
-    return memory.add_messages(session_id, msgs, user_id=user_id, agent_id=agent_id)
+    scope = Scope.of(user_id, agent_id)
+    msgs = _not_stored(memory, scope, validate.ident("session_id", session_id), run_messages(messages))
+    turns: list[Turn] = []
+    for part in fit_messages(msgs, memory.config.store):  # one transaction each; most runs are one
+        turns += memory.add_messages(session_id, part, user_id=user_id, agent_id=agent_id)
+    return turns
+
+
+def _not_stored(memory: Memory, scope: Scope, session_id: str, msgs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The messages whose run mark no turn of the session holds yet (only the turns since the
+    earliest of them are read: a run's turns carry its messages' times)."""
+    marked = [m for m in msgs if _mark(m) is not None]
+    if not marked:
+        return msgs
+    since = min(m["created_at"] for m in marked)
+    stored = {t.metadata.get(MESSAGE_KEY) for t in memory.store.get_turns(scope, session_id=session_id, since=since)}
+    return [m for m in msgs if _mark(m) is None or _mark(m) not in stored]
+
+
+def _mark(message: dict[str, Any]) -> str | None:
+    return (message.get("metadata") or {}).get(MESSAGE_KEY)
+
+
+def fit_messages(msgs: list[dict[str, Any]], cfg: StoreConfig) -> list[list[dict[str, Any]]]:
+    """Messages made to fit the store's limits, in groups one `add_messages` call takes: a text
+    over `store.max_turn_chars` cut, with a marker saying how long it was (and
+    `truncated_from_chars` in the metadata); tool-call arguments cut when the calls pass
+    `store.max_metadata_bytes`; groups within `store.max_messages_per_call` and
+    `store.max_call_chars`."""
+    groups: list[list[dict[str, Any]]] = []
+    chars = 0
+    for m in msgs:
+        m = _fit(m, cfg)
+        # an assistant message of calls alone gets them described as its text
+        size = len(m["content"]) or len(json.dumps(m.get("tool_calls"), ensure_ascii=False))
+        if not groups or len(groups[-1]) >= cfg.max_messages_per_call or chars + size > cfg.max_call_chars:
+            groups.append([])
+            chars = 0
+        groups[-1].append(m)
+        chars += size
+    return groups
+
+
+_EMPTY = {"user": "[empty prompt]", "tool": "[empty result]", "assistant": "[empty reply]"}
+
+
+def _fit(m: dict[str, Any], cfg: StoreConfig) -> dict[str, Any]:
+    text = m["content"]
+    if not text.strip() and not m.get("tool_calls"):  # a turn needs text (calls alone are described)
+        m = {**m, "content": _EMPTY[m["role"]]}
+    elif len(text) > cfg.max_turn_chars:
+        m = {**m, "content": _cut(text, cfg.max_turn_chars, "store.max_turn_chars"),
+             "metadata": {**(m.get("metadata") or {}), "truncated_from_chars": len(text)}}
+    calls = m.get("tool_calls")
+    if calls and len(json.dumps(calls, ensure_ascii=False).encode("utf-8")) > cfg.max_metadata_bytes:
+        share = cfg.max_metadata_bytes // len(calls)  # the calls share the bound
+        m = {**m, "tool_calls": [_fit_call(c, share) for c in calls]}
+    return m
+
+
+def _fit_call(call: dict[str, Any], max_bytes: int) -> dict[str, Any]:
+    """A tool call whose arguments are cut so it takes at most `max_bytes` as JSON: what its id
+    and name take off, then 6 bytes a character (a control character is \\u00XX in JSON)."""
+    fn = call["function"]
+    bare = len(json.dumps({**call, "function": {**fn, "arguments": ""}}).encode("utf-8"))
+    arguments = _cut(fn["arguments"], (max_bytes - bare) // 6, "store.max_metadata_bytes")
+    return {**call, "function": {**fn, "arguments": arguments}}
+
+
+def _cut(text: str, limit: int, setting: str) -> str:
+    """`text` in at most `limit` characters: its start, then a marker of how long it was."""
+    if len(text) <= limit:
+        return text
+    mark = f"{TRUNCATED} {len(text):,} characters, {setting} is the limit]"
+    return text[:max(0, limit - len(mark))] + mark if len(mark) < limit else text[:max(0, limit)]
 
 
 @dataclasses.dataclass(init=False)
@@ -223,5 +309,5 @@ class MemlaneMemory(AbstractCapability[Any]):
         return result
 
 
-__all__ = ["CONTEXT_REF", "MemlaneMemory", "memlane_context", "memlane_toolset", "run_messages", "store_run"]
+__all__ = ["CONTEXT_REF", "MESSAGE_KEY", "MemlaneMemory", "fit_messages", "memlane_context", "memlane_toolset", "run_messages", "store_run"]
 
