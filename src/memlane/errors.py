@@ -2,6 +2,7 @@
 
     MemlaneError
     ├── ConfigError (ValueError)        a setting is unknown or out of range
+    │   └── MissingExtra (ImportError)  an optional framework or package is not installed
     ├── ValidationError (ValueError)    bad input; names the field and the limit
     │   └── Conflict                    well-formed, but the record's state forbids it (it exists already)
     ├── NotFound (KeyError)             no such record in this scope
@@ -18,6 +19,13 @@ class MemlaneError(Exception):
 
 class ConfigError(MemlaneError, ValueError):
     """A configuration value is unknown, malformed or out of range."""
+
+
+class MissingExtra(ConfigError, ImportError):
+    """An optional dependency (a framework adapter's extra) is not installed; the message names
+    the pip extra. It is an ImportError too, so `except ImportError` around an optional import
+    catches it as it would the framework's own error, and a ConfigError for code that treats a
+    missing extra as a setup mistake."""
 
 
 class ValidationError(MemlaneError, ValueError):

@@ -32,7 +32,7 @@ from datetime import datetime
 from typing import Any, Protocol
 
 from memlane.config import Config
-from memlane.errors import ConfigError, ValidationError
+from memlane.errors import MissingExtra, ValidationError
 from memlane.models import Hit, MemoryRecord, Source
 
 try:
@@ -52,7 +52,7 @@ try:
         tokenize_path,
     )
 except ImportError as exc:  # the extra is not installed
-    raise ConfigError("memlane.integrations.langgraph needs LangGraph: pip install 'memlane[langgraph]'") from exc
+    raise MissingExtra("memlane.integrations.langgraph needs LangGraph: pip install 'memlane[langgraph]'") from exc
 
 META = "langgraph"  # the memory metadata key holding the item's namespace, key and value
 ACTOR = "langgraph"  # who the audit trail says wrote an item

@@ -26,7 +26,7 @@ from typing import Any, Protocol
 
 from memlane.config import Config
 from memlane.context import Context, fit, pack
-from memlane.errors import ConfigError, NotFound, ValidationError
+from memlane.errors import MissingExtra, NotFound, ValidationError
 from memlane.models import Hit, Session, Turn
 from memlane.text import estimate_tokens
 
@@ -37,7 +37,7 @@ try:
     from llama_index.core.memory.memory import BaseMemoryBlock, Memory
     from llama_index.core.storage.chat_store.base_db import MessageStatus
 except ImportError as exc:  # the extra is not installed
-    raise ConfigError("memlane.integrations.llamaindex needs LlamaIndex: pip install 'memlane[llamaindex]'") from exc
+    raise MissingExtra("memlane.integrations.llamaindex needs LlamaIndex: pip install 'memlane[llamaindex]'") from exc
 
 # LlamaIndex roles → memlane's (OpenAI's four): the others are those four under other names
 ROLES = {MessageRole.SYSTEM: "system", MessageRole.DEVELOPER: "system", MessageRole.USER: "user",
