@@ -19,6 +19,11 @@ An item is one memlane memory: its text is the value's indexed fields (the `inde
 the namespace, key and whole value ride in the memory's metadata, so `get` returns exactly
 what was put. A put with `index=False` (or whose indexed fields are missing) is kept as an
 archived memory: `get` and listings return it, query search does not.
+
+A key is one memory whose id derives from the scope, namespace and key (`item_id`): a get or
+put reads that memory alone, and concurrent puts of one key meet on it. Items are flagged
+`distinct`, so consolidate's dedup never merges two keys; a person's edit of the memory in
+memlane (or a new version of it) is carried back into the value (`edited`).
 """
 
 from __future__ import annotations
