@@ -175,3 +175,40 @@ def test_empty_texts_and_punctuation_queries_do_not_break_search(memory):
                               {"role": "user", "content": "猫"}], user_id="u1")
     assert memory.search("？", user_id="u1") == []
     assert memory.search("猫", user_id="u1", corpus="turns")[0].content == "猫"
+
+
+def test_add_with_a_chosen_id_then_that_id_again_is_a_conflict(memory):
+    """`memory_id`: a caller's own key for a memory (a framework store's item key); the scope
+    held while it is checked, so of writers adding one id at once exactly one adds it."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from memlane.errors import Conflict
+
+    rec = memory.add("Lin's locker code is 1234", user_id="u1", memory_id="locker_u1")
+    assert rec.id == "locker_u1" and memory.get("locker_u1", user_id="u1").content == rec.content
+    with pytest.raises(Conflict) as info:
+        memory.add("Lin's locker code is 9876", user_id="u1", memory_id="locker_u1")
+    assert info.value.field == "memory_id"
+    with pytest.raises(ValidationError) as info:
+        memory.add("x", user_id="u1", memory_id="no spaces/here")
+    assert info.value.field == "memory_id"
+
+    def add(i: int) -> str:
+        try:
+            return memory.add(f"code {i}", user_id="u1", memory_id="raced").content
+        except Conflict:
+            return "conflict"
+
+    with ThreadPoolExecutor(8) as pool:
+        results = list(pool.map(add, range(8)))
+    assert results.count("conflict") == 7
+    assert [m.content for m in memory.list(user_id="u1") if m.id == "raced"] == [
+        next(r for r in results if r != "conflict")]
+    memory.delete("raced", user_id="u1")
+    assert memory.add("code again", user_id="u1", memory_id="raced").content == "code again"  # a deleted id is free
+
+
+def test_the_distinct_flag_is_a_boolean(memory):
+    with pytest.raises(ValidationError) as info:
+        memory.add("x", user_id="u1", metadata={"distinct": "yes"})
+    assert info.value.field == "metadata.distinct"

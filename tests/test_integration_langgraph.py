@@ -22,7 +22,7 @@ from langgraph.store.base import BaseStore, GetOp, PutOp  # noqa: E402
 from langgraph.store.memory import InMemoryStore  # noqa: E402
 
 from memlane import Memory  # noqa: E402
-from memlane.errors import ConfigError, ValidationError  # noqa: E402
+from memlane.errors import MissingExtra, ValidationError  # noqa: E402
 from memlane.integrations.langgraph import MemlaneStore  # noqa: E402
 
 from .conftest import make_config  # noqa: E402
@@ -198,10 +198,150 @@ def test_items_outlive_the_process(tmp_path: Path) -> None:
 def test_import_without_langgraph_says_which_extra(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "langgraph.store.base", None)  # as if LangGraph were not installed
     monkeypatch.delitem(sys.modules, "memlane.integrations.langgraph")
-    with pytest.raises(ConfigError, match=r"pip install 'memlane\[langgraph\]'"):
+    with pytest.raises(MissingExtra, match=r"pip install 'memlane\[langgraph\]'") as err:
         importlib.import_module("memlane.integrations.langgraph")
+    assert isinstance(err.value, ImportError)  # `except ImportError` makes the adapter optional
     monkeypatch.undo()
     importlib.import_module("memlane.integrations.langgraph")
+
+
+# ---- keys: one memory each, found by id; edits made in memlane; consolidate (issue 33, att33) --
+
+
+class CountedLists:
+    """The real Memory, counting the scope listings the store asks for."""
+
+    def __init__(self, memory: Memory) -> None:
+        self._memory, self.config, self.lists = memory, memory.config, 0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._memory, name)
+
+    def list(self, **kw: Any) -> Any:
+        self.lists += 1
+        return self._memory.list(**kw)
+
+
+def test_get_put_and_delete_find_the_key_without_reading_the_scope(memory: Memory) -> None:
+    counted = CountedLists(memory)
+    store = MemlaneStore(counted)  # type: ignore[arg-type]
+    for i in range(30):
+        store.put(("memories", "lin"), f"k{i}", {"content": f"fact number {i}"})
+    store.put(("memories", "lin"), "k3", {"content": "fact three, changed"})
+    assert store.get(("memories", "lin"), "k3").value == {"content": "fact three, changed"}
+    assert store.get(("memories", "lin"), "missing") is None
+    store.delete(("memories", "lin"), "k4")
+    assert counted.lists == 0  # each a lookup by the key's memory id, whatever the scope holds
+    assert len(memory.list(user_id="lin")) == 29
+
+
+def test_concurrent_puts_of_one_key_from_many_threads_leave_one_memory(memory: Memory) -> None:
+    store = MemlaneStore(memory)
+
+    async def race() -> None:
+        await asyncio.gather(*[store.aput(("memories", "lin"), "k", {"content": f"version {i}"}) for i in range(8)])
+
+    for _ in range(3):
+        asyncio.run(race())
+        assert len(memory.list(user_id="lin", status=None)) == 1
+        assert store.get(("memories", "lin"), "k").value["content"].startswith("version ")
+        store.delete(("memories", "lin"), "k")
+        assert store.get(("memories", "lin"), "k") is None and memory.list(user_id="lin", status=None) == []
+
+
+def test_items_are_never_merged_by_consolidate_and_facts_still_are(memory: Memory) -> None:
+    store = MemlaneStore(memory)  # unpinned: dedup leaves items alone anyway
+    for i in range(3):
+        store.put(("tasks", "lin"), f"t{i}", {"status": "done"})
+    memory.add("Lin likes green tea", user_id="lin")
+    memory.add("Lin likes green tea.", user_id="lin")
+    report = memory.consolidate(user_id="lin")
+    assert [store.get(("tasks", "lin"), f"t{i}") is not None for i in range(3)] == [True, True, True]
+    assert [a.action for a in report.actions if a.step == "dedup"] == ["MERGE", "DELETE"]  # the two facts
+
+
+@pytest.mark.parametrize("value,index,edit,expected", [
+    ({"content": "Lin is allergic to peanuts"}, None, "Lin is allergic to shellfish",
+     {"content": "Lin is allergic to shellfish"}),
+    ({"content": "Lin runs", "n": 3}, None, "content: Lin swims\non two lines\nn: 4",
+     {"content": "Lin swims\non two lines", "n": 4}),
+    ({"doc": {"text": "Lin likes tea"}, "n": 1}, ["doc.text"], "Lin likes coffee",
+     {"doc": {"text": "Lin likes coffee"}, "n": 1}),
+    ({"count": 3}, None, "4", {"count": 4}),
+    ({"a": "Lin likes tea", "b": "Lin likes jazz"}, ["a", "b"], "Lin likes coffee and jazz",
+     {"a": "Lin likes tea", "b": "Lin likes jazz"}),  # two fields in one text: cannot be split back
+], ids=["one-field", "field-lines", "nested-field", "number", "joined-fields-stay"])
+def test_an_edit_made_in_memlane_reaches_the_value(memory: Memory, value: dict[str, Any], index: Any, edit: str,
+                                                   expected: dict[str, Any]) -> None:
+    store = MemlaneStore(memory)
+    store.put(("memories", "lin"), "k", value, index=index)
+    [rec] = memory.list(user_id="lin")
+    memory.update(rec.id, user_id="lin", content=edit)
+    item = store.get(("memories", "lin"), "k")
+    assert item is not None and item.value == expected
+    assert item.updated_at >= item.created_at
+    assert [i.value for i in store.search(("memories", "lin"))] == [expected]
+    store.put(("memories", "lin"), "k", {"content": "written again"})  # a put after the edit wins
+    assert store.get(("memories", "lin"), "k").value == {"content": "written again"}
+
+
+def test_a_fact_replaced_in_memlane_is_the_items_value_and_delete_removes_every_version(memory: Memory) -> None:
+    store = MemlaneStore(memory)
+    store.put(("memories", "lin"), "home", {"content": "Lin lives in Paris"})
+    [rec] = memory.list(user_id="lin")
+    memory.supersede(rec.id, "Lin lives in Berlin", user_id="lin")
+    assert store.get(("memories", "lin"), "home").value == {"content": "Lin lives in Berlin"}
+    assert [i.value for i in store.search(("memories", "lin"), query="Berlin", limit=5)] == [
+        {"content": "Lin lives in Berlin"}]
+    assert [i.value for i in store.search(("memories", "lin"))] == [{"content": "Lin lives in Berlin"}]
+    store.put(("memories", "lin"), "home", {"content": "Lin lives in Rome"})
+    assert store.get(("memories", "lin"), "home").value == {"content": "Lin lives in Rome"}
+    store.delete(("memories", "lin"), "home")  # deleting the current version reopens the old one: not here
+    assert store.get(("memories", "lin"), "home") is None
+    assert store.search(("memories", "lin")) == []
+
+
+@pytest.mark.parametrize("value,field", [
+    ({"when": __import__("datetime").datetime(2024, 5, 1)}, "value.when"),
+    ({"tags": [1, {"raw": b"x"}]}, "value.tags[1].raw"),
+    ({"x": float("nan")}, "value.x"),
+    ({1: "int key"}, "value"),
+])
+def test_a_value_that_is_not_json_is_refused_naming_where(memory: Memory, value: dict[Any, Any], field: str) -> None:
+    store = MemlaneStore(memory)
+    with pytest.raises(ValidationError) as err:
+        store.put(("memories", "lin"), "k", value)
+    assert err.value.field == field
+    assert memory.list(user_id="lin", status=None) == []
+
+
+def test_values_deeper_than_store_max_value_depth_are_refused(memory: Memory) -> None:
+    store = MemlaneStore(memory)
+
+    def nested(depth: int) -> dict[str, Any]:
+        root: dict[str, Any] = {}
+        cur = root
+        for _ in range(depth - 1):
+            cur["a"] = {}
+            cur = cur["a"]
+        return root
+
+    limit = memory.config.store.max_value_depth
+    store.put(("memories", "lin"), "ok", nested(limit))
+    assert store.get(("memories", "lin"), "ok").value == nested(limit)
+    with pytest.raises(ValidationError, match="store.max_value_depth"):
+        store.put(("memories", "lin"), "deep", nested(limit + 1))
+
+
+def test_a_namespace_label_where_the_user_should_be_is_refused_with_the_fix(memory: Memory) -> None:
+    """LangGraph's docs also write (user_id, "memories"); with user_at=1 every user would be
+    filed under memlane user "memories"."""
+    with pytest.raises(ValidationError, match=r"user_at=0"):
+        MemlaneStore(memory).put(("lin", "memories"), "k", {"content": "x"})
+    with pytest.raises(ValidationError, match=r"user_at=1"):
+        MemlaneStore(memory, user_at=0).search(("memories", "lin"), query="x")
+    MemlaneStore(memory, user_at=0).put(("lin", "memories"), "k", {"content": "Lin's own"})
+    assert memory.list(user_id="memories") == [] and len(memory.list(user_id="lin")) == 1
 
 
 # ---- LangGraph's prebuilt agent and LangMem's tools, against a stub model -------------------

@@ -21,8 +21,8 @@ from llama_index.core.llms import ChatMessage, MockLLM  # noqa: E402
 from llama_index.core.memory import Memory as ChatMemory  # noqa: E402
 
 from memlane import Memory  # noqa: E402
-from memlane.errors import ConfigError, ValidationError  # noqa: E402
-from memlane.integrations.llamaindex import MemlaneMemoryBlock, as_openai  # noqa: E402
+from memlane.errors import MissingExtra, ValidationError  # noqa: E402
+from memlane.integrations.llamaindex import MemlaneMemoryBlock, as_openai, calls_of, fitted  # noqa: E402
 
 from .conftest import make_config  # noqa: E402
 
@@ -124,8 +124,67 @@ def test_messages_as_memlane_takes_them(memory: Memory) -> None:
 def test_import_without_llamaindex_says_which_extra(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "llama_index.core.memory.memory", None)  # as if not installed
     monkeypatch.delitem(sys.modules, "memlane.integrations.llamaindex")
-    with pytest.raises(ConfigError, match=r"pip install 'memlane\[llamaindex\]'"):
+    with pytest.raises(MissingExtra, match=r"pip install 'memlane\[llamaindex\]'") as err:
         importlib.import_module("memlane.integrations.llamaindex")
+    assert isinstance(err.value, ImportError)  # `except ImportError` makes the adapter optional
+
+
+# ---- what LlamaIndex flushes is never lost (issue 33, att33) --------------------------------
+
+
+def test_fitted_cuts_a_long_text_and_says_so_and_cleans_what_memlane_refuses() -> None:
+    long = fitted({"role": "user", "content": "x" * 250}, 100)
+    assert len(long["content"]) == 100 and long["metadata"] == {"cut_from": 250}
+    assert long["content"].startswith("x") and "cut by memlane" in long["content"]
+    assert long["content"].endswith("characters not kept (store.max_turn_chars)]")
+    assert fitted({"role": "user", "content": "a\x00b\ud800c"}, 100)["content"] == "ab\ufffdc"
+    assert fitted({"role": "user", "content": "short"}, 100) == {"role": "user", "content": "short"}
+
+
+def test_calls_of_keeps_order_within_memlanes_per_call_caps() -> None:
+    msgs = [{"role": "user", "content": "x" * n} for n in (5, 5, 5, 9, 1, 1)]
+    calls = calls_of(msgs, max_count=3, max_chars=10)
+    assert [[len(m["content"]) for m in c] for c in calls] == [[5, 5], [5], [9, 1], [1]]
+    assert [m for c in calls for m in c] == msgs
+
+
+def test_a_pasted_document_is_kept_cut_and_the_chat_goes_on(memory: Memory) -> None:
+    limit = memory.config.store.max_turn_chars
+    chat_memory = ChatMemory.from_defaults(session_id="s1", token_limit=40_000,
+                                           memory_blocks=[MemlaneMemoryBlock(memory=memory, user_id="lin")])
+    document = "Here is my document: " + "word " * (limit // 4)
+
+    async def talk() -> list[Any]:
+        await chat_memory.aput(ChatMessage(role="user", content=document))
+        asked = await chat_memory.aget()  # the block asks memlane with the document as the query
+        await chat_memory.aput(ChatMessage(role="assistant", content="Thanks, I read it."))
+        await chat_memory.aput(ChatMessage(role="user", content="My sister Mei lives in Kyoto. \x00"))
+        return asked
+
+    assert asyncio.run(talk())
+    turns = memory.get_turns("s1", user_id="lin")
+    assert [t.role for t in turns][:2] == ["user", "assistant"]
+    assert len(turns[0].content) == limit and turns[0].content.startswith("Here is my document: word word")
+    assert turns[0].metadata["cut_from"] == len(document)
+
+
+def test_a_flush_larger_than_one_call_goes_in_several_in_order(memory: Memory) -> None:
+    cfg = memory.config.store
+    many = [ChatMessage(role="user" if i % 2 == 0 else "assistant", content=f"message {i}")
+            for i in range(cfg.max_messages_per_call + 5)]
+    block = MemlaneMemoryBlock(memory=memory, user_id="lin", session_id="big")
+    asyncio.run(block.aput(many))
+    assert [t.content for t in memory.get_turns("big", user_id="lin", limit=10_000)] == [m.content for m in many]
+
+
+@pytest.mark.parametrize("field,kw", [("user_id", {"user_id": "li\ud800n"}), ("user_id", {"user_id": "a\nb"}),
+                                      ("user_id", {"user_id": "u" * 1_000}),
+                                      ("agent_id", {"user_id": "lin", "agent_id": "a\tb"}),
+                                      ("session_id", {"user_id": "lin", "session_id": "s\n1"})])
+def test_the_block_checks_its_scope_and_session_when_made(memory: Memory, field: str, kw: dict[str, Any]) -> None:
+    with pytest.raises(ValidationError) as err:
+        MemlaneMemoryBlock(memory=memory, **kw)
+    assert err.value.field == field
 
 
 def test_example_remembers_across_sessions_and_users(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,

@@ -114,6 +114,21 @@ def test_semantic_duplicates_are_merged_into_the_better_one(make_memory: MakeMem
     assert "duplicate of" in mem.history(weak.id, user_id="u1")[-1].reason
 
 
+def test_a_memory_flagged_distinct_is_never_merged(make_memory: MakeMemory) -> None:
+    """A keyed record (a LangGraph store item) is not a restated fact: `metadata.distinct`
+    keeps it out of dedup, as the one kept and as the duplicate, while other pairs merge."""
+    mem = make_memory("default", clock=Clock())
+    keyed = [mem.add("status: done", user_id="u1", metadata={"distinct": True}) for _ in range(2)]
+    weak = extracted(mem, "用户喜欢喝乌龙茶", "preference", "low")
+    strong = extracted(mem, "用户喜欢喝乌龙茶。", "preference", "high")
+    again = mem.add("用户喜欢喝乌龙茶", user_id="u1", category="preference", metadata={"distinct": True})
+    report = mem.consolidate(user_id="u1")
+    left = {m.id for m in mem.list(user_id="u1")}
+    assert {k.id for k in keyed} | {again.id, strong.id} <= left and weak.id not in left
+    assert {(a.memory_id, a.action) for a in report.actions if a.step == "dedup"} == {
+        (strong.id, "MERGE"), (weak.id, "DELETE")}
+
+
 def test_the_queue_is_drained_first(make_memory: MakeMemory) -> None:
     clock = Clock()
     mem = make_memory("default", clock=clock)

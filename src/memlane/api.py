@@ -329,13 +329,13 @@ class Memory:
             importance: float | str | None = None, metadata: dict[str, Any] | None = None, source: Source = "user",
             pinned: bool = False, verified: bool | None = None, expires_at: datetime | None = None,
             session_id: str | None = None, subject: str | None = None, predicate: str | None = None,
-            confidence: float = 1.0, actor: str = "api", valid_from: datetime | None = None) -> MemoryRecord:
-        """Store one memory directly (audited as ADD); `valid_from`: since when it holds (default now)."""
+            confidence: float = 1.0, actor: str = "api", valid_from: datetime | None = None, memory_id: str | None = None) -> MemoryRecord:
+        """Store one memory directly (audited as ADD); `valid_from`: since when it holds (default now); `memory_id`: your own id for it (one in use: Conflict)."""
         scope = Scope.of(user_id, agent_id)
         mem = memory_input.new_memory(
             self.config, scope, self.clock(), content_=content, category_=category, importance=importance,
             metadata=metadata, source=source, pinned=pinned, verified=verified, expires_at=expires_at,
-            session_id=session_id, subject=subject, predicate=predicate, confidence=confidence, valid_from=valid_from)
+            session_id=session_id, subject=subject, predicate=predicate, confidence=confidence, valid_from=valid_from, memory_id=memory_id)
         return writes.insert(self, scope, mem, validate.ident("actor", actor))
 
     def get(self, memory_id: str, *, user_id: str, agent_id: str | None = None) -> MemoryRecord:

@@ -54,6 +54,9 @@ log = logging.getLogger(__name__)
 
 STEPS = ("drain", "import", "dedup", "decay", "thresholds", "expire", "max_size", "review", "files", "archive")
 ACTOR = "consolidate"
+# metadata flag of a memory dedup leaves alone: a record kept under its own key (a framework
+# store's item) is not a fact restated; merging two such records would lose a key
+DISTINCT = "distinct"
 
 
 @dataclass
@@ -309,8 +312,9 @@ class _Pass:
 
     def dedup(self) -> None:
         """Seed 002 §7 / seed 004 §6: active memories more similar than the dedup threshold
-        are one memory; the best-scored (then oldest) keeps the other's hits and flags."""
-        mems = sorted((m for m in self.work.values() if m.status == "active"),
+        are one memory; the best-scored (then oldest) keeps the other's hits and flags. A
+        memory flagged `distinct` (metadata) is neither merged nor merged into."""
+        mems = sorted((m for m in self.work.values() if m.status == "active" and m.metadata.get(DISTINCT) is not True),
                       key=lambda m: (-m.score, m.created_at, m.id))
         rowids = {m.id: self.store.memory_rowid(self.scope, m.id) for m in mems}
         vecs = self.store.vectors("memories", self.scope, [r for r in rowids.values() if r >= 0])

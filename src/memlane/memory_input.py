@@ -29,8 +29,10 @@ def category(config: Config, value: Any, field: str = "category") -> str:
 
 def new_memory(config: Config, scope: Scope, now: datetime, *, content_: Any, category_: Any, importance: Any,
                metadata: Any, source: Any, pinned: Any, verified: Any, expires_at: Any, session_id: Any,
-               subject: Any, predicate: Any, confidence: Any, valid_from: Any = None) -> MemoryRecord:
-    """A new memory record from `Memory.add`'s arguments, every one checked (in that order)."""
+               subject: Any, predicate: Any, confidence: Any, valid_from: Any = None,
+               memory_id: Any = None) -> MemoryRecord:
+    """A new memory record from `Memory.add`'s arguments, every one checked (in that order);
+    `memory_id`: the caller's own id (a key it can find the memory by), else a new random one."""
     text, cat = content(config, content_), category(config, category_)
     score = importance_score(importance, config.policy)
     confidence = validate.number("confidence", confidence, 0.0, 1.0)
@@ -44,7 +46,7 @@ def new_memory(config: Config, scope: Scope, now: datetime, *, content_: Any, ca
     predicate = validate.optional_text("predicate", predicate, MAX_ID_CHARS)
     valid_from = validate.optional_when("valid_from", valid_from)
     return MemoryRecord(
-        id=new_id(), user_id=scope.user_id, agent_id=scope.agent_id, content=text, category=cat,
+        id=new_id() if memory_id is None else validate.memory_id(memory_id), user_id=scope.user_id, agent_id=scope.agent_id, content=text, category=cat,
         score=score, confidence=confidence, subject=subject, predicate=predicate, created_at=now,
         updated_at=now, last_activated=now, expires_at=expires_at, source=source,
         # only a person's own words are "verified" (seed 003); code adding memories says so explicitly

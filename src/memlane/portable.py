@@ -106,7 +106,7 @@ def check_record(kind: str, rec: Any, config: Config) -> Any:
     an export file is input too. Returns it with times made aware (naive = UTC)."""
     store, limit, turn_limit = config.store, config.store.max_content_chars, config.store.max_turn_chars
     # audit snapshots hold a whole memory: room for its content and metadata
-    snap = {"max_depth": store.max_metadata_depth + 2, "max_bytes": store.max_metadata_bytes + 8 * limit}
+    snap: dict[str, Any] = {"max_depth": store.max_metadata_depth + 2, "max_bytes": store.max_metadata_bytes + 8 * limit}
     times = {k: validate.optional_when(f"{kind}.{k}", getattr(rec, k)) for k in type(rec).model_fields
              if k.endswith("_at") or k == "last_activated"}
     if kind == "session":

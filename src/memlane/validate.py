@@ -199,7 +199,8 @@ def optional_when(field: str, value: Any) -> datetime | None:
     return None if value is None else when(field, value)
 
 
-def json_value(field: str, value: Any, *, max_depth: int, max_bytes: int) -> Any:
+def json_value(field: str, value: Any, *, max_depth: int, max_bytes: int,
+               depth_setting: str = "store.max_metadata_depth") -> Any:
     """Plain JSON (dict with str keys, list, str, finite number, bool, None), nested at most
     `max_depth` deep and at most `max_bytes` as UTF-8 JSON. Checked without recursion, so a
     hostile nesting cannot raise RecursionError."""
@@ -219,7 +220,7 @@ def json_value(field: str, value: Any, *, max_depth: int, max_bytes: int) -> Any
             _no_surrogates(where, v)
         elif isinstance(v, dict | list | tuple):
             if depth > max_depth:
-                raise ValidationError(where, f"is nested more than {max_depth} levels deep (store.max_metadata_depth)")
+                raise ValidationError(where, f"is nested more than {max_depth} levels deep ({depth_setting})")
             items = v.items() if isinstance(v, dict) else enumerate(v)
             for k, child in items:
                 if isinstance(v, dict):
@@ -271,8 +272,10 @@ def _review(v: Any) -> bool:
 
 # Keys memlane keeps in a record's metadata, and the shape its own code reads back: a caller
 # (or an export file) may carry them, but only in that shape, so they cannot break a later step.
+# "distinct": true marks a memory that is not a fact to deduplicate (a keyed record, such as a
+# LangGraph store item): consolidate's dedup never merges it (lifecycle.DISTINCT).
 MEMORY_KEYS: dict[str, Callable[[Any], bool]] = {"merged": _strings, "review": _review, "decayed_at": _aware_time,
-                                                 "may_supersede": _flagged}
+                                                 "may_supersede": _flagged, "distinct": lambda v: isinstance(v, bool)}
 SESSION_KEYS: dict[str, Callable[[Any], bool]] = {
     "user_messages_since_extract": _count, "extracted_through": _count, "commands_through": _count,
     "compacted_through": _count, "compactions": _count, "injected": _strings,

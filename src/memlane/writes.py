@@ -18,9 +18,14 @@ if TYPE_CHECKING:
 
 
 def insert(engine: Noticing, scope: Scope, rec: MemoryRecord, actor: str) -> MemoryRecord:
-    """Store a new memory, audited as ADD; one important enough is an event (seed 004 §11.2)."""
+    """Store a new memory, audited as ADD; one important enough is an event (seed 004 §11.2).
+    An id the scope holds already is a Conflict, checked with the scope held: of two callers
+    adding one chosen id at once (`Memory.add(memory_id=...)`), exactly one adds it."""
     vec = embed_one(engine.store, engine.embedder, rec.content, engine.config.embedding.max_chars)
     with engine.store.transaction():
+        engine.store.lock_scope(scope)
+        if engine.store.memory_rowid(scope, rec.id) >= 0:
+            raise Conflict("memory_id", f"memory {rec.id!r} exists already")
         rowid = engine.store.insert_memory(rec)
         engine.store.put_vectors("memories", scope, [rowid], vec[None, :])
         engine.store.add_event(scope, rec.id, "ADD", None, rec.snapshot(), actor, "", rec.created_at)

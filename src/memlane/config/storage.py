@@ -47,6 +47,10 @@ class StoreConfig(_Section):
     # record cannot bloat every export, or nest deep enough to break a JSON parser
     max_metadata_bytes: int = Field(65_536, ge=2)
     max_metadata_depth: int = Field(8, ge=1)
+    # not from a seed: a framework store's value (LangGraph's `put`) rides in metadata as JSON
+    # text, so max_metadata_depth does not bound it; this does, far below the ~1,000 levels at
+    # which Python's json (recursive) fails, and above any value a person writes by hand
+    max_value_depth: int = Field(64, ge=1, le=500)
     # not from a seed: one attachment's bytes kept in the database (seed 002 §8 attachments);
     # a larger file is stored by reference (uri)
     max_attachment_bytes: int = Field(10_000_000, ge=0)

@@ -22,12 +22,14 @@ import asyncio
 import builtins
 import contextlib
 import json
+import re
 from typing import Any, Protocol
 
+from memlane import validate
 from memlane.config import Config
 from memlane.context import Context, fit, pack
 from memlane.errors import MissingExtra, NotFound, ValidationError
-from memlane.models import Hit, Session, Turn
+from memlane.models import Hit, Scope, Session, Turn
 from memlane.text import estimate_tokens
 
 try:
@@ -93,8 +95,9 @@ class MemlaneMemoryBlock(BaseMemoryBlock[str]):
         for method in ("add_messages", "build_context", "search", "get_session", "end_session"):
             if not callable(getattr(self.memory, method, None)):
                 raise ValidationError("memory", f"must be a memlane.Memory (it has no {method}())")
-        if not self.user_id.strip():
-            raise ValidationError("user_id", "is required and must not be empty")
+        # the scope and session as memlane checks them, now rather than at the first chat
+        Scope.of(self.user_id, self.agent_id)
+        validate.optional_ident("session_id", self.session_id)
         if self.max_tokens is not None and self.max_tokens < 1:
             raise ValidationError("max_tokens", f"must be ≥ 1, got {self.max_tokens}")
 
@@ -104,6 +107,8 @@ class MemlaneMemoryBlock(BaseMemoryBlock[str]):
         """memlane's context for the latest user message, within the budget ("" when none)."""
         session = self.session_id or block_kwargs.get("session_id")
         query = next((m.content for m in reversed(messages or []) if m.role == MessageRole.USER and m.content), None)
+        if query is not None:  # a pasted document asks with its head: memlane bounds a query as a turn
+            query = _UNSTORABLE.sub("", query)[:self.memory.config.store.max_turn_chars]
         return await asyncio.to_thread(self.context, session, query)
 
     async def _aput(self, messages: list[ChatMessage]) -> None:
@@ -117,9 +122,15 @@ class MemlaneMemoryBlock(BaseMemoryBlock[str]):
             converted = as_openai(message)
             if converted is not None:
                 by_session.setdefault(str(session), []).append(converted)
+        # LlamaIndex has archived these messages already: a refusal here would lose them, so
+        # what memlane would refuse is made to fit (a pasted document cut, and marked) and
+        # the calls kept within its per-call caps
+        cfg = self.memory.config.store
         for session, turns in by_session.items():
-            await asyncio.to_thread(self.memory.add_messages, session, turns, user_id=self.user_id,
-                                    agent_id=self.agent_id)
+            for chunk in calls_of([fitted(t, cfg.max_turn_chars) for t in turns], cfg.max_messages_per_call,
+                                  cfg.max_call_chars):
+                await asyncio.to_thread(self.memory.add_messages, session, chunk, user_id=self.user_id,
+                                        agent_id=self.agent_id)
 
     async def atruncate(self, content: str, tokens_to_truncate: int) -> str | None:
         """The block's text cut from its end (its least relevant lines) by about that many tokens."""
@@ -169,7 +180,7 @@ class MemlaneMemoryBlock(BaseMemoryBlock[str]):
         """The turns of earlier conversations relevant to the query, packed into what the
         memories left of memlane's memory budget (the current session's are in the chat)."""
         cfg = self.memory.config
-        hits = self.memory.search(query, user_id=self.user_id, agent_id=self.agent_id, corpus="turns",
+        hits = self.memory.search(query[:cfg.search.max_query_chars], user_id=self.user_id, agent_id=self.agent_id, corpus="turns",
                                   limit=cfg.context.memory_max_hits * 2, min_score=cfg.search.min_relevance)
         earlier = [h for h in hits if h.turn is None or h.turn.session_id != session_id]
         used = sum(b.tokens for b in ctx.blocks if b.name == "memories")
@@ -198,4 +209,37 @@ def as_openai(message: ChatMessage) -> dict[str, Any] | None:
     return out
 
 
-__all__ = ["MemlaneMemoryBlock", "as_openai"]
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")  # NUL and lone surrogates: memlane refuses them in text
+CUT = "\n[cut by memlane: {dropped:,} of {total:,} characters not kept (store.max_turn_chars)]"
+
+
+def fitted(message: dict[str, Any], limit: int) -> dict[str, Any]:
+    """A message as memlane stores it: text it refuses replaced (NUL dropped, a lone surrogate
+    as U+FFFD), and a text longer than a turn may be cut to fit, the cut said at its end and
+    the original length kept in the turn's metadata (`cut_from`)."""
+    text = _UNSTORABLE.sub(lambda m: "" if m.group() == "\x00" else "\ufffd", message["content"])
+    if len(text) > limit:
+        total = len(text)
+        room = max(limit - len(CUT.format(dropped=total, total=total)), 0)
+        room = max(limit - len(CUT.format(dropped=total - room, total=total)), 0)  # the count's own digits
+        text = text[:room] + CUT.format(dropped=total - room, total=total)
+        return {**message, "content": text[:limit], "metadata": {"cut_from": total}}
+    return {**message, "content": text}
+
+
+def calls_of(messages: builtins.list[dict[str, Any]], max_count: int,
+             max_chars: int) -> builtins.list[builtins.list[dict[str, Any]]]:
+    """The messages in order, split into `add_messages` calls within memlane's caps
+    (store.max_messages_per_call, store.max_call_chars)."""
+    calls: builtins.list[builtins.list[dict[str, Any]]] = []
+    chars = 0
+    for m in messages:
+        if not calls or len(calls[-1]) >= max_count or chars + len(m["content"]) > max_chars:
+            calls.append([])
+            chars = 0
+        calls[-1].append(m)
+        chars += len(m["content"])
+    return calls
+
+
+__all__ = ["MemlaneMemoryBlock", "as_openai", "calls_of", "fitted"]
