@@ -153,6 +153,16 @@ class Porting(Parts, Protocol):
     def flush(self) -> int: ...
 
 
+class Importing(Parts, Protocol):
+    """Parts, the engine's notices and the extraction queue: `importing` (other tools' exports,
+    stored as turns and memories, extraction queued after)."""
+
+    signals: Signals
+
+    @property
+    def jobs(self) -> ExtractionQueue: ...
+
+
 class Sweeping(Parts, Protocol):
     """Parts, the event bus (its rules) and the extraction queue: `sweep.sweep_unextracted`."""
 

@@ -27,7 +27,7 @@ from memlane.importing.store import store_parsed
 from memlane.models import Scope
 
 if TYPE_CHECKING:
-    from memlane.api import Memory
+    from memlane.parts import Importing
 
 FORMATS = ("chatgpt", "claude", "mem0", "letta", "markdown")
 
@@ -66,7 +66,7 @@ def detect(path: Path, data: Any) -> str:
                                     f"name it: one of {', '.join(FORMATS)}")
 
 
-def parse(mem: Memory, path: Path, fmt: str | None, *, user_id: str, source_user: str | None = None) -> tuple[str, Parsed]:
+def parse(mem: Importing, path: Path, fmt: str | None, *, user_id: str, source_user: str | None = None) -> tuple[str, Parsed]:
     """(format, what the file holds). Errors about the whole file raise; bad records are skipped."""
     cfg = mem.config.store
     policy = mem.config.policy
@@ -89,7 +89,7 @@ def parse(mem: Memory, path: Path, fmt: str | None, *, user_id: str, source_user
                             cfg.import_part_chars)
 
 
-def import_from(mem: Memory, path: str | Path, fmt: str | None, *, user_id: str, agent_id: str | None,
+def import_from(mem: Importing, path: str | Path, fmt: str | None, *, user_id: str, agent_id: str | None,
                 dry_run: bool = False, source_user: str | None = None, extract: bool = False,
                 progress: Callable[[int, int], None] | None = None) -> ImportReport:
     """Parse `path` (a file, or a folder of notes) and store what it holds in the scope

@@ -17,14 +17,14 @@ from memlane.models import MemoryRecord, Scope, new_id
 from memlane.policy import importance_score
 
 if TYPE_CHECKING:
-    from memlane.api import Memory
+    from memlane.parts import Importing
 
 log = logging.getLogger(__name__)
 ACTOR = "import"
 KEY = "import_key"  # a memory's identity in its source, in its metadata
 
 
-def store_parsed(mem: Memory, parsed: Parsed, report: Any, progress: Callable[[int, int], None] | None) -> None:
+def store_parsed(mem: Importing, parsed: Parsed, report: Any, progress: Callable[[int, int], None] | None) -> None:
     scope = Scope.of(report.user_id, report.agent_id or None)
     total = sum(len(c.messages) for c in parsed.conversations) + len(parsed.memories)
     done = 0
@@ -41,7 +41,7 @@ def store_parsed(mem: Memory, parsed: Parsed, report: Any, progress: Callable[[i
     _memories(mem, scope, parsed.memories, report, tick)
 
 
-def _conversation(mem: Memory, scope: Scope, conv: Conversation, parsed: Parsed, report: Any) -> None:
+def _conversation(mem: Importing, scope: Scope, conv: Conversation, parsed: Parsed, report: Any) -> None:
     cfg = mem.config
     where = f"session {conv.session_id[:80]!r}"
     try:
@@ -71,7 +71,7 @@ def _conversation(mem: Memory, scope: Scope, conv: Conversation, parsed: Parsed,
     report.preview += [f"{sid} · {msgs[j].role}: {_line(msgs[j].content)}" for j in fresh[:max(room, 0)]]
 
 
-def _describe_session(mem: Memory, scope: Scope, sid: str, meta: dict[str, Any]) -> None:
+def _describe_session(mem: Importing, scope: Scope, sid: str, meta: dict[str, Any]) -> None:
     """The source's title and times in the session's metadata (the web UI shows the title)."""
     session = mem.store.get_session(scope, sid)
     if session is None or not meta:
@@ -87,7 +87,7 @@ def _describe_session(mem: Memory, scope: Scope, sid: str, meta: dict[str, Any])
     mem.store.put_session(session)
 
 
-def _memories(mem: Memory, scope: Scope, items: list[MemoryItem], report: Any, tick: Callable[[int], None]) -> None:
+def _memories(mem: Importing, scope: Scope, items: list[MemoryItem], report: Any, tick: Callable[[int], None]) -> None:
     cfg = mem.config
     now = mem.clock()
     have = {m.metadata.get(KEY) for m in mem.store.list_memories(scope) if m.metadata.get(KEY)}
