@@ -170,7 +170,6 @@ class SearchConfig(_Section):
     # by the version that holds now: it ranks, and scores, at least as its replaced versions
     # match. bench/changes.py, same run: see README
     current_from_versions: bool = True
-    memory_absolute_weight: float = Field(0.0, ge=0, le=1)  # EXPERIMENT
     # Not from a seed (issue 29, bench/memories.py): in a memory or episode search, a query
     # word that at least this share of the scope's rows hold ("The user…", "用户…") finds no
     # candidates — its BM25 weight is nil, but the pool's best-normalised lexical score made

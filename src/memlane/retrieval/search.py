@@ -276,14 +276,7 @@ class Search:
             prior = self._held(facts.rowid.tolist(), prior)
         if self.named is not None:
             prior = prior + cfg.named_session_prior * (facts.source_session == self.named)
-        relevance = np.fromiter((cands[r].relevance for r in facts.rowid.tolist()), np.float64, len(facts))
-        if cfg.memory_absolute_weight > 0 and len(facts):
-            records = store.memories_by_rowid(self.scope, facts.rowid.tolist())
-            absolute = np.fromiter((self._absolute(records[r].content, cands[r]) if r in records else 0.0
-                                    for r in facts.rowid.tolist()), np.float64, len(facts))
-            a = cfg.memory_absolute_weight
-            relevance = (1 - a) * relevance + a * absolute
-        relevance = relevance + prior
+        relevance = np.fromiter((cands[r].relevance for r in facts.rowid.tolist()), np.float64, len(facts)) + prior
         age_days = np.maximum(0.0, (now.timestamp() - facts.last_activated) / 86400)
         # a question about another time (issue 32: the past, a change, `as_of`): how lately a
         # memory was used says nothing of whether it held then — history is never used
