@@ -207,3 +207,37 @@ def test_rest_note_names_the_disk_refuses_are_a_clear_error(tmp_path: Path, name
     with pytest.raises(ValidationError, match="notes\\[") as caught:
         write_notes(tmp_path / "notes", json.dumps({"notes": {name: "- a fact"}}).encode())
     assert str(tmp_path) not in str(caught.value)
+
+
+# ---- two imports at once; an import killed half way ------------------------------------------
+
+
+def test_two_imports_of_one_file_at_once_store_each_memory_once(tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """Defect: the memories already imported were read before the write transaction, so two
+    processes importing one mem0 file at once both stored everything (20,000 records: 40,000
+    memories). Here the second import runs entirely while the first checks its records."""
+    import memlane.importing.store as store
+
+    rows = [{"id": f"m{i}", "memory": f"Fact number {i}", "user_id": "alex"} for i in range(30)]
+    path = write(tmp_path, "m.json", rows)
+    first = Memory(make_config(tmp_path / "data"), embedder=HashEmbedder())
+    second = Memory(make_config(tmp_path / "data"), embedder=HashEmbedder())
+    check = store.validate.memory_text
+    raced: list[int] = []
+
+    def racing(*args: Any, **kw: Any) -> str:
+        if not raced:
+            raced.append(-1)  # the second import's own checks go straight through
+            raced[0] = second.import_from(path, user_id="lin").memories
+        return check(*args, **kw)
+
+    monkeypatch.setattr(store.validate, "memory_text", racing)
+    try:
+        report = first.import_from(path, user_id="lin")
+        assert raced == [30]
+        assert (report.memories, report.already) == (0, 30)
+        assert len(first.list(user_id="lin", limit=1000)) == 30
+    finally:
+        first.close()
+        second.close()
