@@ -55,6 +55,9 @@ def _conversation(mem: Importing, scope: Scope, conv: Conversation, parsed: Pars
     fresh = [j for j, k in enumerate(keys) if k not in have]
     report.already += len(keys) - len(fresh)
     if not fresh:
+        if not report.dry_run:  # stored by an earlier run, perhaps one killed before it finished
+            _describe_session(mem, scope, sid, parsed.session_meta.get(sid, {}))
+            report.stored_ids.append(sid)
         return
     if not report.dry_run:
         try:
@@ -82,6 +85,8 @@ def _describe_session(mem: Importing, scope: Scope, sid: str, meta: dict[str, An
                                    validate.SESSION_KEYS)
     except ValidationError as exc:  # the turns are stored: the title is only a nicety
         log.warning("imported session %s keeps no title: %s", sid, exc)
+        return
+    if merged == session.metadata:  # a second run: already described
         return
     session.metadata = merged or {}
     mem.store.put_session(session)
