@@ -264,3 +264,54 @@ def test_a_rerun_after_a_killed_import_extracts_and_titles_what_the_first_stored
     assert (again.turns, again.extraction_jobs, again.stored_ids) == (0, 1, ["c-reason"])
     assert memory.get_session("c-reason", user_id="lin").metadata["title"] == "t"
     assert memory.import_from(path, user_id="lin", extract=True).extraction_jobs == 0  # nothing left to extract
+
+
+# ---- hostile files --------------------------------------------------------------------------
+
+
+def test_a_link_out_of_the_notes_folder_is_not_read(memory: Memory, tmp_path: Path) -> None:
+    """Defect: a notes folder's symbolic link to a .md file elsewhere was read and imported
+    (linked folders were not walked, linked files were)."""
+    secret = tmp_path / "elsewhere" / "secret.md"
+    secret.parent.mkdir()
+    secret.write_text("- the contents of a file outside the vault\n", "utf-8")
+    notes = tmp_path / "vault"
+    notes.mkdir()
+    (notes / "a.md").write_text("- Water the basil daily\n", "utf-8")
+    (notes / "inside.md").symlink_to(notes / "a.md")  # a link within the folder is fine
+    (notes / "link.md").symlink_to(secret)
+    report = memory.import_from(notes, user_id="lin")
+    assert sorted(m.metadata["note"] for m in memory.list(user_id="lin")) == ["a.md", "inside.md"]
+    assert [(s.record, s.reason) for s in report.skipped] == [("link.md", "a link to a file outside the folder: "
+                                                                          "not read")]
+
+
+def test_a_zipped_export_says_to_unzip_it(memory: Memory, tmp_path: Path) -> None:
+    """Defect: the export as downloaded (a zip) was refused as "not UTF-8 text (byte 11);
+    convert it to UTF-8", which sends a person the wrong way."""
+    import zipfile
+
+    path = tmp_path / "chatgpt-export.zip"
+    with zipfile.ZipFile(path, "w") as z:
+        z.writestr("conversations.json", json.dumps([reasoning_conversation()]))
+    for fmt in ("chatgpt", "letta"):
+        with pytest.raises(ValidationError, match="zip archive: unzip it"):
+            memory.import_from(path, format=fmt, user_id="lin")
+
+
+def test_a_million_ids_do_not_collide(memory: Memory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Defect: imported memories took 10-hex-digit ids (40 bits); a mem0 file of a million
+    records collided on one (birthday bound) and the whole import failed on the primary key
+    (measured). Here the id source repeats after 10 ids unless asked for 16 digits."""
+    import memlane.importing.store as store
+
+    real = store.new_id
+    made: list[int] = []
+
+    def short(length: int = 10) -> str:
+        made.append(length)
+        return real(length) if length >= 16 else f"{len(made) % 10:010d}"
+
+    monkeypatch.setattr(store, "new_id", short)
+    rows = [{"memory": f"Fact {i}"} for i in range(25)]
+    assert memory.import_from(write(tmp_path, "m.json", rows), format="mem0", user_id="lin").memories == 25

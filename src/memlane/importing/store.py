@@ -117,7 +117,9 @@ def _memories(mem: Importing, scope: Scope, items: list[MemoryItem], report: Any
         # dated by the source; last used now: an old memory brought in is in use again, and
         # decay counts from here rather than archiving years-old imports at the next pass
         records.append(MemoryRecord(
-            id=new_id(), user_id=scope.user_id, agent_id=scope.agent_id, content=content, category=category,
+            # 16 hex digits: the default 10 (40 bits) collide by the birthday bound near a million
+            # ids, and a bulk import of that many then failed whole on the primary key
+            id=new_id(16), user_id=scope.user_id, agent_id=scope.agent_id, content=content, category=category,
             score=score, created_at=created, updated_at=updated, last_activated=now, source="import",
             pinned=item.pinned, metadata=metadata, valid_from=created))
     if report.dry_run:
