@@ -119,14 +119,14 @@ def test_mem0_both_shapes_scopes_dates_and_categories(backend_memory: Memory) ->
 def test_letta_agent_file_messages_and_blocks(memory: Memory) -> None:
     report = memory.import_from(DATA / "letta_agent.af", user_id="lin")
     assert (report.format, report.turns, report.memories) == ("letta", 3, 4)
-    turns = memory.get_turns("letta-agent-0", user_id="lin")
+    turns = memory.get_turns("letta-sam_companion", user_id="lin")
     assert [(t.role, t.content) for t in turns][:2] == [
         ("user", "Hi Sam, I just moved to Utrecht."), ("assistant", "Welcome to Utrecht! How is the new flat?")]
     assert turns[1].metadata["thoughts"].startswith("User moved") and turns[1].metadata["in_context"] is True
     assert turns[0].metadata["in_context"] is False
     assert turns[1].metadata["tool_calls"][0]["function"]["name"] == "core_memory_append"
     assert turns[0].created_at == datetime(2025, 5, 1, 9, 1, tzinfo=UTC)
-    session = memory.get_session("letta-agent-0", user_id="lin")
+    session = memory.get_session("letta-sam_companion", user_id="lin")
     assert session.metadata["import_system"] == "You are Sam, a companion with memory."
     mems = {m.content: m for m in memory.list(user_id="lin")}
     assert mems["Lives in Utrecht"].pinned and mems["First name: Mira"].pinned

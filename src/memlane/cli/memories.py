@@ -572,7 +572,7 @@ def _import_foreign(paths: list[Path], fmt: str, user: str, agent: str | None, d
         if not dry_run:
             emb = bar.add_task("embedding", total=None)
             embedded = mem.flush(progress=lambda k: bar.advance(emb, k))
-        sessions = [(user, sid) for r in reports for sid in r.session_ids]
+        sessions = [(user, sid) for r in reports for sid in [*r.session_ids, *r.stored_ids]]
         jobs = _extract_sessions(mem, sessions, agent) if extract and not dry_run else None
     if as_json:
         _emit_json({"imports": [r.to_dict() for r in reports], "embedded": embedded,

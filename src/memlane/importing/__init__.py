@@ -48,6 +48,9 @@ class ImportReport:
     skipped: list[Skipped] = field(default_factory=list)  # bad records, another user's: named, not imported
     preview: list[str] = field(default_factory=list)  # the first few items added (or that would be)
     session_ids: list[str] = field(default_factory=list)  # the sessions that got new turns
+    # the file's sessions an earlier import stored whole: a re-run after one was killed still
+    # extracts them (extraction takes only turns not yet extracted, so this costs nothing twice)
+    stored_ids: list[str] = field(default_factory=list)
     extraction_jobs: int = 0  # extraction jobs queued for them (extract=True)
 
     def to_dict(self) -> dict[str, Any]:
@@ -104,5 +107,5 @@ def import_from(mem: Importing, path: str | Path, fmt: str | None, *, user_id: s
     if extract and not dry_run:  # through the usual queue: the worker (or `memlane drain`) runs them
         scope = Scope.of(user_id, agent_id)
         report.extraction_jobs = sum(mem.jobs.enqueue(scope, sid, mem.clock()) is not None
-                                     for sid in report.session_ids)
+                                     for sid in [*report.session_ids, *report.stored_ids])
     return report

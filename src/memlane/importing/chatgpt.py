@@ -19,6 +19,9 @@ SOURCE = "chatgpt"
 _ROLES = {"user": "user", "assistant": "assistant", "system": "system", "tool": "tool"}
 # a part's content_type whose text is what was said (a voice message's transcript)
 _SPOKEN = ("audio_transcription",)
+# a reasoning model's hidden thinking and its "Thought for 4 seconds": not said, so not a turn;
+# kept in the metadata of the answer they led to
+_REASONING = ("thoughts", "reasoning_recap")
 
 
 def looks_like(data: Any) -> bool:
@@ -54,12 +57,18 @@ def _conversation(conv: Any, where: str, part_chars: int, out: Parsed) -> Conver
     if not isinstance(sid, str) or not sid.strip():  # an id made from what the conversation is
         sid = "chatgpt-" + hashlib.sha256(f"{title}|{conv.get('create_time')}".encode("utf-8", "replace")).hexdigest()[:16]
     msgs: list[dict[str, Any]] = []
+    thoughts: list[Any] = []  # reasoning waiting for the answer it led to
     for node_id in live_branch(mapping, conv.get("current_node"), where):
+        raw = mapping[node_id].get("message")
+        if _reasoning(raw):
+            thoughts.append(bounded(raw["content"], part_chars))
+            continue
         # a message without its own time is dated by the one before it (the conversation's at first)
         before = msgs[-1]["created_at"] if msgs else iso(started)
-        m = _message(mapping[node_id].get("message"), f"{where}.mapping[{clean(node_id)[:40]!r}]", part_chars,
-                     before, out)
+        m = _message(raw, f"{where}.mapping[{clean(node_id)[:40]!r}]", part_chars, before, out)
         if m is not None:
+            if thoughts and m["role"] == "assistant":
+                m["metadata"]["thoughts"], thoughts = thoughts, []
             msgs.append(m)
     if not msgs:
         out.skipped.append(Skipped(f"{where} ({title[:60]!r})", "holds no message to import"))
@@ -90,6 +99,11 @@ def live_branch(mapping: dict[str, Any], current: Any, where: str) -> list[str]:
         path.append(node)
         node = mapping[node].get("parent")
     return path[::-1]
+
+
+def _reasoning(msg: Any) -> bool:
+    content = msg.get("content") if isinstance(msg, dict) else None
+    return isinstance(content, dict) and content.get("content_type") in _REASONING
 
 
 def _node_time(node: dict[str, Any]) -> float:

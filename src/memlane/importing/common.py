@@ -17,6 +17,7 @@ from memlane.importers import Conversation, _loads, read_text
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 # where a whole number is a time in milliseconds rather than seconds (year 2286 in seconds)
 _MS_ABOVE = 10_000_000_000
+_ZIP = b"PK\x03\x04"  # a zip archive's first bytes
 
 
 @dataclass
@@ -55,6 +56,14 @@ class Parsed:
 def load_json(path: Path, max_bytes: int) -> Any:
     """The file's JSON; a ValidationError("file") naming the file when it is too large, not
     UTF-8, not JSON, or nested too deeply to read."""
+    try:
+        with path.open("rb") as f:
+            head = f.read(4)
+    except OSError:
+        head = b""  # read_text says what is wrong with it
+    if head == _ZIP:  # the export as downloaded: ChatGPT's and Claude's come zipped
+        raise ValidationError("file", f"{path} is a zip archive: unzip it and give the conversations.json (or the "
+                                      ".json / .af file) inside")
     return _loads(read_text(path, max_bytes), str(path))
 
 

@@ -21,6 +21,7 @@ one, a single agent object with `core_memory` blocks and `in_context_message_ind
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from memlane.errors import ValidationError
@@ -32,6 +33,9 @@ _ROLES = ("user", "assistant", "tool")
 _NOT_SAID = ("heartbeat", "login", "system_alert")  # MemGPT's own notices in the user role
 _REPLY_TOOLS = ("send_message",)
 _HUMAN = "human"
+# the ids an agent file gives its own records ("agent-0", "message-3"): they name a record
+# within that one file, so every single-agent export calls its agent "agent-0"
+_FILE_LOCAL = re.compile(r"^[a-z]+-\d+$")
 
 
 def looks_like(data: Any) -> bool:
@@ -58,7 +62,10 @@ def parse(data: Any, origin: str, categories: list[str], default_category: str, 
             out.skipped.append(Skipped(where, f"an agent is an object, got {type(agent).__name__}"))
             continue
         name = clean(agent["name"])[:200] if isinstance(agent.get("name"), str) else f"agent {a + 1}"
+        # a real id names the agent wherever it was exported; a file-local one does not, and
+        # two agents' files would share a session: then the agent's name tells them apart
         aid = clean(agent["id"]) if isinstance(agent.get("id"), str) and agent["id"] else name
+        aid = name if _FILE_LOCAL.match(aid) else aid
         blocks = [shared[b] for b in agent.get("block_ids") or [] if isinstance(b, str) and b in shared]
         blocks += [b for b in (agent.get("core_memory") or agent.get("memory_blocks") or []) if isinstance(b, dict)]
         if not agent.get("block_ids") and not blocks and len(agents) == 1:
@@ -78,18 +85,29 @@ def _block(block: dict[str, Any], where: str, agent: str, fact: str, default: st
         return
     label, value = clean(label)[:100], clean(value)
     md = {"source": SOURCE, "letta_block": label, "letta_agent": agent}
+    created, updated = _time(block.get("created_at")), _time(block.get("updated_at"))
     if label == _HUMAN:
         for n, line in enumerate(value.splitlines(), 1):
             fact_text = line.strip().lstrip("-*•").strip()
             if not fact_text or fact_text.endswith(": ?") or fact_text == "?":
                 continue
-            out.memories.append(MemoryItem(fact_text[:max_chars], f"{SOURCE}:{agent}:{label}:{fact_text}", fact,
-                                           pinned=True, metadata=dict(md), where=f"{where} ({label}) line {n}"))
+            # keyed without the agent: a fact about the person that two agents knew is one memory
+            out.memories.append(MemoryItem(fact_text[:max_chars], f"{SOURCE}:{label}:{fact_text}", fact, created,
+                                           updated, pinned=True, metadata=dict(md), where=f"{where} ({label}) line {n}"))
         return
     if value.strip():
         text = f"{label} ({agent}): {value.strip()}"[:max_chars]
-        out.memories.append(MemoryItem(text, f"{SOURCE}:{agent}:{label}", default, metadata=md,
+        out.memories.append(MemoryItem(text, f"{SOURCE}:{agent}:{label}", default, created, updated, metadata=md,
                                        where=f"{where} ({label})"))
+
+
+def _time(value: Any) -> Any:
+    """A block's time (first-generation files carry them), or None when absent or unreadable:
+    a memory without its source time is dated by the import, not refused."""
+    try:
+        return when(value, "block time")
+    except ValidationError:
+        return None
 
 
 def _session(agent: dict[str, Any], where: str, sid: str, name: str, part_chars: int, out: Parsed) -> None:
@@ -100,10 +118,11 @@ def _session(agent: dict[str, Any], where: str, sid: str, name: str, part_chars:
     in_ids = {i for i in agent.get("in_context_message_ids") or [] if isinstance(i, str)}
     in_idx = {i for i in agent.get("in_context_message_indices") or [] if isinstance(i, int)}
     msgs = []
+    receipts: set[str] = set()  # the call ids of reply-tool calls: their returns are receipts
     for j, m in enumerate(raw):
         at = f"{where}.messages[{j}]"
         try:
-            msg = _message(m, at, part_chars)
+            msg = _message(m, at, part_chars, receipts)
         except ValidationError as exc:
             out.skipped.append(Skipped(at, str(exc)))
             continue
@@ -128,7 +147,7 @@ def _text(m: dict[str, Any], where: str) -> str:
     return text_of(m.get("text"), f"{where}.text")
 
 
-def _message(m: Any, where: str, part_chars: int) -> dict[str, Any] | None:
+def _message(m: Any, where: str, part_chars: int, receipts: set[str]) -> dict[str, Any] | None:
     if not isinstance(m, dict):
         raise ValidationError(where, f"a message is an object, got {type(m).__name__}")
     role = m.get("role")
@@ -153,6 +172,8 @@ def _message(m: Any, where: str, part_chars: int) -> dict[str, Any] | None:
             args = _json_object(fn.get("arguments")) if isinstance(fn, dict) else None
             if isinstance(fn, dict) and fn.get("name") in _REPLY_TOOLS and args and isinstance(args.get("message"), str):
                 replies.append(clean(args["message"]))
+                if isinstance(call.get("id"), str):
+                    receipts.add(call["id"])
             else:
                 other.append(bounded(call, part_chars))
         if text.strip() and replies:
@@ -161,6 +182,8 @@ def _message(m: Any, where: str, part_chars: int) -> dict[str, Any] | None:
         text = "\n".join([t for t in [text, *replies] if t.strip()])
         if other:
             md["tool_calls"] = other
+    if role == "tool" and (m.get("name") in _REPLY_TOOLS or m.get("tool_call_id") in receipts):
+        return None  # the reply tool's "OK" receipt: the reply itself is the assistant's turn
     if role == "tool" and isinstance(m.get("name"), str):
         md["tool"] = clean(m["name"])[:200]
     if not text.strip():

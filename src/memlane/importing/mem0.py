@@ -19,6 +19,7 @@ from memlane.importing.common import MemoryItem, Parsed, Skipped, bounded, clean
 
 SOURCE = "mem0"
 _TEXT_FIELDS = ("memory", "content", "text", "data")
+_UNREADABLE = "\x00unreadable"  # a user_id of no readable kind; no real id holds a NUL
 # mem0's built-in categories → the memlane category that says the same; the first one of a
 # record's categories that maps and that the profile has wins; all are kept as tags
 CATEGORY_MAP = {
@@ -52,20 +53,44 @@ def parse(data: Any, origin: str, user_id: str, source_user: str | None, categor
         raise ValidationError("file", f"{origin}: not a mem0 file (a list of memories, or an object with "
                                       "results or memories)")
     out = Parsed()
-    users = {str(r["user_id"]) for r in rows if isinstance(r, dict) and isinstance(r.get("user_id"), str)}
+    users = {u for r in rows if (u := _owner(r)) not in (None, _UNREADABLE)}
     want: str = source_user if source_user is not None else (next(iter(users)) if len(users) == 1 else user_id)
     for i, r in enumerate(rows):
         where = f"{origin}: memories[{i}]"
-        if isinstance(r, dict) and isinstance(r.get("user_id"), str) and r["user_id"] != want:
-            out.skipped.append(Skipped(where, f"belongs to mem0 user {clean(r['user_id'])[:60]!r}, not "
+        owner = _owner(r)
+        if owner == _UNREADABLE:
+            out.skipped.append(Skipped(f"{where}.user_id", "names its mem0 user by neither text nor a number: whose it is "
+                                                           "cannot be told, so it is not imported"))
+            continue
+        if owner is not None and owner != want:
+            out.skipped.append(Skipped(where, f"belongs to mem0 user {clean(owner)[:60]!r}, not "
                                               f"{clean(want)[:60]!r}; import it with --source-user "
-                                              f"{clean(r['user_id'])[:60]}"))
+                                              f"{clean(owner)[:60]}"))
             continue
         try:
             out.memories.append(_memory(r, where, categories, part_chars))
         except ValidationError as exc:
             out.skipped.append(Skipped(where, str(exc)))
     return out
+
+
+def _owner(r: Any) -> str | None:
+    """The mem0 user a record belongs to, as text (a number too: mem0 stores what it was
+    given); None when it names none. An id of another kind is a user no one can name, so it
+    is nobody's to take (_UNREADABLE: skipped)."""
+    uid = r.get("user_id") if isinstance(r, dict) else None
+    if uid is None or uid == "":
+        return None
+    if isinstance(uid, str):
+        return uid
+    return str(uid) if isinstance(uid, int) and not isinstance(uid, bool) else _UNREADABLE
+
+
+def _ident(value: Any) -> str | None:
+    """A record id as text: mem0's are UUIDs, a store with integer ids gives numbers."""
+    if isinstance(value, str) and value:
+        return clean(value)
+    return str(value) if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def _memory(r: Any, where: str, categories: list[str], part_chars: int) -> MemoryItem:
@@ -75,14 +100,13 @@ def _memory(r: Any, where: str, categories: list[str], part_chars: int) -> Memor
     if text is None or not text.strip():
         raise ValidationError(f"{where}.memory", "has no text (memory, content or text)")
     text = clean(text).strip()
-    rid = r.get("id")
-    key = f"{SOURCE}:{clean(rid)}" if isinstance(rid, str) and rid else (
-        f"{SOURCE}:sha:{hashlib.sha256(text.encode('utf-8')).hexdigest()[:32]}")
+    rid = _ident(r.get("id"))
+    key = f"{SOURCE}:{rid}" if rid else f"{SOURCE}:sha:{hashlib.sha256(text.encode('utf-8')).hexdigest()[:32]}"
     tags = [clean(c)[:60] for c in r.get("categories") or [] if isinstance(c, str)]
     category = next((CATEGORY_MAP[t] for t in tags if CATEGORY_MAP.get(t) in categories), None)
     md: dict[str, Any] = {"source": SOURCE}
-    if isinstance(rid, str):
-        md["mem0_id"] = clean(rid)[:200]
+    if rid:
+        md["mem0_id"] = rid[:200]
     if tags:
         md["tags"] = tags
     for k in ("agent_id", "run_id", "app_id", "hash"):

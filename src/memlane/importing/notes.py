@@ -54,8 +54,14 @@ def note_files(root: Path, max_bytes: int) -> list[Path]:
 
 def parse_folder(root: Path, max_bytes: int, categories: list[str], max_chars: int) -> Parsed:
     out = Parsed()
+    inside = root.resolve()
     for path in note_files(root, max_bytes):
         name = path.name if root.is_file() else path.relative_to(root).as_posix()
+        if not root.is_file() and not path.resolve().is_relative_to(inside):
+            # a link out of the folder (as its linked folders are not walked): what is imported
+            # is what the folder holds, not a file elsewhere on the machine it points at
+            out.skipped.append(Skipped(name, "a link to a file outside the folder: not read"))
+            continue
         try:
             text = read_text(path, max_bytes)
         except ValidationError as exc:

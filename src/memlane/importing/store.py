@@ -55,6 +55,9 @@ def _conversation(mem: Importing, scope: Scope, conv: Conversation, parsed: Pars
     fresh = [j for j, k in enumerate(keys) if k not in have]
     report.already += len(keys) - len(fresh)
     if not fresh:
+        if not report.dry_run:  # stored by an earlier run, perhaps one killed before it finished
+            _describe_session(mem, scope, sid, parsed.session_meta.get(sid, {}))
+            report.stored_ids.append(sid)
         return
     if not report.dry_run:
         try:
@@ -83,6 +86,8 @@ def _describe_session(mem: Importing, scope: Scope, sid: str, meta: dict[str, An
     except ValidationError as exc:  # the turns are stored: the title is only a nicety
         log.warning("imported session %s keeps no title: %s", sid, exc)
         return
+    if merged == session.metadata:  # a second run: already described
+        return
     session.metadata = merged or {}
     mem.store.put_session(session)
 
@@ -90,11 +95,11 @@ def _describe_session(mem: Importing, scope: Scope, sid: str, meta: dict[str, An
 def _memories(mem: Importing, scope: Scope, items: list[MemoryItem], report: Any, tick: Callable[[int], None]) -> None:
     cfg = mem.config
     now = mem.clock()
-    have = {m.metadata.get(KEY) for m in mem.store.list_memories(scope) if m.metadata.get(KEY)}
     score = importance_score(None, cfg.policy)
     records: list[MemoryRecord] = []
+    seen: set[str] = set()  # the file's own repeats
     for item in items:
-        if item.key in have:
+        if item.key in seen:
             report.already += 1
             continue
         try:
@@ -106,29 +111,45 @@ def _memories(mem: Importing, scope: Scope, items: list[MemoryItem], report: Any
         except ValidationError as exc:
             report.skipped.append(Skipped(item.where, str(exc)))
             continue
-        have.add(item.key)
+        seen.add(item.key)
         created = min(item.created_at or now, now)
         updated = min(max(item.updated_at or created, created), now)
         # dated by the source; last used now: an old memory brought in is in use again, and
         # decay counts from here rather than archiving years-old imports at the next pass
         records.append(MemoryRecord(
-            id=new_id(), user_id=scope.user_id, agent_id=scope.agent_id, content=content, category=category,
+            # 16 hex digits: the default 10 (40 bits) collide by the birthday bound near a million
+            # ids, and a bulk import of that many then failed whole on the primary key
+            id=new_id(16), user_id=scope.user_id, agent_id=scope.agent_id, content=content, category=category,
             score=score, created_at=created, updated_at=updated, last_activated=now, source="import",
             pinned=item.pinned, metadata=metadata, valid_from=created))
-        if len(report.preview) < cfg.store.import_preview_items:
-            report.preview.append(f"memory ({category}{', pinned' if item.pinned else ''}): {_line(content)}")
+    if report.dry_run:
+        records = _new(mem, scope, records, report)
+    elif records:
+        # what is already there is read inside the write transaction, the scope held: two
+        # imports of one file at once (two processes) store each memory once
+        with mem.store.transaction():
+            mem.store.lock_scope(scope)
+            records = _new(mem, scope, records, report)
+            mem.store.insert_memories(records)  # vectors by the indexer (`Memory.flush`)
+            for rec in records:
+                mem.store.add_event(scope, rec.id, "ADD", None, rec.snapshot(), ACTOR,
+                                    f"imported from {rec.metadata.get('source', 'a file')}", now)
     report.memories += len(records)
-    if report.dry_run or not records:
-        tick(len(items))
-        return
-    with mem.store.transaction():
-        mem.store.insert_memories(records)  # vectors by the indexer (`Memory.flush`)
-        for rec in records:
-            mem.store.add_event(scope, rec.id, "ADD", None, rec.snapshot(), ACTOR,
-                                f"imported from {rec.metadata.get('source', 'a file')}", now)
+    room = max(cfg.store.import_preview_items - len(report.preview), 0)
+    report.preview += [f"memory ({r.category}{', pinned' if r.pinned else ''}): {_line(r.content)}"
+                       for r in records[:room]]
     tick(len(items))
-    mem.signals.send("rows.written")
-    mem.signals.send("memory.changed", scope)
+    if records and not report.dry_run:
+        mem.signals.send("rows.written")
+        mem.signals.send("memory.changed", scope)
+
+
+def _new(mem: Importing, scope: Scope, records: list[MemoryRecord], report: Any) -> list[MemoryRecord]:
+    """`records` less those an earlier import stored (counted in `report.already`)."""
+    have = {m.metadata.get(KEY) for m in mem.store.list_memories(scope) if m.metadata.get(KEY)}
+    fresh = [r for r in records if r.metadata[KEY] not in have]
+    report.already += len(records) - len(fresh)
+    return fresh
 
 
 def _line(text: str, chars: int = 120) -> str:

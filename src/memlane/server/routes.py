@@ -431,8 +431,12 @@ def write_notes(folder: Path, data: bytes) -> None:
         if not parts or ".." in parts or str(name).startswith("/") or not isinstance(text, str):
             raise ValidationError(f"notes[{str(name)[:60]!r}]", "a note is a relative file name → its text")
         target = folder.joinpath(*parts).with_suffix(".md")
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(text, "utf-8", errors="surrogatepass")
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(text, "utf-8", errors="surrogatepass")
+        except (OSError, ValueError) as exc:  # a NUL, a name or path too long for the disk
+            why = getattr(exc, "strerror", None) or str(exc)
+            raise ValidationError(f"notes[{str(name)[:60]!r}]", f"cannot be a file name here ({why})") from None
 
 
 @contextlib.contextmanager

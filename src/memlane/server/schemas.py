@@ -424,7 +424,8 @@ class ImportOut(_Out):
     skipped: dict[str, int] | list[SkippedOut] | None = Field(
         None, description="memlane export: records already there per kind; from: the bad records, each named")
     preview: list[str] | None = None
-    session_ids: list[str] | None = None
+    session_ids: list[str] | None = Field(None, description="from: the sessions that got new turns")
+    stored_ids: list[str] | None = Field(None, description="from: the file's sessions an earlier import stored whole")
     extraction_jobs: int | None = None
 
 
