@@ -150,8 +150,9 @@ def test_relevant_memories_are_tagged_cut_and_at_most_five(memory: Memory):
     assert lines[0] == "## 相关记忆"
     assert 1 <= len(lines) - 1 <= 5 and len(ctx.memories) == len(lines) - 1
     for line in lines[1:]:
-        assert line.startswith("[memory:") and line.split("]")[0][len("[memory:"):] in ids
-        assert line.endswith(TRUNCATED) and len(line) <= len("[memory:0123456789] ") + 300 + len(TRUNCATED)
+        tag = line.split("]")[0] + "] "
+        assert tag.startswith("[memory:") and tag[len("[memory:"):-2] in ids
+        assert line.endswith(TRUNCATED) and len(line) <= len(tag) + 300 + len(TRUNCATED)
     assert block.tokens <= 2048
 
 

@@ -25,8 +25,9 @@ EventKind = Literal["ADD", "UPDATE", "BOOST", "DELETE", "DECAY", "ARCHIVE", "PRO
                     "SUPERSEDE"]
 
 
-def new_id(length: int = 10) -> str:
-    """A short random id (seed 001: uuid4 short form)."""
+def new_id(length: int = 16) -> str:
+    """A short random id (seed 001: uuid4 short form). 16 hex digits: ids are unique across a
+    database, and at 10 two of a million memories would share one with odds near 1 in 3."""
     return uuid.uuid4().hex[:length]
 
 
