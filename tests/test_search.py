@@ -347,28 +347,28 @@ def test_a_page_wider_than_the_index_beam_is_served(make_memory):
 def test_a_page_pasted_as_the_query_is_searched(memory):
     # distinct words past search.max_query_terms: PostgreSQL's tsquery of them all exceeded its
     # stack depth (a BackendError), and counting each one took minutes; the first words decide.
-    # Longer than search.max_query_chars, a query is refused (issue 28); build_context, whose
-    # query is the user's message, searches by its start
+    # A long query is read by its start and end (issue 34: its question is often last), and
+    # only past search.max_query_chars is it refused
+    from string import ascii_lowercase
+
     from memlane.errors import ValidationError
+    from memlane.text import keywords
 
     memory.add_messages("s", [say("user", "the w3x violin lesson", 0), say("user", "an unrelated turn", 1)],
                         user_id="u1")
-    from string import ascii_lowercase
-
-    from memlane.text import keywords
-
-    limit = memory.config.search.max_query_chars
+    cfg = memory.config.search
     words = ["w3x"] + [a + b for a in ascii_lowercase for b in ascii_lowercase] + [f"w{i}x" for i in range(20_000)]
-    query = " ".join(words)[:limit].rsplit(" ", 1)[0]
-    assert len(keywords(query)) > memory.config.search.max_query_terms
-    hits = memory.search(query, user_id="u1", corpus="turns", limit=1)
-    assert [h.content for h in hits] == ["the w3x violin lesson"] and hits[0].highlights == ["w3x"]
+    page = " ".join(words)
+    assert len(keywords(page[:cfg.query_read_chars])) > cfg.max_query_terms
+    for query in (page, page[4:] + " the violin"):  # the word that finds it: first, then last
+        hits = memory.search(query, user_id="u1", corpus="turns", limit=1)
+        assert [h.content for h in hits] == ["the w3x violin lesson"], query[-20:]
     with pytest.raises(ValidationError, match="search.max_query_chars") as caught:
-        memory.search(" ".join(words), user_id="u1", corpus="turns", limit=1)
+        memory.search("w" * (cfg.max_query_chars + 1), user_id="u1", corpus="turns", limit=1)
     assert caught.value.field == "query"
     memory.add("the user takes a w3x violin lesson on Fridays", user_id="u1")
-    ctx = memory.build_context(None, " ".join(words), user_id="u1")
-    assert "violin" in ctx.render()
+    ctx = memory.build_context(None, "x" * 100_000 + " what about my violin?", user_id="u1")
+    assert "violin lesson on Fridays" in ctx.render()
 
 
 @pytest.mark.parametrize("bad", ["nan", "width", "list", "none"])

@@ -23,6 +23,7 @@ from memlane.errors import NotFound
 from memlane.messages import chat_messages
 from memlane.models import Hit, MemoryRecord, Scope, Turn
 from memlane.parts import Finding, Parts
+from memlane.reading import read_part
 from memlane.review import record_injected
 from memlane.sessions import WindowMessage, render_scratchpad, select_window, window_turns
 from memlane.text import cut, estimate_tokens, keywords, language_of
@@ -344,9 +345,9 @@ def build_context(
     # relevant memories for the query (seed 000), unless the profile relies on the tools (seed 002)
     hits: list[Hit] = []
     mem_text = ""
-    # a query without words (「？」, an emoji) has nothing to be relevant to; a message longer
-    # than a query may be (a pasted page) is searched by its start: a query's cost is bounded
-    asked = query[: memory.config.search.max_query_chars] if query else query
+    # a query without words (「？」, an emoji) has nothing to be relevant to; a long message (a
+    # pasted page) is searched by its start and end: a query's cost is bounded
+    asked = read_part(query, memory.config.search.query_read_chars) if query else query
     if cfg.auto_inject_memories and asked and keywords(asked) and cfg.memory_source == "files":
         hits, mem_text = _file_hits(memory, scope, asked, turns, budgets.memories, {m.id for m in core},
                                     cfg.memory_heading or _HEAD[language]["memories"])

@@ -20,7 +20,6 @@ from datetime import datetime
 from typing import TypeVar
 
 from memlane.events import Event
-from memlane.heuristic import is_command
 from memlane.jobs import JobReport, JobRunner
 from memlane.models import Hit, MemoryRecord, Scope, Turn
 from memlane.parts import Extracting
@@ -113,6 +112,8 @@ class Extraction:
         """Extract during a session: at once when the user says "remember/forget …"
         (seed 001 §6), else every N user messages of ≥ min_message_chars, at most
         max_per_session times a session (seed 002 §6; None: after every turn, seed 003)."""
+        from memlane.heuristic import is_command  # on first use: its grammars compile in ~0.4 s
+
         e = self.engine
         cfg = e.config.extraction
         users = [t for t in turns if t.role == "user"]

@@ -19,7 +19,6 @@ from typing import Any
 
 from memlane.config import Config
 from memlane.extraction import Operation
-from memlane.heuristic import is_command
 from memlane.models import Turn
 from memlane.text import CJK_RUN, keywords
 
@@ -84,6 +83,8 @@ def said_again(query: str, seq: int, turns: Sequence[Turn], config: Config) -> b
     its own, so a job reaching past it may store what was said anew. An extracted memory does
     not say which turn it came from, so a later user turn holding every word of the request,
     itself no command, is read as its source."""
+    from memlane.heuristic import is_command  # on first use: its grammars take ~0.4 s to compile
+
     limit, share = config.extraction.offline_turn_chars, config.extraction.forget_match_share
     return any(t.role == "user" and t.seq > seq and names(query, t.content[:limit], share)
                and not is_command(t.content[:limit], config.extraction.heuristic_max_sentence_chars)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable, Sequence
 
-from memlane import archive, sessions, topics, validate
+from memlane import archive, sessions, validate
 from memlane.errors import MemlaneError, ValidationError
 from memlane.importers import Conversation, ConversationImport, message_key
 from memlane.indexing import index_neighbours
@@ -52,6 +52,8 @@ def store_turns(parts: Parts, signals: Signals, scope: Scope, session_id: str, m
 
 def after_turns(engine: Following, scope: Scope, session_id: str, turns: Sequence[Turn]) -> None:
     """The follow-up work of stored turns (a `turns.stored` subscriber)."""
+    from memlane import topics  # on first use: its grammars take ~0.2 s to compile
+
     extraction = engine.extraction
     try:  # seed 002 §3–4: the compiler names the task first; a switch archives the old one
         topics.track_topic(engine, scope, session_id, turns)

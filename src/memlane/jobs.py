@@ -12,6 +12,10 @@ Any failure leaves the job queued with back-off 10 m → 30 m → 2 h → 6 h �
 longer backlog back-off, with an `archive_backlog` event from `max_attempts` on (seed 000).
 A worker killed mid-job leaves it "running": whoever next takes the scope's lease (at once
 when the holder's process is gone, `memlane.lease`) takes the job over.
+
+The offline extractor (`memlane.heuristic`) is imported where it is first used: compiling its
+grammars takes ~0.4 s, which a process that never extracts (`memlane list`, a server's reads)
+should not pay at start.
 """
 
 from __future__ import annotations
@@ -41,7 +45,6 @@ from memlane.extraction import (
     Rejected,
 )
 from memlane.forgotten import ALL, REFUSED, holds, refused, said_again, words_of
-from memlane.heuristic import HeuristicExtractor, commands, forget_requests, same_words
 from memlane.indexing import embed_cached, vector_key
 from memlane.lease import ScopeLock
 from memlane.llm import LLM
@@ -220,6 +223,8 @@ class JobRunner:
         context = [t for t in everything if job.first_seq - 2 <= t.seq <= job.last_seq]
         session = self.store.get_session(scope, job.session_id)
         done = int(session.metadata.get("commands_through", 0)) if session else 0
+        from memlane.heuristic import commands, forget_requests  # on first use (module docstring)
+
         ops = commands(context, self.config, now=now, after_seq=max(done, job.first_seq - 1))
         # the person's own "forget …" in this job's turns (applied already or not) is what
         # lets the LLM delete or rewrite a memory that person stated (issue 12)
@@ -284,6 +289,8 @@ class JobRunner:
         if session is None:
             return None
         done = int(session.metadata.get("commands_through", 0))
+        from memlane.heuristic import commands, forget_requests  # on first use (module docstring)
+
         turns = self.store.get_turns(scope, session_id=session_id,
                                      after_seq=done - self.config.extraction.command_context_turns)
         ops = commands(turns, self.config, now=now, after_seq=done)
@@ -343,6 +350,8 @@ class JobRunner:
 
     def _extract(self, turns: Sequence[Turn], scope: Scope, now: datetime, llm: LLM | None,
                  guard: Guard | None = None) -> Extraction:
+        from memlane.heuristic import HeuristicExtractor  # on first use (module docstring)
+
         if not turns:
             return Extraction()
         if llm is None:
@@ -559,6 +568,8 @@ def near_duplicate(store: Store, scope: Scope, content: str, vec: np.ndarray,
     """The scope's active memory that says the same as `content`, with its similarity: an
     embedding above `threshold` (seed 004 §6), or the same words once both are read as being
     about the user ("我每周二跑步" ~ "用户每周二跑步", issue 18), whatever the embedder."""
+    from memlane.heuristic import same_words  # on first use (module docstring)
+
     near = store.knn("memories", scope, vec, 5)
     found = store.memories_by_rowid(scope, [r for r, _ in near])
     # knn may rank by int8 codes or an f16 graph (issue 3, scale): the threshold is

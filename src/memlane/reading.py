@@ -29,6 +29,7 @@ def ask(engine: Reading, scope: Scope, query: Any, corpus: Any, *, limit: Any, f
     cfg = engine.config
     validate.text("query", query, cfg.search.max_query_chars, setting="search.max_query_chars",
                   required=False, controls=True)
+    query = read_part(query, cfg.search.query_read_chars)
     corpus = validate.choice("corpus", corpus, ("memories", "turns", "episodes"))
     limit = validate.optional_integer("limit", limit, 0, 10_000)  # 0: the default
     activate = None if activate is None else validate.boolean("activate", activate)
@@ -47,6 +48,15 @@ def ask(engine: Reading, scope: Scope, query: Any, corpus: Any, *, limit: Any, f
                   filters=in_time(check_filters(filters, cfg), query, as_of, include_superseded),
                   min_score=min_score, query_vector=query_vector,
                   activate=cfg.search.activate_on_hit if activate is None else activate)
+
+
+def read_part(query: str, chars: int) -> str:
+    """What a search reads of a query: all of it, or of a longer one its start and its end
+    (`search.query_read_chars`), so that its cost does not grow with what the caller pasted."""
+    if len(query) <= chars:
+        return query
+    head = chars // 2
+    return f"{query[:head]}\n{query[len(query) - (chars - head):]}"
 
 
 def in_time(filters: Filters, query: str, as_of: Any, include_superseded: Any) -> Filters:

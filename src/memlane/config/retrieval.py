@@ -153,11 +153,14 @@ class SearchConfig(_Section):
     # (a page pasted as the query: 50k distinct Chinese bigrams took 68 s on PostgreSQL, a
     # count per term); the longest dev-set questions (LongMemEval) hold under 40 words
     max_query_terms: int = Field(256, ge=1)
-    # Not from a seed (issue 28): the longest query any entry point takes (API, CLI, REST, MCP,
-    # the agent tools); longer is a ValidationError. The longest dev-set question is 201
-    # characters; a pasted page is a document to import, not a query (its words cost ~30 ms of
-    # CPU a 1,000 characters to analyse). build_context reads a longer message's start
-    max_query_chars: int = Field(1_000, ge=16)
+    # Not from a seed (issues 28, 34): the longest query any entry point takes (API, CLI, REST,
+    # MCP, the agent tools); longer is a ValidationError. A message an agent passes on whole (a
+    # pasted page and its question) is a query too: its cost is bounded by `query_read_chars`
+    max_query_chars: int = Field(200_000, ge=16)
+    # Not from a seed (issue 34): what a search reads of a longer query: its first and last half
+    # of this many characters (a pasted page's question is usually at its end). Analysing a
+    # query's words costs ~30 ms of CPU a 1,000 characters; the longest dev-set question is 201
+    query_read_chars: int = Field(2_000, ge=16)
     # Not from a seed (issue 32): the dense side of a memory search reads a first-person question
     # as told of the user, as memories are ("where am I working" → "where is the user working";
     # retrieval.query.told_of_user). bench/changes.py and bench/memories.py, same run: see README
