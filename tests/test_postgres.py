@@ -424,6 +424,7 @@ def test_a_large_scope_goes_through_hnsw_a_small_one_is_exact(make_memory: Calla
         m.add(f"note {i} about {_EN[i % len(_EN)]}", user_id="big")
     for i in range(5):
         m.add(f"small note {i}", user_id="small")
+    m.store.settle_vectors()  # type: ignore[attr-defined]  # reaching the threshold moved them in, in a thread
     with psycopg.connect(pg_url) as conn:
         counts = dict(conn.execute("SELECT user_id, count(*) FILTER (WHERE ann) FROM vec_memories "
                                    "GROUP BY user_id").fetchall())

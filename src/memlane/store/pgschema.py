@@ -121,7 +121,7 @@ def m001_core(db: Any) -> None:
 
 
 # tables holding a user_id column, besides the corpora (forgetting a scope must miss none)
-SCOPE_TABLES = ("api_keys", "attachments", "events", "extraction_jobs", "fts_stats", "memory_events", "scratchpad",
+SCOPE_TABLES = ("ann_pending", "api_keys", "attachments", "events", "extraction_jobs", "fts_stats", "memory_events", "scratchpad",
                 "sessions")
 CORPORA = ("memories", "turns", "episodes")
 
@@ -277,3 +277,41 @@ def m007_memory_validity(db: Any) -> None:
         UPDATE memories SET valid_from = created_at WHERE valid_from IS NULL;
         """
     )
+
+
+@migration
+def m008_large_scopes(db: Any) -> None:
+    """A large scope ranked without scoring every row that holds a query word (issue 34).
+
+    `fts_rep`: the row's lexemes that occur three times or more in it (a generated column, so
+    every writer keeps it). A row outside it holds each query lexeme at most twice, so what a
+    word can add to its score is bounded well below BM25's idf·(k1+1) (store/pgtext.py
+    `ranked_sql`, `once_bound`); its GIN index finds the few rows where a query word repeats
+    more, which are ranked with the others.
+
+    The vector tables (made by `ensure_vectors`) get partial scope indexes: rows in the HNSW
+    graph (`ann`) and rows outside it, so a search decides exact or HNSW from an index probe
+    instead of counting up to ann_threshold rows (1-3 ms at 100k), and a large scope's rows
+    waiting for the graph (a bulk insert defers them) are scanned exactly beside it."""
+    db.execute(
+        """
+        CREATE FUNCTION memlane_fts_rep(tsvector) RETURNS tsvector LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+            SELECT array_to_tsvector(COALESCE(array_agg(x.lexeme), '{}'))
+            FROM unnest($1) x WHERE cardinality(x.positions) > 2 $$;
+        """
+    )
+    for corpus in CORPORA:
+        db.execute(f"ALTER TABLE {corpus} ADD COLUMN fts_rep TSVECTOR GENERATED ALWAYS AS (memlane_fts_rep(fts)) STORED")
+        db.execute(f"CREATE INDEX {corpus}_fts_rep ON {corpus} USING gin(user_id, fts_rep)")
+        if db.execute(f"SELECT to_regclass('vec_{corpus}')").fetchall()[0][0] is not None:
+            for sql in vector_indexes(corpus):
+                db.execute(sql)
+    # scopes with vectors waiting to join the HNSW graph (PostgresVectors.fold_pending)
+    db.execute("CREATE TABLE ann_pending(corpus TEXT NOT NULL, user_id TEXT NOT NULL, agent_id TEXT NOT NULL, "
+               "PRIMARY KEY(corpus, user_id, agent_id))")
+
+
+def vector_indexes(corpus: str) -> list[str]:
+    """The partial scope indexes of a vector table (m008): its rows in the graph, and not."""
+    return [f"CREATE INDEX IF NOT EXISTS vec_{corpus}_in_ann ON vec_{corpus}(user_id, agent_id) WHERE ann",
+            f"CREATE INDEX IF NOT EXISTS vec_{corpus}_exact ON vec_{corpus}(user_id, agent_id) WHERE NOT ann"]

@@ -48,13 +48,7 @@ class PostgresMemories(PostgresText):
                 [(r, *memory_params(m), int(vecs is not None), d[0], d[1])
                  for r, m, d in zip(rowids, memories, docs, strict=True)])
             if vecs is not None:
-                scopes = {Scope(user_id=m.user_id, agent_id=m.agent_id) for m in memories}
-                big = {s for s in scopes if self._vector_count("memories", s) >= self._ann_threshold}
-                self._many("INSERT INTO vec_memories(rowid, user_id, agent_id, embedding, ann) VALUES (%s, %s, %s, %s, %s)",
-                           [(r, m.user_id, m.agent_id, vecs[i], Scope(user_id=m.user_id, agent_id=m.agent_id) in big)
-                            for i, (r, m) in enumerate(zip(rowids, memories, strict=True))])
-                for scope in scopes - big:  # those that grew past the threshold now
-                    self._grow_ann("memories", scope)
+                self._insert_vectors("memories", rowids, [(m.user_id, m.agent_id) for m in memories], vecs)
         return rowids
 
     def update_memory(self, memory: MemoryRecord, *, content_changed: bool) -> int:

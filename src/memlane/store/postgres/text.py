@@ -5,15 +5,21 @@ SQLite store ranks; per-scope document counts kept between queries at the scope'
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
 from collections.abc import Sequence
 from typing import Any
 
 from memlane.models import Corpus, Scope
+from memlane.retrieval import bm25
 from memlane.store import pgtext
 from memlane.store.lexindex import parse_match
 from memlane.store.postgres.vectors import PostgresVectors
 from memlane.text import fts_terms, keywords
+
+# a query whose words are held by fewer rows than this is ranked whole: one statement (~1.5
+# µs a row, issue 34), not a pruned one that may have to be followed by it
+_PRUNE_ROWS = 2_048
 
 
 class PostgresText(PostgresVectors):
@@ -66,17 +72,20 @@ class PostgresText(PostgresVectors):
             return []
         lex, holding = [lex[i] for i in kept], [docs[lex[i]] for i in kept]
         idfs = [pgtext.idf(int(n_docs), n) for n in holding]
-        skipped = pgtext.skippable(idfs, holding) if min(w[:2]) >= 0 else set()
-        ranked = {"u": u, "a": a, "terms": lex, "idfs": idfs, "avgdl": float(n_tokens) / float(n_docs),
-                  "wa": w[0], "wb": w[1], "k": int(limit)}
-        if skipped:
-            rows = self._q(pgtext.bm25_sql(corpus), {**ranked, "q": pgtext.tsquery(
-                [x for i, x in enumerate(lex) if i not in skipped])})
-            # each skipped lexeme adds under idf·(k1+1): rows holding only those stay below `bound`
-            bound = sum(idfs[i] * (pgtext.K1 + 1.0) for i in skipped) * (1 + 1e-9)
+        avgdl = float(n_tokens) / float(n_docs)
+        ranked = {"u": u, "a": a, "avgdl": avgdl, "wa": w[0], "wb": w[1], "k": int(limit),
+                  **pgtext.ranked_params(lex, idfs)}
+        sql = functools.partial(pgtext.ranked_sql, corpus, len(lex), two_columns=w[0] != w[1])
+        common = _common(idfs, holding, w[:2], avgdl)
+        if common:
+            # MaxScore: rank the rows holding a rarer word (and those holding any query word
+            # three times or more); a row holding only the common ones adds at most `bound`
+            rows = self._q(sql(repeated=True), {**ranked, "q": pgtext.tsquery(
+                [x for i, x in enumerate(lex) if i not in common]), "qr": pgtext.tsquery(lex)})
+            bound = sum(idfs[i] for i in common) * pgtext.once_bound(max(w[:2]), avgdl) * (1 + 1e-9)
             if len(rows) >= limit and -float(rows[limit - 1][1]) > bound:
                 return [(int(r[0]), float(r[1])) for r in rows]
-        rows = self._q(pgtext.bm25_sql(corpus), {**ranked, "q": pgtext.tsquery(lex)})
+        rows = self._q(sql(), {**ranked, "q": pgtext.tsquery(lex)})
         return [(int(r[0]), float(r[1])) for r in rows]
 
     def _keep_counts(self, key: tuple[str, str, str], version: int, docs: dict[str, int]) -> None:
@@ -172,3 +181,23 @@ class PostgresText(PostgresVectors):
         extra = "" if indexed is None else ", fts_context = %s"
         self._x(f"UPDATE {corpus} SET fts = %s::tsvector, fts_len = %s{extra} WHERE rowid = %s",
                 (vec, n, *([] if indexed is None else [indexed]), rowid))
+
+
+def _common(idfs: Sequence[float], holding: Sequence[int], weights: Sequence[float], avgdl: float) -> set[int]:
+    """The commonest query lexemes whose rows need not all be ranked (MaxScore), as indexes:
+    while together, each held at most twice, they add less than the rarest other lexeme held
+    once in a short row, and hold most of the rows to rank. None with a negative weight, or
+    when every row is cheap to rank anyway."""
+    if len(idfs) < 2 or min(weights) < 0 or sum(holding) < _PRUNE_ROWS:
+        return set()
+    per_idf = pgtext.once_bound(max(weights), avgdl)
+    least = bm25.term_score(1.0, min(weights), 2.0, avgdl)  # a rarer lexeme once, in the shortest row
+    by_idf = sorted(range(len(idfs)), key=lambda i: idfs[i])
+    out: set[int] = set()
+    weight = 0.0
+    for i, nxt in zip(by_idf, by_idf[1:], strict=False):
+        if (weight + idfs[i]) * per_idf >= idfs[nxt] * least:
+            break
+        weight += idfs[i]
+        out.add(i)
+    return out if 2 * sum(holding[i] for i in out) >= sum(holding) else set()
