@@ -342,15 +342,20 @@ class PostgresBase(SharedSQL):
         except psycopg.Error as exc:
             raise self._failure(exc, True) from exc
 
-    def _copy(self, table: str, columns: Sequence[str], types: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
-        """Rows into a table in one COPY (binary; text values escaped as `esc` does): one
-        round trip however many, where a pipeline of INSERTs is still a statement a row."""
+    def _copy(self, table: str, columns: Sequence[str], rows: Sequence[Sequence[Any]],
+              types: Sequence[str] | None = None) -> None:
+        """Rows into a table in one COPY, text values escaped as `esc` does: one round trip
+        however many, where a pipeline of INSERTs is still a statement a row. With `types`,
+        binary (vectors: no float text to print and parse); else text, parsed by the columns'
+        own input functions (a tsvector literal)."""
         if not rows:
             return
+        fmt = " WITH (FORMAT BINARY)" if types is not None else ""
         try:
             with self._conn() as conn, conn.cursor() as cur, cur.copy(
-                    f"COPY {table} ({', '.join(columns)}) FROM STDIN WITH (FORMAT BINARY)") as cp:
-                cp.set_types(list(types))
+                    f"COPY {table} ({', '.join(columns)}) FROM STDIN{fmt}") as cp:
+                if types is not None:
+                    cp.set_types(list(types))
                 for row in rows:
                     cp.write_row([esc(v) for v in row])
         except psycopg.Error as exc:

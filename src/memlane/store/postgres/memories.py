@@ -23,6 +23,8 @@ from memlane.store.rows import (
 )
 from memlane.store.shared import checked_vectors, memory_update_sql
 
+_COPY_ROWS = 32  # memories inserted at once from which COPY replaces the INSERT pipeline
+
 
 class PostgresMemories(PostgresText):
     """Memories and episodes (their audit trail: store/shared.py)."""
@@ -42,11 +44,13 @@ class PostgresMemories(PostgresText):
             ids = self._q("SELECT nextval(pg_get_serial_sequence('memories', 'rowid')) FROM generate_series(1, %s)",
                           (len(memories),))
             rowids = [int(r[0]) for r in ids]
-            self._many(
-                f"INSERT INTO memories(rowid, {MEMORY_COLS}, embedded, fts, fts_len) "
-                f"VALUES (%s, {', '.join(['%s'] * MEMORY_FIELDS)}, %s, %s::tsvector, %s)",
-                [(r, *memory_params(m), int(vecs is not None), d[0], d[1])
-                 for r, m, d in zip(rowids, memories, docs, strict=True)])
+            rows = [(r, *memory_params(m), int(vecs is not None), d[0], d[1])
+                    for r, m, d in zip(rowids, memories, docs, strict=True)]
+            if len(rows) >= _COPY_ROWS:  # one round trip: ~2× the rows/s of the pipeline (issue 34)
+                self._copy("memories", ("rowid", *MEMORY_COLS.split(", "), "embedded", "fts", "fts_len"), rows)
+            else:
+                self._many(f"INSERT INTO memories(rowid, {MEMORY_COLS}, embedded, fts, fts_len) "
+                           f"VALUES (%s, {', '.join(['%s'] * MEMORY_FIELDS)}, %s, %s::tsvector, %s)", rows)
             if vecs is not None:
                 self._insert_vectors("memories", rowids, [(m.user_id, m.agent_id) for m in memories], vecs)
         return rowids

@@ -108,9 +108,9 @@ class PostgresVectors(PostgresBase):
         wait = [Scope(user_id=s[0], agent_id=s[1]) for s, r in zip(scopes, state, strict=True)
                 if (bool(r[0]) and not ann[s]) or (not r[0] and int(r[1]) + counts[s] >= self._ann_threshold)]
         self._copy(f"vec_{corpus}", ("rowid", "user_id", "agent_id", "embedding", "ann"),
-                   ("int8", "text", "text", "vector", "bool"),
                    [(int(r), u, a, np.asarray(v, dtype=np.float32), ann[(u, a)])
-                    for r, (u, a), v in zip(rowids, owners, vectors, strict=True)])
+                    for r, (u, a), v in zip(rowids, owners, vectors, strict=True)],
+                   types=("int8", "text", "text", "vector", "bool"))
         if wait:
             self._defer(corpus, wait)
 
