@@ -185,8 +185,9 @@ def test_a_bulk_insert_is_searchable_before_it_joins_the_graph(make_memory: Any,
 
 def test_a_database_of_the_previous_schema_is_migrated_in_place(pg_server: str) -> None:
     """A database made by the migrations before m008, with a vector table as they left it:
-    opened, it gains `fts_rep` (computed for the rows it holds), the partial vector indexes and
-    `ann_pending`, and its rows rank and search as before."""
+    opened, it gains `fts_rep` (computed for the rows it holds), the partial vector indexes,
+    `ann_pending` and each word's documents (`fts_terms`, counted from its rows), and its rows
+    rank and search as before."""
     import psycopg
 
     from memlane.store.pgschema import PG_MIGRATIONS
@@ -219,7 +220,8 @@ def test_a_database_of_the_previous_schema_is_migrated_in_place(pg_server: str) 
             conn.execute("INSERT INTO vec_memories VALUES (%s, 'u', '', %s, true)", (i, str([1.0, float(i % 7), 0, 0])))
     store = PostgresStore(url, ann_threshold=50)
     try:
-        assert [n for n, _ in store.migrations()][-1] == "m008_large_scopes"
+        assert [n for n, _ in store.migrations()][-2:] == ["m008_large_scopes", "m009_term_documents"]
+        assert store._q("SELECT docs, docs_a FROM fts_terms WHERE user_id = 'u' AND lexeme = 'tea'") == [(60, 60)]
         reps = dict(store._q("SELECT content, fts_rep::text FROM memories WHERE id IN ('m1', 'm2')"))
         assert reps == {"tea tea tea and cake": "'tea'", "tea and cake": ""}
         indexes = {r[0] for r in store._q("SELECT indexname FROM pg_indexes WHERE tablename = 'vec_memories'")}

@@ -28,6 +28,7 @@ from memlane.retrieval.bm25 import K1 as K1  # the store takes these from here t
 from memlane.retrieval.bm25 import idf as idf
 from memlane.retrieval.bm25 import skippable as skippable
 from memlane.store.lexindex import Tokenizer
+from memlane.store.pgschema import TERMS_KEPT
 from memlane.text import index_text
 
 MAX_LEXEME_BYTES = 2046  # PostgreSQL's MAXSTRLEN
@@ -137,8 +138,7 @@ def rank_sql(corpus: str) -> str:
     documents and tokens (table fts_stats, kept by triggers: pgschema m003, m005); then, in a
     scope under `small` documents, ('h', rowid, fts_len, lexeme, hits at A, hits at B) for
     every query lexeme of every matching row, which Python ranks (`rank_rows`); in a larger
-    one ('d', documents holding it, lexeme) of each lexeme in `count`, counted from the GIN
-    index, the statistics `ranked_sql` then ranks with. Parameters: u, a, q (tsquery of every
+    one ('d', documents holding it, lexeme) of each lexeme in `count` (`documents`), the statistics `ranked_sql` then ranks with. Parameters: u, a, q (tsquery of every
     lexeme), terms (the lexemes), count (those to count), tqs (a tsquery of each), small."""
     b = "COALESCE(cardinality(array_positions(x.weights, 'B')), 0)"
     return f"""
@@ -155,10 +155,22 @@ def rank_sql(corpus: str) -> str:
         UNION ALL
         SELECT 'h', rowid, fts_len, lexeme, na, nb FROM x WHERE (SELECT n FROM t) < %(small)s
         UNION ALL
-        SELECT 'd', NULL, (SELECT count(*) FROM {corpus} WHERE user_id = %(u)s AND agent_id = %(a)s
-                           AND fts @@ q.tq::tsquery), q.lexeme, NULL, NULL
+        SELECT 'd', NULL, {documents(corpus, "q.lexeme", "q.tq", "docs")}, q.lexeme, NULL, NULL
         FROM unnest(%(count)s::text[], %(tqs)s::text[]) AS q(lexeme, tq) WHERE (SELECT n FROM t) >= %(small)s
     """
+
+
+def documents(corpus: str, lexeme: str, tsquery_: str, column: str, cap: str = "") -> str:
+    """A SQL expression: the scope's (u, a) documents holding `lexeme` (`column` of
+    fts_terms: docs, docs_a, docs_b), read where fts_terms keeps them (pgschema m009), else
+    counted from the GIN index with `tsquery_` (the lexeme at that weight), no further than
+    `cap` when one is given."""
+    if corpus in TERMS_KEPT:
+        return (f"COALESCE((SELECT {column} FROM fts_terms WHERE user_id = %(u)s AND agent_id = %(a)s "
+                f"AND corpus = '{corpus}' AND lexeme = {lexeme}), 0)")
+    limit = f" LIMIT {cap}" if cap else ""
+    return (f"(SELECT count(*) FROM (SELECT 1 FROM {corpus} WHERE user_id = %(u)s AND agent_id = %(a)s "
+            f"AND fts @@ {tsquery_}::tsquery{limit}) c)")
 
 
 def rank_rows(hits: Sequence[tuple[int, int, str, int, int]], lexemes_: Sequence[str], n_docs: int,

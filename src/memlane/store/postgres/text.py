@@ -105,7 +105,9 @@ class PostgresText(PostgresVectors):
         scope written between searches is then not counted again at each (one row read).
 
         One statement: the scope's size from fts_stats (one row, not a count of the scope),
-        then each term's documents from the GIN index led by the user, with the scope ANDed
+        then each term's documents: of memories and episodes from fts_terms (a row each, kept
+        by triggers: pgschema m009; counting a word in every row of 100k took ~60 ms, again
+        after each write), of turns from the GIN index led by the user, with the scope ANDed
         in, counting no further than `above` (three words in every row of 100k: 16 ms, not
         47). Counts over whole rows are kept at the scope's version: the exact ones shared with
         `fts_terms`, which counts the same lexemes to rank a large scope."""
@@ -141,6 +143,7 @@ class PostgresText(PostgresVectors):
         u, a = scope.user_id, scope.agent_id
         key = (corpus, u, a)
         version, known = self._doc_counts.get(key, (-1, {})) if column is None else (-1, {})
+        column_docs = "docs" if column is None else ("docs_a", "docs_b")[column]
         weight = "" if column is None else "AB"[column]
 
         def run(todo: list[str]) -> tuple[int, int, int, dict[str, int]]:
@@ -151,9 +154,8 @@ class PostgresText(PostgresVectors):
                         FROM fts_stats WHERE user_id = %(u)s AND agent_id = %(a)s AND corpus = '{corpus}')
                     SELECT NULL::text, n, v, cap FROM t
                     UNION ALL
-                    SELECT q.term, (SELECT count(*) FROM (
-                                        SELECT 1 FROM {corpus} WHERE user_id = %(u)s AND agent_id = %(a)s
-                                        AND fts @@ q.tq::tsquery LIMIT (SELECT cap FROM t)) c), NULL, NULL
+                    SELECT q.term, {pgtext.documents(corpus, "q.term", "q.tq", column_docs, "(SELECT cap FROM t)")},
+                           NULL, NULL
                     FROM unnest(%(terms)s::text[], %(tqs)s::text[]) AS q(term, tq) WHERE (SELECT n FROM t) >= %(min)s""",
                 {"u": u, "a": a, "terms": todo, "tqs": [pgtext.tsquery([t], weight) for t in todo], "min": min_docs,
                  "above": float(above)})
