@@ -393,14 +393,16 @@ def run_postgres(name: str, world: World, args: argparse.Namespace, server_url: 
         for u, text, vec in queries[:5]:  # warm-up
             memory.search(text, user_id=scopes[u].user_id, query_vector=vec, activate=False, min_score=0.0)
         lat, fts_lat, knn_lat, recalls, hits_n = [], [], [], [], []
+        answers: list[tuple[list[str], list[int]]] = []  # each query's hits and full-text rows
         for u, text, vec in queries:
             with Timer() as t:
                 hits = memory.search(text, user_id=scopes[u].user_id, query_vector=vec, activate=False, min_score=0.0)
             lat.append(t.seconds * 1000)
             hits_n.append(len(hits))
             with Timer() as t:
-                memory.store.fts("memories", scopes[u], analyse(text)[1], 100)
+                lexical = memory.store.fts("memories", scopes[u], analyse(text)[1], 100)
             fts_lat.append(t.seconds * 1000)
+            answers.append(([h.id for h in hits], [r for r, _ in lexical]))
             with Timer() as t:
                 got = memory.store.knn("memories", scopes[u], vec, 100)
             knn_lat.append(t.seconds * 1000)
@@ -418,12 +420,30 @@ def run_postgres(name: str, world: World, args: argparse.Namespace, server_url: 
             "knn_p50_ms": percentile(knn_lat, 50), "knn_p95_ms": percentile(knn_lat, 95),
             "vector_recall@10": float(np.mean(recalls)), "ann": per_user >= memory.config.search.ann_threshold,
             "mean_hits": float(np.mean(hits_n)), "queries": len(queries), "prewarmed": prewarmed,
+            "_answers": answers,
         }
     finally:
         shutil.rmtree(home, ignore_errors=True)
         if not args.keep:
             with psycopg.connect(server_url, autocommit=True) as conn:
                 conn.execute(f"DROP DATABASE IF EXISTS {db} WITH (FORCE)")
+
+
+def same_as_baseline(results: list[dict[str, Any]]) -> None:
+    """Each PostgreSQL result beside a baseline one of its scenario gets how much its answers
+    are the baseline's: the share of search hits (top 10) in common, the share of searches
+    whose top 10 is the same list, the share of full-text top 100s that are identical."""
+    base = {r["scenario"]: r.pop("_answers") for r in results if r["backend"].endswith("@baseline") and "_answers" in r}
+    for r in results:
+        mine = r.pop("_answers", None)
+        theirs = base.get(r["scenario"])
+        if mine is None or theirs is None or r["backend"].endswith("@baseline"):
+            continue
+        pairs = list(zip(mine, theirs, strict=True))
+        r["hits_same_as_baseline@10"] = float(np.mean([len(set(a[0][:10]) & set(b[0][:10])) / max(1, len(b[0][:10]))
+                                                       for a, b in pairs]))
+        r["hits_order_as_baseline@10"] = float(np.mean([a[0][:10] == b[0][:10] for a, b in pairs]))
+        r["fts_same_as_baseline"] = float(np.mean([a[1] == b[1] for a, b in pairs]))
 
 
 def run_baseline(name: str, args: argparse.Namespace) -> dict[str, Any]:
@@ -533,6 +553,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--baseline-src", default=None, help="postgres: also run each scenario with the memlane package "
                    "of another checkout (its src directory), in a child process on the same server, labelled "
                    "'postgres@baseline': before/after in one run")
+    p.add_argument("--results-name", default="scale_backends", help="--backend with postgres: the results file's "
+                   "name under bench/results/")
     p.add_argument("--db-tag", default="", help=argparse.SUPPRESS)  # suffix of the bench databases' names
     p.add_argument("--label", default="", help=argparse.SUPPRESS)  # suffix of the backend's name in the results
     p.add_argument("--child-json", default=None, help=argparse.SUPPRESS)  # child of --baseline-src: results here
@@ -616,6 +638,7 @@ def compare(sizes: list[str], backends: list[str], args: argparse.Namespace) -> 
             server.stop()
             if not args.pg_dir:
                 shutil.rmtree(server.directory, ignore_errors=True)
+    same_as_baseline(results)
     rows = [(r["backend"], r["scenario"], f"{r['users']:,} × {r['per_user']:,}",
              "–" if r["insert_rows_s"] is None else f"{r['insert_rows_s']:,.0f}",
              "–" if r.get("indexed_rows_s") is None else f"{r['indexed_rows_s']:,.0f}",
@@ -631,7 +654,14 @@ def compare(sizes: list[str], backends: list[str], args: argparse.Namespace) -> 
                             ["backend", "turns a call", "turns", "turns/s"],
                             [(r["backend"], r["turns_per_call"], f"{r['turns']:,}", f"{r['turns_per_s']:,.0f}")
                              for r in ingest]))
-    path = write_result("scale_backends", {"queries": args.queries, "results": results, "ingest": ingest})
+    if any("hits_same_as_baseline@10" in r for r in results):
+        console.print(table("the same answers as the baseline (same data and queries)",
+                            ["backend", "scenario", "search hits@10 overlap", "search top 10 in the same order",
+                             "full-text top 100 identical"],
+                            [(r["backend"], r["scenario"], r["hits_same_as_baseline@10"],
+                              r["hits_order_as_baseline@10"], r["fts_same_as_baseline"])
+                             for r in results if "hits_same_as_baseline@10" in r]))
+    path = write_result(args.results_name, {"queries": args.queries, "results": results, "ingest": ingest})
     console.print(f"wrote {path}")
     return 0
 

@@ -26,7 +26,6 @@ import apsw
 from memlane.retrieval import bm25
 from memlane.retrieval.bm25 import K1 as K1  # the store takes these from here too
 from memlane.retrieval.bm25 import idf as idf
-from memlane.retrieval.bm25 import skippable as skippable
 from memlane.store.lexindex import Tokenizer
 from memlane.store.pgschema import TERMS_KEPT
 from memlane.text import index_text

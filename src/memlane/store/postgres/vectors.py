@@ -140,7 +140,11 @@ class PostgresVectors(PostgresBase):
         """In the caller's transaction: these scopes have rows waiting for the graph, which
         searches scan exactly until `fold_pending` moves them in (after a commit; from the
         next store opened, after a crash)."""
-        self._many("INSERT INTO ann_pending(corpus, user_id, agent_id) VALUES (%s, %s, %s) ON CONFLICT DO NOTHING",
+        # an upsert that locks the row, not DO NOTHING: it waits for a folder holding the row,
+        # which may be about to delete it as done (it never saw these rows), then inserts anew;
+        # a folder never waits on a writer, so the two cannot deadlock
+        self._many("INSERT INTO ann_pending(corpus, user_id, agent_id) VALUES (%s, %s, %s) "
+                   "ON CONFLICT (corpus, user_id, agent_id) DO UPDATE SET user_id = excluded.user_id",
                    [(corpus, s.user_id, s.agent_id) for s in sorted(scopes, key=lambda s: (s.user_id, s.agent_id))])
         self._local.deferred = True
 
