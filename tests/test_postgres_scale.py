@@ -71,8 +71,8 @@ def test_the_pruned_ranking_of_a_large_scope_is_the_reference_one(make_memory: A
     monkeypatch.setattr(pg_text, "_PRUNE_ROWS", 20)  # prune in a scope of test size
     m = make_memory(store={"database_url": pg_url}, search={"ann_threshold": 50})
     rnd = random.Random(34)
-    m.store.insert_memories([_record(i, _text(rnd)) for i in range(700)])
-    m.add_messages("s", [{"role": "user" if i % 2 else "assistant", "content": _text(rnd)} for i in range(150)],
+    m.store.insert_memories([_record(i, _text(rnd)) for i in range(500)])
+    m.add_messages("s", [{"role": "user" if i % 2 else "assistant", "content": _text(rnd)} for i in range(100)],
                    user_id="big")
     scope = Scope.of("big")
     queries = [[c, r] for c in _COMMON for r in _RARE[:4]] + [[r] for r in _RARE[:5]] + \
