@@ -329,7 +329,7 @@ def m009_term_documents(db: Any) -> None:
 
     Memories and episodes only (`TERMS_KEPT`): a turn holds hundreds of distinct words and
     ingest rewrites its neighbours' context, so the counts cost turns ingest a third of its
-    rate (long turns, 2 cores: ~108 → ~69 turns/s); turns' words are counted as before."""
+    rate (long turns on 2 busy cores: ~108 → ~69 turns/s); turns' words are counted as before."""
     db.execute(
         """
         CREATE TABLE fts_terms(
