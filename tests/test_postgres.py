@@ -424,6 +424,7 @@ def test_a_large_scope_goes_through_hnsw_a_small_one_is_exact(make_memory: Calla
         m.add(f"note {i} about {_EN[i % len(_EN)]}", user_id="big")
     for i in range(5):
         m.add(f"small note {i}", user_id="small")
+    m.store.settle_vectors()  # type: ignore[attr-defined]  # reaching the threshold moved them in, in a thread
     with psycopg.connect(pg_url) as conn:
         counts = dict(conn.execute("SELECT user_id, count(*) FILTER (WHERE ann) FROM vec_memories "
                                    "GROUP BY user_id").fetchall())
@@ -439,7 +440,8 @@ def test_a_large_scope_goes_through_hnsw_a_small_one_is_exact(make_memory: Calla
 
 
 def test_scope_statistics_follow_every_write(make_memory: Callable[..., Memory], pg_url: str) -> None:
-    """BM25's N and token total per scope come from fts_stats, kept by triggers: after adds,
+    """BM25's N and token total per scope come from fts_stats, and each word's documents from
+    fts_terms, kept by triggers: after adds,
     ingest (turn contexts rewritten), edits, deletions, forgotten turns and a purge, every
     scope's row equals a count of its rows."""
     import psycopg
@@ -459,7 +461,14 @@ def test_scope_statistics_follow_every_write(make_memory: Callable[..., Memory],
         counted = set(conn.execute(" UNION ALL ".join(
             f"SELECT user_id, agent_id, '{c}', count(*), sum(fts_len) FROM {c} GROUP BY 1, 2"
             for c in ("memories", "turns", "episodes"))).fetchall())
+        terms = set(conn.execute("SELECT user_id, agent_id, corpus, lexeme, docs, docs_a, docs_b FROM fts_terms "
+                                 "WHERE docs <> 0 OR docs_a <> 0 OR docs_b <> 0").fetchall())
+        recounted = set(conn.execute(" UNION ALL ".join(
+            f"SELECT r.user_id, r.agent_id, '{c}', x.lexeme, count(*), count(*) FILTER (WHERE 'A' = ANY(x.weights)), "
+            f"count(*) FILTER (WHERE 'B' = ANY(x.weights)) FROM {c} r, unnest(r.fts) x GROUP BY 1, 2, 4"
+            for c in ("memories", "episodes"))).fetchall())
     assert kept == counted
+    assert terms == recounted  # each lexeme's documents per scope (m009), at weight A and B too
     assert {(u, a, c) for u, a, c, *_ in kept} >= {("a", "", "memories"), ("a", "helper", "memories"), ("a", "", "turns")}
 
 

@@ -121,9 +121,10 @@ def m001_core(db: Any) -> None:
 
 
 # tables holding a user_id column, besides the corpora (forgetting a scope must miss none)
-SCOPE_TABLES = ("api_keys", "attachments", "events", "extraction_jobs", "fts_stats", "memory_events", "scratchpad",
-                "sessions")
+SCOPE_TABLES = ("ann_pending", "api_keys", "attachments", "events", "extraction_jobs", "fts_stats", "fts_terms",
+                "memory_events", "scratchpad", "sessions")
 CORPORA = ("memories", "turns", "episodes")
+TERMS_KEPT = ("memories", "episodes")  # corpora whose words' documents fts_terms keeps (m009)
 
 
 @migration
@@ -277,3 +278,147 @@ def m007_memory_validity(db: Any) -> None:
         UPDATE memories SET valid_from = created_at WHERE valid_from IS NULL;
         """
     )
+
+
+@migration
+def m008_large_scopes(db: Any) -> None:
+    """A large scope ranked without scoring every row that holds a query word (issue 34).
+
+    `fts_rep`: the row's lexemes that occur three times or more in it (a generated column, so
+    every writer keeps it). A row outside it holds each query lexeme at most twice, so what a
+    word can add to its score is bounded well below BM25's idf·(k1+1) (store/pgtext.py
+    `ranked_sql`, `once_bound`); its GIN index finds the few rows where a query word repeats
+    more, which are ranked with the others.
+
+    The vector tables (made by `ensure_vectors`) get partial scope indexes: rows in the HNSW
+    graph (`ann`) and rows outside it, so a search decides exact or HNSW from an index probe
+    instead of counting up to ann_threshold rows (1-3 ms at 100k), and a large scope's rows
+    waiting for the graph (a bulk insert defers them) are scanned exactly beside it."""
+    db.execute(
+        """
+        CREATE FUNCTION memlane_fts_rep(tsvector) RETURNS tsvector LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+            SELECT array_to_tsvector(COALESCE(array_agg(x.lexeme), '{}'))
+            FROM unnest($1) x WHERE cardinality(x.positions) > 2 $$;
+        """
+    )
+    for corpus in CORPORA:
+        db.execute(f"ALTER TABLE {corpus} ADD COLUMN fts_rep TSVECTOR GENERATED ALWAYS AS (memlane_fts_rep(fts)) STORED")
+        db.execute(f"CREATE INDEX {corpus}_fts_rep ON {corpus} USING gin(user_id, fts_rep)")
+        if db.execute(f"SELECT to_regclass('vec_{corpus}')").fetchall()[0][0] is not None:
+            for sql in vector_indexes(corpus):
+                db.execute(sql)
+    # scopes with vectors waiting to join the HNSW graph (PostgresVectors.fold_pending)
+    db.execute("CREATE TABLE ann_pending(corpus TEXT NOT NULL, user_id TEXT NOT NULL, agent_id TEXT NOT NULL, "
+               "PRIMARY KEY(corpus, user_id, agent_id))")
+
+
+def vector_indexes(corpus: str) -> list[str]:
+    """The partial scope indexes of a vector table (m008): its rows in the graph, and not."""
+    return [f"CREATE INDEX IF NOT EXISTS vec_{corpus}_in_ann ON vec_{corpus}(user_id, agent_id) WHERE ann",
+            f"CREATE INDEX IF NOT EXISTS vec_{corpus}_exact ON vec_{corpus}(user_id, agent_id) WHERE NOT ann"]
+
+
+@migration
+def m009_term_documents(db: Any) -> None:
+    """Each scope's documents per lexeme and corpus (`fts_terms`: in all, at weight A, at
+    weight B), kept by the full-text statistics' statement triggers in the writing transaction,
+    as fts_stats is: BM25's document frequencies and `scope_documents` read rows instead of
+    counting the scope's posting lists (a word in every row of 100k: ~60 ms a count, again
+    after each write; issue 34). Rows are upserted in (scope, lexeme) order, so concurrent
+    writers lock them in one order; a count that reaches 0 stays as a row.
+
+    Memories and episodes only (`TERMS_KEPT`): a turn holds hundreds of distinct words and
+    ingest rewrites its neighbours' context, so the counts cost turns ingest a third of its
+    rate (long turns on 2 busy cores: ~108 → ~69 turns/s); turns' words are counted as before."""
+    db.execute(
+        """
+        CREATE TABLE fts_terms(
+            user_id TEXT NOT NULL, agent_id TEXT NOT NULL, corpus TEXT NOT NULL, lexeme TEXT NOT NULL,
+            docs BIGINT NOT NULL, docs_a BIGINT NOT NULL, docs_b BIGINT NOT NULL,
+            PRIMARY KEY(user_id, agent_id, corpus, lexeme));
+
+        CREATE OR REPLACE FUNCTION fts_stats_add() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            INSERT INTO fts_stats(user_id, agent_id, corpus, docs, tokens, version)
+            SELECT user_id, agent_id, TG_TABLE_NAME, count(*), sum(fts_len), nextval('fts_stats_version')
+            FROM new_rows GROUP BY user_id, agent_id ORDER BY user_id, agent_id
+            ON CONFLICT (user_id, agent_id, corpus) DO UPDATE
+            SET docs = fts_stats.docs + excluded.docs, tokens = fts_stats.tokens + excluded.tokens,
+                version = excluded.version;
+            IF TG_TABLE_NAME = 'turns' THEN
+                RETURN NULL;
+            END IF;
+            INSERT INTO fts_terms(user_id, agent_id, corpus, lexeme, docs, docs_a, docs_b)
+            SELECT n.user_id, n.agent_id, TG_TABLE_NAME, x.lexeme, count(*),
+                   count(*) FILTER (WHERE 'A' = ANY(x.weights)), count(*) FILTER (WHERE 'B' = ANY(x.weights))
+            FROM new_rows n, unnest(n.fts) x GROUP BY 1, 2, 4 ORDER BY 1, 2, 4
+            ON CONFLICT (user_id, agent_id, corpus, lexeme) DO UPDATE
+            SET docs = fts_terms.docs + excluded.docs, docs_a = fts_terms.docs_a + excluded.docs_a,
+                docs_b = fts_terms.docs_b + excluded.docs_b;
+            RETURN NULL;
+        END $$;
+
+        CREATE OR REPLACE FUNCTION fts_stats_remove() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            UPDATE fts_stats s SET docs = s.docs - o.n, tokens = s.tokens - o.t, version = nextval('fts_stats_version')
+            FROM (SELECT user_id, agent_id, count(*) AS n, sum(fts_len) AS t FROM old_rows
+                  GROUP BY user_id, agent_id ORDER BY user_id, agent_id) o
+            WHERE s.user_id = o.user_id AND s.agent_id = o.agent_id AND s.corpus = TG_TABLE_NAME;
+            IF TG_TABLE_NAME = 'turns' THEN
+                RETURN NULL;
+            END IF;
+            UPDATE fts_terms t SET docs = t.docs - o.n, docs_a = t.docs_a - o.na, docs_b = t.docs_b - o.nb
+            FROM (SELECT r.user_id, r.agent_id, x.lexeme, count(*) AS n,
+                         count(*) FILTER (WHERE 'A' = ANY(x.weights)) AS na,
+                         count(*) FILTER (WHERE 'B' = ANY(x.weights)) AS nb
+                  FROM old_rows r, unnest(r.fts) x GROUP BY 1, 2, 3 ORDER BY 1, 2, 3) o
+            WHERE t.user_id = o.user_id AND t.agent_id = o.agent_id AND t.corpus = TG_TABLE_NAME
+                  AND t.lexeme = o.lexeme;
+            RETURN NULL;
+        END $$;
+
+        CREATE OR REPLACE FUNCTION fts_stats_change() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            WITH c AS (
+                SELECT o.user_id AS ou, o.agent_id AS oa, o.fts_len AS ol, n.user_id AS nu, n.agent_id AS na,
+                       n.fts_len AS nl
+                FROM old_rows o JOIN new_rows n USING (rowid)
+                WHERE o.fts IS DISTINCT FROM n.fts OR o.fts_len <> n.fts_len OR o.user_id <> n.user_id
+                      OR o.agent_id <> n.agent_id)
+            INSERT INTO fts_stats(user_id, agent_id, corpus, docs, tokens, version)
+            SELECT u, a, TG_TABLE_NAME, sum(dn), sum(dt), nextval('fts_stats_version') FROM (
+                SELECT nu AS u, na AS a, 1 AS dn, nl AS dt FROM c
+                UNION ALL SELECT ou, oa, -1, -ol FROM c) d
+            GROUP BY u, a ORDER BY u, a
+            ON CONFLICT (user_id, agent_id, corpus) DO UPDATE
+            SET docs = fts_stats.docs + excluded.docs, tokens = fts_stats.tokens + excluded.tokens,
+                version = excluded.version;
+            IF TG_TABLE_NAME = 'turns' THEN
+                RETURN NULL;
+            END IF;
+            WITH c AS (
+                SELECT o.user_id AS ou, o.agent_id AS oa, o.fts AS ofts, n.user_id AS nu, n.agent_id AS na,
+                       n.fts AS nfts
+                FROM old_rows o JOIN new_rows n USING (rowid)
+                WHERE o.fts IS DISTINCT FROM n.fts OR o.user_id <> n.user_id OR o.agent_id <> n.agent_id)
+            INSERT INTO fts_terms(user_id, agent_id, corpus, lexeme, docs, docs_a, docs_b)
+            SELECT u, a, TG_TABLE_NAME, lexeme, sum(dn), sum(da), sum(db) FROM (
+                SELECT c.nu AS u, c.na AS a, x.lexeme, 1 AS dn, ('A' = ANY(x.weights))::int AS da,
+                       ('B' = ANY(x.weights))::int AS db FROM c, unnest(c.nfts) x
+                UNION ALL
+                SELECT c.ou, c.oa, x.lexeme, -1, -('A' = ANY(x.weights))::int, -('B' = ANY(x.weights))::int
+                FROM c, unnest(c.ofts) x) d
+            GROUP BY u, a, lexeme HAVING sum(dn) <> 0 OR sum(da) <> 0 OR sum(db) <> 0 ORDER BY u, a, lexeme
+            ON CONFLICT (user_id, agent_id, corpus, lexeme) DO UPDATE
+            SET docs = fts_terms.docs + excluded.docs, docs_a = fts_terms.docs_a + excluded.docs_a,
+                docs_b = fts_terms.docs_b + excluded.docs_b;
+            RETURN NULL;
+        END $$;
+        """
+    )
+    for corpus in TERMS_KEPT:
+        db.execute(f"""
+            INSERT INTO fts_terms(user_id, agent_id, corpus, lexeme, docs, docs_a, docs_b)
+            SELECT r.user_id, r.agent_id, '{corpus}', x.lexeme, count(*),
+                   count(*) FILTER (WHERE 'A' = ANY(x.weights)), count(*) FILTER (WHERE 'B' = ANY(x.weights))
+            FROM {corpus} r, unnest(r.fts) x GROUP BY 1, 2, 4""")

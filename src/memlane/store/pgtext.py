@@ -26,8 +26,8 @@ import apsw
 from memlane.retrieval import bm25
 from memlane.retrieval.bm25 import K1 as K1  # the store takes these from here too
 from memlane.retrieval.bm25 import idf as idf
-from memlane.retrieval.bm25 import skippable as skippable
 from memlane.store.lexindex import Tokenizer
+from memlane.store.pgschema import TERMS_KEPT
 from memlane.text import index_text
 
 MAX_LEXEME_BYTES = 2046  # PostgreSQL's MAXSTRLEN
@@ -137,8 +137,7 @@ def rank_sql(corpus: str) -> str:
     documents and tokens (table fts_stats, kept by triggers: pgschema m003, m005); then, in a
     scope under `small` documents, ('h', rowid, fts_len, lexeme, hits at A, hits at B) for
     every query lexeme of every matching row, which Python ranks (`rank_rows`); in a larger
-    one ('d', documents holding it, lexeme) of each lexeme in `count`, counted from the GIN
-    index, the statistics `bm25_sql` then ranks with. Parameters: u, a, q (tsquery of every
+    one ('d', documents holding it, lexeme) of each lexeme in `count` (`documents`), the statistics `ranked_sql` then ranks with. Parameters: u, a, q (tsquery of every
     lexeme), terms (the lexemes), count (those to count), tqs (a tsquery of each), small."""
     b = "COALESCE(cardinality(array_positions(x.weights, 'B')), 0)"
     return f"""
@@ -155,10 +154,22 @@ def rank_sql(corpus: str) -> str:
         UNION ALL
         SELECT 'h', rowid, fts_len, lexeme, na, nb FROM x WHERE (SELECT n FROM t) < %(small)s
         UNION ALL
-        SELECT 'd', NULL, (SELECT count(*) FROM {corpus} WHERE user_id = %(u)s AND agent_id = %(a)s
-                           AND fts @@ q.tq::tsquery), q.lexeme, NULL, NULL
+        SELECT 'd', NULL, {documents(corpus, "q.lexeme", "q.tq", "docs")}, q.lexeme, NULL, NULL
         FROM unnest(%(count)s::text[], %(tqs)s::text[]) AS q(lexeme, tq) WHERE (SELECT n FROM t) >= %(small)s
     """
+
+
+def documents(corpus: str, lexeme: str, tsquery_: str, column: str, cap: str = "") -> str:
+    """A SQL expression: the scope's (u, a) documents holding `lexeme` (`column` of
+    fts_terms: docs, docs_a, docs_b), read where fts_terms keeps them (pgschema m009), else
+    counted from the GIN index with `tsquery_` (the lexeme at that weight), no further than
+    `cap` when one is given."""
+    if corpus in TERMS_KEPT:
+        return (f"COALESCE((SELECT {column} FROM fts_terms WHERE user_id = %(u)s AND agent_id = %(a)s "
+                f"AND corpus = '{corpus}' AND lexeme = {lexeme}), 0)")
+    limit = f" LIMIT {cap}" if cap else ""
+    return (f"(SELECT count(*) FROM (SELECT 1 FROM {corpus} WHERE user_id = %(u)s AND agent_id = %(a)s "
+            f"AND fts @@ {tsquery_}::tsquery{limit}) c)")
 
 
 def rank_rows(hits: Sequence[tuple[int, int, str, int, int]], lexemes_: Sequence[str], n_docs: int,
@@ -198,8 +209,70 @@ def rank_rows(hits: Sequence[tuple[int, int, str, int, int]], lexemes_: Sequence
     return [(rowid, neg) for neg, rowid in out[:limit]]
 
 
+def ranked_sql(corpus: str, n_terms: int, *, two_columns: bool = False, repeated: bool = False) -> str:
+    """BM25 of the scope's rows matching `q` (and, with `repeated`, of those holding a query
+    lexeme three times or more: `fts_rep`, pgschema m008), each scored over every query lexeme
+    with the scope's statistics computed before (store/postings.py's "scope" statistics), best
+    first.
+
+    A lexeme's hits in a row are read without unpacking its tsvector: a lexeme's positions
+    are consecutive (`document`), so phrase lookups (`@@`) tell one hit from two and at which
+    weight, ~1.5 µs a row where `unnest` took ~8 (issue 34: 2,600 rows in 50 ms before); only
+    a lexeme held three times or more has its positions counted. The arithmetic is
+    `bm25.term_sql`'s, term by term in query order. Parameters: u, a (the scope), q (tsquery
+    of the rows to score), qr (tsquery of every lexeme, with `repeated`), avgdl, wa / wb
+    (column weights), k, and per lexeme i (`ranked_params`): x{i} (the lexeme), l{i} / la{i}
+    (its tsquery, at weight A), p{i} / t{i} (held twice, three times), aa{i} / bb{i} (twice
+    at A, at B), idf{i}."""
+    avgdl = "%(avgdl)s::float8"
+    b = "cardinality(array_positions(x.weights, 'B'))"
+    terms = []
+    for i in range(n_terms):
+        idf = f"%(idf{i})s::float8"
+        once = bm25.term_sql(idf, "%(wa)s::float8", "fts_len", avgdl)
+        if two_columns:  # held once: in the row's own text (A) or its neighbours' (B)
+            once = (f"CASE WHEN fts @@ %(la{i})s::tsquery THEN {once} "
+                    f"ELSE {bm25.term_sql(idf, '%(wb)s::float8', 'fts_len', avgdl)} END")
+        counted = (f"(SELECT {bm25.term_sql(idf, 'f', 'fts_len', avgdl)} FROM ("
+                   f"SELECT %(wa)s::float8 * (cardinality(x.positions) - {b}) + %(wb)s::float8 * {b} AS f "
+                   f"FROM unnest(fts) x WHERE x.lexeme = %(x{i})s) c)")
+        # held twice (positions n, n+1 and no n+2: a lexeme's positions are consecutive,
+        # `document`): its hits at A and B from phrase lookups, not `unnest`
+        twice = bm25.term_sql(idf, "(%(wa)s::float8 * 2 + %(wb)s::float8 * 0)", "fts_len", avgdl)
+        if two_columns:
+            twice = (f"CASE WHEN fts @@ %(aa{i})s::tsquery THEN {twice} WHEN fts @@ %(bb{i})s::tsquery "
+                     f"THEN {bm25.term_sql(idf, '(%(wa)s::float8 * 0 + %(wb)s::float8 * 2)', 'fts_len', avgdl)} "
+                     f"ELSE {bm25.term_sql(idf, '(%(wa)s::float8 * 1 + %(wb)s::float8 * 1)', 'fts_len', avgdl)} END")
+        terms.append(f"CASE WHEN NOT fts @@ %(l{i})s::tsquery THEN 0 WHEN NOT fts @@ %(p{i})s::tsquery THEN {once} "
+                     f"WHEN NOT fts @@ %(t{i})s::tsquery THEN {twice} ELSE {counted} END")
+    rows = "fts @@ %(q)s::tsquery" + (" OR fts_rep @@ %(qr)s::tsquery" if repeated else "")
+    return f"""
+        SELECT rowid, -({' + '.join(terms) or '0'}) AS s FROM {corpus}
+        WHERE user_id = %(u)s AND agent_id = %(a)s AND ({rows})
+        ORDER BY s, rowid LIMIT %(k)s
+    """
+
+
+def ranked_params(lexemes_: Sequence[str], idfs: Sequence[float]) -> dict[str, object]:
+    """`ranked_sql`'s per-lexeme parameters."""
+    out: dict[str, object] = {}
+    for i, (x, w) in enumerate(zip(lexemes_, idfs, strict=True)):
+        q, qa, qb = quote(x), f"{quote(x)}:A", f"{quote(x)}:B"
+        out |= {f"x{i}": x, f"l{i}": q, f"la{i}": qa, f"p{i}": f"{q} <-> {q}", f"t{i}": f"{q} <2> {q}", f"aa{i}": f"{qa} <-> {qa}",
+                f"bb{i}": f"{qb} <-> {qb}", f"idf{i}": float(w)}
+    return out
+
+
+def once_bound(weight: float, avgdl: float) -> float:
+    """What a lexeme held at most twice in a row (not in its `fts_rep`) can add per unit of
+    its idf, at most: BM25's saturation at twice `weight` in the shortest row that can hold it
+    (two tokens, plus the scope's token FTS5 counts)."""
+    return bm25.term_score(1.0, 2.0 * weight, 3.0, avgdl)
+
+
 def bm25_sql(corpus: str) -> str:
-    """BM25 of the scope's rows matching `q`, each scored over every query lexeme with the
+    """The reference of `ranked_sql` (tests/test_bm25.py checks it against FTS5): BM25 of the
+    scope's rows matching `q`, each scored over every query lexeme (`unnest`) with the
     scope's statistics computed before (store/postings.py's "scope" statistics). Parameters:
     u, a (the scope), q (tsquery of the rows to score), terms / idfs (lexemes and their idf),
     avgdl, wa / wb (column weights), k."""

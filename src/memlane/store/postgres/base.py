@@ -37,6 +37,7 @@ from memlane.store.shared import SharedSQL
 
 _ESC = "\ue000"
 _IDLE_CHECK_SECONDS = 1.0  # a pooled connection idle longer is pinged before use (not from a seed)
+_FOLD_JOIN_SECONDS = 5.0  # close() waits this long for the graph's folder to finish its chunk
 _MIGRATE_LOCK = 0x6D656D6C616E65  # advisory lock key: one process migrates at a time ("memlane")
 
 
@@ -127,6 +128,14 @@ class PostgresBase(SharedSQL):
                                "check that it runs and that store.database_url is right") from exc
         dims = self.meta("vector_dims")
         self._vector_dims = int(dims) if dims else None
+        # vectors a bulk insert left out of the HNSW graph are moved in by a thread of the
+        # process (PostgresVectors.fold_pending), also those a process gone since left waiting
+        self._folder: threading.Thread | None = None
+        self._fold_again = False
+        self._folder_guard = threading.Lock()
+        self._closing = threading.Event()
+        if self._q("SELECT EXISTS (SELECT 1 FROM ann_pending)")[0][0]:
+            self._committed_deferred()
 
     # ---- plumbing -------------------------------------------------------------------
 
@@ -178,6 +187,10 @@ class PostgresBase(SharedSQL):
         """Nothing: PostgreSQL ranks text itself."""
 
     def close(self) -> None:
+        self._closing.set()
+        folder = self._folder
+        if folder is not None:  # its chunk in progress commits or rolls back with its connection
+            folder.join(timeout=_FOLD_JOIN_SECONDS)
         with self._locks_guard:
             for conn in self._locks.values():
                 conn.close()
@@ -223,7 +236,7 @@ class PostgresBase(SharedSQL):
                 raise self._failure(exc, True) from exc
             return
         with self._conn() as conn:
-            loc.conn, loc.held = conn, set()
+            loc.conn, loc.held, loc.deferred = conn, set(), False
             try:
                 with conn.transaction():
                     yield
@@ -231,6 +244,12 @@ class PostgresBase(SharedSQL):
                 raise self._failure(exc, True) from exc
             finally:
                 loc.conn, loc.held = None, set()
+        if loc.deferred:  # committed: rows wait for the HNSW graph
+            loc.deferred = False
+            self._committed_deferred()
+
+    def _committed_deferred(self) -> None:
+        """A transaction that left vectors waiting for the HNSW graph has committed."""
 
     def try_session_lock(self, key: str, owner: str) -> bool:
         """Take the session-level advisory lock of `key` on a connection of its own, kept until
@@ -320,6 +339,25 @@ class PostgresBase(SharedSQL):
                         out.append(_row(row))
                     if not cur.nextset():
                         return out
+        except psycopg.Error as exc:
+            raise self._failure(exc, True) from exc
+
+    def _copy(self, table: str, columns: Sequence[str], rows: Sequence[Sequence[Any]],
+              types: Sequence[str] | None = None) -> None:
+        """Rows into a table in one COPY, text values escaped as `esc` does: one round trip
+        however many, where a pipeline of INSERTs is still a statement a row. With `types`,
+        binary (vectors: no float text to print and parse); else text, parsed by the columns'
+        own input functions (a tsvector literal)."""
+        if not rows:
+            return
+        fmt = " WITH (FORMAT BINARY)" if types is not None else ""
+        try:
+            with self._conn() as conn, conn.cursor() as cur, cur.copy(
+                    f"COPY {table} ({', '.join(columns)}) FROM STDIN{fmt}") as cp:
+                if types is not None:
+                    cp.set_types(list(types))
+                for row in rows:
+                    cp.write_row([esc(v) for v in row])
         except psycopg.Error as exc:
             raise self._failure(exc, True) from exc
 

@@ -23,6 +23,8 @@ from memlane.store.rows import (
 )
 from memlane.store.shared import checked_vectors, memory_update_sql
 
+_COPY_ROWS = 32  # memories inserted at once from which COPY replaces the INSERT pipeline
+
 
 class PostgresMemories(PostgresText):
     """Memories and episodes (their audit trail: store/shared.py)."""
@@ -42,19 +44,15 @@ class PostgresMemories(PostgresText):
             ids = self._q("SELECT nextval(pg_get_serial_sequence('memories', 'rowid')) FROM generate_series(1, %s)",
                           (len(memories),))
             rowids = [int(r[0]) for r in ids]
-            self._many(
-                f"INSERT INTO memories(rowid, {MEMORY_COLS}, embedded, fts, fts_len) "
-                f"VALUES (%s, {', '.join(['%s'] * MEMORY_FIELDS)}, %s, %s::tsvector, %s)",
-                [(r, *memory_params(m), int(vecs is not None), d[0], d[1])
-                 for r, m, d in zip(rowids, memories, docs, strict=True)])
+            rows = [(r, *memory_params(m), int(vecs is not None), d[0], d[1])
+                    for r, m, d in zip(rowids, memories, docs, strict=True)]
+            if len(rows) >= _COPY_ROWS:  # one round trip: ~2× the rows/s of the pipeline (issue 34)
+                self._copy("memories", ("rowid", *MEMORY_COLS.split(", "), "embedded", "fts", "fts_len"), rows)
+            else:
+                self._many(f"INSERT INTO memories(rowid, {MEMORY_COLS}, embedded, fts, fts_len) "
+                           f"VALUES (%s, {', '.join(['%s'] * MEMORY_FIELDS)}, %s, %s::tsvector, %s)", rows)
             if vecs is not None:
-                scopes = {Scope(user_id=m.user_id, agent_id=m.agent_id) for m in memories}
-                big = {s for s in scopes if self._vector_count("memories", s) >= self._ann_threshold}
-                self._many("INSERT INTO vec_memories(rowid, user_id, agent_id, embedding, ann) VALUES (%s, %s, %s, %s, %s)",
-                           [(r, m.user_id, m.agent_id, vecs[i], Scope(user_id=m.user_id, agent_id=m.agent_id) in big)
-                            for i, (r, m) in enumerate(zip(rowids, memories, strict=True))])
-                for scope in scopes - big:  # those that grew past the threshold now
-                    self._grow_ann("memories", scope)
+                self._insert_vectors("memories", rowids, [(m.user_id, m.agent_id) for m in memories], vecs)
         return rowids
 
     def update_memory(self, memory: MemoryRecord, *, content_changed: bool) -> int:

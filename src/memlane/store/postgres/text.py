@@ -5,15 +5,21 @@ SQLite store ranks; per-scope document counts kept between queries at the scope'
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
 from collections.abc import Sequence
 from typing import Any
 
 from memlane.models import Corpus, Scope
+from memlane.retrieval import bm25
 from memlane.store import pgtext
 from memlane.store.lexindex import parse_match
 from memlane.store.postgres.vectors import PostgresVectors
 from memlane.text import fts_terms, keywords
+
+# a query whose words are held by fewer rows than this is ranked whole: one statement (~1.5
+# µs a row, issue 34), not a pruned one that may have to be followed by it
+_PRUNE_ROWS = 2_048
 
 
 class PostgresText(PostgresVectors):
@@ -66,17 +72,20 @@ class PostgresText(PostgresVectors):
             return []
         lex, holding = [lex[i] for i in kept], [docs[lex[i]] for i in kept]
         idfs = [pgtext.idf(int(n_docs), n) for n in holding]
-        skipped = pgtext.skippable(idfs, holding) if min(w[:2]) >= 0 else set()
-        ranked = {"u": u, "a": a, "terms": lex, "idfs": idfs, "avgdl": float(n_tokens) / float(n_docs),
-                  "wa": w[0], "wb": w[1], "k": int(limit)}
-        if skipped:
-            rows = self._q(pgtext.bm25_sql(corpus), {**ranked, "q": pgtext.tsquery(
-                [x for i, x in enumerate(lex) if i not in skipped])})
-            # each skipped lexeme adds under idf·(k1+1): rows holding only those stay below `bound`
-            bound = sum(idfs[i] * (pgtext.K1 + 1.0) for i in skipped) * (1 + 1e-9)
+        avgdl = float(n_tokens) / float(n_docs)
+        ranked = {"u": u, "a": a, "avgdl": avgdl, "wa": w[0], "wb": w[1], "k": int(limit),
+                  **pgtext.ranked_params(lex, idfs)}
+        sql = functools.partial(pgtext.ranked_sql, corpus, len(lex), two_columns=w[0] != w[1])
+        common = _common(idfs, holding, w[:2], avgdl)
+        if common:
+            # MaxScore: rank the rows holding a rarer word (and those holding any query word
+            # three times or more); a row holding only the common ones adds at most `bound`
+            rows = self._q(sql(repeated=True), {**ranked, "q": pgtext.tsquery(
+                [x for i, x in enumerate(lex) if i not in common]), "qr": pgtext.tsquery(lex)})
+            bound = sum(idfs[i] for i in common) * pgtext.once_bound(max(w[:2]), avgdl) * (1 + 1e-9)
             if len(rows) >= limit and -float(rows[limit - 1][1]) > bound:
                 return [(int(r[0]), float(r[1])) for r in rows]
-        rows = self._q(pgtext.bm25_sql(corpus), {**ranked, "q": pgtext.tsquery(lex)})
+        rows = self._q(sql(), {**ranked, "q": pgtext.tsquery(lex)})
         return [(int(r[0]), float(r[1])) for r in rows]
 
     def _keep_counts(self, key: tuple[str, str, str], version: int, docs: dict[str, int]) -> None:
@@ -96,7 +105,9 @@ class PostgresText(PostgresVectors):
         scope written between searches is then not counted again at each (one row read).
 
         One statement: the scope's size from fts_stats (one row, not a count of the scope),
-        then each term's documents from the GIN index led by the user, with the scope ANDed
+        then each term's documents: of memories and episodes from fts_terms (a row each, kept
+        by triggers: pgschema m009; counting a word in every row of 100k took ~60 ms, again
+        after each write), of turns from the GIN index led by the user, with the scope ANDed
         in, counting no further than `above` (three words in every row of 100k: 16 ms, not
         47). Counts over whole rows are kept at the scope's version: the exact ones shared with
         `fts_terms`, which counts the same lexemes to rank a large scope."""
@@ -132,6 +143,7 @@ class PostgresText(PostgresVectors):
         u, a = scope.user_id, scope.agent_id
         key = (corpus, u, a)
         version, known = self._doc_counts.get(key, (-1, {})) if column is None else (-1, {})
+        column_docs = "docs" if column is None else ("docs_a", "docs_b")[column]
         weight = "" if column is None else "AB"[column]
 
         def run(todo: list[str]) -> tuple[int, int, int, dict[str, int]]:
@@ -142,9 +154,8 @@ class PostgresText(PostgresVectors):
                         FROM fts_stats WHERE user_id = %(u)s AND agent_id = %(a)s AND corpus = '{corpus}')
                     SELECT NULL::text, n, v, cap FROM t
                     UNION ALL
-                    SELECT q.term, (SELECT count(*) FROM (
-                                        SELECT 1 FROM {corpus} WHERE user_id = %(u)s AND agent_id = %(a)s
-                                        AND fts @@ q.tq::tsquery LIMIT (SELECT cap FROM t)) c), NULL, NULL
+                    SELECT q.term, {pgtext.documents(corpus, "q.term", "q.tq", column_docs, "(SELECT cap FROM t)")},
+                           NULL, NULL
                     FROM unnest(%(terms)s::text[], %(tqs)s::text[]) AS q(term, tq) WHERE (SELECT n FROM t) >= %(min)s""",
                 {"u": u, "a": a, "terms": todo, "tqs": [pgtext.tsquery([t], weight) for t in todo], "min": min_docs,
                  "above": float(above)})
@@ -172,3 +183,23 @@ class PostgresText(PostgresVectors):
         extra = "" if indexed is None else ", fts_context = %s"
         self._x(f"UPDATE {corpus} SET fts = %s::tsvector, fts_len = %s{extra} WHERE rowid = %s",
                 (vec, n, *([] if indexed is None else [indexed]), rowid))
+
+
+def _common(idfs: Sequence[float], holding: Sequence[int], weights: Sequence[float], avgdl: float) -> set[int]:
+    """The commonest query lexemes whose rows need not all be ranked (MaxScore), as indexes:
+    while together, each held at most twice, they add less than the rarest other lexeme held
+    once in a short row, and hold most of the rows to rank. None with a negative weight, or
+    when every row is cheap to rank anyway."""
+    if len(idfs) < 2 or min(weights) < 0 or sum(holding) < _PRUNE_ROWS:
+        return set()
+    per_idf = pgtext.once_bound(max(weights), avgdl)
+    least = bm25.term_score(1.0, min(weights), 2.0, avgdl)  # a rarer lexeme once, in the shortest row
+    by_idf = sorted(range(len(idfs)), key=lambda i: idfs[i])
+    out: set[int] = set()
+    weight = 0.0
+    for i, nxt in zip(by_idf, by_idf[1:], strict=False):
+        if (weight + idfs[i]) * per_idf >= idfs[nxt] * least:
+            break
+        weight += idfs[i]
+        out.add(i)
+    return out if 2 * sum(holding[i] for i in out) >= sum(holding) else set()

@@ -4,16 +4,23 @@ table's partial HNSW index; and the embedding cache."""
 
 from __future__ import annotations
 
+import logging
+import threading
+import time
+from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
+from memlane.errors import BackendError
 from memlane.models import Corpus, Scope
-from memlane.store.pgschema import CORPORA
+from memlane.store.pgschema import CORPORA, vector_indexes
 from memlane.store.postgres.base import PostgresBase
 from memlane.store.protocol import PASSAGE_BASE, PASSAGE_STRIDE, PASSAGES_PENDING, vector_owner
 from memlane.store.shared import dots
+
+log = logging.getLogger(__name__)
 
 
 class PostgresVectors(PostgresBase):
@@ -36,6 +43,9 @@ class PostgresVectors(PostgresBase):
                     self._x(f"CREATE INDEX vec_{corpus}_scope ON vec_{corpus}(user_id, agent_id)")
                     self._x(f"CREATE INDEX vec_{corpus}_hnsw ON vec_{corpus} USING hnsw (embedding vector_cosine_ops) "
                             "WHERE ann")
+                    for sql in vector_indexes(corpus):
+                        self._x(sql)
+                    self._x("DELETE FROM ann_pending WHERE corpus = %s", (corpus,))
                     self._x(f"UPDATE {corpus} SET embedded = 0")
                 self.set_meta("vector_model", model_id)
                 self.set_meta("vector_dims", str(dims))
@@ -63,7 +73,8 @@ class PostgresVectors(PostgresBase):
     def put_vectors(self, corpus: Corpus, scope: Scope, rowids: Sequence[int], vectors: np.ndarray) -> None:
         with self.transaction():
             self._lock_scope(scope)
-            big = self._vector_count(corpus, scope) >= self._ann_threshold
+            in_graph = self._in_graph(corpus, scope)
+            ann = in_graph and len(rowids) < _DEFER_ROWS  # a bulk of them waits for the graph: `_defer`
             for rowid, vec in zip(rowids, vectors, strict=True):
                 owner = vector_owner(int(rowid))  # a long turn's passage vector belongs to the turn
                 if owner == rowid and corpus == "turns":  # a turn embedded anew: its old passages go
@@ -74,10 +85,34 @@ class PostgresVectors(PostgresBase):
                     continue
                 self._x(f"INSERT INTO vec_{corpus}(rowid, user_id, agent_id, embedding, ann) VALUES (%s, %s, %s, %s, %s) "
                         "ON CONFLICT(rowid) DO UPDATE SET embedding = excluded.embedding",
-                        (int(rowid), scope.user_id, scope.agent_id, np.asarray(vec, dtype=np.float32), big))
+                        (int(rowid), scope.user_id, scope.agent_id, np.asarray(vec, dtype=np.float32), ann))
                 self._x(f"UPDATE {corpus} SET embedded = 1 WHERE rowid = %s", (owner,))
-            if not big:
+            if in_graph and not ann:
+                self._defer(corpus, [scope])
+            elif not in_graph:
                 self._grow_ann(corpus, scope)
+
+    def _insert_vectors(self, corpus: str, rowids: Sequence[int], owners: Sequence[tuple[str, str]],
+                        vectors: np.ndarray) -> None:
+        """New rows' vectors, in the caller's transaction, in one COPY. A scope in the HNSW
+        graph takes a few of them into it at once; more (a bulk insert), or a scope reaching
+        ann_threshold with them, wait for the graph (`_defer`)."""
+        counts = Counter(owners)
+        scopes = sorted(counts)
+        state = self._q(
+            f"SELECT EXISTS (SELECT 1 FROM vec_{corpus} WHERE ann AND user_id = s.u AND agent_id = s.a), "
+            f"(SELECT count(*) FROM (SELECT 1 FROM vec_{corpus} WHERE user_id = s.u AND agent_id = s.a LIMIT %s) c) "
+            "FROM unnest(%s::text[], %s::text[]) WITH ORDINALITY s(u, a, i) ORDER BY s.i",
+            (self._ann_threshold, [u for u, _ in scopes], [a for _, a in scopes]))
+        ann = {s: bool(r[0]) and counts[s] < _DEFER_ROWS for s, r in zip(scopes, state, strict=True)}
+        wait = [Scope(user_id=s[0], agent_id=s[1]) for s, r in zip(scopes, state, strict=True)
+                if (bool(r[0]) and not ann[s]) or (not r[0] and int(r[1]) + counts[s] >= self._ann_threshold)]
+        self._copy(f"vec_{corpus}", ("rowid", "user_id", "agent_id", "embedding", "ann"),
+                   [(int(r), u, a, np.asarray(v, dtype=np.float32), ann[(u, a)])
+                    for r, (u, a), v in zip(rowids, owners, vectors, strict=True)],
+                   types=("int8", "text", "text", "vector", "bool"))
+        if wait:
+            self._defer(corpus, wait)
 
     def _drop_passages(self, rowids: Sequence[int]) -> None:
         """Delete the passage vectors of these turns, in the caller's transaction."""
@@ -90,11 +125,87 @@ class PostgresVectors(PostgresBase):
         return int(self._q(f"SELECT count(*) FROM (SELECT 1 FROM vec_{corpus} WHERE user_id = %s AND agent_id = %s "
                            "LIMIT %s) s", (scope.user_id, scope.agent_id, self._ann_threshold))[0][0])
 
+    def _in_graph(self, corpus: str, scope: Scope) -> bool:
+        """Whether the scope's vectors are in the HNSW graph: it has reached ann_threshold."""
+        return bool(self._q(f"SELECT EXISTS (SELECT 1 FROM vec_{corpus} WHERE ann AND user_id = %s AND agent_id = %s)",
+                            (scope.user_id, scope.agent_id))[0][0])
+
     def _grow_ann(self, corpus: str, scope: Scope) -> None:
-        """A scope at ann_threshold vectors or more: its rows join the HNSW index."""
+        """A scope at ann_threshold vectors or more: its rows join the HNSW index, by
+        `fold_pending` (thousands of graph inserts at once held this caller for seconds)."""
         if self._vector_count(corpus, scope) >= self._ann_threshold:
-            self._x(f"UPDATE vec_{corpus} SET ann = true WHERE user_id = %s AND agent_id = %s AND NOT ann",
-                    (scope.user_id, scope.agent_id))
+            self._defer(corpus, [scope])
+
+    def _defer(self, corpus: str, scopes: Sequence[Scope]) -> None:
+        """In the caller's transaction: these scopes have rows waiting for the graph, which
+        searches scan exactly until `fold_pending` moves them in (after a commit; from the
+        next store opened, after a crash)."""
+        # an upsert that locks the row, not DO NOTHING: it waits for a folder holding the row,
+        # which may be about to delete it as done (it never saw these rows), then inserts anew;
+        # a folder never waits on a writer, so the two cannot deadlock
+        self._many("INSERT INTO ann_pending(corpus, user_id, agent_id) VALUES (%s, %s, %s) "
+                   "ON CONFLICT (corpus, user_id, agent_id) DO UPDATE SET user_id = excluded.user_id",
+                   [(corpus, s.user_id, s.agent_id) for s in sorted(scopes, key=lambda s: (s.user_id, s.agent_id))])
+        self._local.deferred = True
+
+    def _committed_deferred(self) -> None:
+        """Rows wait for the graph: a thread of this process moves them in, one at a time per
+        process (others may run in other processes: `fold_pending` skips what they hold)."""
+        with self._folder_guard:
+            if self._closing.is_set():
+                return
+            if self._folder is not None and self._folder.is_alive():
+                self._fold_again = True
+                return
+            self._fold_again = False
+            self._folder = threading.Thread(target=self._fold_loop, name="memlane-hnsw-fold", daemon=True)
+            self._folder.start()
+
+    def _fold_loop(self) -> None:
+        while not self._closing.is_set():
+            try:
+                moved = self.fold_pending(_FOLD_CHUNK)
+            except BackendError as exc:  # the database went away: the next store opened resumes
+                log.warning("moving vectors into the HNSW graph stopped: %s", exc)
+                moved = 0
+            if not moved:
+                with self._folder_guard:
+                    if not self._fold_again:
+                        self._folder = None
+                        return
+                    self._fold_again = False
+
+    def settle_vectors(self) -> None:
+        """Move every vector waiting for the graph in now, in this thread, also those another
+        process is moving (waited for): a bulk load's last step before timing searches."""
+        while True:
+            self.fold_pending()
+            if not self._q("SELECT EXISTS (SELECT 1 FROM ann_pending)")[0][0]:
+                return
+            time.sleep(0.05)
+
+    def fold_pending(self, rows: int = 0) -> int:
+        """Move up to `rows` (0: every) vectors waiting for the HNSW graph into it, a chunk a
+        transaction, any number of processes at once (rows and scopes taken `SKIP LOCKED`);
+        returns how many moved. Each is one graph insert (~2-5 ms on 2 cores): what a bulk
+        insert deferred."""
+        moved = 0
+        while not rows or moved < rows:
+            chunk = _FOLD_CHUNK if not rows else min(_FOLD_CHUNK, rows - moved)
+            with self.transaction():
+                got = self._q("SELECT corpus, user_id, agent_id FROM ann_pending ORDER BY corpus, user_id, agent_id "
+                              "LIMIT 1 FOR UPDATE SKIP LOCKED")
+                if not got:
+                    return moved
+                corpus, u, a = got[0]
+                n = self._x(f"UPDATE vec_{corpus} SET ann = true WHERE rowid IN (SELECT rowid FROM vec_{corpus} "
+                            "WHERE NOT ann AND user_id = %s AND agent_id = %s ORDER BY rowid LIMIT %s "
+                            "FOR UPDATE SKIP LOCKED)", (u, a, chunk))
+                if n < chunk:
+                    self._x("DELETE FROM ann_pending WHERE corpus = %s AND user_id = %s AND agent_id = %s",
+                            (corpus, u, a))
+            moved += n
+        return moved
 
     def knn(self, corpus: Corpus, scope: Scope, vector: np.ndarray, k: int) -> list[tuple[int, float]]:
         """Nearest rows of this scope by cosine distance: [(rowid, distance)]. A scope under
@@ -102,18 +213,17 @@ class PostgresVectors(PostgresBase):
         one goes through the HNSW index, scanned iteratively until k rows of the scope are found."""
         if self._vector_dims is None or k <= 0:
             return []
-        params = {"q": np.asarray(vector, dtype=np.float32), "u": scope.user_id, "a": scope.agent_id,
-                  "t": self._ann_threshold, "k": int(k)}
-        # one statement: the scope's size decides (a one-time filter) between the exact scan of
-        # its rows (no `ann` condition: the partial HNSW index cannot serve it) and the index
+        params = {"q": np.asarray(vector, dtype=np.float32), "u": scope.user_id, "a": scope.agent_id, "k": int(k)}
+        # one statement: the scope's rows outside the graph scanned exactly (a small scope's,
+        # or a large one's waiting for it: `fold_pending`), and its rows in the graph through
+        # the index, asked only when it has any (a one-time probe of a partial index)
         sql = f"""
-            WITH n AS MATERIALIZED (SELECT count(*) AS c FROM (SELECT 1 FROM vec_{corpus}
-                WHERE user_id = %(u)s AND agent_id = %(a)s LIMIT %(t)s) s)
             (SELECT rowid, embedding <=> %(q)s AS d FROM vec_{corpus}
-                WHERE user_id = %(u)s AND agent_id = %(a)s AND (SELECT c FROM n) < %(t)s)
+                WHERE NOT ann AND user_id = %(u)s AND agent_id = %(a)s ORDER BY d, rowid LIMIT %(k)s)
             UNION ALL
             (SELECT rowid, embedding <=> %(q)s AS d FROM vec_{corpus}
-                WHERE ann AND user_id = %(u)s AND agent_id = %(a)s AND (SELECT c FROM n) >= %(t)s
+                WHERE ann AND user_id = %(u)s AND agent_id = %(a)s
+                AND EXISTS (SELECT 1 FROM vec_{corpus} WHERE ann AND user_id = %(u)s AND agent_id = %(a)s)
                 ORDER BY embedding <=> %(q)s LIMIT %(k)s)
             ORDER BY d, rowid LIMIT %(k)s"""
         if k <= self._ef_search:
@@ -147,6 +257,13 @@ class PostgresVectors(PostgresBase):
     def cache_put(self, model: str, items: dict[str, np.ndarray]) -> None:
         self._many("INSERT INTO embedding_cache(model, hash, vector) VALUES (%s, %s, %s) ON CONFLICT DO NOTHING",
                    [(model, h, np.asarray(v, dtype=np.float32).tobytes()) for h, v in items.items()])
+
+
+# a call storing this many vectors of one large scope or more (an import, `memlane copy`, a
+# bulk insert) leaves them out of the HNSW graph, scanned exactly until `fold_pending` moves
+# them in: a graph insert is ~2-5 ms on 2 cores, so 10k rows held the call 20-50 s (issue 34)
+_DEFER_ROWS = 64
+_FOLD_CHUNK = 256  # vectors moved into the graph per transaction: ~1 s of inserts, locks held that long
 
 
 def _array(value: Any) -> np.ndarray:
