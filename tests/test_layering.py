@@ -145,7 +145,8 @@ def _under(name: str, packages: tuple[str, ...]) -> bool:
 # Retrieval lies under the engine and the features: it ranks what the store holds with the
 # text helpers and the core's models and configuration, and reaches up to nothing else.
 BELOW_RETRIEVAL = ("memlane.retrieval", "memlane.store", "memlane.models", "memlane.config", "memlane.errors",
-                   "memlane.validate", "memlane.text", "memlane.cjkwords", "memlane.dates", "memlane.crosslingual")
+                   "memlane.validate", "memlane.text", "memlane.cjkwords", "memlane.dates", "memlane.crosslingual",
+                   "memlane.bridge")
 
 
 def test_retrieval_imports_neither_the_facade_nor_a_feature() -> None:

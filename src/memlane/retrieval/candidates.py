@@ -11,10 +11,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from memlane import bridge
 from memlane.config import SearchConfig
 from memlane.crosslingual import LanguageAxes, without_language
 from memlane.models import Corpus, Scope, TurnPlace
-from memlane.retrieval.query import dense_text, drop_common, told_of_user
+from memlane.retrieval.query import common_words, dense_text, drop_common, told_of_user
 from memlane.store import Store, passage_rowids, vector_owner
 from memlane.text import fts_query, fts_terms, language_of
 
@@ -97,9 +98,32 @@ def _lexical(store: Store, cfg: SearchConfig, corpus: Corpus, scope: Scope, word
     cands: dict[int, Candidate] = {}
     for rank, (rowid, score) in enumerate(store.fts(corpus, scope, match, max(size, cfg.fts_candidates), weights), 1):
         cands[rowid] = Candidate(rowid, bm25=score, bm25_rank=rank)
+    if corpus != "turns" and cfg.bridge_weight > 0 and words:
+        _bridged(store, cfg, corpus, scope, words, size, cands)
     for rowid in include:
         cands.setdefault(rowid, Candidate(rowid))
     return cands
+
+
+def _bridged(store: Store, cfg: SearchConfig, corpus: Corpus, scope: Scope, words: list[str], size: int,
+             cands: dict[int, Candidate]) -> None:
+    """The rows holding the query words' words in the other language (bridge.py) join the
+    lexical candidates, their BM25 × `bridge_weight` added to what the query's own words
+    scored; then ranked again. Those the scope's rows mostly hold ("用户" for "user") count as
+    the query's own common words do: not at all."""
+    across = bridge.bridge()
+    other = across.across(words) if across is not None else []
+    if other and (common := common_words(store, corpus, scope, other, cfg)):
+        other = [w for w in other if w not in common]
+    if not other:
+        return
+    match = fts_query(fts_terms(other)[: cfg.max_query_terms])
+    for rowid, score in store.fts(corpus, scope, match, max(size, cfg.fts_candidates)):
+        c = cands.setdefault(rowid, Candidate(rowid))
+        c.bm25 = (c.bm25 or 0.0) + cfg.bridge_weight * score
+    ranked = sorted((c for c in cands.values() if c.bm25 is not None), key=lambda c: (c.bm25, c.rowid))
+    for rank, c in enumerate(ranked, 1):
+        c.bm25_rank = rank
 
 
 def _nearest(store: Store, cfg: SearchConfig, corpus: Corpus, scope: Scope, cands: dict[int, Candidate],
