@@ -95,7 +95,7 @@ def test_the_table_is_cached_and_read_back(tmp_path: Path) -> None:
 @pytest.mark.usefixtures("small")
 def test_an_english_question_finds_a_chinese_memory_by_a_word_the_embedder_misses(
         make_memory: Callable[..., Memory]) -> None:
-    mem, texts = _store(make_memory, CHINESE)
+    mem, texts = _store(make_memory, CHINESE, bridge_weight=0.5)
     hits = mem.search("Is the user allergic to peanuts?", user_id="u", activate=False, min_score=0)
     assert texts[hits[0].id] == "用户对花生过敏。" and hits[0].bm25_rank == 1
     assert texts[mem.search("who is the user's nurse at the hospital", user_id="u", activate=False,
@@ -109,7 +109,7 @@ def test_an_english_question_finds_a_chinese_memory_by_a_word_the_embedder_misse
 @pytest.mark.usefixtures("small")
 def test_a_chinese_question_finds_an_english_memory_by_a_word_the_embedder_misses(
         make_memory: Callable[..., Memory]) -> None:
-    mem, texts = _store(make_memory, ENGLISH)
+    mem, texts = _store(make_memory, ENGLISH, bridge_weight=0.5)
     for question, answer in (("用户会什么乐器？大提琴吗？", "The user plays the cello."),
                              ("用户骑自行车吗", "The user rides a bicycle to work."),
                              ("用户对花生过敏吗", "The user is allergic to peanuts.")):
@@ -123,9 +123,9 @@ def test_a_chinese_question_finds_an_english_memory_by_a_word_the_embedder_misse
 def test_a_word_every_memory_holds_carries_no_weight_across_languages(make_memory: Callable[..., Memory]) -> None:
     """"用户" is "user", which every English memory holds: it finds none of them, as "user"
     itself would not; likewise "user" in a Chinese store."""
-    mem, _ = _store(make_memory, ENGLISH)
+    mem, _ = _store(make_memory, ENGLISH, bridge_weight=0.5)
     assert all(h.bm25_rank is None for h in mem.search("用户的情况", user_id="u", activate=False, min_score=0))
-    zh, _ = _store(make_memory, CHINESE)
+    zh, _ = _store(make_memory, CHINESE, bridge_weight=0.5)
     assert all(h.bm25_rank is None for h in zh.search("tell me about the user", user_id="u", activate=False,
                                                       min_score=0))
 
@@ -136,7 +136,7 @@ def test_without_the_package_search_goes_on_in_each_language(make_memory: Callab
     bridge.bridge.cache_clear()
     monkeypatch.setattr(bridge, "data_file", lambda: None)
     try:
-        mem, texts = _store(make_memory, CHINESE)
+        mem, texts = _store(make_memory, CHINESE, bridge_weight=0.5)
         with caplog.at_level(logging.WARNING, logger="memlane.bridge"):
             across = mem.search("Is the user allergic to peanuts?", user_id="u", activate=False, min_score=0)
             mem.search("does the user have a cat", user_id="u", activate=False, min_score=0)

@@ -189,7 +189,10 @@ class SearchConfig(_Section):
     # their BM25 weighted by this against the query's own words'; 0: no bridge. bench/memories.py,
     # sizes 50 + 500, one run each, paired 95 % intervals: zh→en R@5 0.750 → 0.767 [+0.009,+0.027],
     # en→zh 0.774 → 0.780 [−0.000,+0.012], all 0.787 → 0.793; en→en, zh→zh within ±0.003
-    bridge_weight: float = Field(0.5, ge=0)
+    # Off by default: the gain is small beside its cost (search 1.26x at p50 over 5,000 memories,
+    # ~1.5 s to build its table once) and the fact-change set is unmeasured with it; 0.5 is
+    # what was measured (`pip install memlane[bridge]`)
+    bridge_weight: float = Field(0.0, ge=0)
     activate_on_hit: bool = True  # seed 001/004: a hit updates last_activated / count
     # Not from a seed (issue 13, 18, 29): the absolute relevance (`Hit.score`) below which a memory
     # is not injected by build_context, nor returned by a memory or episode search unless its
