@@ -196,12 +196,12 @@ def search(mem: Memory, user: str, question: str, query_vector: Any) -> list[str
 
 
 def run_size(size: int, convs: list[tuple[str, dict[str, Any]]], embedder: str, cached: dict[str, np.ndarray],
-             embedding: dict[str, Any], repeats: int = REPEATS) -> dict[str, Any]:
+             embedding: dict[str, Any], repeats: int = REPEATS, search_cfg: dict[str, Any] | None = None) -> dict[str, Any]:
     """Every history of one size in one home, one scope each: memlane, BM25 and dense, and
     latency with and without the query's embedding."""
     home = Path(tempfile.mkdtemp(prefix=f"memlane-history-{size}-"))
-    mem = Memory(Config.load(store={"home": str(home)}, embedding={"provider": embedder, "background": False,
-                                                                     **embedding}))
+    mem = Memory(Config.load(store={"home": str(home)}, search=search_cfg or {},
+                             embedding={"provider": embedder, "background": False, **embedding}))
     seed_cache(mem, convs, cached)
     vectors = QueryVectors(mem, cached)
 
@@ -317,6 +317,14 @@ def targets(res: dict[str, Any]) -> list[str]:
     ]
 
 
+def setting(text: str) -> Any:
+    """A `--search` value: a number or boolean as JSON reads it, else the text itself."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return text
+
+
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--data", type=Path, default=SETS["longmemeval"], help="the LongMemEval dev set (LoCoMo layout)")
@@ -327,11 +335,14 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                     help="passage vectors per long turn (0, the default here: keys only, ~3× fewer to embed)")
     ap.add_argument("--repeats", type=int, default=REPEATS, help="warm and end-to-end searches per question")
     ap.add_argument("--seed", type=int, default=SEED, help="the filler's shuffle and dates")
+    ap.add_argument("--search", action="append", default=[], metavar="KEY=VALUE",
+                    help="a search setting for this run (repeatable), e.g. vector_candidates=200")
     ap.add_argument("--count", action="store_true", help="count what the run would embed and stop")
     ap.add_argument("--out", default="history", help="result name in bench/results/")
     args = ap.parse_args(argv)
     sizes = sorted({int(s) for s in args.sizes.split(",") if s.strip()})
     embedding = {"passages": args.passages}
+    search_cfg = {k.strip(): setting(v) for k, _, v in (s.partition("=") for s in args.search)}
     convs = load(args.data)
     histories = build(convs, sizes, args.questions or None, args.seed)
     probe = Memory(Config.load(store={"home": tempfile.mkdtemp(prefix="memlane-history-probe-")},
@@ -349,13 +360,13 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     results: dict[str, Any] = {"embedder": model, "questions": len(histories[sizes[0]]), "seed": args.seed,
                                "passages": args.passages, "distinct_turns": len(turns_needed),
                                "texts_to_embed": len(needed), "cached_before": len(needed) - missing,
-                               "max_chars": cfg.max_chars, "sizes": {}}
+                               "max_chars": cfg.max_chars, "search": search_cfg, "sizes": {}}
     if args.count:
         return results
     for size in sizes:
         with Timer() as t:
             results["sizes"][str(size)] = run_size(size, histories[size], args.embedder, cached, embedding,
-                                                   args.repeats)
+                                                   args.repeats, search_cfg)
         results["sizes"][str(size)]["seconds"] = t.seconds
         save_cache(model, cached)
         console.print(f"  {size} sessions: {t.seconds:.0f} s", style="dim")

@@ -98,9 +98,10 @@ def test_a_run_writes_its_figures(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     monkeypatch.setattr(common, "RESULTS", tmp_path / "results")
     monkeypatch.setattr(common, "CACHE", tmp_path / "cache")  # the bench's embedding cache, kept out of the tree
     bench.main(["--data", str(data), "--sizes", "6,12", "--questions", "3", "--embedder", "hash",
-                "--repeats", "2", "--out", "history-test"])
+                "--repeats", "2", "--search", "vector_candidates=60", "--out", "history-test"])
     out = json.loads((tmp_path / "results" / "history-test.json").read_text(encoding="utf-8"))
     assert out["questions"] == 3 and set(out["sizes"]) == {"6", "12"}
+    assert out["search"] == {"vector_candidates": 60}
     for size in ("6", "12"):
         res = out["sizes"][size]
         assert res["questions"] == 3 and res["turns"] == 3 * int(size) * 2
