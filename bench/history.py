@@ -60,13 +60,14 @@ from retrieval import (  # noqa: E402
 
 from memlane import Config, Memory  # noqa: E402
 from memlane.importers import locomo_date, locomo_sessions  # noqa: E402
-from memlane.indexing import content_hash  # noqa: E402
+from memlane.indexing import content_hash, embed_cached  # noqa: E402
 
 SIZES = (50, 200, 500)
-# The first run embeds every distinct turn of the histories (bench/.cache keeps them after):
-# 12 questions at 500 sessions need ~9.5k distinct turns against ~19k for all 40, i.e. ~10 min
-# of e5 keys on a loaded 2-core machine (7–20 keys/s measured beside other benches) rather
-# than ~25. `--questions 40` runs them all.
+# The first run embeds every distinct turn of the histories (bench/.cache keeps them after;
+# `make bench` runs retrieval.py first, which embeds them all). From the stock cache, 12
+# questions need 8.5k keys, 20 need 11.3k, all 40 need 17.7k: at the ~7 keys/s measured
+# beside a load of 10 on 2 cores (51/s alone), 12 keep a first run near half an hour there
+# (~20 min of embedding, then the imports). `--questions 0` runs all 40.
 QUESTIONS = 12
 SEED = 34
 REPEATS = 5  # warm searches (and end-to-end ones) per question: p95 over 5 × questions samples
@@ -179,6 +180,22 @@ def history(conv: dict[str, Any], own: list[tuple[str, list[dict[str, Any]]]], n
 def _move(dia_id: str, renumber: dict[str, str]) -> str:
     session, _, turn = dia_id.partition(":")
     return f"{renumber.get(session, session)}:{turn}"
+
+
+def embed_missing(mem: Memory, texts: set[str], cached: dict[str, np.ndarray], chunk: int = 1024) -> int:
+    """Every text not in the bench cache embedded once, shortest first, before any import: a
+    batch of like lengths pads least, where the engine's indexer takes a scope's turns in
+    arrival order (on LongMemEval's mix of short questions and long replies, ~1.4 keys/s
+    against ~7 keys/s beside the same load). Saved every `chunk`, so a stopped run resumes."""
+    todo = sorted((t for t in texts if content_hash(t) not in cached), key=len)
+    model = mem.embedder.model_id
+    for i in range(0, len(todo), chunk):
+        part = todo[i : i + chunk]
+        cached.update(zip([content_hash(t) for t in part],
+                          embed_cached(mem.store, mem.embedder, part, mem.config.embedding.batch_size), strict=True))
+        save_cache(model, cached)
+        console.print(f"  embedded {min(i + chunk, len(todo))} of {len(todo)}", style="dim")
+    return len(todo)
 
 
 def distinct_texts(histories: dict[int, list[tuple[str, dict[str, Any]]]], mem: Memory) -> set[str]:
@@ -353,7 +370,6 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     missing = sum(1 for t in needed if content_hash(t) not in cached)
     cfg = probe.config.embedding
     turns_needed = {t for convs_ in histories.values() for _, c in convs_ for t in turn_texts(c).values()}
-    probe.close()
     console.print(f"{len(histories[sizes[0]])} questions × sizes {sizes}: {len(turns_needed)} distinct turns, "
                   f"{len(needed)} texts to embed (passages {args.passages}), {len(needed) - missing} in the cache, "
                   f"{missing} to embed")
@@ -362,7 +378,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                                "texts_to_embed": len(needed), "cached_before": len(needed) - missing,
                                "max_chars": cfg.max_chars, "search": search_cfg, "sizes": {}}
     if args.count:
+        probe.close()
         return results
+    with Timer() as t:
+        embed_missing(probe, needed, cached)
+    probe.close()
+    results["embed_seconds"] = t.seconds
     for size in sizes:
         with Timer() as t:
             results["sizes"][str(size)] = run_size(size, histories[size], args.embedder, cached, embedding,
