@@ -362,7 +362,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     search_cfg = {k.strip(): setting(v) for k, _, v in (s.partition("=") for s in args.search)}
     convs = load(args.data)
     histories = build(convs, sizes, args.questions or None, args.seed)
-    probe = Memory(Config.load(store={"home": tempfile.mkdtemp(prefix="memlane-history-probe-")},
+    probe_home = Path(tempfile.mkdtemp(prefix="memlane-history-probe-"))
+    probe = Memory(Config.load(store={"home": str(probe_home)},
                                embedding={"provider": args.embedder, "background": False, **embedding}))
     model = probe.embedder.model_id
     cached = load_cache(model)
@@ -377,12 +378,14 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                                "passages": args.passages, "distinct_turns": len(turns_needed),
                                "texts_to_embed": len(needed), "cached_before": len(needed) - missing,
                                "max_chars": cfg.max_chars, "search": search_cfg, "sizes": {}}
-    if args.count:
+    try:
+        if args.count:
+            return results
+        with Timer() as t:
+            embed_missing(probe, needed, cached)
+    finally:
         probe.close()
-        return results
-    with Timer() as t:
-        embed_missing(probe, needed, cached)
-    probe.close()
+        shutil.rmtree(probe_home, ignore_errors=True)
     results["embed_seconds"] = t.seconds
     for size in sizes:
         with Timer() as t:
