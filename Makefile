@@ -27,6 +27,7 @@ test: $(STAMP) browser
 
 bench: $(STAMP)
 	$(BIN)/python bench/retrieval.py --passage-study 4
+	$(BIN)/python bench/history.py
 	$(BIN)/python bench/throughput.py
 	$(BIN)/python bench/coldstart.py
 	$(BIN)/python bench/locomo.py --no-key-study
