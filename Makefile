@@ -22,14 +22,17 @@ browser:
 		&& (apt-get update -qq && apt-get install -y -qq chromium fonts-wqy-zenhei >/dev/null) \
 		|| echo "chromium could not be installed with apt-get: the web UI's browser tests will skip"; }
 
+# two workers, a file's tests on one (its module fixtures built once): the suite waits on
+# subprocesses and servers as much as it computes
 test: $(STAMP) browser
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n 2 --dist loadfile
 
 bench: $(STAMP)
 	$(BIN)/python bench/retrieval.py --passage-study 4
 	$(BIN)/python bench/history.py
 	$(BIN)/python bench/throughput.py
 	$(BIN)/python bench/coldstart.py
+	$(BIN)/python bench/query_length.py
 	$(BIN)/python bench/locomo.py --no-key-study
 	$(BIN)/python bench/scale.py --backend sqlite,postgres --sizes 10k,100k-multi,100k,1m --ingest
 	$(BIN)/python bench/lifecycle.py
