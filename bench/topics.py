@@ -236,7 +236,11 @@ def run(path: Path = DATA, llm_env: Mapping[str, str] | None = None) -> dict[str
                              embedding={"provider": "hash", "background": False},
                              extraction={"every_n_user_messages": 0}))
     fell_back = _Count()  # turns the LLM gave no verdict on (the rules decided them)
-    logging.getLogger("memlane.topics").addHandler(fell_back)
+    told = logging.getLogger("memlane.topics")
+    # counted from the warnings, whatever level another caller left on "memlane" (bench/reliability.py)
+    level = told.level
+    told.setLevel(logging.WARNING)
+    told.addHandler(fell_back)
     rows: list[dict[str, Any]] = []
     for s in sessions:
         user = f"topics-{s['id']}"
@@ -250,7 +254,8 @@ def run(path: Path = DATA, llm_env: Mapping[str, str] | None = None) -> dict[str
                              "task": [t["content"] for t in s["turns"][since:i]] if since is not None else []})
                 since = i if got == "switch" else None if got == "done" else since
     usage = list(getattr(mem.llm, "usage", []))
-    logging.getLogger("memlane.topics").removeHandler(fell_back)
+    told.removeHandler(fell_back)
+    told.setLevel(level)
     mem.close()
     out: dict[str, Any] = {"turns": len(rows)}
     if mem.llm is not None:

@@ -5,7 +5,6 @@ exactly for small ones; and the embedding cache."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
 
@@ -88,10 +87,10 @@ class SQLiteVectors(SQLiteBase):
 
     def _drop_passages(self, rowid: int) -> list[int]:
         """Delete a turn's passage vectors, in the caller's transaction; returns their rows."""
-        ids = passage_rowids(rowid)
-        rows: list[Any] = self._conn.execute(
-            f"SELECT rowid FROM vec_turns WHERE rowid IN ({','.join('?' * len(ids))})", ids).fetchall()
-        found = [int(r[0]) for r in rows]
+        # one point lookup each: vec0 answers `rowid = ?` from its index but scans every vector
+        # for `rowid IN (…)` (6.4 ms against 0.05 ms at 30k vectors, paid for every turn embedded)
+        found = [r for r in passage_rowids(rowid)
+                 if self._conn.execute("SELECT 1 FROM vec_turns WHERE rowid = ?", (r,)).fetchall()]
         for r in found:
             self._conn.execute("DELETE FROM vec_turns WHERE rowid = ?", (r,))
         return found
