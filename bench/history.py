@@ -251,7 +251,7 @@ def one_history(mem: Memory, user: str, conv: dict[str, Any], cached: dict[str, 
         ev = q["evidence"]
         dense = [ids[int(i)] for i in np.argsort(-(matrix @ qvec))[:K]]
         for system, ranking in ((MEMLANE, ranked), (BM25, bm25(q["question"])), (DENSE, dense)):
-            rows[system].append({"category": q["category"], **scores(ranking, ev),
+            rows[system].append({"category": q["category"], "question": q["question"], **scores(ranking, ev),
                                  "T_all@10": float(ev <= set(ranking[:10]))})
         if not set(ranked[:10]) & ev:
             filler = set(conv.get("filler_sessions", []))
@@ -285,6 +285,9 @@ def run_size(size: int, convs: list[tuple[str, dict[str, Any]]], embedder: str, 
             shutil.rmtree(home, ignore_errors=True)
     engine, first, end_to_end, embed_only = (timings[k] for k in ("engine", "first", "end_to_end", "embed"))
     misses = rows.pop("misses", [])
+    per_question = {s: rows[s] for s in SYSTEMS}
+    for s in SYSTEMS:  # summarise averages every field but the category
+        rows[s] = [{k: v for k, v in r.items() if k != "question"} for r in rows[s]]
     return {"sessions": size, "questions": len(rows[MEMLANE]), "turns": turns, "index_seconds": index_s,
             "systems": {s: summarise(rows[s]) for s in SYSTEMS},
             "latency_ms": {
@@ -293,7 +296,7 @@ def run_size(size: int, convs: list[tuple[str, dict[str, Any]]], embedder: str, 
                 "end_to_end_p50": percentile(end_to_end, 50), "end_to_end_p95": percentile(end_to_end, 95),
                 "query_embed_p50": percentile(embed_only, 50), "query_embed_p95": percentile(embed_only, 95),
                 "samples": len(engine)},
-            "misses": misses}
+            "misses": misses, "per_question": per_question, "timings_ms": dict(timings)}
 
 
 # ---- report ---------------------------------------------------------------------------------
@@ -364,6 +367,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap.add_argument("--seed", type=int, default=SEED, help="the filler's shuffle and dates")
     ap.add_argument("--search", action="append", default=[], metavar="KEY=VALUE",
                     help="a search setting for this run (repeatable), e.g. vector_candidates=200")
+    ap.add_argument("--part", default=None, metavar="I/K",
+                    help="only every K-th question from the I-th (0-based): one of K processes run side by side")
     ap.add_argument("--count", action="store_true", help="count what the run would embed and stop")
     ap.add_argument("--out", default="history", help="result name in bench/results/")
     args = ap.parse_args(argv)
@@ -372,6 +377,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     search_cfg = {k.strip(): setting(v) for k, _, v in (s.partition("=") for s in args.search)}
     convs = load(args.data)
     histories = build(convs, sizes, args.questions or None, args.seed)
+    if args.part:
+        i, k = (int(x) for x in args.part.split("/"))
+        histories = {s: hs[i::k] for s, hs in histories.items()}
     probe_home = Path(tempfile.mkdtemp(prefix="memlane-history-probe-"))
     probe = Memory(Config.load(store={"home": str(probe_home)},
                                embedding={"provider": args.embedder, "background": False, **embedding}))
