@@ -357,14 +357,17 @@ def test_a_rewritten_line_with_a_since_date_is_a_change_a_plain_rewrite_a_correc
     assert sorted(op.op for op in applied) == ["SUPERSEDE", "UPDATE"]
     closed = memory.get(home.id, user_id="u1")
     began = T0 if "年" in since else datetime(2026, 5, 1, tzinfo=UTC)  # 2026: not before Munich began
-    assert (closed.status, closed.valid_to) == ("superseded", began)
+    # a change dated after today leaves the old fact current until that day (issue 32)
+    assert (closed.status, closed.valid_to) == ("superseded" if began <= clock.now else "active", began)
+    assert closed.superseded_by is not None
     current = memory.get(closed.superseded_by or "", user_id="u1")
     assert (current.content, current.valid_from, current.supersedes) == ("the user lives in Berlin", began, home.id)
     assert [e.actor for e in memory.history(home.id, user_id="u1")][-1] == "import"
     assert memory.get(job.id, user_id="u1").content == "the user works at Siemens AG"  # corrected in place
     assert memory.get(job.id, user_id="u1").status == "active"
     rewritten = path.read_text(encoding="utf-8")
-    assert f"the user lives in Berlin (since {began.date().isoformat()})" in rewritten and "Munich" not in rewritten
+    assert f"the user lives in Berlin (since {began.date().isoformat()})" in rewritten
+    assert ("Munich" in rewritten) == (began > clock.now)  # current until the change's day
     assert memory.md_import(user_id="u1") == []  # idempotent after the change
 
 

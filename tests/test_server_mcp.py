@@ -291,9 +291,11 @@ def test_an_agent_records_a_change_and_asks_about_the_past(make_memory: Callable
 
     from memlane.testing import ManualClock
 
-    mem = make_memory(clock=ManualClock(datetime(2026, 3, 1, tzinfo=UTC)))
+    clock = ManualClock(datetime(2026, 3, 1, tzinfo=UTC))
+    mem = make_memory(clock=clock)
     server = build_mcp(lambda rctx: mem, lambda rctx: Scope.of("lin"))
     old = mem.add("lin works at Siemens", user_id="lin", category="fact", pinned=True, verified=True, actor="web")
+    clock.now = datetime(2026, 4, 1, tzinfo=UTC)  # told after the change began
 
     async def run() -> None:
         async with Client(server) as c:

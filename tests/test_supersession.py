@@ -311,3 +311,53 @@ def test_a_question_about_now_that_an_old_version_matches_gets_the_current_one(m
     assert past[0].content == "The user rents a one-bed flat in Rathmines."
     m.config.search.current_from_versions = False
     assert m.search(asked, user_id="u1")[0].content == "The user's sister rents a flat in Cork."
+
+
+def test_a_change_told_ahead_of_its_date_begins_on_that_date(make_memory: MakeMemory) -> None:
+    """Told on 1 June that the user moves to Berlin on 1 September: until then Munich is where
+    the user lives (search, prompt, MEMORY.md), Berlin is found as what is to come; from that
+    day Berlin is current without anything run, and the next consolidation writes Munich down
+    as history. Undo and a second change keep the pair whole."""
+    clock = ManualClock(datetime(2024, 1, 10, tzinfo=UTC))
+    m = make_memory(clock=clock)
+    munich = m.add("The user lives in Munich.", user_id="u1", importance="high").id
+    clock.now = datetime(2024, 6, 1, tzinfo=UTC)
+    sept = datetime(2024, 9, 1, tzinfo=UTC)
+    berlin = m.supersede(munich, "The user lives in Berlin.", user_id="u1", valid_from=sept).id
+    old = m.get(munich, user_id="u1")
+    assert (old.status, old.valid_to, old.superseded_by) == ("active", sept, berlin)
+    with pytest.raises(Conflict, match="2024-09-01"):  # replaced already: change the newer version
+        m.supersede(munich, "The user lives in Hamburg.", user_id="u1")
+
+    asked = "where does the user live"
+    assert "The user lives in Munich." in contents(m.search(asked, user_id="u1"))
+    assert contents(m.search(asked, user_id="u1", as_of=sept + timedelta(days=1))) == ["The user lives in Berlin."]
+    prompt = m.build_context(user_id="u1", query=asked).render()
+    assert "The user lives in Munich. (until 2024-09-01)" in prompt
+    assert "The user lives in Berlin. (from 2024-09-01)" in prompt
+    assert "Munich" in m.export(user_id="u1", format="md")
+    assert m.consolidate(user_id="u1").by_action().get("SUPERSEDE", 0) == 0  # not yet
+
+    clock.now = sept + timedelta(days=2)  # the day passed; nothing has run since
+    assert contents(m.search(asked, user_id="u1")) == ["The user lives in Berlin."]
+    prompt = m.build_context(user_id="u1", query=asked).render()
+    assert "Munich" not in prompt and "The user lives in Berlin. (since 2024-09-01)" in prompt
+    assert "The user lives in Munich." in contents(m.search(asked, user_id="u1", include_superseded=True))
+    assert "Munich" not in m.export(user_id="u1", format="md")
+    m.consolidate(user_id="u1")
+    assert m.get(munich, user_id="u1").status == "superseded"
+    assert [x.id for x in m.list(user_id="u1", status="superseded")] == [munich]
+    assert m.consolidate(user_id="u1").by_action().get("SUPERSEDE", 0) == 0  # once
+
+
+def test_undoing_a_change_told_ahead_of_its_date(make_memory: MakeMemory) -> None:
+    clock = ManualClock(datetime(2024, 6, 1, tzinfo=UTC))
+    m = make_memory(clock=clock)
+    munich = m.add("The user lives in Munich.", user_id="u1").id
+    berlin = m.supersede(munich, "The user lives in Berlin.", user_id="u1",
+                         valid_from=datetime(2024, 9, 1, tzinfo=UTC)).id
+    m.undo(munich, user_id="u1")  # either side undoes both
+    old, new = m.get(munich, user_id="u1"), m.get(berlin, user_id="u1")
+    assert (old.status, old.valid_to, old.superseded_by, new.supersedes) == ("active", None, None, None)
+    m.supersede(munich, "The user lives in Hamburg.", user_id="u1")  # free to change again
+    assert m.get(munich, user_id="u1").status == "superseded"

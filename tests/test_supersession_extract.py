@@ -65,6 +65,19 @@ def test_an_llm_add_that_supersedes_closes_the_old_memory_dated(make_memory: Mak
     assert ("SUPERSEDE", "extract:extractor") in events
 
 
+def test_an_llm_that_supersedes_a_version_already_replaced_from_a_later_date(make_memory: MakeMemory) -> None:
+    """A change told ahead of its date leaves the old version active but taken: an extraction
+    that names it again adds its fact without failing the job, and the pair stays as it was."""
+    m, clock = scripted(make_memory)
+    home = m.add("用户住在杭州", user_id="u1", importance="high")
+    later = m.supersede(home.id, "用户住在上海", user_id="u1", valid_from=T0 + timedelta(days=60))
+    clock.now = T0 + timedelta(days=1)
+    told(m, "s1", "我要搬到南京了", reply=ops({"op": "ADD", "content": "用户要搬到南京", "supersedes": [home.id]}))
+    old = m.get(home.id, user_id="u1")
+    assert (old.status, old.superseded_by) == ("active", later.id)
+    assert "用户要搬到南京" in by_content(m)
+
+
 def test_a_garbled_link_costs_the_link_not_the_fact(make_memory: MakeMemory) -> None:
     m, clock = scripted(make_memory)
     home = m.add("用户住在杭州", user_id="u1", source="extractor")

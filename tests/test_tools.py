@@ -154,8 +154,10 @@ def test_search_memory_asks_about_another_time_and_says_when_a_fact_held(make_me
 
     from memlane.testing import ManualClock
 
-    memory: Memory = make_memory(clock=ManualClock(datetime(2026, 3, 1, tzinfo=UTC)))
+    clock = ManualClock(datetime(2026, 3, 1, tzinfo=UTC))
+    memory: Memory = make_memory(clock=clock)
     old = memory.add("用户住在慕尼黑", user_id="lin", category="fact")
+    clock.now = datetime(2026, 4, 1, tzinfo=UTC)  # told after the move
     new = memory.supersede(old.id, "用户住在柏林", user_id="lin", valid_from=datetime(2026, 3, 20, tzinfo=UTC))
     tools = memory.tools(user_id="lin")
     assert {"as_of", "include_superseded"} <= set(SCHEMAS[0]["function"]["parameters"]["properties"])

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from memlane import supersession
@@ -168,20 +169,22 @@ class Packed:
         return estimate_tokens(self.text)
 
 
-def render_hit(hit: Hit, snippet_chars: int = 300) -> str:
+def render_hit(hit: Hit, snippet_chars: int = 300, now: datetime | None = None) -> str:
     """Seed 000: `[source] content`, content cut at 300 characters with a visible marker. A
     fact that changed says when it held (issue 32): "(2019-06-01 – 2024-03-15, replaced)" on
     the old one, "(since 2024-03-15)" on the one that replaced it — a question about the
-    change sees the chain, one version a line."""
+    change sees the chain, one version a line. With `now`, a change told ahead of its date
+    reads "(until 2024-09-01)" on the version that still holds, "(from 2024-09-01)" on the next."""
     line = f"[{hit.source}] {cut(' '.join(hit.content.split()), snippet_chars)}"
     m = hit.memory
-    if m is not None and m.status == "superseded":
+    if m is not None and (m.status == "superseded" or now is not None and m.replaced(now)):
         return f"{line} ({supersession.span(m)}, replaced)"
-    return f"{line} ({supersession.span(m)})" if m is not None and m.supersedes else line
+    changed = m is not None and (m.supersedes or m.superseded_by)
+    return f"{line} ({supersession.span(m, now)})" if m is not None and changed else line
 
 
 def pack(hits: Sequence[Hit], max_tokens: int, max_hits: int, *, snippet_chars: int = 300,
-         heading: str = "") -> Packed:
+         heading: str = "", now: datetime | None = None) -> Packed:
     """Hits in rank order, one line each, until the next would pass `max_tokens` or `max_hits`.
 
     Nothing at all (no heading either) when no hit fits: an empty block costs no tokens.
@@ -189,10 +192,10 @@ def pack(hits: Sequence[Hit], max_tokens: int, max_hits: int, *, snippet_chars: 
     lines = [heading] if heading else []
     taken: list[Hit] = []
     for hit in hits[:max_hits]:
-        candidate = "\n".join([*lines, render_hit(hit, snippet_chars)])
-        if estimate_tokens(candidate) > max_tokens:
+        line = render_hit(hit, snippet_chars, now)
+        if estimate_tokens("\n".join([*lines, line])) > max_tokens:
             break  # seed 000: accumulate until the budget is approached
-        lines.append(render_hit(hit, snippet_chars))
+        lines.append(line)
         taken.append(hit)
     return Packed(taken, "\n".join(lines) if taken else "")
 
@@ -256,13 +259,14 @@ def self_description(language: str, auto_inject: bool) -> str:
 
 
 def core_memories(memory: Parts, scope: Scope, cfg: ContextConfig) -> list[MemoryRecord]:
-    """Seed 001 §4.1: pinned, then score ≥ 0.5, best first, top 20; expired ones never."""
+    """Seed 001 §4.1: pinned, then score ≥ 0.5, best first, top 20; expired ones never, nor a
+    version a change dated in the past replaced (issue 32)."""
     now = memory.clock()
     out: list[MemoryRecord] = []
     order = "pinned DESC, score DESC, updated_at DESC"  # an agent also reads its user's (Scope.readable)
     mems = [m for s in scope.readable() for m in memory.store.list_memories(s, status="active", order=order)]
     for mem in sorted(mems, key=lambda m: (m.pinned, m.score, m.updated_at), reverse=True):
-        if mem.expires_at is not None and mem.expires_at <= now:
+        if mem.expires_at is not None and mem.expires_at <= now or mem.replaced(now):
             continue
         if not mem.pinned and mem.score < cfg.core_min_score:
             break  # ordered: every later one is lower and unpinned
@@ -272,12 +276,14 @@ def core_memories(memory: Parts, scope: Scope, cfg: ContextConfig) -> list[Memor
     return out
 
 
-def _core_block(mems: Sequence[MemoryRecord], language: str, budget: int, snippet_chars: int) -> tuple[Block, int]:
+def _core_block(mems: Sequence[MemoryRecord], language: str, budget: int, snippet_chars: int,
+                now: datetime) -> tuple[Block, int]:
     head = f"{_HEAD[language]['core']}\n\n{_HEAD[language]['core_intro']}"
     lines: list[str] = []
     for mem in mems:
         line = f"- {cut(' '.join(mem.content.split()), snippet_chars)}"
-        line += f" ({supersession.span(mem)})" if mem.supersedes else ""  # a fact that changed: since when
+        # a fact that changed: since when (or, told ahead of its date, from or until when)
+        line += f" ({supersession.span(mem, now)})" if mem.supersedes or mem.superseded_by else ""
         if estimate_tokens("\n".join([head, *lines, line])) > budget:
             break
         lines.append(line)
@@ -338,7 +344,7 @@ def build_context(
     pad_text = fit(render_scratchpad(memory.store.get_scratchpad(scope), language), max(left, 0))
     blocks.append(Block("scratchpad", pad_text, max(left, 0), 1 if pad_text else 0))
     left -= estimate_tokens(pad_text)
-    core_block, n_core = _core_block(core, language, max(left, 0), cfg.snippet_chars)
+    core_block, n_core = _core_block(core, language, max(left, 0), cfg.snippet_chars, memory.clock())
     blocks.append(core_block)
     core = core[:n_core]
 
@@ -358,7 +364,8 @@ def build_context(
         found = memory.search(asked, user_id=user_id, agent_id=agent_id, limit=cfg.memory_max_hits + len(shown),
                               activate=False, min_score=memory.config.search.min_relevance)
         packed = pack([h for h in found if h.id not in shown], budgets.memories, cfg.memory_max_hits,
-                      snippet_chars=cfg.snippet_chars, heading=cfg.memory_heading or _HEAD[language]["memories"])
+                      snippet_chars=cfg.snippet_chars, heading=cfg.memory_heading or _HEAD[language]["memories"],
+                      now=memory.clock())
         hits, mem_text = packed.hits, packed.text
     blocks.append(Block("memories", mem_text, budgets.memories, len(hits)))
 

@@ -517,9 +517,9 @@ class JobRunner:
         judged = set(verdict.supersede)
         for oid in [*op.supersedes, *verdict.supersede]:
             old = self.store.get_memory(scope, oid)
-            if old is None or any(o.id == old.id for o in replaced) or not (
+            if old is None or any(o.id == old.id for o in replaced) or old.superseded_by is not None or not (
                     old.status == "active" or (old.status == "archived" and oid in judged)):
-                continue
+                continue  # gone, taken, or already replaced from a later date (its successor is what changes)
             own = op.source == "user" or (op.source == "heuristic" and op.change is not None)
             if stated_by_person(old) and not own and not changes.told_by_person(content, old.content, said):
                 review.append(old.id)

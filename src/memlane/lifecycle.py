@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from memlane import attachments, events, forget, markdown, mdsync, userprofile
+from memlane import attachments, events, forget, markdown, mdsync, supersession, userprofile
 from memlane.errors import MemlaneError, ValidationError
 from memlane.events import Event
 from memlane.jobs import JobReport
@@ -382,9 +382,17 @@ class _Pass:
         """Seed 002 cleanup_expired: past `expires_at` → deleted; a todo (seed 001 phase 1.5)
         is down-scored and archived instead, recallable, and decays away from there. The
         down-scored todo meets the thresholds at once (a score now below delete_below goes
-        now), so the next run finds nothing left to do."""
+        now), so the next run finds nothing left to do. A version that a change told ahead of
+        its date replaced becomes history once the date passed (issue 32; the change itself
+        was audited when it was told)."""
         with self.step():
             for mem in self.ordered():
+                if mem.replaced(self.now):  # a change told ahead of its date has begun (issue 32)
+                    assert mem.valid_to is not None
+                    self.change("expire", "SUPERSEDE", mem, supersession.taken_effect(mem),
+                                f"replaced by {mem.superseded_by} from {mem.valid_to.date().isoformat()}", "UPDATE")
+                    self.work.pop(mem.id, None)  # history: no later step touches it
+                    continue
                 if not expired(mem, self.now, self.pol):
                     continue
                 assert mem.expires_at is not None

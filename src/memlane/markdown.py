@@ -216,9 +216,10 @@ def _order(mems: list[MemoryRecord]) -> list[MemoryRecord]:
     return sorted(mems, key=lambda m: (-m.score, m.created_at, m.id))
 
 
-def listed(memories: list[MemoryRecord]) -> list[MemoryRecord]:
-    """The memories MEMORY.md holds: not the superseded ones (history, shown by the timeline)."""
-    return [m for m in memories if m.status != "superseded"]
+def listed(memories: list[MemoryRecord], now: datetime) -> list[MemoryRecord]:
+    """The memories MEMORY.md holds: not the superseded ones (history, shown by the timeline),
+    nor those a change dated before `now` replaced (the next consolidation marks them)."""
+    return [m for m in memories if not m.replaced(now)]
 
 
 def since_shown(m: MemoryRecord) -> date | None:
@@ -255,7 +256,7 @@ def render_memory_md(memories: list[MemoryRecord], *, now: datetime, archive_bel
                      token: str | None = None) -> str:
     """The whole file, regenerated (seed 001: every save is a full rewrite). `token` names the
     manifest recorded for this write. Superseded memories are left out (`listed`)."""
-    memories = listed(memories)
+    memories = listed(memories, now)
     active = _order([m for m in memories if not _is_archived(m, archive_below)])
     archived = _order([m for m in memories if _is_archived(m, archive_below)])
     lines = [
@@ -545,7 +546,7 @@ def put_memory_md(mem: Parts, scope: Scope, target: Path, expect: bytes | None |
     """`write_memory_md`; with `expect` (the bytes read before, None: there was no file) the
     file is only replaced while it still holds them, and False says it did not (a person
     saved it meanwhile: read it again)."""
-    records = listed(mem.store.list_memories(scope))  # the manifest holds exactly what the file does
+    records = listed(mem.store.list_memories(scope), mem.clock())  # the manifest holds exactly what the file does
     token = secrets.token_hex(8)
     text = render_memory_md(records, now=mem.clock(), archive_below=mem.config.policy.archive_below, token=token)
     data = text.encode("utf-8", "replace")  # a lone surrogate must not fail the write

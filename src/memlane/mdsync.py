@@ -171,7 +171,7 @@ def _edit(mem: Parts, scope: Scope, e: MdEntry, old: MemoryRecord, w: Written | 
 def _change(old: MemoryRecord, e: MdEntry, fields: list[str], redated: bool, name: str) -> MdOperation:
     """A person's edit of an entry: the fact changed (new text and a new "(since …)") or a
     correction (UPDATE). A replaced fact's entry (a file older than the change) is not edited."""
-    if old.status == "superseded":
+    if old.superseded_by is not None:  # replaced, or to be from a later date
         return MdOperation("SKIP", old.id, [], e.content, old.content, e.line,
                            reason=f"memory {old.id} was replaced by {old.superseded_by}; edit that entry")
     if not (redated and "content" in fields):

@@ -141,6 +141,13 @@ class MemoryRecord(_Record):
         start = self.valid_from or self.created_at
         return start <= when and (self.valid_to is None or when < self.valid_to)
 
+    def replaced(self, now: datetime) -> bool:
+        """Whether a newer version holds instead at `now`: superseded, or replaced by a change
+        told ahead of its date ("I move to Berlin in September") that has now begun — until
+        then the old version stays active and current (`supersession.closed`)."""
+        return self.status == "superseded" or (
+            self.superseded_by is not None and self.valid_to is not None and self.valid_to <= now)
+
     def snapshot(self) -> dict[str, Any]:
         """The state an audit event keeps as before/after (the scope is the event's own)."""
         return self.model_dump(mode="json", exclude={"user_id", "agent_id"})

@@ -4,7 +4,10 @@ People move, change jobs, switch diets. When a new memory replaces an old one, t
 closed — `valid_to` is when the new one began to hold, `superseded_at` when memlane learned
 it, status "superseded" — and kept: it leaves the prompt and the default search, and is found
 again by a search `as_of` a date when it held or one that asks about the past. The two name
-each other (`superseded_by`, `supersedes`), so a fact's versions form a chain (`timeline`).
+each other (`superseded_by`, `supersedes`), so a fact's versions form a chain (`timeline`). A change told ahead of its
+date ("from September I live in Berlin") leaves the old version active and current until then,
+already closed at that date and linked (`pending`); the date passing makes it history
+(`MemoryRecord.replaced`), and the lifecycle's expire step writes it down.
 The new memory carries on the old one's importance and use: a change of city does not make
 where the user lives less important. Each side of a change is one audited SUPERSEDE event.
 
@@ -34,17 +37,34 @@ def check(old: MemoryRecord, new: MemoryRecord) -> None:
     if old.status == "superseded":
         raise Conflict("memory_id", f"memory {old.id!r} was already superseded by {old.superseded_by!r}; "
                                     f"supersede the current version instead")
+    if old.superseded_by is not None:
+        until = old.valid_to.date().isoformat() if old.valid_to else "a later date"
+        raise Conflict("memory_id", f"memory {old.id!r} is already replaced by {old.superseded_by!r} from {until}; "
+                                    f"supersede that version instead")
     if new.status == "superseded":
         raise Conflict("by", f"memory {new.id!r} is itself superseded by {new.superseded_by!r}")
 
 
 def closed(old: MemoryRecord, new: MemoryRecord, at: datetime) -> MemoryRecord:
     """`old` as a change to `new` leaves it: held until `new` began (never before it began
-    itself: a change told out of order closes it where it opened), retired at `at`."""
+    itself: a change told out of order closes it where it opened), retired at `at`. A change
+    that begins after `at` leaves `old` active until then (`pending`)."""
     start = old.valid_from or old.created_at
     end = max(start, new.valid_from or at)
-    return old.model_copy(update={"status": "superseded", "valid_to": end, "superseded_at": at,
+    status = "active" if end > at else "superseded"
+    return old.model_copy(update={"status": status, "valid_to": end, "superseded_at": at,
                                   "superseded_by": new.id, "updated_at": at})
+
+
+def pending(m: MemoryRecord) -> bool:
+    """Whether `m` is still current but already replaced from a later date."""
+    return m.status == "active" and m.superseded_by is not None
+
+
+def taken_effect(m: MemoryRecord) -> MemoryRecord:
+    """A pending change's old version once its date passed: history, as `closed` would have
+    left it had the change been told on that date."""
+    return m.model_copy(update={"status": "superseded"})
 
 
 def carried(old: MemoryRecord, new: MemoryRecord, at: datetime, pin: bool = True) -> MemoryRecord:
@@ -99,12 +119,17 @@ def timeline(store: Store, scope: Scope, memory: MemoryRecord, limit: int = 100)
     return [*older[::-1], memory, *walk("superseded_by")]
 
 
-def span(m: MemoryRecord) -> str:
-    """When a memory held, compactly: "2019-06 – 2024-03", "since 2024-03" (days where the
-    month alone would hide the change)."""
+def span(m: MemoryRecord, now: datetime | None = None) -> str:
+    """When a memory held, compactly: "2019-06-01 – 2024-03-15", "since 2024-03-15"; with
+    `now`, a version yet to begin says "from 2024-09-01" and one that holds until a change
+    still to come says "until 2024-09-01"."""
     start = m.valid_from or m.created_at
+    if now is not None and start > now:
+        return f"from {_day(start)}" if m.valid_to is None else f"{_day(start)} – {_day(m.valid_to)}"
     if m.valid_to is None:
         return f"since {_day(start)}"
+    if now is not None and m.valid_to > now:
+        return f"until {_day(m.valid_to)}"
     return f"{_day(start)} – {_day(m.valid_to)}"
 
 

@@ -29,6 +29,7 @@ import asyncio
 import inspect
 import json
 from collections.abc import Callable, Sequence
+from datetime import datetime
 from typing import Any
 
 from memlane import supersession, validate
@@ -135,14 +136,14 @@ def parse_call(tool_call: Any) -> tuple[str, str, Any, str]:
                           f"{type(tool_call).__name__}")
 
 
-def _memory_hit(h: Hit) -> dict[str, Any]:
+def _memory_hit(h: Hit, now: datetime) -> dict[str, Any]:
     m = h.memory
     out: dict[str, Any] = {"id": h.id, "source": h.source, "content": h.content, "score": round(h.score, 3)}
     if m is not None:
         out.update(category=m.category, status=m.status, updated_at=m.updated_at.isoformat())
         # a fact that changed says when it held, so the model never states an old one as current
-        if m.status == "superseded" or m.supersedes:
-            out["valid"] = supersession.span(m)
+        if m.status == "superseded" or m.supersedes or m.superseded_by:
+            out["valid"] = supersession.span(m, now)  # "from …" / "until …" for a change still to come
         if m.superseded_by:
             out["replaced_by"] = m.superseded_by
     return out
@@ -266,7 +267,8 @@ class MemoryTools:
         # seed 002's 文件/媒体记忆: files the agent was given, by their name, description or text
         files = [] if category else self.memory.attachments.find(query, limit=min(n, 3), min_score=floor,
                                                                   **self._scope())
-        return {"memories": [_memory_hit(h) for h in mems], "episodes": [_episode_hit(h) for h in eps],
+        now = self.memory.clock()
+        return {"memories": [_memory_hit(h, now) for h in mems], "episodes": [_episode_hit(h) for h in eps],
                 "attachments": [{"id": a.id, "name": a.name, "media_type": a.media_type,
                                  "description": a.description, "score": round(score, 3)} for a, score in files]}
 
@@ -278,7 +280,7 @@ class MemoryTools:
     def recall_memory(self, query: str, limit: int = 5) -> dict[str, Any]:
         hits = self.memory.search(query, limit=self._limit(limit), filters={"status": "archived"},
                                   min_score=self.memory.config.search.min_relevance, **self._scope())
-        return {"memories": [_memory_hit(h) for h in hits]}
+        return {"memories": [_memory_hit(h, self.memory.clock()) for h in hits]}
 
     def remember(self, content: str, category: str | None = None, importance: str | None = None) -> dict[str, Any]:
         mem = self.memory

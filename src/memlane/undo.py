@@ -62,8 +62,8 @@ def restore(mem: Restoring, scope: Scope, memory_id: str, *, actor: str = "api",
 def _relinked(store: Store, scope: Scope, rec: MemoryRecord, at: datetime) -> MemoryRecord:
     """A restored memory's links as the store holds them now: a superseded version whose
     successor is gone holds again; a current one whose predecessor moved on links to nothing."""
-    if rec.status == "superseded":
-        nxt = store.get_memory(scope, rec.superseded_by) if rec.superseded_by else None
+    if rec.superseded_by is not None:  # replaced (or to be, from a later date)
+        nxt = store.get_memory(scope, rec.superseded_by)
         if nxt is None or nxt.supersedes != rec.id:
             rec = supersession.reopened(rec, at)
     if rec.supersedes:
@@ -106,9 +106,10 @@ def _undo_change(mem: Restoring, scope: Scope, current: MemoryRecord, last: Memo
     before the SUPERSEDE; the newer one stays, as a memory of its own, for a person to keep or
     delete. Either side's undo does it; a side changed since is refused."""
     after = last.after or {}
-    other_id = after.get("superseded_by") if current.status == "superseded" else after.get("supersedes")
+    older = after.get("superseded_by") is not None  # the replaced side (closed, or from a later date)
+    other_id = after.get("superseded_by") if older else after.get("supersedes")
     other = mem.store.get_memory(scope, str(other_id)) if other_id else None
-    if current.status == "superseded" and current.superseded_by != other_id \
+    if older and current.superseded_by != other_id \
             or other is None or (other.supersedes != current.id and other.superseded_by != current.id):
         raise Conflict("memory_id", f"memory {current.id!r} changed again since; undo the later change first")
     pair = [(current, last), (other, _events(mem, scope, other.id)[-1])]

@@ -79,6 +79,8 @@ def keep_memory(m: MemoryRecord, f: Filters, now: datetime) -> bool:
         return False
     if (statuses := f.statuses()) is not None and m.status not in statuses:
         return False
+    if statuses == ("active",) and m.replaced(now):  # a change told ahead of its date has begun
+        return False
     if f.as_of is not None and not m.holds_at(f.as_of):
         return False
     if f.category is not None:
