@@ -19,7 +19,6 @@ import pytest
 from memlane.models import MemoryRecord, Scope
 from memlane.retrieval import bm25
 from memlane.store import pgtext
-from memlane.store.postgres import text as pg_text
 
 pytest.importorskip("psycopg")
 
@@ -68,8 +67,8 @@ def test_the_pruned_ranking_of_a_large_scope_is_the_reference_one(make_memory: A
     """Rare and common words, words held once, twice and more, both corpora (a turn's
     neighbours at weight B): the same rows in the same order with the same scores as the
     statement that unpacked every row, whether the common words' rows are pruned or not."""
-    monkeypatch.setattr(pg_text, "_PRUNE_ROWS", 20)  # prune in a scope of test size
-    m = make_memory(store={"database_url": pg_url}, search={"ann_threshold": 50})
+    # prune in a scope of test size
+    m = make_memory(store={"database_url": pg_url, "postgres_prune_rows": 20}, search={"ann_threshold": 50})
     rnd = random.Random(34)
     m.store.insert_memories([_record(i, _text(rnd)) for i in range(500)])
     m.add_messages("s", [{"role": "user" if i % 2 else "assistant", "content": _text(rnd)} for i in range(100)],

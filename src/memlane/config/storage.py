@@ -20,6 +20,17 @@ class StoreConfig(_Section):
     # not from a seed: a dead database fails a call after this long (BackendError), not never
     connect_timeout_seconds: float = Field(5.0, gt=0)
     pool_size: int = Field(8, ge=1)  # not from a seed: connections per process (server threads + worker)
+    # Not from a seed (issue 34, PostgreSQL at scale; bench/scale.py). Full text: a query whose
+    # words hold at least this many rows of a scope ranks its commonest words' rows by bound,
+    # not each (MaxScore; the same top rows: tests/test_postgres_scale.py)
+    postgres_prune_rows: int = Field(2_048, ge=1)
+    # a call storing this many vectors of one large scope or more (an import, `memlane copy`,
+    # a bulk insert) leaves them out of the HNSW graph, scanned exactly until a background fold
+    # moves them in: a graph insert is ~2-5 ms on 2 cores, so 10k rows held the call 20-50 s
+    postgres_defer_rows: int = Field(64, ge=1)
+    postgres_fold_chunk: int = Field(256, ge=1)  # vectors folded into the graph a transaction: ~1 s of locks
+    # memories inserted at once from which one COPY replaces the INSERT pipeline (~2x the rows/s)
+    postgres_copy_rows: int = Field(32, ge=1)
     busy_timeout_ms: int = Field(30_000, ge=0)  # long enough for bursts of writers in WAL mode
     max_content_chars: int = Field(16_000, ge=1)  # one memory; larger input is rejected
     # not from a seed: one conversation turn. People paste documents; LongMemEval has turns of

@@ -57,11 +57,15 @@ def open_store(config: Config) -> Store:
     if config.store.backend == "postgres":
         try:
             from memlane.store.postgres import PostgresStore
+            from memlane.store.postgres.base import PgTuning
         except ImportError as exc:
             raise _missing_postgres(exc) from exc
-        return PostgresStore(config.store.database_url, connect_timeout=config.store.connect_timeout_seconds,
-                             pool_size=config.store.pool_size, ann_threshold=config.search.ann_threshold,
-                             ef_search=config.search.ann_expansion_search)
+        st = config.store
+        return PostgresStore(st.database_url, connect_timeout=st.connect_timeout_seconds,
+                             pool_size=st.pool_size, ann_threshold=config.search.ann_threshold,
+                             ef_search=config.search.ann_expansion_search,
+                             tuning=PgTuning(prune_rows=st.postgres_prune_rows, defer_rows=st.postgres_defer_rows,
+                                             fold_chunk=st.postgres_fold_chunk, copy_rows=st.postgres_copy_rows))
     return _plugin_store(config)
 
 

@@ -24,6 +24,7 @@ import threading
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 
 import psycopg
@@ -84,6 +85,16 @@ def redact(url: str) -> str:
     return f"postgresql://{info.get('user') or ''}@{host}:{info.get('port') or 5432}/{info.get('dbname') or ''}"
 
 
+@dataclass(frozen=True)
+class PgTuning:
+    """The sizes at which the store changes method (config: store.postgres_*)."""
+
+    prune_rows: int = 2_048  # full text: rows of a query's words from which common words are pruned
+    defer_rows: int = 64  # vectors of one large scope in one call that wait for the graph
+    fold_chunk: int = 256  # vectors moved into the graph per transaction
+    copy_rows: int = 32  # memories in one call from which COPY replaces the INSERT pipeline
+
+
 class PostgresBase(SharedSQL):
     """The connections to one PostgreSQL database; `PostgresStore` is built on it."""
 
@@ -93,12 +104,14 @@ class PostgresBase(SharedSQL):
     _no_limit = "ALL"
 
     def __init__(self, url: str, *, connect_timeout: float = 5.0, pool_size: int = 8,
-                 statement_timeout_ms: int = 30_000, ann_threshold: int = 5_000, ef_search: int = 128) -> None:
+                 statement_timeout_ms: int = 30_000, ann_threshold: int = 5_000, ef_search: int = 128,
+                 tuning: PgTuning | None = None) -> None:
         self.url = url
         self.where = redact(url)
         self._timeout = connect_timeout
         self._ann_threshold = ann_threshold
         self._ef_search = ef_search
+        self._tuning = tuning or PgTuning()
         self._local = threading.local()
         self._locks: dict[tuple[str, str], psycopg.Connection[Any]] = {}  # session locks held (try_session_lock)
         self._locks_guard = threading.Lock()

@@ -23,8 +23,6 @@ from memlane.store.rows import (
 )
 from memlane.store.shared import checked_vectors, memory_update_sql
 
-_COPY_ROWS = 32  # memories inserted at once from which COPY replaces the INSERT pipeline
-
 
 class PostgresMemories(PostgresText):
     """Memories and episodes (their audit trail: store/shared.py)."""
@@ -46,7 +44,7 @@ class PostgresMemories(PostgresText):
             rowids = [int(r[0]) for r in ids]
             rows = [(r, *memory_params(m), int(vecs is not None), d[0], d[1])
                     for r, m, d in zip(rowids, memories, docs, strict=True)]
-            if len(rows) >= _COPY_ROWS:  # one round trip: ~2× the rows/s of the pipeline (issue 34)
+            if len(rows) >= self._tuning.copy_rows:  # one round trip: ~2× the rows/s of the pipeline (issue 34)
                 self._copy("memories", ("rowid", *MEMORY_COLS.split(", "), "embedded", "fts", "fts_len"), rows)
             else:
                 self._many(f"INSERT INTO memories(rowid, {MEMORY_COLS}, embedded, fts, fts_len) "

@@ -19,7 +19,6 @@ from memlane.text import fts_terms, keywords
 
 # a query whose words are held by fewer rows than this is ranked whole: one statement (~1.5
 # µs a row, issue 34), not a pruned one that may have to be followed by it
-_PRUNE_ROWS = 2_048
 
 
 class PostgresText(PostgresVectors):
@@ -76,7 +75,7 @@ class PostgresText(PostgresVectors):
         ranked = {"u": u, "a": a, "avgdl": avgdl, "wa": w[0], "wb": w[1], "k": int(limit),
                   **pgtext.ranked_params(lex, idfs)}
         sql = functools.partial(pgtext.ranked_sql, corpus, len(lex), two_columns=w[0] != w[1])
-        common = _common(idfs, holding, w[:2], avgdl)
+        common = _common(idfs, holding, w[:2], avgdl, self._tuning.prune_rows)
         if common:
             # MaxScore: rank the rows holding a rarer word (and those holding any query word
             # three times or more); a row holding only the common ones adds at most `bound`
@@ -185,12 +184,13 @@ class PostgresText(PostgresVectors):
                 (vec, n, *([] if indexed is None else [indexed]), rowid))
 
 
-def _common(idfs: Sequence[float], holding: Sequence[int], weights: Sequence[float], avgdl: float) -> set[int]:
+def _common(idfs: Sequence[float], holding: Sequence[int], weights: Sequence[float], avgdl: float,
+            prune_rows: int) -> set[int]:
     """The commonest query lexemes whose rows need not all be ranked (MaxScore), as indexes:
     while together, each held at most twice, they add less than the rarest other lexeme held
     once in a short row, and hold most of the rows to rank. None with a negative weight, or
     when every row is cheap to rank anyway."""
-    if len(idfs) < 2 or min(weights) < 0 or sum(holding) < _PRUNE_ROWS:
+    if len(idfs) < 2 or min(weights) < 0 or sum(holding) < prune_rows:
         return set()
     per_idf = pgtext.once_bound(max(weights), avgdl)
     least = bm25.term_score(1.0, min(weights), 2.0, avgdl)  # a rarer lexeme once, in the shortest row

@@ -74,7 +74,7 @@ class PostgresVectors(PostgresBase):
         with self.transaction():
             self._lock_scope(scope)
             in_graph = self._in_graph(corpus, scope)
-            ann = in_graph and len(rowids) < _DEFER_ROWS  # a bulk of them waits for the graph: `_defer`
+            ann = in_graph and len(rowids) < self._tuning.defer_rows  # a bulk of them waits for the graph: `_defer`
             for rowid, vec in zip(rowids, vectors, strict=True):
                 owner = vector_owner(int(rowid))  # a long turn's passage vector belongs to the turn
                 if owner == rowid and corpus == "turns":  # a turn embedded anew: its old passages go
@@ -104,7 +104,7 @@ class PostgresVectors(PostgresBase):
             f"(SELECT count(*) FROM (SELECT 1 FROM vec_{corpus} WHERE user_id = s.u AND agent_id = s.a LIMIT %s) c) "
             "FROM unnest(%s::text[], %s::text[]) WITH ORDINALITY s(u, a, i) ORDER BY s.i",
             (self._ann_threshold, [u for u, _ in scopes], [a for _, a in scopes]))
-        ann = {s: bool(r[0]) and counts[s] < _DEFER_ROWS for s, r in zip(scopes, state, strict=True)}
+        ann = {s: bool(r[0]) and counts[s] < self._tuning.defer_rows for s, r in zip(scopes, state, strict=True)}
         wait = [Scope(user_id=s[0], agent_id=s[1]) for s, r in zip(scopes, state, strict=True)
                 if (bool(r[0]) and not ann[s]) or (not r[0] and int(r[1]) + counts[s] >= self._ann_threshold)]
         self._copy(f"vec_{corpus}", ("rowid", "user_id", "agent_id", "embedding", "ann"),
@@ -164,7 +164,7 @@ class PostgresVectors(PostgresBase):
     def _fold_loop(self) -> None:
         while not self._closing.is_set():
             try:
-                moved = self.fold_pending(_FOLD_CHUNK)
+                moved = self.fold_pending(self._tuning.fold_chunk)
             except BackendError as exc:  # the database went away: the next store opened resumes
                 log.warning("moving vectors into the HNSW graph stopped: %s", exc)
                 moved = 0
@@ -191,7 +191,7 @@ class PostgresVectors(PostgresBase):
         insert deferred."""
         moved = 0
         while not rows or moved < rows:
-            chunk = _FOLD_CHUNK if not rows else min(_FOLD_CHUNK, rows - moved)
+            chunk = self._tuning.fold_chunk if not rows else min(self._tuning.fold_chunk, rows - moved)
             with self.transaction():
                 got = self._q("SELECT corpus, user_id, agent_id FROM ann_pending ORDER BY corpus, user_id, agent_id "
                               "LIMIT 1 FOR UPDATE SKIP LOCKED")
@@ -257,13 +257,6 @@ class PostgresVectors(PostgresBase):
     def cache_put(self, model: str, items: dict[str, np.ndarray]) -> None:
         self._many("INSERT INTO embedding_cache(model, hash, vector) VALUES (%s, %s, %s) ON CONFLICT DO NOTHING",
                    [(model, h, np.asarray(v, dtype=np.float32).tobytes()) for h, v in items.items()])
-
-
-# a call storing this many vectors of one large scope or more (an import, `memlane copy`, a
-# bulk insert) leaves them out of the HNSW graph, scanned exactly until `fold_pending` moves
-# them in: a graph insert is ~2-5 ms on 2 cores, so 10k rows held the call 20-50 s (issue 34)
-_DEFER_ROWS = 64
-_FOLD_CHUNK = 256  # vectors moved into the graph per transaction: ~1 s of inserts, locks held that long
 
 
 def _array(value: Any) -> np.ndarray:
