@@ -176,6 +176,35 @@ def test_a_long_query_is_embedded_by_its_first_tokens():
     assert np.allclose(embedder.embed([short], query=True), normalise_row(model.query([short])), atol=1e-5)
 
 
+@pytest.mark.parametrize("page, question", [
+    ("The quarterly report covers revenue and hiring. " * 400, " Anyway, when does the user play the violin?"),
+    ("季度报告涵盖收入、招聘和办公室搬迁。" * 400, "对了，用户什么时候拉小提琴？"),
+])
+def test_a_long_query_is_embedded_by_its_start_and_its_end(page: str, question: str) -> None:
+    """Issue 34: a question after a pasted page is what the query vector must hold. The text
+    embedded keeps the page's start and the question whole, within the characters and the
+    tokens the model reads, in English and in Chinese; a short query is embedded as it is."""
+    from memlane.indexing import QueryCache
+    from memlane.text import estimate_tokens
+
+    seen: list[str] = []
+
+    class Recording:
+        dimensions = 4
+
+        def embed(self, texts: list[str], query: bool = False) -> np.ndarray:
+            seen.extend(texts)
+            return np.ones((len(texts), 4), np.float32)
+
+    cache = QueryCache(Recording(), max_chars=256, max_tokens=64)  # type: ignore[arg-type]
+    cache(page + question)
+    [embedded] = seen
+    assert embedded.endswith(question) and embedded.startswith(page[:10])
+    assert len(embedded) <= 256 and estimate_tokens(embedded) <= 64
+    cache(question)
+    assert seen[-1] == question
+
+
 def normalise_row(m: np.ndarray) -> np.ndarray:
     return m / np.linalg.norm(m, axis=1, keepdims=True)
 

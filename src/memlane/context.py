@@ -24,10 +24,9 @@ from memlane.errors import NotFound
 from memlane.messages import chat_messages
 from memlane.models import Hit, MemoryRecord, Scope, Turn
 from memlane.parts import Finding, Parts
-from memlane.reading import read_part
 from memlane.review import record_injected
 from memlane.sessions import WindowMessage, render_scratchpad, select_window, window_turns
-from memlane.text import cut, estimate_tokens, keywords, language_of
+from memlane.text import cut, estimate_tokens, keywords, language_of, read_part
 
 BLOCK_ORDER = ("tools", "scratchpad", "core", "memories", "summary", "history")
 

@@ -20,7 +20,7 @@ from memlane.embeddings import Embedder
 from memlane.loop import Loop
 from memlane.models import Corpus, Scope
 from memlane.store import Store, passage_rowids
-from memlane.text import neighbour_context
+from memlane.text import estimate_tokens, neighbour_context, read_part
 
 log = logging.getLogger(__name__)
 CORPORA: tuple[Corpus, ...] = ("memories", "episodes", "turns")
@@ -128,18 +128,26 @@ def warm_cache(store: Store, embedder: Embedder, texts: Sequence[str], query: bo
 
 class QueryCache:
     """A small LRU of query vectors: agents repeat queries, and e5 costs ~10 ms a query. A text
-    longer than `max_chars` is embedded by its start (embedding.max_query_chars)."""
+    longer than `max_chars` is embedded by its start and its end (embedding.max_query_chars):
+    a question after a pasted page is what the vector must hold."""
 
-    def __init__(self, embedder: Embedder, size: int = 256, max_chars: int | None = None) -> None:
+    def __init__(self, embedder: Embedder, size: int = 256, max_chars: int | None = None,
+                 max_tokens: int | None = None) -> None:
         self._embedder = embedder
-        self._max_chars = max_chars  # a query's cost is bounded: only its start is embedded
+        self._max_chars = max_chars  # a query's cost is bounded: only its start and end are embedded
+        self._max_tokens = max_tokens  # what the model reads (embedding.query_tokens): the end must fit in it
         self._size = size
         self._items: OrderedDict[str, np.ndarray] = OrderedDict()
         self._lock = threading.Lock()
 
     def __call__(self, text: str) -> np.ndarray:
         if self._max_chars is not None:
-            text = text[: self._max_chars]
+            text = read_part(text, self._max_chars)
+        if self._max_tokens is not None:
+            chars = len(text)
+            while chars > 16 and estimate_tokens(text) > self._max_tokens:  # Chinese: ~1 token a character
+                chars = chars * 4 // 5
+                text = read_part(text, chars)
         with self._lock:
             if text in self._items:
                 self._items.move_to_end(text)

@@ -21,6 +21,7 @@ from memlane.parts import Parts, Reading
 from memlane.retrieval.filters import Filters, check_filters
 from memlane.retrieval.search import search as run_search
 from memlane.retrieval.tense import asks_about_past
+from memlane.text import read_part
 
 
 def ask(engine: Reading, scope: Scope, query: Any, corpus: Any, *, limit: Any, filters: Any, activate: Any,
@@ -48,15 +49,6 @@ def ask(engine: Reading, scope: Scope, query: Any, corpus: Any, *, limit: Any, f
                   filters=in_time(check_filters(filters, cfg), query, as_of, include_superseded),
                   min_score=min_score, query_vector=query_vector,
                   activate=cfg.search.activate_on_hit if activate is None else activate)
-
-
-def read_part(query: str, chars: int) -> str:
-    """What a search reads of a query: all of it, or of a longer one its start and its end
-    (`search.query_read_chars`), so that its cost does not grow with what the caller pasted."""
-    if len(query) <= chars:
-        return query
-    head = chars // 2
-    return f"{query[:head]}\n{query[len(query) - (chars - head):]}"
 
 
 def in_time(filters: Filters, query: str, as_of: Any, include_superseded: Any) -> Filters:

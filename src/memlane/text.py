@@ -165,6 +165,16 @@ def cut(text: str, max_chars: int) -> str:
     return text if len(text) <= max_chars else text[:max_chars].rstrip() + TRUNCATED
 
 
+def read_part(text: str, chars: int) -> str:
+    """What is read of a long query: all of it, or its start and its end, `chars` in all. A
+    pasted page with its question at the end, or a question with a page after it: either way
+    the words that ask are kept, at a cost that does not grow with what was pasted."""
+    if len(text) <= chars:
+        return text
+    head = chars // 2
+    return f"{text[:head]}\n{text[len(text) - (chars - head):]}"
+
+
 def language_of(text: str) -> str:
     """'zh' when CJK characters make up a real share of the letters, else 'en'."""
     cjk = len(_CJK_CHAR.findall(text))

@@ -27,7 +27,8 @@ class Vectors:
         self.config, self.store, self.embedder = config, store, embedder
         store.ensure_vectors(embedder.model_id, embedder.dimensions)
         self._check_turn_keys()
-        self.query = QueryCache(embedder, max_chars=config.embedding.max_query_chars)
+        self.query = QueryCache(embedder, max_chars=config.embedding.max_query_chars,
+                                max_tokens=config.embedding.query_tokens)
         self._nulls: np.ndarray | None = None
         self._axes: LanguageAxes | None | bool = False  # False: not computed yet
         self.indexer: BackgroundIndexer | None = None

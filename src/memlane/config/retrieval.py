@@ -35,10 +35,11 @@ class EmbeddingConfig(_Section):
     # ~1 s of e5 on 2 cores) between two looks for new turns, whose keys go before the rest
     passage_step: int = Field(8, ge=1)
     background: bool = True  # turns are embedded behind ingest, never blocking add_messages
-    # Not from a seed (issue 28): the dense side embeds a query's first this many characters.
-    # e5 costs ~1 ms a token: 2,000 Chinese characters took 2.6 s, every other search waiting
-    # behind it; 256 is above every dev-set question (the longest: 201 characters, 50 tokens),
-    # and the full text is still matched by its words
+    # Not from a seed (issue 28): the dense side embeds at most this many characters of a
+    # query, its start and its end (issue 34: a question after a pasted page), within
+    # query_tokens. e5 costs ~1 ms a token: 2,000 Chinese characters took 2.6 s, every other
+    # search waiting behind it; 256 is above every dev-set question (the longest: 201
+    # characters, 50 tokens), and the full text is still matched by its words
     max_query_chars: int = Field(256, ge=16)
     # Not from a seed (issue 28), e5: a query is embedded by at most this many tokens (~1 ms
     # each here), and the model is loaded this many times (~36 MB each) so that a search runs
