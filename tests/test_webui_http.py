@@ -11,7 +11,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
@@ -777,6 +777,21 @@ def test_a_fact_that_changed_shows_its_timeline_and_is_recorded_by_a_guarded_for
     assert "时间线" in zh_page and "自 2026-03-05 起" in zh_page and "事实变了" in zh_page
     assert "2026-03-01 至 2026-03-05" in zh_page and "事实变更" in zh_page
     assert "已被取代" in zh.get("/memories", params={"status": "superseded"}).text
+
+
+def test_a_change_told_ahead_of_its_date_shows_as_still_holding(world: dict[str, Any]) -> None:
+    """Issue 32: a change dated later than today leaves the old fact current: its page says
+    until when and what follows, offers no second change of it, and the default list keeps it."""
+    mem, clock = world["mem"], world["clock"]
+    old = mem.add("lin lives in Munich", user_id="lin", category="fact")
+    later = (clock.now + timedelta(days=30)).date()
+    new = mem.supersede(old.id, "lin lives in Berlin", user_id="lin",
+                        valid_from=datetime(later.year, later.month, later.day, tzinfo=UTC))
+    client = login(world["base"], world["key"]["lin"])
+    page = client.get(f"/memories/{old.id}").text
+    assert f"This fact holds until {later.isoformat()}" in page and f'href="/memories/{new.id}"' in page
+    assert 'data-testid="fact-changed"' not in page  # the change to make is the next version's
+    assert "lin lives in Munich" in client.get("/memories").text
 
 
 def test_a_change_the_engine_was_unsure_of_is_applied_or_dismissed_by_a_person(world: dict[str, Any]) -> None:

@@ -135,7 +135,7 @@ def register(ui: Plumbing) -> None:
             for old_id in flagged_ids(m):
                 with contextlib.suppress(NotFound):
                     old = await ui.call(mem.get, old_id, **ctx.scope)
-                    if old.status != "superseded":
+                    if old.superseded_by is None:  # replaced meanwhile (or from a later date): nothing to apply
                         flagged.append(old)
         fc = forecast(m, mem.config.policy, mem.clock()) if m is not None else None
         return ui.render(ctx, "memory.html", m=m, memory_id=memory_id, changes=changes, replaced=replaced,
