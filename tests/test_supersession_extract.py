@@ -65,6 +65,24 @@ def test_an_llm_add_that_supersedes_closes_the_old_memory_dated(make_memory: Mak
     assert ("SUPERSEDE", "extract:extractor") in events
 
 
+def test_an_llm_change_told_ahead_of_its_date_begins_on_that_date(make_memory: MakeMemory) -> None:
+    """"I move to Shanghai next month": the new city is kept from that date, the old one holds
+    until then (search and prompt), and is history once the day passed."""
+    m, clock = scripted(make_memory)
+    home = m.add("用户住在杭州", user_id="u1", source="extractor", importance="high")
+    day = (T0 + timedelta(days=40)).date().isoformat()
+    told(m, "s1", "我下个月搬到上海", reply=ops(
+        {"op": "ADD", "content": "用户住在上海", "supersedes": [home.id], "valid_from": day}))
+    old = m.get(home.id, user_id="u1")
+    new = m.get(old.superseded_by or "", user_id="u1")
+    assert (old.status, new.content, new.valid_from.date().isoformat()) == ("active", "用户住在上海", day)
+    assert "用户住在杭州" in m.build_context(user_id="u1", query="用户住在哪里").render()
+    clock.now = T0 + timedelta(days=41)
+    assert "用户住在杭州" not in m.build_context(user_id="u1", query="用户住在哪里").render()
+    m.consolidate(user_id="u1")
+    assert m.get(home.id, user_id="u1").status == "superseded"
+
+
 def test_an_llm_that_supersedes_a_version_already_replaced_from_a_later_date(make_memory: MakeMemory) -> None:
     """A change told ahead of its date leaves the old version active but taken: an extraction
     that names it again adds its fact without failing the job, and the pair stays as it was."""

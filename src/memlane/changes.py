@@ -428,10 +428,10 @@ def until(text: str, said: datetime) -> datetime | None:
     return None
 
 
-def lenient_date(value: object, now: datetime) -> datetime | None:
+def lenient_date(value: object, now: datetime, ahead_days: int = 0) -> datetime | None:
     """A date an LLM gave ("2026-03-01", "2026-03", "2026", "March 2026", an ISO time), as a
-    UTC datetime; None for anything else, or a date after `now` or before 1900 (refused
-    quietly: the operation is kept without it)."""
+    UTC datetime; None for anything else, or a date more than `ahead_days` after `now` or
+    before 1900 (refused quietly: the operation is kept without it)."""
     if not isinstance(value, str) or not value.strip() or len(value) > 64:
         return None
     text = value.strip()
@@ -452,7 +452,7 @@ def lenient_date(value: object, now: datetime) -> datetime | None:
                     at = _at(date(found.year, found.month or 1, found.day or 1))
                 except ValueError:
                     return None
-    if at is None or at.year < 1900 or at > now + timedelta(days=1):
+    if at is None or at.year < 1900 or at > now + timedelta(days=1 + ahead_days):
         return None
     return at.astimezone(UTC)
 

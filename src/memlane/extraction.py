@@ -336,9 +336,12 @@ def _operation(item: Any, *, lookup: Lookup, config: Config, now: datetime, sour
     supersedes = _known(ans.supersedes, lookup, content, "supersedes")
     contradicts = [cid for cid in _known(ans.contradicts, lookup, content, "contradicts") if cid not in supersedes]
     # "since March" → 2026-03-01: a date the LLM read; anything else is dropped, the ADD kept
-    valid_from = lenient_date(ans.valid_from, now) if ans.valid_from is not None else None
+    # a change may be told ahead of its date ("I move next month"): only a change, only so far
+    ahead = config.policy.change_ahead_days if supersedes else 0
+    valid_from = lenient_date(ans.valid_from, now, ahead) if ans.valid_from is not None else None
     if ans.valid_from is not None and valid_from is None:
-        log.info("extraction: ADD %r: valid_from %s is no past date; left out", content, reprlib.repr(ans.valid_from))
+        log.info("extraction: ADD %r: valid_from %s is no date it can hold from; left out", content,
+                 reprlib.repr(ans.valid_from))
     category = _category(ans.category, config, config.policy.default_category)
     until, priority = retention(ans.duration, category, now, config.policy, task_rule=ans.rule_scope == "task")
     if ans.duration is None and category == "todo" and (day := upcoming(content, now.date())) is not None:

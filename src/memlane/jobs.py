@@ -464,7 +464,10 @@ class JobRunner:
             report.reinforced.append(after)
             return
         replaced, review = self._replaced(op, scope, vec, core, said)
-        valid_from = op.valid_from if op.valid_from is None or op.valid_from <= now else None
+        # a fact begins when told, or earlier; later only as a change told ahead of its date
+        # ("I move to Shanghai next month"): what it replaces holds until then (issue 32)
+        ahead = bool(replaced) and pol.on_change == "supersede"
+        valid_from = op.valid_from if op.valid_from is None or op.valid_from <= now or ahead else None
         valid_to = op.valid_to if op.valid_to is not None and op.valid_to <= now else None
         if valid_to is not None and (valid_from or now) > valid_to:
             valid_from = valid_to  # "lived in Dayton until 2021", told later: when it began is not known

@@ -74,6 +74,10 @@ class PolicyConfig(_Section):
     change_sure_by_model: dict[str, float] = {"multilingual-e5-small-q4": 0.9}
     change_unsure_by_model: dict[str, float] = {"multilingual-e5-small-q4": 0.8}
     change_max_review: int = Field(3, ge=1, le=50)  # memories one new memory flags at most
+    # Not from a seed (issue 32): a change an LLM dates ahead of the conversation ("I move to
+    # Shanghai next month") begins on that date, what it replaces holding until then; a date
+    # further ahead than this is dropped as a misreading (the change then begins when told)
+    change_ahead_days: int = Field(730, ge=0)
     dedup_similarity: float = Field(0.9, ge=0, le=1)  # seed 004 §6
     # Per embedder model id. e5's cosines crowd into [0.8, 1]: unrelated short facts score
     # 0.90–0.94, 白茶 vs 绿茶 0.977, paraphrases 0.98–0.99 (measured, issue 4), so seed 004's
