@@ -356,6 +356,8 @@ def test_undoing_a_change_told_ahead_of_its_date(make_memory: MakeMemory) -> Non
     munich = m.add("The user lives in Munich.", user_id="u1").id
     berlin = m.supersede(munich, "The user lives in Berlin.", user_id="u1",
                          valid_from=datetime(2024, 9, 1, tzinfo=UTC)).id
+    with pytest.raises(ValidationError, match="to call it off, delete it"):  # the plan changed: not a change of it
+        m.supersede(berlin, "The user lives in Hamburg.", user_id="u1")
     m.undo(munich, user_id="u1")  # either side undoes both
     old, new = m.get(munich, user_id="u1"), m.get(berlin, user_id="u1")
     assert (old.status, old.valid_to, old.superseded_by, new.supersedes) == ("active", None, None, None)

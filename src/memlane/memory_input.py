@@ -115,9 +115,13 @@ def successor(config: Config, scope: Scope, now: datetime, old: MemoryRecord, co
         raise ValidationError("content", "give either the new content or `by` (the id of the memory "
                                                   "that replaces this one), not both")
     start = validate.optional_when("valid_from", valid_from) or now
-    if start < (old.valid_from or old.created_at):
+    began = old.valid_from or old.created_at
+    if start < began:
+        # a planned change that is called off is deleted: the version before it holds again
+        plan = (f"; {old.id!r} has not begun yet: to call it off, delete it (the version before it holds "
+                f"again) and supersede that one") if began > now and old.supersedes else ""
         raise ValidationError("valid_from", f"{start.isoformat()} is before the memory it replaces "
-                                                     f"began to hold ({(old.valid_from or old.created_at).isoformat()})")
+                                            f"began to hold ({began.isoformat()}){plan}")
     if by is not None:
         return None, by.model_copy(update={"valid_from": start}) if valid_from is not None else by
     new = new_memory(config, scope, now, content_=content_, category_=old.category if category_ is None else category_,
