@@ -4,10 +4,10 @@ People move, change jobs, switch diets. When a new memory replaces an old one, t
 closed — `valid_to` is when the new one began to hold, `superseded_at` when memlane learned
 it, status "superseded" — and kept: it leaves the prompt and the default search, and is found
 again by a search `as_of` a date when it held or one that asks about the past. The two name
-each other (`superseded_by`, `supersedes`), so a fact's versions form a chain (`timeline`). A change told ahead of its
-date ("from September I live in Berlin") leaves the old version active and current until then,
-already closed at that date and linked (`pending`); the date passing makes it history
-(`MemoryRecord.replaced`), and the lifecycle's expire step writes it down.
+each other (`superseded_by`, `supersedes`), so a fact's versions form a chain (`timeline`).
+A change told ahead of its date ("from September I live in Berlin") leaves the old version
+active and current until then, already closed at that date and linked; the date passing makes
+it history (`MemoryRecord.replaced`), and the lifecycle's expire step writes it down.
 The new memory carries on the old one's importance and use: a change of city does not make
 where the user lives less important. Each side of a change is one audited SUPERSEDE event.
 
@@ -48,17 +48,12 @@ def check(old: MemoryRecord, new: MemoryRecord) -> None:
 def closed(old: MemoryRecord, new: MemoryRecord, at: datetime) -> MemoryRecord:
     """`old` as a change to `new` leaves it: held until `new` began (never before it began
     itself: a change told out of order closes it where it opened), retired at `at`. A change
-    that begins after `at` leaves `old` active until then (`pending`)."""
+    that begins after `at` leaves `old` active until then."""
     start = old.valid_from or old.created_at
     end = max(start, new.valid_from or at)
     status = "active" if end > at else "superseded"
     return old.model_copy(update={"status": status, "valid_to": end, "superseded_at": at,
                                   "superseded_by": new.id, "updated_at": at})
-
-
-def pending(m: MemoryRecord) -> bool:
-    """Whether `m` is still current but already replaced from a later date."""
-    return m.status == "active" and m.superseded_by is not None
 
 
 def taken_effect(m: MemoryRecord) -> MemoryRecord:
