@@ -441,6 +441,9 @@ class JobRunner:
         elif op.op == "DELETE":
             self.store.delete_memory(scope, mem.id)
             self.store.add_event(scope, mem.id, "DELETE", mem.snapshot(), None, actor, op.reason, now)
+            # as a person's delete does (`writes.remove`): what it replaced, or was to replace
+            # from a later date, holds again rather than end on that date replaced by nothing
+            supersession.reopen_previous(self.store, scope, mem, at=now, actor=actor)
             self.store.mark_forgetting()  # a crash before _announce: the next open scrubs the files
             report.deleted.append(mem)
 
@@ -463,7 +466,7 @@ class JobRunner:
                         f"re-extracted (similarity {sim:.3f}): {op.content}", now)
             report.reinforced.append(after)
             return
-        replaced, review = self._replaced(op, scope, vec, core, said)
+        replaced, review = self._replaced(op, scope, vec, core, said, now)
         # a fact begins when told, or earlier; later only as a change told ahead of its date
         # ("I move to Shanghai next month"): what it replaces holds until then (issue 32)
         ahead = bool(replaced) and pol.on_change == "supersede"
@@ -508,7 +511,7 @@ class JobRunner:
                 report.contradicted.append(after)
 
     def _replaced(self, op: Operation, scope: Scope, vec: np.ndarray, core: np.ndarray | None,
-                  said: Sequence[str]) -> tuple[list[MemoryRecord], list[str]]:
+                  said: Sequence[str], now: datetime) -> tuple[list[MemoryRecord], list[str]]:
         """The active memories a new one closes, and the ids it flags for review: the LLM's
         `supersedes` and `contradicts`, the offline extractor's change cue (`memlane.changes`).
         A memory the person stated or confirmed is closed only on their own words (a change
@@ -523,6 +526,11 @@ class JobRunner:
             if old is None or any(o.id == old.id for o in replaced) or old.superseded_by is not None or not (
                     old.status == "active" or (old.status == "archived" and oid in judged)):
                 continue  # gone, taken, or already replaced from a later date (its successor is what changes)
+            if (began := old.valid_from or old.created_at) > now and began > (op.valid_from or now):
+                # a change planned from a later date, changed to begin before it: no change of the
+                # plan (it would end where it opens, the version before it current meanwhile);
+                # `Memory.supersede` refuses it too — the fact is kept, unlinked (issue 32)
+                continue
             own = op.source == "user" or (op.source == "heuristic" and op.change is not None)
             if stated_by_person(old) and not own and not changes.told_by_person(content, old.content, said):
                 review.append(old.id)

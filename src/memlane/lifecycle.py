@@ -216,6 +216,7 @@ class _Pass:
         self.cfg = memory.config
         self.pol = memory.config.policy
         self.work: dict[str, MemoryRecord] = {}
+        self.taken: list[MemoryRecord] = []  # replaced by a change whose date passed, not yet written down
         self.deleted: list[tuple[MemoryRecord, str]] = []
         self.removed: list[MemoryRecord] = []  # every memory this pass deleted, for the files step
         self.keep_file = False
@@ -236,8 +237,12 @@ class _Pass:
                 self.in_hook = False
 
     def reload(self) -> None:
-        # a superseded fact is history (issue 32): it neither decays, expires nor is archived
-        self.work = {m.id: m for m in self.store.list_memories(self.scope) if m.status != "superseded"}
+        # a superseded fact is history (issue 32): it neither decays, expires, merges nor is
+        # archived; nor is one a change told ahead of its date replaced once that date passed,
+        # which only the expire step touches, to write it down as history
+        mems = self.store.list_memories(self.scope)
+        self.work = {m.id: m for m in mems if not m.replaced(self.now)}
+        self.taken = [m for m in mems if m.status != "superseded" and m.replaced(self.now)]
 
     def ordered(self) -> list[MemoryRecord]:
         return sorted(self.work.values(), key=lambda m: (m.created_at, m.id))
@@ -314,7 +319,10 @@ class _Pass:
         """Seed 002 §7 / seed 004 §6: active memories more similar than the dedup threshold
         are one memory; the best-scored (then oldest) keeps the other's hits and flags. A
         memory flagged `distinct` (metadata) is neither merged nor merged into."""
-        mems = sorted((m for m in self.work.values() if m.status == "active" and m.metadata.get(DISTINCT) is not True),
+        # nor a version a change from a later date replaces (issue 32): it and its successor
+        # are two versions of one fact, not duplicates
+        mems = sorted((m for m in self.work.values() if m.status == "active" and m.metadata.get(DISTINCT) is not True
+                       and m.superseded_by is None),
                       key=lambda m: (-m.score, m.created_at, m.id))
         rowids = {m.id: self.store.memory_rowid(self.scope, m.id) for m in mems}
         vecs = self.store.vectors("memories", self.scope, [r for r in rowids.values() if r >= 0])
@@ -386,13 +394,13 @@ class _Pass:
         its date replaced becomes history once the date passed (issue 32; the change itself
         was audited when it was told)."""
         with self.step():
+            for mem in sorted(self.taken, key=lambda m: (m.created_at, m.id)):
+                assert mem.valid_to is not None  # a change told ahead of its date has begun (issue 32)
+                self.change("expire", "SUPERSEDE", mem, supersession.taken_effect(mem),
+                            f"replaced by {mem.superseded_by} from {mem.valid_to.date().isoformat()}", "UPDATE")
+                self.work.pop(mem.id, None)  # history: no later step touches it (`change` put it there)
+            self.taken = []
             for mem in self.ordered():
-                if mem.replaced(self.now):  # a change told ahead of its date has begun (issue 32)
-                    assert mem.valid_to is not None
-                    self.change("expire", "SUPERSEDE", mem, supersession.taken_effect(mem),
-                                f"replaced by {mem.superseded_by} from {mem.valid_to.date().isoformat()}", "UPDATE")
-                    self.work.pop(mem.id, None)  # history: no later step touches it
-                    continue
                 if not expired(mem, self.now, self.pol):
                     continue
                 assert mem.expires_at is not None

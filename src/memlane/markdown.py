@@ -67,8 +67,9 @@ _NEEDS_ESCAPE = re.compile(r"^\\*#")
 _ESCAPED = re.compile(r"^\\+#")
 _HITS_MAX = 2**62  # the store's activation count is a 64-bit integer
 # when a fact began to hold, at the end of its text: "(since 2024-03-15)", "(since 2024-03)",
-# a person's "（自 2024 年起）" too; one marker is read off, the text before it is the content
-_SINCE = re.compile(r"\s*[(（]\s*(?:since\s+|自\s*)((?:19|20)\d\d)(?:\s*年)?(?:-(\d{1,2})(?:-(\d{1,2}))?)?"
+# a person's "（自 2024 年起）" too; one marker is read off, the text before it is the content.
+# Any four-digit year: a change told ahead of its date (issue 32) may be dated past 2099
+_SINCE = re.compile(r"\s*[(（]\s*(?:since\s+|自\s*)(\d{4})(?:\s*年)?(?:-(\d{1,2})(?:-(\d{1,2}))?)?"
                     r"\s*(?:起)?\s*[)）]\s*$", re.IGNORECASE)
 
 
@@ -243,12 +244,15 @@ def split_since(text: str) -> tuple[str, datetime | None, datetime | None]:
         when = datetime(year, int(month or 1), int(day or 1), tzinfo=UTC)
     except ValueError:
         return text, None, None
-    if day is not None:
-        end = when + timedelta(days=1)
-    elif month is not None:
-        end = datetime(year + (when.month == 12), when.month % 12 + 1, 1, tzinfo=UTC)
-    else:
-        end = datetime(year + 1, 1, 1, tzinfo=UTC)
+    try:
+        if day is not None:
+            end = when + timedelta(days=1)
+        elif month is not None:
+            end = datetime(year + (when.month == 12), when.month % 12 + 1, 1, tzinfo=UTC)
+        else:
+            end = datetime(year + 1, 1, 1, tzinfo=UTC)
+    except (ValueError, OverflowError):  # a change dated in 9999 (issue 32): its period ends with time itself
+        end = datetime.max.replace(tzinfo=UTC)
     return text[:found.start()].rstrip(), when, end
 
 

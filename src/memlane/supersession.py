@@ -77,6 +77,21 @@ def reopened(old: MemoryRecord, at: datetime) -> MemoryRecord:
                                   "superseded_by": None, "updated_at": at})
 
 
+def reopen_previous(store: Store, scope: Scope, deleted: MemoryRecord, *, at: datetime,
+                    actor: str) -> MemoryRecord | None:
+    """After `deleted` left the store, in the caller's transaction: the version it replaced (or
+    was to replace from a later date) holds again, audited as RESTORE (the change was wrong,
+    or the plan called off). None when it replaced nothing still linked to it."""
+    prev = store.get_memory(scope, deleted.supersedes) if deleted.supersedes else None
+    if prev is None or prev.superseded_by != deleted.id:
+        return None
+    again = reopened(prev, at)
+    store.update_memory(again, content_changed=False)
+    store.add_event(scope, prev.id, "RESTORE", prev.snapshot(), again.snapshot(), actor,
+                    f"current again: {deleted.id} that replaced it was deleted", at)
+    return again
+
+
 def apply(store: Store, scope: Scope, old: MemoryRecord, new: MemoryRecord, *, at: datetime, actor: str,
           reason: str = "", pin: bool = True) -> tuple[MemoryRecord, MemoryRecord]:
     """Write a change: `old` closed, `new` (already stored) linked and carrying on (`carried`);

@@ -93,8 +93,8 @@ def undo(mem: Restoring, scope: Scope, memory_id: str, *, actor: str = "api") ->
     if last.before is None:  # it was added (or restored): undoing removes it, restorably
         mem.delete(memory_id, user_id=scope.user_id, agent_id=scope.agent_id or None, actor=actor, reason=why)
         return _events(mem, scope, memory_id)[-1]
-    if last.kind == "SUPERSEDE":
-        return _undo_change(mem, scope, current, last, actor, why)
+    if (change := _change_event(events)).kind == "SUPERSEDE":
+        return _undo_change(mem, scope, current, change, actor, why)
     previous = _record(last.before, scope, memory_id, f"{last.kind} event #{last.id}")
     writes.rewrite(mem, scope, current, previous.model_copy(update={"updated_at": mem.clock()}), "RESTORE", actor, why)
     return _events(mem, scope, memory_id)[-1]
@@ -112,7 +112,7 @@ def _undo_change(mem: Restoring, scope: Scope, current: MemoryRecord, last: Memo
     if older and current.superseded_by != other_id \
             or other is None or (other.supersedes != current.id and other.superseded_by != current.id):
         raise Conflict("memory_id", f"memory {current.id!r} changed again since; undo the later change first")
-    pair = [(current, last), (other, _events(mem, scope, other.id)[-1])]
+    pair = [(current, last), (other, _change_event(_events(mem, scope, other.id)))]
     if pair[1][1].kind != "SUPERSEDE":
         raise Conflict("memory_id", f"memory {other.id!r} changed since the change; undo its later change first")
     now = mem.clock()
@@ -124,6 +124,23 @@ def _undo_change(mem: Restoring, scope: Scope, current: MemoryRecord, last: Memo
             mem.store.add_event(scope, m.id, "RESTORE", m.snapshot(), back.snapshot(), actor, why, now)
     mem.signals.send("memory.changed", scope)
     return _events(mem, scope, current.id)[-1]
+
+
+def _taken_effect(e: MemoryEvent) -> bool:
+    """Whether `e` is the consolidation writing down a change told ahead of its date once the
+    date passed (lifecycle's expire step, issue 32): part of that change, not one of its own."""
+    before, after = e.before or {}, e.after or {}
+    return (e.kind == "UPDATE" and after.get("status") == "superseded" and before.get("status") != "superseded"
+            and before.get("superseded_by") is not None and before.get("superseded_by") == after.get("superseded_by"))
+
+
+def _change_event(events: list[MemoryEvent]) -> MemoryEvent:
+    """The last event of a memory's history, the SUPERSEDE under it when the last only wrote
+    that change down (`_taken_effect`): an undo of the change undoes both."""
+    i = len(events) - 1
+    while i > 0 and _taken_effect(events[i]):
+        i -= 1
+    return events[i]
 
 
 def _events(mem: Parts, scope: Scope, memory_id: str) -> list[MemoryEvent]:

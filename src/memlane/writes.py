@@ -46,12 +46,7 @@ def remove(engine: Noticing, scope: Scope, before: MemoryRecord, actor: str, rea
         engine.store.add_event(scope, before.id, "DELETE", before.snapshot(), None, actor, reason, now)
         # the current version of a changed fact deleted: the one it replaced holds again
         # (the change was wrong, issue 32), its history kept in the audit trail
-        prev = engine.store.get_memory(scope, before.supersedes) if before.supersedes else None
-        if prev is not None and prev.superseded_by == before.id:
-            reopened = supersession.reopened(prev, now)
-            engine.store.update_memory(reopened, content_changed=False)
-            engine.store.add_event(scope, prev.id, "RESTORE", prev.snapshot(), reopened.snapshot(), actor,
-                                   f"current again: {before.id} that replaced it was deleted", now)
+        supersession.reopen_previous(engine.store, scope, before, at=now, actor=actor)
         engine.store.mark_forgetting()  # a crash before after_delete: the next open scrubs the files
     forget.after_delete(engine, scope, before, hard=hard)
     engine.signals.send("memory.changed", scope)
