@@ -407,9 +407,9 @@ def summarise(rows: list[dict[str, Any]], group: Callable[[dict[str, Any]], list
 
 def run(sizes: Sequence[int], langs: Sequence[str], limit: int | None, embedder: str,
         cached: dict[str, np.ndarray], data: Path = DATA, pools: dict[str, list[str]] | None = None,
-        turns: bool = True) -> dict[str, Any]:
+        turns: bool = True, search: dict[str, Any] | None = None) -> dict[str, Any]:
     """The memory level (and the turn level unless `turns` is false): per-question rows and
-    their summaries."""
+    their summaries. `search`: search config overrides (a study of one setting)."""
     convs = load(data)[:limit]
     if not convs:
         raise SystemExit(f"no conversations in {data}")
@@ -417,7 +417,8 @@ def run(sizes: Sequence[int], langs: Sequence[str], limit: int | None, embedder:
         pools = {"en": locomo_observations(), "zh": zh_pool()}
     stores = [build_store(c, lang, size, pools) for c in convs for lang in langs for size in sizes]
     home = Path(tempfile.mkdtemp(prefix="memlane-changes-"))
-    cfg = Config.load(store={"home": str(home)}, embedding={"provider": embedder, "background": False})
+    cfg = Config.load(store={"home": str(home)}, embedding={"provider": embedder, "background": False},
+                      search=search or {})
     base = Memory(cfg)
     base.store.cache_put(base.embedder.model_id, {k: v for k, v in cached.items() if not k.startswith("q:")})
     texts = sorted({t for s in stores for t in s.texts.values()})
@@ -564,6 +565,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap.add_argument("--no-longmemeval", action="store_true", help="skip LongMemEval's KU / TR questions")
     ap.add_argument("--longmemeval-limit", type=int, default=None,
                     help="only the first N of LongMemEval's KU / TR conversations (one question each)")
+    ap.add_argument("--search", default="{}", help="search config overrides, JSON (a study of one setting)")
     ap.add_argument("--out", default="changes")
     args = ap.parse_args(argv)
     probe = Memory(Config.load(store={"home": tempfile.mkdtemp(prefix="memlane-probe-")},
@@ -572,7 +574,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     probe.close()
     cached = load_cache(model)
     res = run([int(s) for s in args.sizes.split(",")], args.langs.split(","), args.limit, args.embedder, cached,
-              Path(args.data), turns=not args.no_turns)
+              Path(args.data), turns=not args.no_turns, search=json.loads(args.search))
     save_cache(model, cached)
     report(res)
     out: dict[str, Any] = {"embedder": model, "changes": res}

@@ -194,6 +194,15 @@ class SearchConfig(_Section):
     # ~1.5 s to build its table once) and the fact-change set is unmeasured with it; 0.5 is
     # what was measured (`pip install memlane[bridge]`)
     bridge_weight: float = Field(0.0, ge=0)
+    # Not from a seed (issue 32, retrieval/fuse.py): where a memory or episode pool holds both
+    # languages, each language's dense similarities are centred on their own mean and scaled by
+    # their own spread or, if larger, the pool's spread within languages; True: each by its own
+    # (issue 29), which lifted the best of a language holding only unrelated rows to the other's
+    # best. e5, same code, stores of 50 + 500: bench/changes.py current-value Hit@1 0.851 →
+    # 0.876 (mixed stores 0.821 → 0.896 at 50, 0.746 → 0.821 at 500; en, zh alone unchanged);
+    # bench/memories.py R@5 0.787 → 0.786 (en→en +0.007, en→zh −0.006, zh→en −0.002, zh→zh
+    # −0.003). The whole pool's spread for every group: current 0.881, memories 0.783 (en→zh −0.015)
+    language_group_spread: bool = False
     activate_on_hit: bool = True  # seed 001/004: a hit updates last_activated / count
     # Not from a seed (issue 13, 18, 29): the absolute relevance (`Hit.score`) below which a memory
     # is not injected by build_context, nor returned by a memory or episode search unless its
