@@ -183,12 +183,14 @@ def test_the_old_versions_words_find_the_current_one_once_the_date_passed(make_m
     assert before == ["The user lives in Berlin."]
 
 
-@pytest.mark.xfail(strict=True, reason="Memory.list / count filter on the stored status only; the stores' status "
-                                       "filter would need `superseded_by IS NULL OR valid_to > now` for 'active' "
-                                       "(and the converse for 'superseded')")
 def test_listing_the_active_memories_once_the_date_passed(make_memory: MakeMemory) -> None:
-    """`list(status="active")` agrees with search and the prompt before a consolidation ran."""
-    m, clock, _, berlin = planned(make_memory)
+    """`list(status="active")` agrees with search and the prompt before a consolidation ran,
+    and `status="superseded"` holds the replaced version; before the date, the converse."""
+    m, clock, munich, berlin = planned(make_memory)
+    assert {x.id for x in m.list(user_id="u1", status="active")} >= {munich, berlin}
+    assert m.list(user_id="u1", status="superseded") == []
     clock.now = SEPT + timedelta(days=2)
     assert [x.id for x in m.list(user_id="u1", status="active")] == [berlin]
     assert m.count(user_id="u1", status="active") == 1
+    assert [x.id for x in m.list(user_id="u1", status="superseded")] == [munich]
+    assert m.count(user_id="u1", status="superseded") == 1

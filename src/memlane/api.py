@@ -358,7 +358,7 @@ class Memory:
             since=validate.optional_when("since", since), until=validate.optional_when("until", until),
             limit=validate.optional_integer("limit", limit, 0), offset=validate.integer("offset", offset, 0),
             order=memory_input.order(sort, descending),
-            where=memory_input.where(source, verified, pinned, min_score, max_score))
+            where=memory_input.where(source, verified, pinned, min_score, max_score, self.clock()))
 
     def count(self, *, user_id: str, agent_id: str | None = None, category: str | None = None,
               status: str | None = None, since: datetime | None = None, until: datetime | None = None,
@@ -369,7 +369,7 @@ class Memory:
             Scope.of(user_id, agent_id), memory_input.status(status),
             category=None if category is None else memory_input.category(self.config, category),
             since=validate.optional_when("since", since), until=validate.optional_when("until", until),
-            where=memory_input.where(source, verified, pinned, min_score, max_score))
+            where=memory_input.where(source, verified, pinned, min_score, max_score, self.clock()))
 
     def deleted(self, *, user_id: str, agent_id: str | None = None, limit: int = 100,
                 offset: int = 0) -> _list[MemoryEvent]:

@@ -96,9 +96,11 @@ def status(value: Any) -> str | None:
     return None if value is None else validate.choice("status", value, LISTED)
 
 
-def where(source: Any, verified: Any, pinned: Any, min_score: Any, max_score: Any) -> MemoryWhere:
-    """A listing's filters on who wrote a memory, whether a person confirmed it, and its score."""
-    return MemoryWhere(
+def where(source: Any, verified: Any, pinned: Any, min_score: Any, max_score: Any,
+          now: datetime | None = None) -> MemoryWhere:
+    """A listing's filters on who wrote a memory, whether a person confirmed it, and its score;
+    `now`: the time a status is read at (a change told ahead of its date, issue 32)."""
+    return MemoryWhere(held_at=now,
         source=None if source is None else validate.choice("source", source, get_args(Source)),
         verified=None if verified is None else validate.boolean("verified", verified),
         pinned=None if pinned is None else validate.boolean("pinned", pinned),

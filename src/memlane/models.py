@@ -163,6 +163,9 @@ class MemoryWhere:
     pinned: bool | None = None
     min_score: float | None = None
     max_score: float | None = None
+    # the time "active" and "superseded" are read at (issue 32): a version a change told ahead
+    # of its date replaced is superseded once that date passed, before consolidation marks it
+    held_at: datetime | None = None
 
 
 # the columns a memory listing may be sorted by (`Memory.list(sort=...)`)

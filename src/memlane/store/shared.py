@@ -205,14 +205,19 @@ class SharedSQL(ABC):
                       since: datetime | None, until: datetime | None,
                       where: MemoryWhere | None) -> tuple[str, list[Any]]:
         w = where or MemoryWhere()
+        held = w.held_at is not None and status in ("active", "superseded")
         conds, params = filters(self._mark, scope, [
-            ("category", category), ("status", status), ("source_session", session_id), ("source", w.source),
+            ("category", category), ("status", None if held else status), ("source_session", session_id), ("source", w.source),
             ("verified", None if w.verified is None else int(w.verified)),
             ("pinned", None if w.pinned is None else int(w.pinned))], since, until)
         for cond, value in (("score >=", w.min_score), ("score <=", w.max_score)):
             if value is not None:
                 conds.append(f"{cond} {self._mark}")
                 params.append(value)
+        if held:  # replaced by a change whose date has passed: superseded, whatever is stored yet
+            taken = f"(status = 'active' AND superseded_by IS NOT NULL AND valid_to <= {self._mark})"
+            conds.append(f"status = 'active' AND NOT {taken}" if status == "active" else f"(status = 'superseded' OR {taken})")
+            params.append(ts(w.held_at))
         return " AND ".join(conds), params
 
     def delete_memory(self, scope: Scope, memory_id: str) -> bool:
