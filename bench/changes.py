@@ -44,7 +44,6 @@ import inspect
 import json
 import random
 import sys
-import tempfile
 import time
 from collections import defaultdict
 from collections.abc import Callable, Sequence
@@ -56,7 +55,7 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parent))
-from common import console, load_cache, paired_interval, save_cache, table, write_result  # noqa: E402
+from common import console, load_cache, paired_interval, save_cache, table, temp_home, write_result  # noqa: E402
 from locomo import QueryVectors  # noqa: E402
 from memories import DATA as MEMORIES_DATA  # noqa: E402
 from memories import locomo_observations, mixed_language, rrf, text_lang  # noqa: E402
@@ -416,7 +415,7 @@ def run(sizes: Sequence[int], langs: Sequence[str], limit: int | None, embedder:
     if pools is None:
         pools = {"en": locomo_observations(), "zh": zh_pool()}
     stores = [build_store(c, lang, size, pools) for c in convs for lang in langs for size in sizes]
-    home = Path(tempfile.mkdtemp(prefix="memlane-changes-"))
+    home = temp_home("memlane-changes-")
     cfg = Config.load(store={"home": str(home)}, embedding={"provider": embedder, "background": False},
                       search=search or {})
     base = Memory(cfg)
@@ -568,7 +567,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap.add_argument("--search", default="{}", help="search config overrides, JSON (a study of one setting)")
     ap.add_argument("--out", default="changes")
     args = ap.parse_args(argv)
-    probe = Memory(Config.load(store={"home": tempfile.mkdtemp(prefix="memlane-probe-")},
+    probe = Memory(Config.load(store={"home": str(temp_home("memlane-probe-"))},
                                embedding={"provider": args.embedder, "background": False}))
     model = probe.embedder.model_id
     probe.close()

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import atexit
 import json
 import math
 import os
 import platform
 import re
+import shutil
 import statistics
+import tempfile
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
@@ -23,6 +26,14 @@ CACHE = Path(__file__).parent / ".cache"
 console = Console(width=150)
 # what `--llm` takes from the environment: the engine's own HTTP client on that server
 LLM_ENV = ("MEMLANE_LLM_BASE_URL", "MEMLANE_LLM_MODEL", "MEMLANE_LLM_API_KEY")
+
+
+def temp_home(prefix: str = "memlane-bench-", dir: str | Path | None = None) -> Path:
+    """A fresh folder for a bench's stores, removed when the process exits: a bench run leaves
+    no database behind (`make bench` left ~10 GB of them in /tmp, and a full disk fails tests)."""
+    home = Path(tempfile.mkdtemp(prefix=prefix, dir=dir))
+    atexit.register(shutil.rmtree, home, ignore_errors=True)
+    return home
 
 
 def cache_file(model_id: str) -> Path:

@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import re
 import sys
-import tempfile
 import time
 from collections import defaultdict
 from pathlib import Path
@@ -35,6 +34,7 @@ from common import (  # noqa: E402
     percentile,
     save_cache,
     table,
+    temp_home,
     write_result,
 )
 from peers import MEM0_LABEL, PeerConversation, require_mem0, run_mem0  # noqa: E402
@@ -225,7 +225,7 @@ def key_study(convs: list[tuple[str, dict[str, Any]]], embedder_name: str, cuts:
     long_texts = [" ".join(texts[i : i + 8]) for i in range(0, min(len(texts), 8 * 48), 8)]
     out = []
     for cut in cuts:
-        home = Path(tempfile.mkdtemp(prefix=f"memlane-key{cut}-"))
+        home = temp_home(f"memlane-key{cut}-")
         cfg = Config.load(store={"home": str(home)},
                           embedding={"provider": embedder_name, "background": False, "max_chars": cut})
         mem = Memory(cfg)
@@ -279,7 +279,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     if not args.data.exists():
         raise SystemExit(f"no LoCoMo data at {args.data}: pass --data PATH (a LoCoMo-layout file or a folder of them)")
     convs = load(args.data)[: args.limit]
-    home = Path(tempfile.mkdtemp(prefix="memlane-locomo-"))
+    home = temp_home("memlane-locomo-")
     cfg = Config.load(store={"home": str(home)}, embedding={"provider": args.embedder, "background": False})
     mem = Memory(cfg)
     model = mem.embedder.model_id

@@ -26,7 +26,6 @@ import hashlib
 import json
 import random
 import sys
-import tempfile
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
@@ -44,6 +43,7 @@ from common import (  # noqa: E402
     percentile,
     save_cache,
     table,
+    temp_home,
     write_result,
 )
 from locomo import QueryVectors, evidence_ids, questions  # noqa: E402
@@ -282,7 +282,7 @@ def run(sizes: list[int], langs: list[str], profiles_limit: int | None, big_prof
     extra = locomo_observations() if max(sizes) > 500 else []
     unrelated = load_unrelated(data)
     stores = build_stores(profiles, sizes, langs, big_profiles, extra)
-    home = keep or Path(tempfile.mkdtemp(prefix="memlane-memories-"))
+    home = keep or temp_home("memlane-memories-")
     mem = Memory(Config.load(store={"home": str(home)}, embedding={"provider": embedder, "background": False},
                              search=search or {}))
     floor = mem.config.search.min_relevance
@@ -328,7 +328,7 @@ def run(sizes: list[int], langs: list[str], profiles_limit: int | None, big_prof
 def run_locomo_observations(embedder: str, cached: dict[str, np.ndarray], limit: int | None,
                             search: dict[str, Any] | None = None) -> dict[str, Any]:
     """LoCoMo's observations stored as memories; a ranked memory counts for the turns it cites."""
-    home = Path(tempfile.mkdtemp(prefix="memlane-memories-locomo-"))
+    home = temp_home("memlane-memories-locomo-")
     mem = Memory(Config.load(store={"home": str(home)}, embedding={"provider": embedder, "background": False},
                              search=search or {}))
     mem.store.cache_put(mem.embedder.model_id, {k: v for k, v in cached.items() if not k.startswith("q:")})
@@ -431,7 +431,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap.add_argument("--out", default="memories")
     args = ap.parse_args(argv)
     search = json.loads(args.search)
-    probe = Memory(Config.load(store={"home": tempfile.mkdtemp(prefix="memlane-probe-")},
+    probe = Memory(Config.load(store={"home": str(temp_home("memlane-probe-"))},
                                embedding={"provider": args.embedder, "background": False}))
     model = probe.embedder.model_id
     probe.close()

@@ -13,15 +13,13 @@ a Qdrant server.
 from __future__ import annotations
 
 import os
-import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
-from common import Timer, metrics, percentile
+from common import Timer, metrics, percentile, temp_home
 
 MEM0_LABEL = "mem0 (infer=False, same embedder)"
 # Where an LLM or embedding API would be called if anything slipped through: nothing listens.
@@ -39,7 +37,7 @@ def _offline_env() -> None:
     """Read by mem0 once, when first imported: no telemetry, and its own files (config.json,
     notice state) in a temporary folder rather than ~/.mem0."""
     os.environ["MEM0_TELEMETRY"] = "False"
-    os.environ.setdefault("MEM0_DIR", tempfile.mkdtemp(prefix="memlane-mem0-dir-"))
+    os.environ.setdefault("MEM0_DIR", str(temp_home("memlane-mem0-dir-")))
 
 
 def require_mem0() -> None:
@@ -87,7 +85,7 @@ def run_mem0(convs: Sequence[PeerConversation], dims: int,
     from importlib.metadata import version
 
     _offline_env()
-    home = Path(tempfile.mkdtemp(prefix="memlane-mem0-"))
+    home = temp_home("memlane-mem0-")
     from mem0 import Memory as Mem0
     from mem0.configs.base import MemoryConfig
 

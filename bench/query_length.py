@@ -17,12 +17,11 @@ from __future__ import annotations
 
 import argparse
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
-from common import Timer, console, percentile, table, write_result  # noqa: E402
+from common import Timer, console, percentile, table, temp_home, write_result  # noqa: E402
 
 from memlane import Config, Memory  # noqa: E402
 
@@ -37,7 +36,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap.add_argument("--runs", type=int, default=9)
     ap.add_argument("--embedder", default="e5", choices=("e5", "hash"))
     args = ap.parse_args(argv)
-    home = tempfile.mkdtemp(prefix="memlane-qlen-")
+    home = str(temp_home("memlane-qlen-"))
     mem = Memory(Config.load(store={"home": home}, embedding={"provider": args.embedder, "background": False}))
     try:
         for i in range(499):

@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import re
 import sys
-import tempfile
 from collections import defaultdict
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -43,6 +42,7 @@ from common import (  # noqa: E402
     percentile,
     save_cache,
     table,
+    temp_home,
     write_result,
 )
 from locomo import ABLATIONS, CATEGORIES, QueryVectors, evidence_ids, load, turn_texts  # noqa: E402
@@ -213,7 +213,7 @@ def run_set(name: str, path: Path, embedder: str, limit: int | None, cached: dic
     if categories:
         convs = [(n, c) for n, c in convs if any(q["category"] in categories for q in questions(c))]
     convs = convs[:limit]
-    home = Path(tempfile.mkdtemp(prefix=f"memlane-{name}-"))
+    home = temp_home(f"memlane-{name}-")
     mem = Memory(Config.load(store={"home": str(home)},
                              embedding={"provider": embedder, "background": False, **(embedding or {})}))
     model = mem.embedder.model_id
@@ -282,7 +282,7 @@ def run_set(name: str, path: Path, embedder: str, limit: int | None, cached: dic
     mem.close()
     cold_start_: dict[str, Any] = {}
     if convs and cold:  # a home holding one conversation, as one user's agent has it
-        cold_home = Path(tempfile.mkdtemp(prefix=f"memlane-{name}-cold-"))
+        cold_home = temp_home(f"memlane-{name}-cold-")
         one = Memory(Config.load(store={"home": str(cold_home)},
                                  embedding={"provider": embedder, "background": False, **(embedding or {})}))
         seed_cache(one, convs[:1], cached)
@@ -314,7 +314,7 @@ def passage_study(embedder: str, cached: dict[str, np.ndarray], limit: int, prob
         res = run_set("longmemeval", path, embedder, limit, cached, False, {"passages": n}, cold=False)
         out[f"passages={n}"] = res["systems"]["memlane"]["all"] | {"embed_seconds": res["embed_seconds"]}
     convs = load(path)[:limit]
-    mem = Memory(Config.load(store={"home": tempfile.mkdtemp(prefix="memlane-probe-")},
+    mem = Memory(Config.load(store={"home": str(temp_home("memlane-probe-"))},
                              embedding={"provider": embedder, "background": False}))
     seed_cache(mem, convs, cached)
     rng = random.Random(14)
@@ -518,7 +518,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     args = ap.parse_args(argv)
     embedding = {} if args.passages is None else {"passages": args.passages}
     categories = {c.strip() for c in args.categories.split(",") if c.strip()} if args.categories else None
-    probe = Memory(Config.load(store={"home": tempfile.mkdtemp(prefix="memlane-probe-")},
+    probe = Memory(Config.load(store={"home": str(temp_home("memlane-probe-"))},
                                embedding={"provider": args.embedder, "background": False}))
     model = probe.embedder.model_id
     probe.close()

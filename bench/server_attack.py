@@ -35,7 +35,6 @@ import re
 import socket
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -45,7 +44,7 @@ from typing import Any
 import httpx
 
 sys.path.insert(0, str(Path(__file__).parent))
-from common import console, percentile, table, write_result  # noqa: E402
+from common import console, percentile, table, temp_home, write_result  # noqa: E402
 
 ROOT = Path(__file__).parents[1]
 EVIL = "https://evil.example"
@@ -255,7 +254,7 @@ def main() -> None:
     from memlane.config import Config
 
     limits = Config()
-    tmp = Path(tempfile.mkdtemp(prefix="memlane-attack-"))
+    tmp = temp_home("memlane-attack-")
     open_home, keyed_home = tmp / "open" / "home", tmp / "keyed" / "home"
     from memlane import Memory
 

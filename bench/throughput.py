@@ -27,13 +27,12 @@ import random
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
-from common import console, percentile, table, write_result  # noqa: E402
+from common import console, percentile, table, temp_home, write_result  # noqa: E402
 from locomo import load  # noqa: E402
 
 SHARED = Path(__file__).parents[2] / "shared" / "bench"
@@ -77,7 +76,7 @@ def child_ingest(spec: dict[str, Any]) -> dict[str, Any]:
     from memlane.importers import Conversation
     from memlane.indexing import index_keys, index_passages
 
-    home = tempfile.mkdtemp(prefix="memlane-throughput-")
+    home = str(temp_home("memlane-throughput-"))
     mem = Memory(Config.load(store={"home": home},
                              embedding={"provider": "e5", "background": False, "passages": spec["passages"]}))
     e = mem.config.embedding
@@ -149,7 +148,7 @@ def child_search(spec: dict[str, Any]) -> dict[str, Any]:
     from memlane import Config, Memory
     from memlane.importers import locomo_sessions
 
-    home = tempfile.mkdtemp(prefix="memlane-throughput-search-")
+    home = str(temp_home("memlane-throughput-search-"))
     mem = Memory(Config.load(store={"home": home}, embedding={"provider": "e5", "background": False,
                                                               "passages": 0}))
     conv = load(SETS["longmemeval"])[0][1]
