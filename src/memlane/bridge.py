@@ -24,13 +24,11 @@ import importlib.util
 import json
 import logging
 import math
-import os
 import re
-import tempfile
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from memlane import cjkwords
+from memlane import atomicfile, cjkwords
 from memlane.text import CJK_RUN, ENGLISH_STOP, index_term
 
 log = logging.getLogger(__name__)
@@ -132,16 +130,8 @@ class Bridge:
 
     def save(self, path: Path) -> None:
         """As JSON, written to a temporary file and renamed: a reader never sees half a table."""
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                json.dump({"format": FORMAT, "en": self.to_english, "zh": self.to_chinese}, f, ensure_ascii=False)
-            os.replace(tmp, path)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-            raise
+        table = {"format": FORMAT, "en": self.to_english, "zh": self.to_chinese}
+        atomicfile.replace(path, json.dumps(table, ensure_ascii=False).encode("utf-8"))
 
     @classmethod
     def load(cls, path: Path) -> Bridge:

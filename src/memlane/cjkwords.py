@@ -19,13 +19,15 @@ import contextlib
 import functools
 import hashlib
 import importlib.util
+import io
 import math
 import os
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
+
+from memlane import atomicfile
 
 MAX_WORD = 8  # characters; jieba's dictionary has 538 longer entries (idioms, names) of 349k
 _WIDTH = 4 * MAX_WORD  # bytes of the longest UTF-8 word kept
@@ -92,18 +94,9 @@ class Dictionary:
         table = np.empty(len(self.words) + 1, dtype=_RECORD)
         table["w"][:-1], table["f"][:-1] = self.words, self.logfreq
         table[-1] = (_TOTAL, self.log_total)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
-        try:
-            with os.fdopen(fd, "wb") as f:
-                np.save(f, table)
-                f.flush()
-                os.fsync(f.fileno())  # the data on disk before the name: never an empty table
-            os.replace(tmp, path)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-            raise
+        data = io.BytesIO()
+        np.save(data, table)
+        atomicfile.replace(path, data.getvalue())
 
     @classmethod
     def load(cls, path: Path) -> Dictionary:

@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import ctypes
 import errno
-import glob
 import hashlib
 import json
 import logging
@@ -47,6 +46,7 @@ from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Literal
 
+from memlane import atomicfile
 from memlane.errors import BackendError, ValidationError
 from memlane.models import MemoryRecord, Scope
 from memlane.parts import Parts
@@ -114,63 +114,11 @@ def atomic_write(path: Path, text: str | bytes, *, backup: bool = False) -> None
     way. Temp files that killed writers left behind are removed."""
     try:
         if backup and path.exists():
-            _replace(path.with_name(path.name + ".bak"), path.read_bytes())
+            atomicfile.replace(path.with_name(path.name + ".bak"), path.read_bytes())
         # a lone surrogate must not fail the write
-        _replace(path, text if isinstance(text, bytes) else text.encode("utf-8", "replace"))
+        atomicfile.replace(path, text if isinstance(text, bytes) else text.encode("utf-8", "replace"))
     except OSError as exc:
         raise BackendError(f"cannot write {path}: {exc}; check the directory's permissions and free space") from exc
-
-
-def _temp_copy(path: Path, data: bytes) -> str:
-    """`data` written and fsync'd to a temp file beside `path` (the caller renames it)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    _remove_stale_temps(path)
-    # the writer's pid in the name tells a live writer's temp file from a dead one's
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.{os.getpid()}-", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return tmp
-
-
-def _replace(path: Path, data: bytes) -> None:
-    tmp = _temp_copy(path, data)
-    try:
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-def _remove_stale_temps(path: Path) -> None:
-    """`.<name>.<pid>-<random>.tmp` of a process that is gone (or, from older versions, with
-    no pid at all) is a leftover of a killed writer: it may hold text that was deleted since."""
-    prefix = f".{path.name}."
-    for tmp in path.parent.glob(f"{glob.escape(prefix)}*.tmp"):
-        middle = tmp.name[len(prefix):-len(".tmp")]
-        if "." in middle:
-            continue  # another file's temp (`.MEMORY.md.bak.<pid>-….tmp`)
-        pid, sep, _ = middle.partition("-")
-        if sep and pid.isdigit() and _alive(int(pid)):
-            continue
-        tmp.unlink(missing_ok=True)
-
-
-def _alive(pid: int) -> bool:
-    if pid == os.getpid():
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:
-        return True  # exists, owned by someone else
-    return True
 
 
 # ---- the format ---------------------------------------------------------------------------
@@ -576,7 +524,7 @@ def _swap_in(target: Path, data: bytes, expect: bytes | None) -> bool:
     is exchanged atomically with ours (Linux `renameat2`), and when what came out is not what
     we read, exchanged back. Where the exchange is not supported, the check and the replace
     leave a window of microseconds."""
-    tmp = _temp_copy(target, data)
+    tmp = atomicfile.temp_copy(target, data)
     try:
         if expect is None:
             try:
