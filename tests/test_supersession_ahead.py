@@ -166,12 +166,6 @@ def test_an_llm_change_dated_before_a_plan_begins_is_not_a_change_of_it(make_mem
     assert "用户住在南京" in [x.content for x in m.list(user_id="u1", status="active")]
 
 
-# ---- left undone (described in the report) ---------------------------------------------
-
-
-@pytest.mark.xfail(strict=True, reason="search's version-to-current step (retrieval/search.py _versions_to_current) "
-                                       "follows only stored status 'superseded'; a pending version whose date "
-                                       "passed needs its superseded_by/valid_to in MemoryFacts (both stores)")
 def test_the_old_versions_words_find_the_current_one_once_the_date_passed(make_memory: MakeMemory) -> None:
     """After the date, a question in the old version's words finds the version that holds now
     — as it does once consolidation wrote the change down — not nothing."""

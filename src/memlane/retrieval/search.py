@@ -225,20 +225,22 @@ class Search:
         relevance on to the version that holds now (issue 32): the fact is one, whichever
         version's words the question shares. The current version joins the candidates if it
         was not among them (then True: the candidates' facts are to be read again)."""
-        replaced = facts.rowid[facts.status == "superseded"].tolist()
+        # stored superseded, or still stored active though a change told ahead of its date has begun
+        replaced = facts.rowid[facts.status == "superseded"].tolist() + self.store.replaced_rowids(
+            self.scope, facts.rowid[facts.status == "active"].tolist(), self.now)
         if not replaced:
             return False
         joined = False
         for rowid, old in self.store.memories_by_rowid(self.scope, replaced).items():
             head = old
             for _ in range(MAX_VERSION_STEPS):  # a chain is short; a cycle must not hang a search
-                if head.superseded_by is None or head.status != "superseded":
+                if head.superseded_by is None or not head.replaced(self.now):
                     break
                 nxt = self.store.get_memory(self.scope, head.superseded_by)
                 if nxt is None:
                     break
                 head = nxt
-            if head.status != "active" or head.id == old.id:
+            if head.status != "active" or head.replaced(self.now) or head.id == old.id:
                 continue
             c = cands[rowid]
             at = self.store.memory_rowid(self.scope, head.id)

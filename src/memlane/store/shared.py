@@ -201,6 +201,17 @@ class SharedSQL(ABC):
         conds, params = self._memory_where(scope, category, status or None, None, since, until, where)
         return int(self._q(f"SELECT COUNT(*) FROM memories WHERE {conds}", params)[0][0])
 
+    def replaced_rowids(self, scope: Scope, rowids: Sequence[int], at: datetime) -> list[int]:
+        """Which of these memories a change told ahead of its date has replaced by `at`: still
+        stored active until a consolidation writes the change down (`supersession.closed`)."""
+        if not rowids:
+            return []
+        cond, params = self._rowid_in(rowids)
+        m = self._mark
+        return [int(r[0]) for r in self._q(
+            f"SELECT rowid FROM memories WHERE {cond} AND user_id = {m} AND agent_id = {m} AND status = 'active' "
+            f"AND superseded_by IS NOT NULL AND valid_to <= {m}", [*params, scope.user_id, scope.agent_id, ts(at)])]
+
     def _memory_where(self, scope: Scope, category: str | None, status: str | None, session_id: str | None,
                       since: datetime | None, until: datetime | None,
                       where: MemoryWhere | None) -> tuple[str, list[Any]]:
