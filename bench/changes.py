@@ -319,8 +319,26 @@ def rank_store(mem: Memory, keys_of: dict[str, dict[str, str]], store: Store,
             for metric, v in score(kind, ranked[s], wanted, stale).items():
                 row[f"{s}:{metric}"] = v
         row["has_stale"] = bool(stale)
+        if kind == "current" and not row["memlane:score"]:
+            row["miss"] = miss(conv, store, q, ranked["memlane"], wanted[0])
         rows.append(row)
     return rows
+
+
+def miss(conv: Conversation, store: Store, q: dict[str, Any], ranked: list[str], wanted: str) -> dict[str, Any]:
+    """What a current-value miss ranked first and where the current value was: the first is a
+    replaced version of the asked slot ("replaced"), another slot's value ("other slot": its own
+    current or replaced value) or a distractor."""
+    slot_of = {v.key: (s, v) for s, vs in conv.slots.items() for v in vs}
+    first = ranked[0] if ranked else ""
+    if first in slot_of:
+        s, v = slot_of[first]
+        what = "replaced" if s == q["slot"] else "other slot" + ("" if v.index == len(conv.slots[s]) - 1 else
+                                                                 " (replaced)")
+    else:
+        what = "distractor" if first else "nothing"
+    return {"question": q["question"], "first": store.texts.get(first, ""), "first_is": what,
+            "current": store.texts[wanted], "current_rank": ranked.index(wanted) + 1 if wanted in ranked else None}
 
 
 # ---- turn level -------------------------------------------------------------------------------
@@ -496,7 +514,7 @@ def _order(groups: dict[str, Any]) -> list[str]:
     return sorted(groups, key=key)
 
 
-def report(res: dict[str, Any]) -> None:
+def report(res: dict[str, Any], show_misses: bool = False) -> None:
     what = ("current: top memory is the current value's; past: the asked value in the top 5; when / duration / "
             "count: every value involved in the top 5 (R_all@5)")
     for title, key in ((f"Fact changes, memory level, by kind × store × size ({what})", "by_kind_store_size"),
@@ -532,6 +550,17 @@ def report(res: dict[str, Any]) -> None:
         console.print(table("… current questions on a fact that changed: a stale turn above every evidence turn "
                             "(lower is better)", ["questions", *TURN_SYSTEMS],
                             [[k, *[_f(m[f"{s}:stale_first"]) for s in TURN_SYSTEMS]] for k, m in sorted(stale.items())]))
+    if show_misses:
+        misses = [r for r in res["rows"] if "miss" in r]
+        console.print(table(f"current-value misses ({len(misses)})",
+                            ["question", "store", "size", "first is", "first", "current", "its rank"],
+                            [[f"{r['q']} {r['miss']['question']}", r["store"], r["size"], r["miss"]["first_is"],
+                              r["miss"]["first"], r["miss"]["current"], _f(r["miss"]["current_rank"])]
+                             for r in misses]))
+        causes: dict[str, int] = defaultdict(int)
+        for r in misses:
+            causes[r["miss"]["first_is"]] += 1
+        console.print("misses by what ranked first: " + ", ".join(f"{k} {n}" for k, n in sorted(causes.items())))
     console.print(f"memory level: {res['stores']} stores × 2 engines built and asked in {res['memory_seconds']:.0f} s"
                   + (f"; turn level {res['turns']['seconds']:.0f} s" if "turns" in res else ""))
 
@@ -565,6 +594,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap.add_argument("--longmemeval-limit", type=int, default=None,
                     help="only the first N of LongMemEval's KU / TR conversations (one question each)")
     ap.add_argument("--search", default="{}", help="search config overrides, JSON (a study of one setting)")
+    ap.add_argument("--show-misses", action="store_true",
+                    help="list every current-value question memlane missed: what ranked first, where the answer was")
     ap.add_argument("--out", default="changes")
     args = ap.parse_args(argv)
     probe = Memory(Config.load(store={"home": str(temp_home("memlane-probe-"))},
@@ -575,7 +606,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     res = run([int(s) for s in args.sizes.split(",")], args.langs.split(","), args.limit, args.embedder, cached,
               Path(args.data), turns=not args.no_turns, search=json.loads(args.search))
     save_cache(model, cached)
-    report(res)
+    report(res, args.show_misses)
     out: dict[str, Any] = {"embedder": model, "changes": res}
     if not args.no_longmemeval:
         out["longmemeval_ku_tr"] = lme = longmemeval(args.embedder, cached, args.longmemeval_limit)
