@@ -31,6 +31,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/retrieval.py --passage-study 4
 	$(BIN)/python bench/history.py
 	$(BIN)/python bench/throughput.py
+	$(BIN)/python bench/embed_rate.py
 	$(BIN)/python bench/coldstart.py
 	$(BIN)/python bench/query_length.py
 	$(BIN)/python bench/locomo.py --no-key-study
