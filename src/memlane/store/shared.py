@@ -209,8 +209,12 @@ class SharedSQL(ABC):
         cond, params = self._rowid_in(rowids)
         m = self._mark
         return [int(r[0]) for r in self._q(
-            f"SELECT rowid FROM memories WHERE {cond} AND user_id = {m} AND agent_id = {m} AND status = 'active' "
-            f"AND superseded_by IS NOT NULL AND valid_to <= {m}", [*params, scope.user_id, scope.agent_id, ts(at)])]
+            f"SELECT rowid FROM memories WHERE {cond} AND user_id = {m} AND agent_id = {m} AND {self._taken()}",
+            [*params, scope.user_id, scope.agent_id, ts(at)])]
+
+    def _taken(self) -> str:
+        """Stored active, yet replaced by a change whose date (the one parameter) has passed."""
+        return f"(status = 'active' AND superseded_by IS NOT NULL AND valid_to <= {self._mark})"
 
     def _memory_where(self, scope: Scope, category: str | None, status: str | None, session_id: str | None,
                       since: datetime | None, until: datetime | None,
@@ -226,7 +230,7 @@ class SharedSQL(ABC):
                 conds.append(f"{cond} {self._mark}")
                 params.append(value)
         if held:  # replaced by a change whose date has passed: superseded, whatever is stored yet
-            taken = f"(status = 'active' AND superseded_by IS NOT NULL AND valid_to <= {self._mark})"
+            taken = self._taken()
             conds.append(f"status = 'active' AND NOT {taken}" if status == "active" else f"(status = 'superseded' OR {taken})")
             params.append(ts(w.held_at))
         return " AND ".join(conds), params
