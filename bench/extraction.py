@@ -1,6 +1,6 @@
 """The write path, scored: which facts a conversation leaves behind as memories (issue 29).
 
-Each labelled conversation (bench/data/extraction/: dev.json, holdout.json … holdout6.json, see
+Each labelled conversation (bench/data/extraction/: dev.json, holdout.json … holdout7.json, see
 the README there) runs through the engine as a user's app would run it: a fresh `Memory` on a
 temporary SQLite directory, the clock at the conversation's date, the turns added as one
 session, the session ended (so the real pipeline runs: the user's remember/forget commands,
@@ -34,7 +34,8 @@ should and Supermemory 41.5 %.
     .venv/bin/python bench/extraction.py --split holdout3   # written apart, never tuned on
     .venv/bin/python bench/extraction.py --split holdout4   # written apart later, read in the round after
     .venv/bin/python bench/extraction.py --split holdout5   # written apart later still, read in the round after
-    .venv/bin/python bench/extraction.py --split holdout6   # written apart last, not read while tuning
+    .venv/bin/python bench/extraction.py --split holdout6
+    .venv/bin/python bench/extraction.py --split holdout7   # written apart last, not read while tuning
     MEMLANE_LLM_BASE_URL=http://127.0.0.1:8080/v1 .venv/bin/python bench/extraction.py --llm
 """
 
@@ -58,7 +59,7 @@ from memlane import Config, Memory  # noqa: E402
 from memlane.testing import HashEmbedder, ManualClock  # noqa: E402
 
 DATA = Path(__file__).parent / "data" / "extraction"
-SPLITS = ("dev", "holdout", "holdout2", "holdout3", "holdout4", "holdout5", "holdout6")
+SPLITS = ("dev", "holdout", "holdout2", "holdout3", "holdout4", "holdout5", "holdout6", "holdout7")
 USER = "bench"
 SESSION = "s1"
 HALUMEM = {"Mem0": 0.429, "Supermemory": 0.415}  # HaluMem, arXiv 2511.03506: facts kept
@@ -282,7 +283,7 @@ def show(split: str, outcomes: Sequence[Outcome], n: int) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--split", choices=[*SPLITS, "all"], default="all")
-    ap.add_argument("--data", type=Path, default=DATA, help="directory holding dev.json and holdout.json to holdout6.json")
+    ap.add_argument("--data", type=Path, default=DATA, help="directory holding dev.json and holdout.json to holdout7.json")
     ap.add_argument("--profile", default="default")
     ap.add_argument("--embedder", choices=["hash", "e5"], default="hash")
     ap.add_argument("--llm", action="store_true", help="the LLM extractor on MEMLANE_LLM_BASE_URL")
