@@ -153,3 +153,26 @@ def test_the_same_harness_runs_the_llm_extractor_through_the_http_client():
     assert summary["en"] == {"conversations": 4, "facts": 4, "memories": 4, "recall": pytest.approx(2 / 4),
                              "precision": pytest.approx(2 / 4), "junk": pytest.approx(1 / 4),
                              "wrong_durations": pytest.approx(1 / 2)}
+
+
+@pytest.mark.parametrize("split", extraction.SPLITS)
+def test_every_shipped_split_is_well_formed_and_each_label_can_be_met(split: str) -> None:
+    """A split written by hand can hold a required fact no memory could meet (a keyword nobody
+    said, a fact its own text does not match) or a duration ending before the chat: the bench
+    would then count a miss no extractor can avoid."""
+    convs = extraction.load(split)
+    ids = [c["id"] for c in convs] + [f["id"] for c in convs for f in c.get("facts", []) + c.get("optional", [])]
+    assert convs and len(ids) == len(set(ids))
+    for c in convs:
+        assert c["kind"] in ("facts", "nothing") and c["lang"] in ("zh", "en")
+        assert (c["kind"] == "nothing") == (not c.get("facts")), c["id"]
+        said = " ".join(t["content"] for t in c["turns"]).lower()
+        day = extraction.conversation_time(c).date()
+        for f in c.get("facts", []) + c.get("optional", []):
+            assert f["match"] and all(group and all(isinstance(k, str) and k for k in group) for group in f["match"])
+            # a required fact is said in the chat; an optional one may be an inference ("husband": married)
+            if f in c.get("facts", []):
+                assert extraction.matches(f["text"], f), f["id"]
+                assert all(any(k.lower() in said for k in group) for group in f["match"]), f["id"]
+            if f.get("keep_until"):
+                assert datetime.fromisoformat(f["keep_until"]).date() >= day, f["id"]
