@@ -611,3 +611,39 @@ def test_answers_to_choice_and_who_questions():
 ])
 def test_chinese_questions_requests_and_riddle_answers_leave_nothing(messages):
     assert contents(*messages) == []
+
+
+# ---- issue 29, the holdout7 round: games, requests on the piece at hand, mends said bare -------
+
+@pytest.mark.parametrize("messages", [
+    ("我们来玩成语接龙，我先：一马当先", "A:先见之明", "明日黄花"),  # a game's moves are no facts
+    ("quiz me on French verbs", "A:Être, first person plural?", "nous sommes"),
+    ("用大白话讲讲区块链是什么", "A:就像一个大家一起记的账本……", "要具体的例子"),  # how to answer, for now
+    ("我知道这个牌子，就是有点贵",),  # a reply about a thing the chat named
+    ("这标题也太长了 哈哈",),  # a verdict on the piece at hand
+    ("昨天面试官问我期望薪资",),  # someone's question to the user, told
+    ("Can you write a toast for our team dinner?", "A:Sure, here it is…", "Keep it under 100 words. Don't mention the layoffs"),
+])
+def test_games_asks_for_now_and_replies_about_the_chat_leave_nothing(messages):
+    assert contents(*messages) == []
+
+
+def test_a_game_starts_where_it_is_proposed_and_earlier_facts_stay():
+    assert contents("我对虾过敏。我们来玩飞花令吧", "A:好，带“花”字", "花开堪折直须折") == ["用户对虾过敏"]
+    # a quiz for someone else is no game of the user's: their own facts around it are kept
+    assert "用户的儿子叫乐乐" in contents("我儿子叫乐乐，你能出几道题给他练练吗")
+
+
+def test_a_mend_said_bare_fixes_the_statement_before_it():
+    got = contents("科目三下周二考", "A:加油！", "等下我看了眼通知 是下周三 不是周二")
+    assert any("科目三" in c and "周三" in c for c in got) and not any("不是" in c or "周二" in c for c in got), got
+    got = contents("我的座位是12A 哦不对 是21A")
+    assert any("21A" in c for c in got) and not any("12A" in c for c in got), got
+
+
+def test_the_doer_left_out_is_the_one_just_named_and_english_chat_forms():
+    assert any("爸" in c and "带大" in c for c in contents("最感谢我爸，一个人把我带大"))
+    assert contents("just got promoted to team lead") == ["The user just got promoted to team lead."]
+    assert any("Target" in c for c in contents("I left my job at Target last month"))
+    assert any("trying to learn guitar" in c and "with the user's son" in c
+               for c in contents("tryna learn guitar w my son"))

@@ -100,6 +100,10 @@ _ZH_ASKED = re.compile(r"[?？]")
 # someone named by a noun, then a verb of saying: "牙医说…", "房东讲…"
 _ZH_OTHER_SAYS = re.compile(r"^(?!平时|一般|经常|总是|每天|现在|以前|最近|也|还|都)[\u4e00-\u9fff]{1,4}?"
                             r"(?:说(?!话)|讲(?!话|究|课)|告诉我|提到)")
+# someone asked the user something, told as a story: "上次学校体检医生问我…"
+_ZH_ASKED_ME = re.compile(r"^[^我，,]{1,10}?问(?:过|了)?我")
+# the user as the object of a doer left out: "一个人把我带大", "从小让我学琴"
+_ZH_DONE_TO_ME = re.compile(r"^(?:一个人|独自|自己|亲手|从小|一直|都|也|还|就|辛辛苦苦|含辛茹苦)*(?:把|让|带|教|逼|劝|养|供)我")
 # a verb of saying: the clauses after it report someone's words
 _ZH_SAYS = re.compile(r"^[^，,]{0,4}(?:说|讲|告诉|提到|觉得|认为)")
 
@@ -241,7 +245,9 @@ _BE = re.compile(r"\b(?:i'm|i am|im)\b", re.I)
 # "like" and "just" that are no verb: "like I said", "like under 150 words", "just checking"
 _NOT_VERB = re.compile(r"^(?:like|just)\s+(?:(?:i|you|he|she|we|they|that|this|under|over|about|around|once|twice|maybe|"
                        r"totally|really|literally|a|an|the)\b|\d)|^just\s+\w+ing\b", re.I)
-_VERB_ELLIPSIS = re.compile(r"^(?:love|loves|like|likes|enjoy|hate|dislike|can't|cannot|can not|don't|adore|speak|"
+_VERB_ELLIPSIS = re.compile(r"^(?:(?:just|recently|finally|officially|already)\s+)?(?:love|loves|like|likes|enjoy|hate|dislike|can't|cannot|can not|"
+                            r"don't(?!\s+(?:mention|include|use|say|add|put|write|forget|make|send|tell|call|list|show|give|"
+                            r"bother|worry|let|be|do|go|start|stop|change|remove|sign|cc|copy|reply|answer|explain|bring)\b)|adore|speak|"
                             r"got|finished|passed|graduated|started|quit|adopted|booked|joined|turned|"
                             r"prefer|work|live|moved|need|plan|planning|"
                             r"allergic|vegan|vegetarian|currently|usually|mostly)\b", re.I)
@@ -357,6 +363,8 @@ def _en_pieces(sentence: str) -> list[tuple[str, str]]:
             continue
         if kind is None or not (_is_clause(left) or dash):
             continue
+        if re.search(r"\bwhile\s+$", m.group(), re.I) and len(right.split()) <= 3:
+            continue  # "…do video calls while we work": when it happens, no clause of its own
         if kind == "other" and re.search(r"\bso\b", m.group(), re.I):
             kind = "so"  # "…passed away, so it's his first birthday without her": a consequence, no description
         out.append((kind0, carried + left))
@@ -515,6 +523,11 @@ class Reader:
         if _ZH_OTHER.match(core) or topic is None or _ZH_THIRD.search(core):
             # "据说是前主人教的，现在怎么都改不掉": what follows hearsay is the hearsay's too
             return Clause(p, "other"), None if re.search(r"听说|据说", core) else topic
+        if _ZH_ASKED_ME.match(core):  # "上次体检医生问我…": someone's question to the user, told
+            return Clause(p, "other"), None
+        if _ZH_DONE_TO_ME.match(core) and self.referent is not None and not self.remote:
+            # "感谢我妈，一个人把我带大": the doer left out is the one just named
+            return Clause(when + self.referent + core, "kin"), topic
         if "我" in core:  # "医生让我少吃盐", "住的话我比较喜欢民宿": the user is in it already
             return Clause(p, "user"), topic
         if _ZH_OTHER_SAYS.match(core):  # "牙医说不能吃太硬的，也…": someone's words, and what follows them

@@ -268,6 +268,8 @@ _EN_LASTING_CHANGE = re.compile(r"\b(?:switched|moved|joined|became|started|reti
                                 r"turned|born|quit|stopped|gave up|bought|closed on|got (?:a|an|my|our|the user's) |"
                                 r"went (?:from|up|down|back to|vegan|vegetarian|part-time|full-time|freelance)|said|told|tore|broke|sprained|fractured|"
                                 r"lost (?:my|his|her|our) (?:job|mom|dad|mother|father|husband|wife)|"
+                                r"left (?:my|his|her|our|the user's|a|the) (?:job|position|role|company|firm|practice)|resigned|"
+                                r"(?:was|got|been) (?:laid off|fired|let go)|"
                                 r"have been|has been|'ve been|been)\b", re.I)
 _EN_PAST_IRREGULAR = ("went|had|got|made|said|took|came|saw|knew|thought|ran|ate|drank|brought|left|met|felt|found|"
                       "gave|told|kept|lost|paid|sent|spent|sold|wrote|began|fell|forgot|flew|heard|held|sat|slept|"

@@ -88,6 +88,7 @@ class _Ctx:
     questions: int = 0  # how many questions the assistant's message asked
     asked_user: bool = False  # one of them asks the user with a question word ("怎么称呼、在哪个城市？")
     at: datetime | None = None  # when the user said it: a fact holds from then unless the text says when
+    playing: bool = False  # a game or quiz is on: what the user says bare is a move, not a fact
 
 
 @dataclass
@@ -118,6 +119,7 @@ class HeuristicExtractor:
         order = 0
         question, questions, asked_user = "", 0, False
         asides: list[tuple[str, str]] = []  # the user's people named in passing: "my husband Walt"
+        playing = False  # the user started a game or a quiz ("我们来玩飞花令", "quiz me on capitals")
         for turn in turns:
             if turn.role == "assistant":
                 offered = offers(turn.content)  # "want me to …?": the reply says yes or no, no fact
@@ -135,7 +137,8 @@ class HeuristicExtractor:
                             or (standing and st.GOES_ON.match(text.strip())))
             first = next((m.group().strip() for m in ZH_SENTENCE.finditer(text) if m.group().strip()), "")
             ctx = _Ctx(now, _today(turn, now), standing, text, first if offered else "", question, first, questions,
-                       asked_user, turn.created_at or now)
+                       asked_user, turn.created_at or now, playing)
+            playing = playing or _starts_game(text)
             asides += named_asides(text)
             items, sentences = self._turn(text, reader, ctx, asked, order)
             said += items
@@ -171,6 +174,7 @@ class HeuristicExtractor:
                 kept[-1] = ""
                 break  # "给你讲个笑话：…", "story time: …": what follows is told, not the user's own
         skip = ""
+        follows = True  # the clause before gave a statement: a bare clause after it may go on with it
         for clause in reader.read("\n".join(kept), after_question=asked):
             where = places.get(clause.sentence, order + len(places))
             if clause.sentence == skip:
@@ -178,9 +182,15 @@ class HeuristicExtractor:
             if st.hypothetical(clause):
                 skip = clause.sentence  # from a hypothetical clause on, nothing in the sentence holds
                 continue
-            if _joins(clause, out):
+            if follows and _joins(clause, out):
                 continue
             op = self._clause(clause, ctx)
+            if op is None and clause.lang == "zh" and st.zh_to_the_chat(clause.said):
+                follows = False  # "我知道费利威，就是贵": the verdict goes with the reply, no statement
+            elif op is not None:
+                follows = True
+            if not ctx.playing and _starts_game(clause.said):
+                ctx = replace(ctx, playing=True)  # "我们来玩飞花令，我先：床前明月光": the moves follow
             if op is not None and _after_rule(clause, op, out, _answers_user(clause, ctx)):
                 continue
             if op is not None:
@@ -192,7 +202,7 @@ class HeuristicExtractor:
     def _clause(self, c: Clause, ctx: _Ctx) -> Operation | None:
         """The operation one clause gives, if it says something about the user."""
         addressed = c.lang == "zh" and c.about == "other" and re.match(r"^(?:你|您)", c.said)  # "你跟我说话简单点": an ask
-        if c.asked or (c.about == "other" and not addressed) or not c.text or st.consumed(c):
+        if c.asked or (c.about == "other" and not addressed) or not c.text or st.consumed(c) or (ctx.playing and (c.carried or c.about == "answer")):
             return None
         op = self._zh_clause(c, ctx) if c.lang == "zh" else self._en_clause(c, ctx)
         return op if op is None or _holds(op) else None
@@ -214,7 +224,8 @@ class HeuristicExtractor:
                 ask = re.sub(r"^(?:你|您)(?:就|也|以后)?", "", st.tidy(c.said))  # the one asked is the assistant
                 return self._add("用户要求：" + st.third_person_zh(re.sub(r"[啊呀哈吧]+$", "", ask)), st.STANDING_RULE, now)
             return None  # a request for now ("帮我查一下"), or a courtesy ("以后请多关照")
-        if st.ZH_WISH_NOW.match(text) or st.ZH_TRY.search(said) or st.ZH_BARE_OPINION.match(text):
+        if (st.ZH_WISH_NOW.match(text) or st.ZH_TRY.search(said) or st.ZH_BARE_OPINION.match(text)
+                or st.ZH_PROPOSAL.match(text) or st.ZH_KNOWING.match(said) or (c.carried and st.ZH_AT_HAND.match(said))):
             return None  # "想找几首…的歌", "下次带去给指挥听听", "我觉得不专业": the moment's wish or verdict
         if (c.about == "kin" and st.ZH_HEARSAY.match(text)) or st.ZH_ABOUT_CHAT.search(text) or st.ZH_WE_EPISODE.match(st.tidy(text)) or st.ZH_TASK.search(text):
             return None  # "我同事说他邻居家小孩也花生过敏": a third person's news
@@ -274,7 +285,7 @@ class HeuristicExtractor:
         if c.about in ("request", "none"):
             if (standing and (c.about == "request" or st.EN_BARE_ASK.search(s))) or (
                     c.about == "request" and (st.EN_STANDING.search(s) or (
-                        st.EN_ANSWER_FORM.match(s) and not st.EN_TODAY.search(c.sentence)))):
+                        st.EN_ANSWER_FORM.match(s) and not st.EN_TODAY.search(c.sentence) and not _EN_THIS_ONE.match(s)))):
                 ask = st.third_person_en(st.EN_POLITE.sub("", s))
                 if len(re.findall(r"[A-Za-z0-9]+", ask)) < 2 or ask.lower() in ("please", "pls", "plz"):
                     return None  # ", please", "thanks": politeness, no rule
@@ -361,19 +372,27 @@ class HeuristicExtractor:
         if fix is None:
             return self._day_corrected(said, k, sentence, now)
         x, y = fix
-        restated = any(s.order == k and s.op is not None and x.lower() in (s.op.content or "").lower() for s in said)
+        restating = [(s.op.content or "") for s in said if s.order == k and s.op is not None and x.lower() in (s.op.content or "").lower()]
         out: list[_Said] = []
+        fixed_any = False
         for s in said:
             words = (s.op.content if s.op is not None else s.text) or ""
             if s.order >= k or y.lower() not in words.lower() or (s.op is not None and s.op.op == "FORGET"):
                 out.append(s)
-            elif s.op is None:
+                continue
+            # a correction said bare ("是下周四 10月22 不是周五") restates nothing: it mends what came before
+            restated = any(not _bare_fix(r, x, y) for r in restating)
+            if s.op is None:
                 fixed = st.replaced(s.text, y, x)
                 out.append(_Said(Operation("FORGET", query=s.text, source="user",
                                            reason=f"the user corrected it: {st.tidy(sentence)[:200]}"), "", s.order))
                 out.append(_Said(_remember(_Topic(fixed), self.config, now), s.sentence, s.order, fixed))
             elif not restated:
                 out.append(replace(s, op=replace(s.op, content=st.replaced(words, y, x))))
+                fixed_any = True
+        if fixed_any:  # the correction's own words were used to mend: they are no statement of their own
+            out = [s for s in out if not (s.order == k and s.op is not None and x.lower() in (s.op.content or "").lower()
+                                          and y.lower() in (s.op.content or "").lower())]
         return out
 
     @staticmethod
@@ -466,6 +485,24 @@ class HeuristicExtractor:
             subject="用户" if has_cjk(content) else "user", predicate=rule.predicate,
             confidence=self.config.extraction.heuristic_confidence, source="heuristic", priority=priority,
         )
+
+
+# a request on the piece at hand ("keep it under 50 words", "make this shorter"): for now, no standing rule
+_EN_THIS_ONE = re.compile(r"^(?:(?:please|pls|and|also|but)\s+)*[a-z]+\s+(?:it|this|that|them|these|those)\b", re.I)
+
+
+def _starts_game(text: str) -> bool:
+    """Whether the user starts a game or a quiz ("我们来玩飞花令", "quiz me on capitals")."""
+    return bool(st.ZH_GAME.search(text) or st.EN_GAME.search(text))
+
+
+def _bare_fix(content: str, right: str, wrong: str) -> bool:
+    """Whether a statement is only its correction: the subject, the right and the wrong value and
+    the words that join them, nothing more."""
+    rest = re.sub(r"（[^）]*）|\([^)]*\)", " ", content.lower())  # the day a plan was dated by: "（10月16日）"
+    rest = rest.replace(right.lower(), " ").replace(wrong.lower(), " ")
+    rest = re.sub(r"用户[：:]?|the user|\b(?:is|it's|it is|not|no)\b|不是|是|在|[\W_]", "", rest)
+    return len(rest) <= 1
 
 
 def _holds(op: Operation) -> bool:

@@ -34,6 +34,9 @@ _EN_SPELLINGS = [
     (re.compile(r"\bfave?\b", re.I), "favourite"),
     (re.compile(r"\b(?:cuz|coz|cos)\b", re.I), "because"),
     (re.compile(r"\btho\b", re.I), "though"),
+    (re.compile(r"\btryna\b", re.I), "trying to"),
+    (re.compile(r"\bw/(?=\s)|\bw(?=\s+(?:my|our|the|a|his|her|their)\b)", re.I), "with"),
+    (re.compile(r"\bshud\b", re.I), "should"),
 ]
 
 
@@ -87,7 +90,7 @@ _ZH_MARKER = re.compile(r"[，,、\s]*(?:哦|啊|呃|哎|噢|嗯)?(?:不对|说�
                         r"(?:[，,、\s]*不对)*[，,、\s]*(?:应该|其实)?(?:是)?")
 # an apology for the slip, said with the repair: it goes with it
 _EN_ADMIT = re.compile(r"^\s*[,–—-]*\s*(?:my bad|typo|autocorrect|oops|I mixed (?:it|them|that) up)\b[^,;.]*", re.I)
-_ZH_ADMIT = re.compile(r"^[，,、\s]*(?:我)?(?:记错了|说错了|搞错了|打错了|写错了|口误了?|记混了)[^，,。；;]*")
+_ZH_ADMIT = re.compile(r"^[，,、\s]*(?:我)?(?:记错了|说错了|搞错了|打错了|写错了|口误了?|记混了|老?记反了?|总?记反了?)[^，,。；;]*")
 # words allowed between the marker and the new value: "sorry, autocorrect - Isobel", "it's the 9th"
 _EN_BRIDGE = re.compile(r"^(?:(?:it's|it is|its|the|on|at|autocorrect|typo|i mean)\b[\s,:–—-]*){0,2}", re.I)
 _ZH_BRIDGE = re.compile(r"^(?:应该是|是|在|就是)?")
@@ -103,7 +106,8 @@ _EN_VALUES = [
     ("name", re.compile(r"\b(?!I\b)[A-Z][a-z'-]+(?:\s+[A-Z][a-z'-]+)*")),
 ]
 _ZH_NUMERAL = r"(?:\d+|[一二两三四五六七八九十百]+)"
-_ZH_VALUE = re.compile(rf"(?:下下|下|这|本)?个?(?:周|星期|礼拜)[一二三四五六日天]|{_ZH_NUMERAL}(?P<unit>号|日|岁|年级|点半|点|月|个|只|块|天|周|年|楼|层|班|人|次)")
+_ZH_VALUE = re.compile(rf"(?:下下|下|这|本)?个?(?:周|星期|礼拜)[一二三四五六日天]|{_ZH_NUMERAL}(?P<unit>号|日|岁|年级|点半|点|月|个|只|块|天|周|年|楼|层|班|人|次)|"
+                       r"(?<![A-Za-z0-9])(?P<code>[A-Za-z]{1,3}-?\d{1,6}[A-Za-z]?|\d{1,4}[A-Za-z]{1,2})(?![A-Za-z0-9])")  # a seat, a booth, a room: "F23"
 
 
 def _en_value(text: str, *, first: bool) -> tuple[str, re.Match[str]] | None:
@@ -119,7 +123,7 @@ def _en_value(text: str, *, first: bool) -> tuple[str, re.Match[str]] | None:
 
 
 def _zh_kind(m: re.Match[str]) -> str:
-    return m.group("unit") or "weekday"
+    return m.group("unit") or ("code" if m.group("code") else "weekday")
 
 
 def repaired(text: str) -> str:

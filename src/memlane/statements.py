@@ -236,7 +236,9 @@ def tidy(x: str) -> str:
 ZH_REQUEST = re.compile(r"^(?:帮我|帮忙|请|麻烦|给我|给你|你|您|推荐|告诉我|介绍|写|改|翻译|找|查|看看|想想|别|不要|不用|换|讲|"
                          r"说说|算|解释|总结|列|继续|重新|发|把|讲讲|举|分析|生成|画|"
                          r"记得|提醒我|叫我|能不能|可不可以|可以帮|来[出讲说玩猜写做]?[个点几]|再来|整|搞|再)|(?:一点|一些|点|就行|就好|就可以|(?<!了)一下)(?:谢谢|谢啦|多谢|哈|啊|呀|吧)?$|"
-                         r"提醒我|帮我|告诉我|以后请|"
+                         r"提醒我|帮我|告诉我|以后请|(?:解释|讲解|介绍|总结|分析|翻译|润色|改写|展开)一下|"
+                         r"^用[^，,]{1,12}?(?:的话|的方式|的语气|的口吻|语气|口吻)|"  # "用小学生能听懂的话解释…": how to answer, now
+                         r"^要(?:详细|具体|完整|简单|简短)?的?(?:步骤|例子|示例|表格|清单|大纲|模板|代码|答案|版本|链接|原文|出处)|"
                          r"给我(?:猜|看看?|听听?|讲讲?|说说?|读|念|算算?|查查?|想想?|写)(?:一下|下)?$")  # "出个谜语给我猜"
 # "再正式一点", "简单点就行": how the assistant should answer this once
 ZH_ENDING_REQUEST = re.compile(r"(?:一点|一些|点|就行|就好|就可以|(?<!了)一下)(?:谢谢|谢啦|多谢|哈|啊|呀|吧)?$")
@@ -267,9 +269,30 @@ ZH_STANDING = re.compile(r"(?<![点时天号前后\d])以后|今后|从现在起
 ZH_MOMENT = re.compile(r"累|困|饿|渴|无聊|烦|焦虑|开心|高兴|难过|伤心|郁闷|激动|兴奋|崩溃|纠结|晚安|早安|没事|(?<!就)算了|"
                         r"随便|尴尬|忘了|忘记|搞定|决定了|想好了|知道了|明白了|懂了|问问|聊聊|说说|试试|逗|开个?玩笑|做梦|"
                         r"太冷|好冷|好热|天气|不错|还行|可惜|羡慕|哈哈|嘿嘿|呵呵|别扭|不对|不变|照旧|一样|笑死|死了|死我了|"
-                        r"早上好|晚上好|中午好|下午好|你好|您好|再见|拜拜|不聊了")
+                        r"早上好|晚上好|中午好|下午好|你好|您好|再见|拜拜|不聊了|脑洞")
 # a bare verb of knowing or agreeing, or a verb and 了 with no object: "我知道", "看过了"
-ZH_EMPTY = re.compile(r"^(?:也|都|就|还|挺|很|蛮|真|太|不用了)?(?:知道|明白|懂|同意|理解|记得|晓得|清楚|确定|可以|行|好|收到|[\u4e00-\u9fff]{1,2}过?了)(?:了|的|啊|呀|吧)?$")
+ZH_EMPTY = re.compile(r"^(?:也|都|就|还|挺|很|蛮|真|太|不用了)?(?:知道|明白|懂|同意|理解|记得|晓得|清楚|确定|可以|行|好|收到|这样|这些|这么多|那样|[\u4e00-\u9fff]{1,2}过?了)(?:了|的|啊|呀|吧)?$")
+# a verb of knowing as the clause's verb: "我知道费利威", "听说过这个牌子" answer the assistant, they say nothing lasting
+ZH_KNOWING = re.compile(r"^我?(?:也|都|早就|当然|其实)?(?:知道|听说过|听过|了解过|见过|看到过)(?!怎么)")
+# a verdict on something at hand, pointed at with 这 ("张总这措辞也太官方了"): the moment's, not the user's
+ZH_AT_HAND = re.compile(r"^[^我，,]{0,6}?这(?!周|个?月|学期|星期|礼拜|阵子|几天|段时间|次|年|两天|里|边)[个段篇句种些]?"
+                        r"[\u4e00-\u9fff]{0,4}?(?:也|真|太|好|挺|有点|蛮|可|怎么)")
+
+
+def zh_to_the_chat(said: str) -> bool:
+    """Whether a Chinese clause answers the chat itself: what the user knows of a thing the
+    assistant named, or a verdict on a thing at hand."""
+    body = tidy(said)
+    return bool(ZH_KNOWING.match(body) or ZH_AT_HAND.match(body))
+
+
+# a proposal to do something together now: "我们来玩飞花令", "咱们一起来想想"
+ZH_PROPOSAL = re.compile(r"^(?:我们|咱们|咱)(?:一起|俩|两个)?来(?!自)")
+# a game or a quiz begins: what the user says bare afterwards are moves, not facts about them
+ZH_GAME = re.compile(r"(?:玩|来)(?:个|一个|一局|一把|一轮)?(?:游戏|飞花令|成语接龙|词语接龙|接龙|猜谜|猜谜语|谜语|脑筋急转弯|"
+                     r"真心话|问答|知识竞赛|二十个问题)|考考我|出(?:个|几道|道|一道)?题(?:目)?(?:考我|给我)")
+EN_GAME = re.compile(r"\b(?:let'?s play|wanna play|want to play|play a game|quiz me|test me on|trivia|twenty questions|"
+                     r"20 questions|word chain|riddle me)\b", re.I)
 ZH_CRAVING = re.compile(r"^(?:好|有点|突然)?想\S{1,6}了$")
 ZH_TODAY = re.compile(r"今天|今晚|今早|刚才|刚刚|刚\S{0,3}完|现在正|这会儿|此刻|待会|一会儿")
 # a time past that makes "刚…完" no matter of today: "上周刚考完驾照"
@@ -277,9 +300,11 @@ ZH_PAST = re.compile(r"上周|上个?星期|上个?月|去年|前年|昨天|前�
 ZH_HEALTH = re.compile(r"病|症|疼|痛|发炎|发烧|感冒|咳嗽|过敏|住院|请假|受伤|骨折|拉肚子|头晕|怀孕")
 ZH_HEDGE = re.compile(r"^(?:可能|也许|大概是|好像|似乎|估计|应该是|听说|据说|还没想好|没想好|还没定|没定|不确定|还在考虑|说不准|不一定)")
 # an opinion of the thing just talked about, with no thing named: "我觉得不专业", "感觉还行"
-ZH_BARE_OPINION = re.compile(r"^(?:我)?(?:觉得|感觉|认为)(?:有点|挺|很|太|不太|不|比较|还|蛮|真)?[\u4e00-\u9fff]{1,3}(?:的|了|啊|吧)?$")
+ZH_BARE_OPINION = re.compile(r"^(?:我)?(?:(?:觉得|感觉|认为)(?:有点|挺|很|太|不太|不|比较|还|蛮|真)?[\u4e00-\u9fff]{1,3}|"
+                             r"就是(?:(?:有点|太|挺|很|比较|不太)[\u4e00-\u9fff]{1,2}|[\u4e00-\u9fff]))(?:的|了|啊|吧)?$")
 # a try of the moment, said with a doubled verb: "我下次带去给指挥听听", "第二句再改改"
-ZH_TRY = re.compile(r"(听|看|试|聊|问|想|说|改|走|逛|尝|玩|找|查|读|练|弄|整|研究)\1")
+ZH_TRY = re.compile(r"(听|看|试|聊|问|想|说|改|走|逛|尝|玩|找|查|读|练|弄|整|研究|翻|算|理|收|擦|洗|歇|瞧|摸)\1|"
+                    r"(?:^|我)(?:刚|刚刚|又)?[看瞄瞅扫瞥翻查]了(?:一)?眼")  # "看了眼短信": a glance, over as it is said
 # a wish that asks the assistant for something now: "想找几首…的歌", "想问一下", "想了解一下"
 ZH_WISH_NOW = re.compile(r"^(?:我)?(?:想|想要|需要)(?:找|问|查|看|了解|弄|搞|写|学|知道|请教|咨询|听)(?:一下|几|一些|一个|个|点|下|些)")
 # someone's report of a third person: "我同事说他邻居家小孩也花生过敏"
@@ -366,7 +391,7 @@ EN_NAMED_KIN = re.compile(r"^(?:my|our)\s+(?:(?:little|older|younger|big|best)\s
 
 # a correction said in one breath: "是下周二，不是周一", "我是在上海不是北京", "it's the 18th
 # not the 11th", "Portland, Oregon, not Seattle"
-_ZH_CORRECTION = [re.compile(r"(?:是|在|改成|改到|改为|换成)(?P<x>[^，,。；\s不]{1,12}?)[，,\s]*(?:而)?不是(?P<y>[^，,。；\s]{1,12})"),
+_ZH_CORRECTION = [re.compile(r"(?:是|在|改成|改到|改为|换成)(?P<x>[^，,。；\s不](?:[^，,。；不]{0,15}?[^，,。；\s不])?)[，,\s]*(?:而)?不是(?P<y>[^，,。；\s]{1,12})"),
                   re.compile(r"不是(?P<y>[^，,。；\s]{1,12}?)[，,\s]*(?:而)?是(?P<x>[^，,。；\s]{1,12})")]
 _EN_CORRECTION = re.compile(r"(?P<x>(?:the\s+|a\s+)?[\w'&-]+)\s*(?P<comma>,)?\s+not\s+(?P<y>(?:the\s+|a\s+)?[\w'&-]+)", re.I)
 # where a value ends inside its clause: "allergic to cashews so no cashew cream pls"
@@ -580,7 +605,7 @@ __all__ = ["EN_ANSWER_FORM", "EN_BARE_ASK", "EN_POINTER_PHRASE", "ZH_ANSWER_FORM
            "EN_TRAILING", "EN_ASK_AFTER", "EN_VALUE_END", "GOES_ON", "Generic", "QUESTION_END", "Rule", "STANDING_RULE",
            "THIRD_PERSON", "ZH_ASKING", "ZH_CRAVING", "ZH_EMPTY", "ZH_ENDING_REQUEST", "ZH_HEALTH",
            "ZH_HEDGE", "ZH_HOW_TO_ANSWER", "ZH_MOMENT", "ZH_NAMED_KIN", "ZH_QUESTION", "ZH_REQUEST", "ZH_SETTING", "ZH_PAST", "ZH_BARE_OPINION", "ZH_TRY", "ZH_WISH_NOW",
-           "ZH_HEARSAY", "ZH_ABOUT_CHAT", "EN_LASTING", "EN_ABOUT_CHAT", "ZH_VERDICT", "EN_TASK", "ZH_TASK", "EN_HEARSAY", "ZH_WE_EPISODE", "ZH_ANSWER_VERB", "HOW_FEEL", "ZH_DOSE", "ZH_MATERIAL_LEAD", "EN_MATERIAL_LEAD",
+           "ZH_HEARSAY", "ZH_ABOUT_CHAT", "ZH_KNOWING", "ZH_AT_HAND", "zh_to_the_chat", "ZH_PROPOSAL", "ZH_GAME", "EN_GAME", "EN_LASTING", "EN_ABOUT_CHAT", "ZH_VERDICT", "EN_TASK", "ZH_TASK", "EN_HEARSAY", "ZH_WE_EPISODE", "ZH_ANSWER_VERB", "HOW_FEEL", "ZH_DOSE", "ZH_MATERIAL_LEAD", "EN_MATERIAL_LEAD",
            "ZH_STANDING", "ZH_STANDING_LEAD", "ZH_TODAY", "conjugated", "consumed", "correction", "dated",
            "en_generic", "en_quoted", "before_doubt", "day_replaced", "hypothetical", "zh_today", "DAY_SAID", "day_correction", "in_question", "replaced", "same_words", "third_person",
            "third_person_en", "third_person_zh", "tidy", "until", "zh_generic", "zh_rule"]
