@@ -2,6 +2,8 @@
 
     python bench/data/changes/check.py [path/to/changes.json]
 
+The held-out set is checked the same way: `check.py bench/data/changes/changes_holdout.json`.
+
 Every rule of README.md that a program can check is checked here; a violation is printed with
 the conversation (and turn, slot or question) it concerns, and the exit status is 1.
 """
@@ -9,6 +11,7 @@ the conversation (and turn, slot or question) it concerns, and the exit status i
 from __future__ import annotations
 
 import json
+import math
 import re
 import sys
 from collections import Counter
@@ -19,6 +22,9 @@ from typing import Any
 DEFAULT = Path(__file__).with_name("changes.json")
 LANGS = ("en", "zh")
 PER_LANG = 12
+# each file's conversation-id prefix and conversations per language; the held-out set is half
+# the dev set, so the set-wide minimums below are scaled by its share (rounded up)
+SETS = {"changes.json": ("chg", PER_LANG), "changes_holdout.json": ("chgh", 6)}
 KINDS = ("current", "past", "when", "duration", "count")
 # minimum questions of each kind over the whole set, and in all
 KIND_MIN = {"current": 40, "past": 40, "when": 15, "duration": 15, "count": 10}
@@ -290,10 +296,16 @@ def check_questions(conv: dict[str, Any], turns: dict[str, dict[str, Any]], ck: 
                     )
 
 
-def check(data: dict[str, Any]) -> tuple[list[str], dict[str, Any]]:
+def check(
+    data: dict[str, Any], prefix: str = "chg", per_lang: int = PER_LANG
+) -> tuple[list[str], dict[str, Any]]:
     ck = Checker()
     convs = data.get("conversations") or []
-    want = [f"chg-{lang}-{n:02d}" for lang in LANGS for n in range(1, PER_LANG + 1)]
+    want = [f"{prefix}-{lang}-{n:02d}" for lang in LANGS for n in range(1, per_lang + 1)]
+
+    def least(n: int) -> int:
+        return math.ceil(n * per_lang / PER_LANG)
+
     ids = [str(c.get("id")) for c in convs]
     missing, extra = sorted(set(want) - set(ids)), sorted(set(ids) - set(want))
     repeated = sorted(i for i, n in Counter(ids).items() if n > 1)
@@ -303,7 +315,7 @@ def check(data: dict[str, Any]) -> tuple[list[str], dict[str, Any]]:
     for conv in convs:
         cid = str(conv.get("id"))
         lang = conv.get("lang")
-        if lang not in LANGS or not cid.startswith(f"chg-{lang}-"):
+        if lang not in LANGS or not cid.startswith(f"{prefix}-{lang}-"):
             ck.fail(cid, f"lang {lang!r} does not match the id")
             continue
         if not str(conv.get("user") or "").strip():
@@ -326,12 +338,12 @@ def check(data: dict[str, Any]) -> tuple[list[str], dict[str, Any]]:
             c[f"q {q.get('kind')}"] += 1
             c["q current, never-changing"] += q.get("kind") == "current" and q.get("slot") in static
     total = counts["en"] + counts["zh"]
-    if total["questions"] < QUESTIONS_MIN:
-        ck.fail("set", f"{total['questions']} questions, want at least {QUESTIONS_MIN}")
-    for kind, least in KIND_MIN.items():
-        if total[f"q {kind}"] < least:
-            ck.fail("set", f"{total[f'q {kind}']} {kind} questions, want at least {least}")
-    if total["q current, never-changing"] < STATIC_CURRENT_MIN:
+    if total["questions"] < least(QUESTIONS_MIN):
+        ck.fail("set", f"{total['questions']} questions, want at least {least(QUESTIONS_MIN)}")
+    for kind, n in KIND_MIN.items():
+        if total[f"q {kind}"] < least(n):
+            ck.fail("set", f"{total[f'q {kind}']} {kind} questions, want at least {least(n)}")
+    if total["q current, never-changing"] < least(STATIC_CURRENT_MIN):
         ck.fail("set", f"{total['q current, never-changing']} questions on never-changing facts")
     return ck.errors, {"en": counts["en"], "zh": counts["zh"], "all": total}
 
@@ -339,7 +351,8 @@ def check(data: dict[str, Any]) -> tuple[list[str], dict[str, Any]]:
 def main(argv: list[str]) -> int:
     path = Path(argv[1]) if len(argv) > 1 else DEFAULT
     data = json.loads(path.read_text(encoding="utf-8"))
-    errors, counts = check(data)
+    prefix, per_lang = SETS.get(path.name, SETS[DEFAULT.name])
+    errors, counts = check(data, prefix, per_lang)
     rows = ["conversations", "sessions", "turns", "slots", "changing slots", "changes", "questions"]
     rows += [f"q {k}" for k in KINDS] + ["q current, never-changing"]
     print(f"{'':28}{'en':>6}{'zh':>6}{'all':>6}")
