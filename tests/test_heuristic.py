@@ -647,3 +647,29 @@ def test_the_doer_left_out_is_the_one_just_named_and_english_chat_forms():
     assert any("Target" in c for c in contents("I left my job at Target last month"))
     assert any("trying to learn guitar" in c and "with the user's son" in c
                for c in contents("tryna learn guitar w my son"))
+
+
+# ---- the holdout8 round: would-answers, neighbours' news, choices, decisions not to -----------
+
+@pytest.mark.parametrize("messages", [
+    ("would you rather live by the sea or in the mountains", "A:The sea for me. You?", "I'd pick the mountains, I'd hike every day"),
+    ("那要是只能去一个国家旅游呢 我去冰岛",),  # the answer to a what-if is no plan
+    ("来玩猜灯谜", "A:好！“一口咬掉牛尾巴”", "告"),
+    ("我们隔壁那家的猫又生了四只，天天叫",),  # the neighbours' news
+    ("这个词用engineer还是developer好",),  # a choice asked without its question mark
+    ("never mind, I'll check my notes",),  # a step of the moment
+])
+def test_would_answers_what_ifs_and_the_neighbours_news_leave_nothing(messages):
+    assert contents(*messages) == []
+
+
+def test_a_choice_picked_a_name_to_sign_and_a_decision_not_to_are_kept():
+    assert contents("A:Are you going as a student, a parent, or a coach?", "coach") == ["The user is going as a coach."]
+    assert "The user's name is Dana Whitfield." in contents("Sign it Dana Whitfield, CI/CT")
+    [(content, category, expires)] = said("I will not be buying a motorbike, whatever my brother says")
+    assert "motorbike" in content and expires is None  # a decision, not a plan that ends in a month
+    [(content, _, expires)] = said("我今年退休了")
+    assert expires is None  # 退休 is no 休假 plan ending with the year
+    assert all(e is None for _, _, e in said("我之前在宝马实习过三个月"))  # what was done, not a plan
+    assert contents("I teach physics at Lakeview High so add sub plans to my list") == [
+        "The user teaches physics at Lakeview High."]

@@ -100,6 +100,8 @@ _ZH_ASKED = re.compile(r"[?？]")
 # someone named by a noun, then a verb of saying: "牙医说…", "房东讲…"
 _ZH_OTHER_SAYS = re.compile(r"^(?!平时|一般|经常|总是|每天|现在|以前|最近|也|还|都)[\u4e00-\u9fff]{1,4}?"
                             r"(?:说(?!话)|讲(?!话|究|课)|告诉我|提到)")
+# the people next door, downstairs, across: "我们楼下那家的狗…" is their news
+_ZH_NEIGHBOURS = re.compile(r"^(?:我们|咱们|我家|咱家|我)?(?:楼下|楼上|隔壁|对门|对面|邻居)(?:那家|那户|那个|家|的)")
 # someone asked the user something, told as a story: "上次学校体检医生问我…"
 _ZH_ASKED_ME = re.compile(r"^[^我，,]{1,10}?问(?:过|了)?我")
 # the user as the object of a doer left out: "一个人把我带大", "从小让我学琴"
@@ -495,7 +497,7 @@ class Reader:
         return clause, topic
 
     def _zh_subject(self, when: str, core: str, p: str, topic: str | None) -> tuple[Clause, str | None]:
-        if _ZH_REMOTE.match(core):
+        if _ZH_REMOTE.match(core) or _ZH_NEIGHBOURS.match(core):
             self.referent, self.remote = None, True
             return Clause(p, "other"), None
         kin = _ZH_KIN.match(core)

@@ -84,6 +84,25 @@ def _fill_en(template: str, m: re.Match[str], answer: str) -> str:
     return " ".join(text.split())
 
 
+# a question that offers the choices: "Are you going as a student, a parent, or a coach?"
+_EN_CHOICE = re.compile(r"\b(?:are|were) you (?P<v>(?:going|coming|travell?ing|signing up|registered|here|joining|working) as )?"
+                        r"(?P<opts>[\w' -]+?(?:,\s*[\w' -]+?)*,? or [\w' -]+?)\?", re.I)
+
+
+def _en_chosen(question: str, answer: str) -> str | None:
+    """The choice a bare answer picks among those the assistant offered, as a fact: "coach" to
+    "Are you going as a student, a parent, or a coach?" → "The user is going as a coach."."""
+    m = _EN_CHOICE.search(question)
+    if m is None:
+        return None
+    options = [o.strip() for o in re.split(r",\s*(?:or\s+)?|\s+or\s+", m.group("opts")) if o.strip()]
+    said = re.sub(r"^(?:an?|the)\s+", "", answer.strip().rstrip(".!").lower())
+    picked = next((o for o in options if re.sub(r"^(?:an?|the)\s+", "", o.lower()) == said), None)
+    if picked is None:
+        return None
+    return f"The user is {(m.group('v') or '').lower()}{picked}."
+
+
 def en_answer(question: str, answer: str, *, framed_only: bool = False) -> str | None:
     """A bare English answer as a fact, its predicate taken from the assistant's question; the
     answer as said ("The user: …") when the question asks about the user and fits no frame;
@@ -91,6 +110,8 @@ def en_answer(question: str, answer: str, *, framed_only: bool = False) -> str |
     answer = tidy(answer)
     if not question or not answer or re.match(r"^(?:yes|yeah|yep|no|nope|nah|not|sure|ok|maybe|probably)\b", answer, re.I):
         return None
+    if (chosen := _en_chosen(question, answer)) is not None:
+        return chosen
     for part in re.split(r",\s*(?:and\s+)?(?=\w+\s)", question)[:1] + [question]:
         part = part if part.endswith("?") else part + "?"
         for pattern, template in _EN_FRAMES:
@@ -320,10 +341,19 @@ _EN_BARE_AUX = re.compile(r"^the user\s+(?:\w+\s+){0,2}?(?:has|have|is|am|was|do
 _EN_BARE_PLAN = re.compile(r"^the user\s+(?:will|would|is going to|might)\s+\w+\.?$", re.I)
 
 
+# a clause that ends on an auxiliary, its verb left to the question before: "The user feels like the user did."
+_EN_ENDS_AUX = re.compile(r"\b(?:the user|I)\s+(?:did|do|does|was|is|am|have|has|had|will|would|can|could)\.?$", re.I)
+# a step of the moment, with no day: "The user will check the user's texts."
+_EN_NOW_STEP = re.compile(r"^the user(?:'ll| will) (?:just |probably |maybe )?(?:check|look|ask|see|try|text|call|search|find|think|wait|"
+                          r"google|dig|scroll|figure)\b(?:\s+\S+){0,3}\.?$", re.I)
+
+
 def en_empty_predicate(content: str) -> bool:
-    """Whether an English memory's predicate says nothing: an auxiliary alone, or a plan of one
-    bare verb."""
-    return bool(_EN_BARE_AUX.match(content) or _EN_BARE_PLAN.match(content))
+    """Whether an English memory's predicate says nothing: an auxiliary alone, a plan of one
+    bare verb, a clause ending on its auxiliary, or a step of the moment."""
+    return bool(_EN_BARE_AUX.match(content) or _EN_BARE_PLAN.match(content) or _EN_ENDS_AUX.search(content)
+                or (_EN_NOW_STEP.match(content) and not re.search(r"\d|\b(?:tomorrow|tonight|today|next|on|by|this|later)\b",
+                                                                 content, re.I)))
 
 
 def holds(content: str) -> bool:

@@ -225,7 +225,7 @@ class HeuristicExtractor:
                 return self._add("用户要求：" + st.third_person_zh(re.sub(r"[啊呀哈吧]+$", "", ask)), st.STANDING_RULE, now)
             return None  # a request for now ("帮我查一下"), or a courtesy ("以后请多关照")
         if (st.ZH_WISH_NOW.match(text) or st.ZH_TRY.search(said) or st.ZH_BARE_OPINION.match(text)
-                or st.ZH_PROPOSAL.match(text) or st.ZH_KNOWING.match(said) or (c.carried and st.ZH_AT_HAND.match(said))):
+                or st.ZH_PROPOSAL.match(text) or st.ZH_PROPOSAL.match(said) or st.ZH_KNOWING.match(said) or (c.carried and st.ZH_AT_HAND.match(said))):
             return None  # "想找几首…的歌", "下次带去给指挥听听", "我觉得不专业": the moment's wish or verdict
         if (c.about == "kin" and st.ZH_HEARSAY.match(text)) or st.ZH_ABOUT_CHAT.search(text) or st.ZH_WE_EPISODE.match(st.tidy(text)) or st.ZH_TASK.search(text):
             return None  # "我同事说他邻居家小孩也花生过敏": a third person's news
@@ -283,6 +283,9 @@ class HeuristicExtractor:
                 c.about == "kin" and st.EN_TODAY.search(s) and not (st.EN_HEALTH.search(s) or st.EN_LASTING.search(s))):
             return None  # "and 'two tickets please'": words to work on, not the user's
         if c.about in ("request", "none"):
+            signed = st.EN_SIGNED.pattern.search(s)
+            if signed is not None:  # "sign it Dana Whitfield": a name, given in passing
+                return self._add(st.EN_SIGNED.template.format(x=signed.group("x")) + ".", st.EN_SIGNED, now)
             if (standing and (c.about == "request" or st.EN_BARE_ASK.search(s))) or (
                     c.about == "request" and (st.EN_STANDING.search(s) or (
                         st.EN_ANSWER_FORM.match(s) and not st.EN_TODAY.search(c.sentence) and not _EN_THIS_ONE.match(s)))):
@@ -291,6 +294,8 @@ class HeuristicExtractor:
                     return None  # ", please", "thanks": politeness, no rule
                 return self._add(f"The user asks: {ask}.", st.STANDING_RULE, now)
             return None
+        if st.EN_WOULD.match(s):
+            return None  # "I'd pick fly for sure": what the user would do, asked of a wish or a game
         s = st.before_doubt(s)
         bare = st.EN_POINTER_PHRASE.sub("", s)  # "is flying in from Perth for it": the trip is named elsewhere
         s = bare if len(bare.split()) >= 4 and not re.search(r"\b(?:it|them|this|that|him|her)\b", bare, re.I) else s

@@ -64,6 +64,9 @@ _EN_ADV = (r"(?:(?:really|also|absolutely|totally|honestly|genuinely|kinda|kind 
            r"still|usually|generally|actually|truly|seriously|definitely|secretly|low-?key|much|strongly|also|"
            r"[a-z]+ly)\s+)*")
 _EN_TIME = r"(?:next (?:week|month|year|monday|tuesday|wednesday|thursday|friday|saturday|sunday)|tomorrow|tonight|this (?:week|weekend|friday|month)|on (?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)|by (?:monday|tuesday|wednesday|thursday|friday|the end of))"
+# a name given for a message the assistant writes: "sign it Dana Whitfield, CI/CT"
+EN_SIGNED = Rule(_r(r"^(?:(?:please|pls|and|also)\s+)*sign (?:it|this|that|the \w+|off)(?: as| with)?[:,]?\s+"
+                    r"(?P<x>(?-i:[A-Z][\w'-]+(?:\s+[A-Z][\w'-]+)+))"), "The user's name is {x}", "fact", "high", None, "name")
 EN_RULES = [
     Rule(_r(rf"\bI(?:'m| am) (?:very |severely |badly )?allergic to (?P<x>{_VAL})"), "The user is allergic to {x}", "fact", "high", None, "allergic to"),
     # a name is its capitalised words, all of them ("Mary Ann Lee"), and never the "and" after it
@@ -71,6 +74,7 @@ EN_RULES = [
          "fact", "high", None, "name"),
     Rule(_r(r"\b(?:call me|I(?:'m| am) called) (?P<x>(?-i:[A-Z][\w'-]*(?:\s+[A-Z][\w'-]*)*))"), "The user's name is {x}",
          "fact", "high", None, "name"),
+    EN_SIGNED,
     # a name others use: "I go by Sam", "everyone calls me Jo"
     Rule(_r(r"\b(?:I go by|(?:everyone|everybody|people|friends|my friends|most people) (?:calls?|know) me(?: as)?) "
             r"(?P<x>(?-i:[A-Z][\w'-]*(?:\s+[A-Z][\w'-]*)*))"), "The user goes by {x}", "fact", "high", None, "name"),
@@ -86,7 +90,7 @@ EN_RULES = [
             rf"\bI(?:'m| am) {_EN_ADV}not {_EN_ADV}(?:a (?:big |huge |great )?fan of|into|big on|keen on|crazy about|"
             rf"fond of)\s+(?P<y>{_VAL})"), "The user dislikes {x}{y}", "preference", "medium", None, "dislikes"),
     Rule(_r(rf"\bI {_EN_ADV}(?:like|love|enjoy|adore) (?P<x>{_VAL})"), "The user likes {x}", "preference", "medium", None, "likes"),
-    Rule(_r(rf"(?P<t>{_EN_TIME})?[^,;]*?\bI (?P<v>have to|need to|must|will|am going to|'m going to|plan to) (?P<x>[^,;]+)"), "The user {v} {x}", "todo", "high", "30d", "plans"),
+    Rule(_r(rf"(?P<t>{_EN_TIME})?[^,;]*?\bI (?P<v>have to|need to|must|will(?! not\b)|am going to|'m going to|plan to) (?P<x>[^,;]+)"), "The user {v} {x}", "todo", "high", "30d", "plans"),
     Rule(_r(r"\bI(?:'m| am) (?P<v>training|practicing|practising|preparing|studying|saving) for (?P<x>[^,;]+)"), "The user is {v} for {x}", "fact", "medium", "30d", "preparing for"),
     Rule(_r(r"\bI work (?P<p>at|for|as|on) (?P<x>[^,;]+)"), "The user works {p} {x}", "fact", "medium", None, "works"),
     Rule(_r(r"\bI (?P<v>run|swim|go|do|play|train|cook|read|work out|walk|visit|call|check) (?P<x>[^,;]*\b(?:every|each|on) [^,;]+)"), "The user {v} {x}", "workflow", "medium", None, "habit"),
@@ -103,8 +107,8 @@ QUESTION_END = re.compile(r"[?？]")
 # hypothetical (如果我… / if I…) or a doubt (I wonder if I…). The offline extractor skips them.
 # a question word before 都 / 也 is no question: "哪也不去", "什么都吃", "谁都知道"
 ZH_ASKING = re.compile(r"什么(?!都|也)|(?<!不)怎么(?!都|也)|为什么|为何|哪(?!怕|儿?[都也]|里[都也])|谁(?![都也])|(?<!好)(?:几点|几个|几岁|几天|几次|几号)|几$|多少|多久|多大|多远|是否|"
-                        r"([\u4e00-\u9fff])[不没]\1|(?:吗|呢|么|吧|嘛)$|(?<!了)(?<=[\u4e00-\u9fff])不$")  # "在不": 在不在
-_ZH_HYPOTHETICAL = re.compile(r"^(?:我|你|他|她)?(?:如果|假如|要是|万一|假设|倘若|假使|如若|若是|即使|就算|哪怕|设想|想象一下|难道)")
+                        r"([\u4e00-\u9fff])[不没]\1|(?:吗|呢|么|吧|嘛)$|还是.{1,16}?(?:好|对|合适|更好|比较好|划算)$|(?<!了)(?<=[\u4e00-\u9fff])不$")  # "在不": 在不在
+_ZH_HYPOTHETICAL = re.compile(r"^(?:那|那么|可|但)?(?:我|你|他|她)?(?:如果|假如|要是|万一|假设|倘若|假使|如若|若是|即使|就算|哪怕|设想|想象一下|难道)")
 EN_ASKING = _r(r"^(?:(?:what|who|whom|whose|which|where|why|how)\b(?!\s+I\b)|"
                 r"when\s+(?:is|are|was|were|do|does|did|can|could|should|will|would|shall)\b|"
                 r"(?:do|does|did|is|are|am|was|were|can|could|would|will|shall|should|may|might|have|has|had|must)"
@@ -269,9 +273,9 @@ ZH_STANDING = re.compile(r"(?<![点时天号前后\d])以后|今后|从现在起
 ZH_MOMENT = re.compile(r"累|困|饿|渴|无聊|烦|焦虑|开心|高兴|难过|伤心|郁闷|激动|兴奋|崩溃|纠结|晚安|早安|没事|(?<!就)算了|"
                         r"随便|尴尬|忘了|忘记|搞定|决定了|想好了|知道了|明白了|懂了|问问|聊聊|说说|试试|逗|开个?玩笑|做梦|"
                         r"太冷|好冷|好热|天气|不错|还行|可惜|羡慕|哈哈|嘿嘿|呵呵|别扭|不对|不变|照旧|一样|笑死|死了|死我了|"
-                        r"早上好|晚上好|中午好|下午好|你好|您好|再见|拜拜|不聊了|脑洞")
+                        r"早上好|晚上好|中午好|下午好|你好|您好|再见|拜拜|不聊了|脑洞|紧张|[听看]不懂|想不起来|有[个件]事")
 # a bare verb of knowing or agreeing, or a verb and 了 with no object: "我知道", "看过了"
-ZH_EMPTY = re.compile(r"^(?:也|都|就|还|挺|很|蛮|真|太|不用了)?(?:知道|明白|懂|同意|理解|记得|晓得|清楚|确定|可以|行|好|收到|这样|这些|这么多|那样|[\u4e00-\u9fff]{1,2}过?了)(?:了|的|啊|呀|吧)?$")
+ZH_EMPTY = re.compile(r"^(?:也|都|就|还|挺|很|蛮|真|太|不用了)?(?:知道|明白|懂|同意|理解|记得|晓得|清楚|确定|可以|行|好|收到|这样|这些|这个|这么多|那样|[\u4e00-\u9fff]{1,2}过?了)(?:了|的|啊|呀|吧)?$")
 # a verb of knowing as the clause's verb: "我知道费利威", "听说过这个牌子" answer the assistant, they say nothing lasting
 ZH_KNOWING = re.compile(r"^我?(?:也|都|早就|当然|其实)?(?:知道|听说过|听过|了解过|见过|看到过)(?!怎么)")
 # a verdict on something at hand, pointed at with 这 ("张总这措辞也太官方了"): the moment's, not the user's
@@ -286,12 +290,15 @@ def zh_to_the_chat(said: str) -> bool:
     return bool(ZH_KNOWING.match(body) or ZH_AT_HAND.match(body))
 
 
+# an answer that says what the user would do, not what they do: "I'd pick fly", "I'd die in like 2 days"
+EN_WOULD = re.compile(r"^(?:i|we|the user)(?:'d|\s+would)\s+(?!(?:really\s+|much\s+)?(?:like|love|prefer|rather|appreciate|never|not|"
+                      r"be (?:happy|glad|grateful|interested)|die without|kill for)\b)", re.I)
 # a proposal to do something together now: "我们来玩飞花令", "咱们一起来想想"
-ZH_PROPOSAL = re.compile(r"^(?:我们|咱们|咱)(?:一起|俩|两个)?来(?!自)")
+ZH_PROPOSAL = re.compile(r"^(?:我们|咱们|咱)(?:一起|俩|两个)?来(?!自)|^来(?:玩|猜|比|赌)")
 # a game or a quiz begins: what the user says bare afterwards are moves, not facts about them
 ZH_GAME = re.compile(r"(?:玩|来)(?:个|一个|一局|一把|一轮)?(?:游戏|飞花令|成语接龙|词语接龙|接龙|猜谜|猜谜语|谜语|脑筋急转弯|"
                      r"真心话|问答|知识竞赛|二十个问题)|考考我|出(?:个|几道|道|一道)?题(?:目)?(?:考我|给我)")
-EN_GAME = re.compile(r"\b(?:let'?s play|wanna play|want to play|play a game|quiz me|test me on|trivia|twenty questions|"
+EN_GAME = re.compile(r"\b(?:would you rather|what if (?:you|i|we) (?:had|could|were|was)|let'?s play|wanna play|want to play|play a game|quiz me|test me on|trivia|twenty questions|"
                      r"20 questions|word chain|riddle me)\b", re.I)
 ZH_CRAVING = re.compile(r"^(?:好|有点|突然)?想\S{1,6}了$")
 ZH_TODAY = re.compile(r"今天|今晚|今早|刚才|刚刚|刚\S{0,3}完|现在正|这会儿|此刻|待会|一会儿")
@@ -319,8 +326,12 @@ EN_MATERIAL_LEAD = re.compile(r"^(?:(?:ok|okay|so|alright|hey)[,\s]+)?(?:story t
                               r"(?:a )?joke for you|(?:heard|hear) this one)\b", re.I)
 # material to work on, not the user speaking: a joke, a story, a passage
 ZH_MATERIAL_LEAD = re.compile(r"(?:讲|说|分享)(?:个|一个|一段|段)(?:笑话|故事|段子)|(?:笑话|故事|段子)[：:]")
-_ZH_PLAN = re.compile(r"要|打算|计划|准备|将|会去|会在|去|出发|回来|飞|入职|考(?!虑)|面试|约|预约|开会|出差|旅|搬|办|签|休|"
+_ZH_PLAN = re.compile(r"要|打算|计划|准备|将|会去|会在|去|出发|回来|飞|入职|考(?!虑)|面试|约|预约|开会|出差|旅|搬|办|签|(?<!退)休|"
                       r"过生日|婚礼|聚会|比赛|截止|到期|之前")
+# what was done before, a time it lasted: "之前在宝马实习过三个月" is no plan for three months from now
+_ZH_DONE = re.compile(r"(?:之前|以前|曾经|当年)[^，,]{0,12}?过|[\u4e00-\u9fff]过[一二两三四五六七八九十几\d半]+个?(?:月|年|周|天|星期|礼拜)")
+# a plan not to do something is a decision that lasts: "I will not be buying a table saw"
+_EN_DECIDED_NOT = re.compile(r"\b(?:will not|won't|not going to|never going to|am not going to|'m not going to)\b", re.I)
 _ZH_HABIT = re.compile(r"一般|经常|通常|总是|每|平时|习惯|常常|向来")
 _ZH_LIKE = re.compile(r"喜欢|爱(?!情|人|好)|讨厌|不喜欢|偏好|受不了|看不了|感兴趣|偏爱|最爱|就算了")
 
@@ -399,7 +410,7 @@ EN_VALUE_END = re.compile(r"\s+(?:so|because|since|but|which|lol|haha\w*|pls|ple
 _CORRECTING = re.compile(r"不对|说错|更正|纠正|搞错|记错|弄错|口误|我是说|\b(?:sorry|actually|wait|i meant|i mean|"
                          r"correction|oops|typo|my bad|scratch that|no no)\b", re.I)
 # a request tacked on after the fact: "We're vegetarian, so no meat recipes please"
-EN_ASK_AFTER = re.compile(r",?\s+so\s+(?:no|please|pls|don't|do not|can you|could you|make|give|keep|avoid)\b.*$|"
+EN_ASK_AFTER = re.compile(r",?\s+so\s+(?:no|please|pls|don't|do not|can you|could you|make|give|keep|avoid|add|put|include|remove|take out|leave out|skip|write|use)\b.*$|"
                           r",\s*(?:and\s+)?(?:can|could|would|will) you\b.*$", re.I)
 EN_TRAILING = re.compile(r"(?:\s+(?:lol|haha\w*|tbh|btw|though|then|thankfully|honestly))+$|\s*[-–—]+$", re.I)
 
@@ -453,7 +464,7 @@ def zh_generic(text: str, today: date) -> Generic:
         return Generic("preference", None, "喜好")
     if _ZH_FROM_ON.search(text):
         return Generic("fact", None, "事实")  # "从下个月开始带团队": a change that lasts
-    if not _ZH_HABIT.search(text) and _ZH_PLAN.search(text) and upcoming(text, today) is not None:
+    if not _ZH_HABIT.search(text) and not _ZH_DONE.search(text) and _ZH_PLAN.search(text) and upcoming(text, today) is not None:
         return Generic("todo", "30d", "计划")
     return Generic("fact", None, "事实")
 
@@ -463,7 +474,8 @@ def en_generic(text: str, today: date) -> Generic:
         return Generic("preference", None, "likes")
     if _EN_FROM_ON.search(text):
         return Generic("fact", None, "fact")  # "managing 5 people starting next month": a change that lasts
-    if not _EN_HABIT.search(text) and _EN_PLAN.search(text) and upcoming(text, today) is not None:
+    if (not _EN_HABIT.search(text) and not _EN_DECIDED_NOT.search(text) and _EN_PLAN.search(text)
+            and upcoming(text, today) is not None):
         return Generic("todo", "30d", "plans")
     return Generic("fact", None, "fact")
 
@@ -605,7 +617,7 @@ __all__ = ["EN_ANSWER_FORM", "EN_BARE_ASK", "EN_POINTER_PHRASE", "ZH_ANSWER_FORM
            "EN_TRAILING", "EN_ASK_AFTER", "EN_VALUE_END", "GOES_ON", "Generic", "QUESTION_END", "Rule", "STANDING_RULE",
            "THIRD_PERSON", "ZH_ASKING", "ZH_CRAVING", "ZH_EMPTY", "ZH_ENDING_REQUEST", "ZH_HEALTH",
            "ZH_HEDGE", "ZH_HOW_TO_ANSWER", "ZH_MOMENT", "ZH_NAMED_KIN", "ZH_QUESTION", "ZH_REQUEST", "ZH_SETTING", "ZH_PAST", "ZH_BARE_OPINION", "ZH_TRY", "ZH_WISH_NOW",
-           "ZH_HEARSAY", "ZH_ABOUT_CHAT", "ZH_KNOWING", "ZH_AT_HAND", "zh_to_the_chat", "ZH_PROPOSAL", "ZH_GAME", "EN_GAME", "EN_LASTING", "EN_ABOUT_CHAT", "ZH_VERDICT", "EN_TASK", "ZH_TASK", "EN_HEARSAY", "ZH_WE_EPISODE", "ZH_ANSWER_VERB", "HOW_FEEL", "ZH_DOSE", "ZH_MATERIAL_LEAD", "EN_MATERIAL_LEAD",
+           "ZH_HEARSAY", "ZH_ABOUT_CHAT", "ZH_KNOWING", "ZH_AT_HAND", "EN_WOULD", "EN_SIGNED", "zh_to_the_chat", "ZH_PROPOSAL", "ZH_GAME", "EN_GAME", "EN_LASTING", "EN_ABOUT_CHAT", "ZH_VERDICT", "EN_TASK", "ZH_TASK", "EN_HEARSAY", "ZH_WE_EPISODE", "ZH_ANSWER_VERB", "HOW_FEEL", "ZH_DOSE", "ZH_MATERIAL_LEAD", "EN_MATERIAL_LEAD",
            "ZH_STANDING", "ZH_STANDING_LEAD", "ZH_TODAY", "conjugated", "consumed", "correction", "dated",
            "en_generic", "en_quoted", "before_doubt", "day_replaced", "hypothetical", "zh_today", "DAY_SAID", "day_correction", "in_question", "replaced", "same_words", "third_person",
            "third_person_en", "third_person_zh", "tidy", "until", "zh_generic", "zh_rule"]
