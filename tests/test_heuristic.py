@@ -673,3 +673,13 @@ def test_a_choice_picked_a_name_to_sign_and_a_decision_not_to_are_kept():
     assert all(e is None for _, _, e in said("我之前在宝马实习过三个月"))  # what was done, not a plan
     assert contents("I teach physics at Lakeview High so add sub plans to my list") == [
         "The user teaches physics at Lakeview High."]
+
+
+def test_pointers_bare_states_and_what_the_user_knows_of_other_things_leave_nothing():
+    for message in ("I do this after work", "I'm off", "we're still finalizing", "I know Rome is all hills",
+                    "I swear the waiter almost laughed", "my dog sitter just bailed", "先出车了", "早就习惯了"):
+        assert contents(message) == [], message
+    assert contents("I know how to sail") != []  # a skill is no reply about something else
+    # "stop" with no gerund sets no rule for the assistant: the request is for now
+    got = contents("I'm due in april so I stop in march. help me write a message in simple english")
+    assert "The user is due in april." in got and not any(c.startswith("The user asks") for c in got), got

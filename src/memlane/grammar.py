@@ -296,7 +296,7 @@ _EN_PAST_IRREGULAR = ("went|had|got|made|said|took|came|saw|knew|thought|ran|ate
                       "gave|told|kept|lost|paid|sent|spent|sold|wrote|began|fell|forgot|flew|heard|held|sat|slept|"
                       "spoke|stood|swam|taught|understood|won|woke|wore|did|was|were|swore|swear|realized|realised")
 # the verb a clause's subject does, first: "the user had to call…", "the user's sister changed…"
-_EN_FIRST_VERB = re.compile(rf"^(?:the user|the user's [\w-]+(?: (?-i:[A-Z][a-z]+))?|the user and others)\s+(?:\w+ly\s+|just\s+|then\s+)*"
+_EN_FIRST_VERB = re.compile(rf"^(?:the user|the user's [\w-]+(?: (?!(?:is|was|are|were|has|had|have|just|then|also|got|did|does|do|never|still)\b)(?-i:[a-z]+(?<!ly)))?(?: (?-i:[A-Z][a-z]+))?|the user and others)\s+(?:\w+ly\s+|just\s+|then\s+)*"
                             rf"(?P<v>{_EN_PAST_IRREGULAR}|[a-z]+ed)\b(?!')", re.I)  # "won't" is no "won"
 _EN_TIMELESS = re.compile(r"\b(?:since|ago|for (?:(?:\d+|a|two|three|many|several) )?(?:years?|months?|decades?|ages)|"
                           r"all (?:my|the user's) life|every|always|usually)\b",
@@ -348,10 +348,23 @@ _EN_NOW_STEP = re.compile(r"^the user(?:'ll| will) (?:just |probably |maybe )?(?
                           r"google|dig|scroll|figure)\b(?:\s+\S+){0,3}\.?$", re.I)
 
 
+# a predicate pointing at what was said before ("The user does this after work"), a bare state of the
+# moment ("The user is off.", "The user and others are still finalizing."), what the user knows or swears
+_EN_POINTED = re.compile(r"^the user(?: and others)? (?:\w+ly |just |also )?(?:does|do|did|is doing|likes|loves|hates|uses|wants|needs)"
+                         r" (?:this|that|it|them|these|those)\b", re.I)
+_EN_BARE_STATE = re.compile(r"^the user(?: and others)? (?:is|are|was|were) (?:still |just |currently |now )?(?:off|out|back|done|here|"
+                            r"in|up|[a-z]+ing)\.?$", re.I)
+_EN_KNOWS = re.compile(r"^the user (?:knows|knew|swears|swore|bets|guesses|realizes|realised|realized) (?:that )?"
+                       r"(?!how to\b)\w+(?:'s)?(?: \w+)? (?:is|are|was|were|has|have|had|will|would|can|could|almost|just|"
+                       r"never|always|\w+ed)\b", re.I)
+
+
 def en_empty_predicate(content: str) -> bool:
     """Whether an English memory's predicate says nothing: an auxiliary alone, a plan of one
-    bare verb, a clause ending on its auxiliary, or a step of the moment."""
+    bare verb, a clause ending on its auxiliary, a step of the moment, a pointer to what was
+    said before, a bare state of the moment, or what the user knows or swears of something else."""
     return bool(_EN_BARE_AUX.match(content) or _EN_BARE_PLAN.match(content) or _EN_ENDS_AUX.search(content)
+                or _EN_POINTED.match(content) or _EN_BARE_STATE.match(content) or _EN_KNOWS.match(content)
                 or (_EN_NOW_STEP.match(content) and not re.search(r"\d|\b(?:tomorrow|tonight|today|next|on|by|this|later)\b",
                                                                  content, re.I)))
 

@@ -273,9 +273,10 @@ ZH_STANDING = re.compile(r"(?<![点时天号前后\d])以后|今后|从现在起
 ZH_MOMENT = re.compile(r"累|困|饿|渴|无聊|烦|焦虑|开心|高兴|难过|伤心|郁闷|激动|兴奋|崩溃|纠结|晚安|早安|没事|(?<!就)算了|"
                         r"随便|尴尬|忘了|忘记|搞定|决定了|想好了|知道了|明白了|懂了|问问|聊聊|说说|试试|逗|开个?玩笑|做梦|"
                         r"太冷|好冷|好热|天气|不错|还行|可惜|羡慕|哈哈|嘿嘿|呵呵|别扭|不对|不变|照旧|一样|笑死|死了|死我了|"
-                        r"早上好|晚上好|中午好|下午好|你好|您好|再见|拜拜|不聊了|脑洞|紧张|[听看]不懂|想不起来|有[个件]事")
+                        r"早上好|晚上好|中午好|下午好|你好|您好|再见|拜拜|不聊了|脑洞|紧张|[听看]不懂|想不起来|有[个件]事|痛苦|要得|"
+                        r"^先(?:走|撤|睡|忙|下|出[车门发]|去)[\u4e00-\u9fff]{0,2}了")
 # a bare verb of knowing or agreeing, or a verb and 了 with no object: "我知道", "看过了"
-ZH_EMPTY = re.compile(r"^(?:也|都|就|还|挺|很|蛮|真|太|不用了)?(?:知道|明白|懂|同意|理解|记得|晓得|清楚|确定|可以|行|好|收到|这样|这些|这个|这么多|那样|[\u4e00-\u9fff]{1,2}过?了)(?:了|的|啊|呀|吧)?$")
+ZH_EMPTY = re.compile(r"^(?:也|都|就|还|挺|很|蛮|真|太|不用了|早就|早|早都)?(?:知道|明白|懂|同意|理解|记得|晓得|清楚|确定|可以|行|好|收到|这样|这些|这个|这么多|那样|[\u4e00-\u9fff]{1,2}过?了)(?:了|的|啊|呀|吧)?$")
 # a verb of knowing as the clause's verb: "我知道费利威", "听说过这个牌子" answer the assistant, they say nothing lasting
 ZH_KNOWING = re.compile(r"^我?(?:也|都|早就|当然|其实)?(?:知道|听说过|听过|了解过|见过|看到过)(?!怎么)")
 # a verdict on something at hand, pointed at with 这 ("张总这措辞也太官方了"): the moment's, not the user's
@@ -337,7 +338,7 @@ _ZH_LIKE = re.compile(r"喜欢|爱(?!情|人|好)|讨厌|不喜欢|偏好|受不
 
 EN_STANDING = re.compile(r"\b(?:from now on|always|never(?!\s*mind)|every time|in every|any ?more|going forward|"
                           r"even (?:if|when)|whenever|"
-                          r"stop|unless i ask|in (?:the )?future|each time|call me (?-i:[A-Z])\w*|by default)\b", re.I)
+                          r"stop (?:\w+ing|it|that)|unless i ask|in (?:the )?future|each time|call me (?-i:[A-Z])\w*|by default)\b", re.I)
 # the chat itself judged: "I love this answer", "good idea", "makes sense"
 EN_ABOUT_CHAT = re.compile(r"\b(?:(?:this|that|your) (?:answer|response|reply|idea|suggestion|explanation)|(?:great|good) "
                            r"(?:idea|point)|makes sense|sounds good)\b|^(?:that\s+|this\s+|it\s+)?(?:sounds|looks|seems)\b", re.I)
