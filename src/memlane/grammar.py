@@ -86,7 +86,7 @@ def _fill_en(template: str, m: re.Match[str], answer: str) -> str:
 
 # a question that offers the choices: "Are you going as a student, a parent, or a coach?"
 _EN_CHOICE = re.compile(r"\b(?:are|were) you (?P<v>(?:going|coming|travell?ing|signing up|registered|here|joining|working) as )?"
-                        r"(?P<opts>[\w' -]+?(?:,\s*[\w' -]+?)*,? or [\w' -]+?)\?", re.I)
+                        r"(?P<opts>[\w' ,-]{1,200}? or [\w' -]{1,60})\?", re.I)
 
 
 def _en_chosen(question: str, answer: str) -> str | None:
