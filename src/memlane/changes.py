@@ -34,7 +34,7 @@ from datetime import UTC, date, datetime, time, timedelta
 from typing import Literal
 
 from memlane.dates import Period, Span, mentioned_period
-from memlane.text import CJK_RUN, has_cjk, keywords
+from memlane.text import CHINESE_STOP, CJK_RUN, has_cjk, keywords, segment
 
 CueKind = Literal["change", "end", "again"]
 
@@ -43,48 +43,138 @@ CueKind = Literal["change", "end", "again"]
 class Cue:
     """A statement's words that tell a change: `kind` "change" (a new value: moved to,
     switched to, 换成), "end" (the old one ended: no longer, quit, 不再, 辞职) or "again" (an
-    ended one is back: back on, 又开始, 复吸); `words` as found, left out when comparing."""
+    ended one is back: back on, 又开始, 复吸); `words` as found, left out when comparing.
+
+    `weak`: "now", "these days", 现在 — words that often change nothing ("I'm now thinking
+    about dinner"): such a cue closes a memory only where the statement gives an exclusive
+    slot another value than the old memory's (`slot_values`). `of`: what the cue changes when
+    it is narrower than "the thing named": "thing" (sold: what the user owned of it),
+    "holder:<role>" (my new manager: who holds a role one person holds for the user).
+    `told`: the sentence that told it, which may name the old value ("二甲双胍吃了胃不舒服，
+    医生给我换成西格列汀了")."""
 
     kind: CueKind
     words: str
+    weak: bool = False
+    of: str = ""
+    told: str = field(default="", compare=False)
 
 
 # English: read on the memory's words ("The user moved to…", "…now the user…")
 _EN_END = re.compile(
-    r"\b(?:no longer|not \w+(?: \w+)? any ?more|quit|quitting|stopped|gave up|has given up|left|broke up|split up|"
-    r"was laid off|got laid off|been laid off|retired from|dropped out of)\b", re.I)
-_EN_AGAIN = re.compile(r"\b(?:back on|back to|went back to|started \w+ing again|\w+s? again|relapsed)\b", re.I)
+    r"\b(?:no longer|not \w+(?: \w+)? any ?more|quit|quitting|stopped|gave up|has given up|broke up|split up|"
+    r"left (?:(?:the user's|my|his|her|their) (?:job|position|role|company|employer|team)|(?-i:[A-Z]))|"
+    r"was laid off|got laid off|been laid off|retired from|dropped out of|got divorced|divorced)\b", re.I)
+_EN_AGAIN = re.compile(r"\b(?:back on|back to|went back to|started \w+ing again|(?<=\w )again\b|relapsed)\b", re.I)
 _EN_CHANGE = re.compile(
     r"\b(?:moved|moving|relocated|has moved|have moved) (?:to|into|down to|up to|back to|over to|out)\b|"
     r"\bswitched (?:to|over to|from)\b|\bchanged (?:to|jobs|careers|over to)\b|\binstead of\b|"
-    r"\bstarted (?:working|work|a new job|the new job|at)\b|\bnew job\b|\bjoined\b|\bgot promoted\b|"
-    r"\bpromoted to\b|\bthese days\b|\bnowadays\b|\bnow (?:the user|i)\b|\b(?:the user|i)(?:'m| am| is)? now\b|"
+    r"\bstarted (?:working (?:at|for|as)|work (?:at|for)|a new job|the new job|at)\b|\bnew job\b|\bjoined\b|\bgot promoted\b|"
+    r"\bpromoted to\b|"
     r"\bgot (?:engaged|married)\b|\bis (?:now )?(?:engaged|married) to\b|\bnew (?:place|flat|apartment|house|car|phone)\b",
     re.I)
+# "now" and its kin: weak (see `Cue`); "right now", "from now on", "for now", "just now" are the moment
+_EN_WEAK = re.compile(r"\b(?:these days|nowadays)\b|(?<!\bright )(?<!\bfrom )(?<!\bfor )(?<!\bjust )(?<!\buntil )"
+                      r"(?<!\bby )\bnow\b(?! on\b)", re.I)
 # Chinese
 _ZH_END = re.compile(r"不再|再也不|不用再|不用(?=[\u4e00-\u9fff]{1,6}了)|已经不|早就不|不在(?=[\u4e00-\u9fff]{1,8}?(?:干|做|上班|工作|住|读|练|学)?了)|"
-                     r"戒(?!指)|辞职|辞了|离职|被裁|裁员|分手|分了|退了|停了|不干了|不做了|不练了|不学了")
+                     r"戒(?!指)|辞职|辞了|离职|被裁|裁员|分手|分了|离婚|退了|停了|不干了|不做了|不练了|不学了")
 _ZH_AGAIN = re.compile(r"又开始|又回到|重新开始|又恢复|复吸|又[抽喝吃]上")
-_ZH_CHANGE = re.compile(r"搬到|搬去|搬回|搬出去|搬家|换成|换到|换了|改成|改吃|改喝|改打|改去|改用|改练|改学|改[为做]|"
+_ZH_CHANGE = re.compile(r"搬到|搬去|搬回|搬出去|搬家|换成|换到|换了|改成|改到|改吃|改喝|改打|改去|改用|改练|改学|改[为做]|"
                         r"现在改|转正|跳槽|入职|升职|升了|当上|换工作|结婚了|订婚了|领证|在一起了|开始[\u4e00-\u9fff]{1,4}了")
+_ZH_WEAK = re.compile(r"现在|如今|目前")
+
+# what the user owned, sold: "sold the/my car", "把车卖了", "特斯拉卖掉了" (an ending of that thing only)
+_EN_SOLD = re.compile(r"\bsold (?:the user's|the|my|our|his|her|their)(?: old)? (?P<t>[\w-]+(?: [\w-]+)?)", re.I)
+_ZH_SOLD = re.compile(r"把(?P<t>[\u4e00-\u9fffA-Za-z0-9]{1,8}?)(?:给)?卖(?:掉)?了|(?P<t2>[\u4e00-\u9fffA-Za-z0-9]{1,8}?)(?:已经)?卖掉了|"
+                      r"(?P<t3>[\u4e00-\u9fffA-Za-z0-9]{1,8}?)(?:转手|出手)了")
+_EN_SOLD_VERB = re.compile(r"\bsold\b", re.I)
+_ZH_SOLD_VERB = re.compile(r"卖掉了|卖了|转手了|出手了")
+
+
+# ---- the one who holds a role for the user ------------------------------------------------
+
+# roles one person holds for the user at a time (a second doctor is the user's new doctor; a
+# second friend is not a new friend in place of the old one). A partner is one role, by any name.
+_EN_ROLES = (r"manager|boss|supervisor|team lead|line manager|doctor|gp|dentist|therapist|psychiatrist|counsel?lor|"
+             r"landlord|landlady|trainer|coach|tutor|advis[eo]r|mentor|accountant|lawyer|hairdresser|barber|vet|"
+             r"pediatrician|paediatrician|boyfriend|girlfriend|partner|husband|wife|fianc[eé]e?")
+_ZH_ROLES = (r"经理|老板|领导|上司|主管|组长|导师|医生|大夫|主治医生|牙医|心理医生|房东|教练|私教|家教|律师|会计|"
+             r"班主任|男朋友|女朋友|男友|女友|对象|老公|老婆|丈夫|妻子|未婚夫|未婚妻")
+_PARTNER = frozenset({"boyfriend", "girlfriend", "partner", "husband", "wife", "fiance", "fiancé", "fiancee", "fiancée",
+                      "男朋友", "女朋友", "男友", "女友", "对象", "老公", "老婆", "丈夫", "妻子", "未婚夫", "未婚妻"})
+_EN_NAME = r"(?-i:(?:(?:Dr|Mr|Mrs|Ms|Prof)\.? )?[A-Z][\w'-]+(?: [A-Z][\w'-]+)?)"
+_EN_NEW_HOLDER = re.compile(
+    rf"^the user(?:'s new| has a new| got a new| has got a new) (?P<role>(?:[a-z]+ )?(?:{_EN_ROLES}))\b"
+    rf"(?:,? (?:who is |is |named |called |is named |is called )?(?P<name>{_EN_NAME}))?", re.I)
+_EN_HOLDER = re.compile(
+    rf"^the user's (?P<role>(?:[a-z]+ )?(?:{_EN_ROLES})),? (?:is (?:named |called )?|named |called )?(?P<name>{_EN_NAME})\b|"
+    rf"^(?P<name2>{_EN_NAME}) is the user's (?P<role2>(?:[a-z]+ )?(?:{_EN_ROLES}))\b|"
+    rf"^the user is (?:dating|seeing|married to|engaged to|with) (?P<name3>{_EN_NAME})\b", re.I)
+_ZH_NEW_HOLDER = re.compile(
+    rf"^用户(?:的|他们的?|们的?)?(?:换了(?:个|一个|位|一位)?)?新(?:的|来的|换的)?(?P<role>{_ZH_ROLES})(?:是|叫|名叫|，)?"
+    rf"(?P<name>[\u4e00-\u9fffA-Za-z]{{1,4}}?)?(?=$|[，,。！!了]|(?:人|挺|很|特别|非常|比较))|"
+    rf"^用户换了(?:个|一个|位|一位)(?P<role2>{_ZH_ROLES})")
+_ZH_HOLDER = re.compile(rf"^用户(?:的|他们的?)?(?P<role>{_ZH_ROLES})(?:是|叫|名叫)(?P<name>[\u4e00-\u9fffA-Za-z]{{1,4}}?)(?=$|[，,。！!]|(?:人|挺|很|特别|非常|比较))|"
+                        rf"^用户(?:的|他们的?)?(?P<role2>{_ZH_ROLES})(?P<name2>[\u4e00-\u9fffA-Za-z]{{2,3}}?)(?=$|[，,。！!])|"
+                        rf"^用户(?:在)?(?:和|跟)(?P<name3>[\u4e00-\u9fffA-Za-z]{{1,4}}?)(?:在一起|谈恋爱|恋爱|约会|结婚|订婚)")
+
+
+def _role(role: str) -> str:
+    """A role as compared: lower-cased, a partner by any name "partner"."""
+    role = " ".join(role.lower().split())
+    last = role.rsplit(" ", 1)[-1]
+    return "partner" if last in _PARTNER or role in _PARTNER else role
+
+
+def new_holder(content: str) -> tuple[str, str] | None:
+    """("manager", "Sarah") for "The user's new manager is Sarah." / "用户的新经理是李姐": a
+    role one person holds for the user, and its new holder ("" when the memory names none)."""
+    m = (_ZH_NEW_HOLDER if has_cjk(content) else _EN_NEW_HOLDER).match(content.strip())
+    if m is None:
+        return None
+    role = m.group("role") or m.groupdict().get("role2") or ""
+    return _role(role), (m.group("name") or "").strip()
+
+
+def holder(content: str) -> tuple[str, str] | None:
+    """("manager", "Tom") for "The user's manager is Tom." / "用户的男朋友叫小张" / "The user is
+    dating Jake": who holds a role for the user, as the memory says; None when it says no name."""
+    if new_holder(content) is not None:
+        return None
+    m = (_ZH_HOLDER if has_cjk(content) else _EN_HOLDER).match(content.strip())
+    if m is None:
+        return None
+    g = m.groupdict()
+    if g.get("name3"):
+        return "partner", g["name3"].strip()
+    role = g.get("role") or g.get("role2") or ""
+    return _role(role), (g.get("name") or g.get("name2") or "").strip()
 
 
 def cue(content: str) -> Cue | None:
     """The change a statement tells, if it tells one (ending first: "不再喝咖啡，改喝绿茶"
-    ends the coffee and begins the tea, and what it replaces is the coffee)."""
-    if has_cjk(content):
-        found = [(kind, p.search(content)) for kind, p in (("again", _ZH_AGAIN), ("end", _ZH_END), ("change", _ZH_CHANGE))]
-    else:
-        found = [(kind, p.search(content)) for kind, p in (("again", _EN_AGAIN), ("end", _EN_END), ("change", _EN_CHANGE))]
-    for kind, m in found:
-        if m is not None:
+    ends the coffee and begins the tea, and what it replaces is the coffee); a new holder of a
+    role ("my new manager is Sarah"); else a weak cue ("now", 现在), if any."""
+    zh = has_cjk(content)
+    if (held := new_holder(content)) is not None:
+        return Cue("change", "新" if zh else "new", of=f"holder:{held[0]}")
+    if (_ZH_SOLD if zh else _EN_SOLD).search(content) is not None:
+        return Cue("end", "卖" if zh else "sold", of="thing")
+    order = (("again", _ZH_AGAIN), ("end", _ZH_END), ("change", _ZH_CHANGE)) if zh else (
+        ("again", _EN_AGAIN), ("end", _EN_END), ("change", _EN_CHANGE))
+    for kind, pattern in order:
+        if (m := pattern.search(content)) is not None:
             return Cue(kind, m.group())  # type: ignore[arg-type]
+    if (m := (_ZH_WEAK if zh else _EN_WEAK).search(content)) is not None:
+        return Cue("change", m.group(), weak=True)
     return None
 
 
 def cue_words(content: str) -> list[str]:
     """Every cue's words in the text (all of them are left out when comparing)."""
-    pats = (_ZH_AGAIN, _ZH_END, _ZH_CHANGE) if has_cjk(content) else (_EN_AGAIN, _EN_END, _EN_CHANGE)
+    pats = (_ZH_AGAIN, _ZH_END, _ZH_CHANGE, _ZH_WEAK, _ZH_SOLD_VERB) if has_cjk(content) else (
+        _EN_AGAIN, _EN_END, _EN_CHANGE, _EN_WEAK, _EN_SOLD_VERB)
     return [m.group() for p in pats for m in p.finditer(content)]
 
 
@@ -97,17 +187,49 @@ FRAMES: dict[str, tuple[frozenset[str], tuple[str, ...]]] = {
     "home": (frozenset({"live", "lives", "lived", "living", "moved", "move", "moving", "relocated", "flat",
                         "apartment", "condo", "neighbourhood", "neighborhood", "rent", "rents", "renting"}),
              ("住在", "住进", "住到", "住的", "住过", "搬到", "搬去", "搬回", "搬家", "搬出", "租房", "合租", "整租", "宿舍", "房租")),
-    "work": (frozenset({"work", "works", "worked", "working", "job", "employer", "company", "hired", "joined",
-                        "office", "laid"}),
+    "work": (frozenset({"work", "works", "worked", "working", "job", "employer", "company", "hired", "office", "laid"}),
              ("工作", "上班", "公司", "入职", "跳槽", "单位", "辞职", "离职", "被裁", "裁员")),
     "partner": (frozenset({"boyfriend", "girlfriend", "partner", "husband", "wife", "fiance", "fiancé", "fiancee",
-                           "fiancée", "dating", "married", "engaged", "single"}),
+                           "fiancée", "dating", "married", "engaged", "single", "divorced"}),
                 ("男朋友", "女朋友", "对象", "老公", "老婆", "丈夫", "妻子", "未婚夫", "未婚妻", "约会", "结婚", "订婚",
-                 "分手", "单身")),
+                 "分手", "单身", "离婚")),
     "vehicle": (frozenset({"drive", "drives", "drove", "driving", "car", "truck", "scooter"}),
                 ("开车", "电动车", "提车", "买车", "开一辆", "开的")),
     "diet": (frozenset({"vegetarian", "vegan", "pescatarian", "meat", "diet"}), ("吃素", "素食", "吃肉", "荤")),
 }
+# predicates of more than one word: "broke up" is about a partner, "started at Dell" about work
+# (an employer is a name: "started at the gym", "joined a book club" are not)
+_EN_FRAME_PHRASES = {"partner": re.compile(r"\b(?:broke|split) up\b", re.I),
+                     "work": re.compile(r"\b(?:started (?:at|with)|joined) (?-i:[A-Z])", re.I)}
+
+# A slot's value where the words give it: "lives in Leeds" → Leeds, "在腾讯上班" → 腾讯. A weak
+# cue ("now", 现在) closes a memory only when both give the same slot different values.
+_EN_NAMEISH = r"(?-i:(?:the |a |an )?[A-Z][\w'&.-]*(?: [A-Z][\w'&.-]*){0,3})"
+_SLOT_VALUE_EN: dict[str, re.Pattern[str]] = {
+    "home": re.compile(rf"\b(?:live|lives|living|lived|based|moved|relocated|settled)\s+(?:\w+\s+)?(?:in|to|near)\s+"
+                       rf"(?P<v>{_EN_NAMEISH})", re.I),
+    "work": re.compile(rf"\b(?:work|works|working|worked|job|employed|started)\s+(?:(?:\w+ly|full-time|part-time|now|still)\s+)?"
+                       rf"(?:at|for)\s+(?P<v>{_EN_NAMEISH})|\bjoined\s+(?P<v2>{_EN_NAMEISH})", re.I),
+    "partner": re.compile(rf"\b(?:dating|seeing|married to|engaged to|boyfriend|girlfriend|partner|husband|wife|"
+                          rf"fianc[eé]e?)(?:,| is| is named)?\s+(?P<v>{_EN_NAMEISH})|\b(?P<v2>single)\b", re.I),
+    "vehicle": re.compile(r"\b(?:drive|drives|driving|ride|rides|riding)\s+(?:a|an|the)\s+(?P<v>[\w-]+(?:\s+[\w-]+)?)", re.I),
+    "diet": re.compile(r"\b(?P<v>vegetarian|vegan|pescatarian|carnivore|keto|(?:eat|eats|eating) meat)\b", re.I),
+}
+_ZH_VAL = r"[\u4e00-\u9fffA-Za-z0-9]{2,8}?"
+_SLOT_VALUE_ZH: dict[str, re.Pattern[str]] = {
+    "home": re.compile(rf"(?:住在|搬到|搬去|搬回|住进)(?P<v>{_ZH_VAL})(?=$|[，,。了的]|住|去|来|那)|在(?P<v2>{_ZH_VAL})住"),
+    "work": re.compile(rf"在(?P<v>{_ZH_VAL})(?:上班|工作|实习|当|做)|(?:入职|加入|跳槽到|换到|去了)(?P<v2>{_ZH_VAL})(?=$|[，,。了]|上班|工作)"),
+    "partner": re.compile(r"(?:男朋友|女朋友|男友|女友|对象|老公|老婆)(?:是|叫)?(?P<v>[\u4e00-\u9fffA-Za-z]{2,4}?)(?=$|[，,。])|"
+                          r"(?:和|跟)(?P<v2>[\u4e00-\u9fffA-Za-z]{1,4}?)(?:在一起|谈恋爱|恋爱|约会|结婚|订婚)|(?P<v3>单身)"),
+    "vehicle": re.compile(rf"开(?:一辆|辆|的是)?(?P<v>{_ZH_VAL})(?=$|[，,。])"),
+    "diet": re.compile(r"(?P<v>吃素|素食|吃肉|吃荤)"),
+}
+
+# a stay that is not a change of home or work: "in Paris now for a conference", "在北京出差"
+_TEMPORARY = re.compile(r"\bfor (?:a|the|this|my|our) (?:conference|trip|visit|holiday|vacation|week|weekend|few days|"
+                        r"couple of (?:days|weeks)|business trip|work trip|meeting|wedding|funeral)\b|"
+                        r"\bon (?:a |my |our )?(?:trip|holiday|vacation|business|work trip|leave)\b|\bvisiting\b|"
+                        r"\bthis week(?:end)?\b|出差|旅游|旅行|度假|玩几天|这几天|这周|暂时|临时|探亲|开会", re.I)
 
 # words that say when or how much, not what: they never make two memories about one thing
 _TIME_EN = frozenset({"today", "yesterday", "tomorrow", "week", "weeks", "month", "months", "year", "years", "day",
@@ -126,6 +248,22 @@ _TIME_ZH = ("用户", "现在", "时候", "时间", "今天", "昨天", "明天"
 _COUNTED = re.compile(r"^[零一二两三四五六七八九十百几半多每这那]")  # "两个月", "一杯": how much, not what
 
 
+# one character that is a verb or a preposition of its own, not a piece of a name (叫小张, 开一辆)
+_ZH_PARTICLES = CHINESE_STOP | frozenset("叫开去和跟把被给让用做是有到从对向为当像比住换搬吃喝买卖养骑回")
+
+
+def _joined_segments(text: str) -> list[str]:
+    """A Chinese name the segmenter cut into one character and a word ("拼多多" → 拼 + 多多,
+    and 多多 reads as a count): the two joined, as the run holds them."""
+    out: list[str] = []
+    for run in CJK_RUN.findall(text):
+        parts = segment(run)
+        for a, b in zip(parts, parts[1:], strict=False):
+            if len(a) == 1 and len(b) >= 2 and a not in _ZH_PARTICLES and b not in CHINESE_STOP:
+                out.append(a + b)
+    return out
+
+
 def words(content: str, drop: Iterable[str] = ()) -> set[str]:
     """What a memory is about: its keywords (lower-cased; a Chinese run's words and each
     two-character piece of them, so 奶茶店 meets 奶茶) without the subject, time words and the
@@ -134,7 +272,7 @@ def words(content: str, drop: Iterable[str] = ()) -> set[str]:
     for w in drop:
         text = text.replace(w, " ")
     out: set[str] = set()
-    for w in keywords(text):
+    for w in [*keywords(text), *_joined_segments(text)]:
         w = w.lower()
         if CJK_RUN.fullmatch(w):
             if any(t in w for t in _TIME_ZH) and len(w) <= 3:
@@ -148,24 +286,41 @@ def words(content: str, drop: Iterable[str] = ()) -> set[str]:
 
 # memories about someone else of the user's: their move is not the user's ("用户妹刚搬去上海",
 # "The user's brother Felix moved to Berlin"). A partner is the user's own slot, not listed
+# (男朋友 is no 朋友); nor is a fact the user shares ("my sister and I moved to Leeds")
 _OTHERS_EN = re.compile(r"^the user's (?:[\w-]+ ){0,2}?(?:brother|sister|sibling|mother|mom|mum|father|dad|parent|son|"
                         r"daughter|kid|child|children|baby|friend|cousin|colleague|coworker|co-worker|boss|manager|"
                         r"roommate|flatmate|housemate|neighbou?r|aunt|uncle|niece|nephew|grand\w+|in-law|team|"
                         r"landlord|teacher|client|cat|dog)s?\b", re.I)
 _OTHERS_ZH = re.compile(r"^用户(?:的)?(?:[\u4e00-\u9fff]{0,2}?)(?:妹妹?|姐姐?|哥哥?|弟弟?|爸爸?|妈妈?|父母|爸妈|儿子|女儿|"
-                        r"孩子|朋友|同事|室友|闺蜜|表[哥姐弟妹]|堂[哥姐弟妹]|邻居|领导|老板|房东|老师|猫|狗)")
+                        r"孩子|(?<![男女])朋友|同事|室友|闺蜜|表[哥姐弟妹]|堂[哥姐弟妹]|邻居|领导|老板|房东|老师|猫|狗)")
+_WITH_USER = re.compile(r"^the user's [^,.;]{1,40}? and the user\b|^用户(?:的)?[\u4e00-\u9fff]{1,6}?[和跟]用户|^用户[和跟]", re.I)
 
 
 def about_someone_else(content: str) -> bool:
     """Whether a memory is about another person (or pet) of the user's, not the user."""
-    return bool(_OTHERS_EN.match(content) or _OTHERS_ZH.match(content))
+    return bool(_OTHERS_EN.match(content) or _OTHERS_ZH.match(content)) and not _WITH_USER.match(content)
 
 
 def frames(content: str) -> set[str]:
     """The exclusive slots a memory names (`FRAMES`)."""
     lowered = content.lower()
     latin = set(re.findall(r"[a-zéè]+", lowered))
-    return {name for name, (en, zh) in FRAMES.items() if latin & en or any(w in content for w in zh)}
+    found = {name for name, (en, zh) in FRAMES.items() if latin & en or any(w in content for w in zh)}
+    return found | {name for name, p in _EN_FRAME_PHRASES.items() if p.search(content)}
+
+
+def slot_values(content: str) -> dict[str, set[str]]:
+    """The value each slot the memory names is given, as words ("lives in Leeds" → {"home":
+    {"leeds"}}); a slot named without a value is left out."""
+    patterns = _SLOT_VALUE_ZH if has_cjk(content) else _SLOT_VALUE_EN
+    out: dict[str, set[str]] = {}
+    for slot, p in patterns.items():
+        for m in p.finditer(content):
+            value = next((v for v in m.groupdict().values() if v), "")
+            got = words(value) or ({value.lower()} if value else set())
+            if got:
+                out.setdefault(slot, set()).update(got)
+    return out
 
 
 # ---- the judgement -------------------------------------------------------------------------
@@ -208,39 +363,119 @@ def _points(new_words: set[str], new_frames: set[str], old: str) -> tuple[int, s
     return len(shared) + int(slot), shared, slot
 
 
+def _frame_word(w: str) -> bool:
+    """Whether a word names a slot's predicate ("live", "上班"), not its value."""
+    return any(w in en or w.rstrip("s") in en or any(w in z or z in w for z in zh) for en, zh in FRAMES.values())
+
+
+def _slot_told(new: str, old: str, drop: Sequence[str]) -> bool:
+    """Whether a change fills the slot both memories name: its cue names that slot ("搬到",
+    "new job", "跳槽") or it gives the slot another value ("moved to Berlin"). "Moved to a new
+    team at work" names home by its verb and work by "at work": it changes neither."""
+    both = frames(new) & frames(old)
+    if both & frames(" ".join(drop)):
+        return True
+    new_values, old_values = slot_values(new), slot_values(old)
+    return any(s in new_values and not (new_values[s] & old_values.get(s, set())) for s in both)
+
+
+def _another_value(new: str, old: str, shared: set[str]) -> bool:
+    """Whether the two memories give one exclusive slot different values ("lives in Leeds" and
+    "lives in York"), and share nothing beyond the slot's own words ("now working with Python
+    at Siemens" and "works at Siemens" are one employer)."""
+    if any(not _frame_word(w) for w in shared):
+        return False
+    new_values, old_values = slot_values(new), slot_values(old)
+    return any(slot in old_values and not (vals & old_values[slot]) for slot, vals in new_values.items())
+
+
+# what the user owns of a thing, as a memory tells it: "has a Civic", "drives a Honda", "用户的车"
+_EN_OWNS = r"(?:\bhas|\bhave|\bhad|\bowns|\bowned|\bbought|\bgot|\bdrives|\bdrove|\brides|\brode|\bthe user's)\s+(?:[\w-]+\s+){0,3}?"
+_ZH_OWNS = r"(?:有|开|骑|买了|养|用户的)[^，,。]{0,6}?"
+
+
+def _owns(content: str, things: set[str], slot: bool) -> bool:
+    """Whether a memory says the user owns one of `things` (or, `slot`, drives the vehicle)."""
+    if slot and re.search(r"\b(?:drives|drove|driving|rides|riding|owns|has)\b|开|骑", content, re.I):
+        return True
+    owns = _ZH_OWNS if has_cjk(content) else _EN_OWNS
+    return any(re.search(owns + re.escape(t), content, re.I) for t in things)
+
+
+def _names(name: str) -> set[str]:
+    return set(re.sub(r"\b(?:dr|mr|mrs|ms|prof)\b\.?", " ", name.lower()).split()) or {name.lower()}
+
+
+def _new_holder(new: str, role: str, candidates: Sequence[Candidate], max_review: int) -> Verdict:
+    """"My new manager is Sarah": the memories saying who held that role before (another name)
+    are closed; a new holder told without a name only flags them."""
+    told = new_holder(new)
+    name = told[1] if told is not None else ""
+    held = [(c, h) for c in candidates if c.content != new and (h := holder(c.content)) is not None and h[0] == role
+            and not (name and _names(h[1]) & _names(name))]
+    if not held:
+        return Verdict()
+    if name and len({frozenset(_names(h[1])) for _, h in held}) == 1:
+        return Verdict(supersede=[c.id for c, _ in held])  # every memory of the one person who held it
+    return Verdict(review=[c.id for c, _ in held][:max_review])
+
+
 def judge(new: str, found: Cue | None, candidates: Sequence[Candidate], thresholds: Thresholds,
           max_review: int = 3) -> Verdict:
     """Which of `candidates` (active memories of the scope, the new one excluded) the new
     memory replaces (`found`: its cue) or may replace (no cue: flagged at most)."""
+    if found is not None and found.of.startswith("holder:"):
+        return _new_holder(new, found.of.partition(":")[2], candidates, max_review)
     drop = cue_words(new)
     new_words = words(new, drop)
     new_frames = frames(new)
     if not new_words or about_someone_else(new):
         return Verdict()
+    if found is not None and found.weak and _TEMPORARY.search(f"{new} {found.told}"):
+        found = None  # "in Paris now for a conference": a stay, no change
+    # the old value the sentence that told the change names ("二甲双胍吃了胃不舒服，…换成西格列汀了")
+    named = words(found.told, cue_words(found.told)) - new_words if found is not None and found.told else set()
+    # a breakup ends the relationship, not every memory naming the person
+    partner_end = found is not None and found.kind == "end" and "partner" in new_frames
     sure: list[str] = []
     unsure: list[str] = []
     for c in candidates:
         if c.content == new or about_someone_else(c.content):
             continue
         points, shared, slot = _points(new_words, new_frames, c.content)
+        old_words = words(c.content, cue_words(c.content))
+        if shared or slot:
+            points += int(bool(named & old_words))
         if points == 0:
             continue
-        old_words = words(c.content, cue_words(c.content))
-        # a change needs another value: new words the old lacks, and old words the new lacks
-        if (found is None or found.kind == "change") and (not new_words - old_words or not old_words - new_words - shared):
+        if partner_end and "partner" not in frames(c.content):
             continue
-        if found is not None and found.kind == "again" and ((told := cue(c.content)) is None or told.kind != "end"):
+        if found is not None and found.of == "thing" and not _owns(c.content, shared, slot):
+            continue  # "sold my old guitar" ends owning it, not playing it
+        kind = found.kind if found is not None else None
+        if found is not None and (found.weak or kind == "again") and _another_value(new, c.content, shared):
+            kind = "change"  # "lives in Leeds now" after "lives in York"; "single again" after "dating Jake"
+        elif found is not None and found.weak:
+            kind = None  # "now" alone changes nothing: at most a slot filled twice, flagged
+        elif kind == "change" and slot and not _slot_told(new, c.content, drop):
+            points, slot = points - 1, False  # the slot is named, not changed: its word is no evidence
+            if points == 0:
+                continue
+        # a change needs another value: new words the old lacks, and old words the new lacks
+        if kind in (None, "change") and (not new_words - old_words or not old_words - new_words - shared):
+            continue
+        if kind == "again" and ((told := cue(c.content)) is None or told.kind != "end"):
             continue  # "back on coffee" replaces the memory that it had stopped, nothing else
-        if found is not None and found.kind == "end" and (told := cue(c.content)) is not None and told.kind == "end":
+        if kind == "end" and (told := cue(c.content)) is not None and told.kind == "end":
             continue  # an ending does not end an ending ("戒奶茶" again: the same fact)
-        if found is None:
+        if kind is None:
             # no cue: only an exclusive slot filled twice, and only ever flagged
             if slot and (thresholds.unsure is None or c.similarity is None or c.similarity >= thresholds.unsure):
                 unsure.append(c.id)
             continue
         # two things in common; or the one an ending names ("戒奶茶" and "天天喝奶茶"); or the
         # exclusive slot a change fills anew ("moved to Berlin" and "lives in Munich": home)
-        strong = points >= 2 or slot or (found.kind != "change" and bool(shared))
+        strong = points >= 2 or slot or (kind != "change" and bool(shared))
         if thresholds.sure is not None and c.similarity is not None:
             # the words decide; e5 lifts a one-word match it finds close, and doubts a strong
             # one it finds far (its scale alone does not separate them: see the config)
@@ -457,5 +692,6 @@ def lenient_date(value: object, now: datetime, ahead_days: int = 0) -> datetime 
     return at.astimezone(UTC)
 
 
-__all__ = ["FRAMES", "Candidate", "Cue", "Thresholds", "Verdict", "about_someone_else", "core", "cue", "cue_words", "frames", "judge",
-           "lenient_date", "said_at", "since", "told_by_person", "until", "words"]
+__all__ = ["FRAMES", "Candidate", "Cue", "Thresholds", "Verdict", "about_someone_else", "core", "cue", "cue_words", "frames",
+           "holder", "judge", "lenient_date", "new_holder", "said_at", "since", "slot_values", "told_by_person", "until",
+           "words"]
