@@ -227,9 +227,10 @@ _SLOT_VALUE_ZH: dict[str, re.Pattern[str]] = {
 
 # a stay that is not a change of home or work: "in Paris now for a conference", "在北京出差"
 _TEMPORARY = re.compile(r"\bfor (?:a|the|this|my|our) (?:conference|trip|visit|holiday|vacation|week|weekend|few days|"
-                        r"couple of (?:days|weeks)|business trip|work trip|meeting|wedding|funeral)\b|"
+                        r"couple of (?:days|weeks)|business trip|work trip|meeting|wedding|funeral|summer|winter|"
+                        r"holidays|semester|term)\b|"
                         r"\bon (?:a |my |our )?(?:trip|holiday|vacation|business|work trip|leave)\b|\bvisiting\b|"
-                        r"\bthis week(?:end)?\b|出差|旅游|旅行|度假|玩几天|这几天|这周|暂时|临时|探亲|开会", re.I)
+                        r"\bthis week(?:end)?\b|出差|旅游|旅行|度假|玩几天|这几天|这周|暂时|临时|探亲|开会|暑假|寒假", re.I)
 
 # words that say when or how much, not what: they never make two memories about one thing
 _TIME_EN = frozenset({"today", "yesterday", "tomorrow", "week", "weeks", "month", "months", "year", "years", "day",
@@ -402,6 +403,24 @@ def _owns(content: str, things: set[str], slot: bool) -> bool:
     return any(re.search(owns + re.escape(t), content, re.I) for t in things)
 
 
+_ZH_VEHICLE = frozenset({"车", "车子", "汽车", "小车", "轿车", "摩托", "摩托车", "电动车"})
+
+
+def _sold_frames(new: str) -> set[str]:
+    """"用户的车卖掉了": a thing too short to be a word of its own still names the vehicle."""
+    m = _ZH_SOLD.search(new)
+    thing = next((g for g in m.groups() if g), "") if m is not None else ""
+    return {"vehicle"} if re.sub(r"^用户(?:的)?|^的", "", thing) in _ZH_VEHICLE else set()
+
+
+def _sold_only(new: str, new_frames: set[str], candidates: Sequence[Candidate], max_review: int) -> Verdict:
+    """A sale naming only the kind of thing ("用户的车卖掉了"): the one memory of the user owning
+    such a thing is closed; two are flagged."""
+    owned = [c.id for c in candidates if c.content != new and not about_someone_else(c.content)
+             and new_frames & frames(c.content) and _owns(c.content, set(), True)]
+    return Verdict(supersede=owned) if len(owned) == 1 else Verdict(review=owned[:max_review])
+
+
 def _names(name: str) -> set[str]:
     return set(re.sub(r"\b(?:dr|mr|mrs|ms|prof)\b\.?", " ", name.lower()).split()) or {name.lower()}
 
@@ -428,13 +447,22 @@ def judge(new: str, found: Cue | None, candidates: Sequence[Candidate], threshol
         return _new_holder(new, found.of.partition(":")[2], candidates, max_review)
     drop = cue_words(new)
     new_words = words(new, drop)
-    new_frames = frames(new)
-    if not new_words or about_someone_else(new):
+    new_frames = frames(new) | (_sold_frames(new) if found is not None and found.of == "thing" else set())
+    if about_someone_else(new):
         return Verdict()
-    if found is not None and found.weak and _TEMPORARY.search(f"{new} {found.told}"):
+    if not new_words:
+        if found is not None and found.of == "thing" and new_frames:
+            return _sold_only(new, new_frames, candidates, max_review)
+        # "用户去年跳槽了", "我们分手了": the slot the cue names changed, to a value not said; flagged
+        named_slots = frames(" ".join(drop)) & new_frames if found is not None and not found.weak else set()
+        return Verdict(review=[c.id for c in candidates if c.content != new and not about_someone_else(c.content)
+                               and named_slots & frames(c.content)][:max_review])
+    temporary = bool(_TEMPORARY.search(f"{new} {found.told if found is not None else ''}"))
+    if found is not None and found.weak and temporary:
         found = None  # "in Paris now for a conference": a stay, no change
     # the old value the sentence that told the change names ("二甲双胍吃了胃不舒服，…换成西格列汀了")
     named = words(found.told, cue_words(found.told)) - new_words if found is not None and found.told else set()
+    zh = has_cjk(new)
     # a breakup ends the relationship, not every memory naming the person
     partner_end = found is not None and found.kind == "end" and "partner" in new_frames
     sure: list[str] = []
@@ -453,7 +481,7 @@ def judge(new: str, found: Cue | None, candidates: Sequence[Candidate], threshol
         if found is not None and found.of == "thing" and not _owns(c.content, shared, slot):
             continue  # "sold my old guitar" ends owning it, not playing it
         kind = found.kind if found is not None else None
-        if found is not None and (found.weak or kind == "again") and _another_value(new, c.content, shared):
+        if found is not None and (found.weak or kind == "again") and not temporary and _another_value(new, c.content, shared):
             kind = "change"  # "lives in Leeds now" after "lives in York"; "single again" after "dating Jake"
         elif found is not None and found.weak:
             kind = None  # "now" alone changes nothing: at most a slot filled twice, flagged
@@ -478,9 +506,11 @@ def judge(new: str, found: Cue | None, candidates: Sequence[Candidate], threshol
         strong = points >= 2 or slot or (kind != "change" and bool(shared))
         if thresholds.sure is not None and c.similarity is not None:
             # the words decide; e5 lifts a one-word match it finds close, and doubts a strong
-            # one it finds far (its scale alone does not separate them: see the config)
+            # one it finds far (its scale alone does not separate them: see the config). Not in
+            # Chinese, where e5 put unrelated candidates up to 0.94, above the band that lifts
+            # ("下夜班改喝柠檬水" is no change of "这周夜班多" at 0.91)
             low = thresholds.unsure if thresholds.unsure is not None else thresholds.sure
-            if (strong and c.similarity >= low) or c.similarity >= thresholds.sure:
+            if (strong and c.similarity >= low) or (c.similarity >= thresholds.sure and not zh):
                 sure.append(c.id)
             elif strong or c.similarity >= low:
                 unsure.append(c.id)  # half sure: the words or the embedder, not both
