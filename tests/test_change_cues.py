@@ -125,6 +125,10 @@ FALSE_FRIENDS = [
     (["I live in Munich."], ["My friend Anna moved to Berlin."]),  # someone else's move
     (["I live in York."], ["My sister moved to Leeds."]),
     (["I work at Dell."], ["My brother started at Google last week."]),
+    (["I work at Siemens."], ["Leo started at Riverside Montessori in january. he actually likes school now"]),
+    (["I work at Siemens."], ["My husband works at BMW now."]),  # the partner's job is not the user's
+    (["I live in Munich."], ["My husband moved to Berlin for work."]),
+    (["我在阿里工作"], ["我老公现在在腾讯上班"]),
     (["I work at Dell."], ["If I switched jobs, I'd go to Google."]),  # a hypothetical
     (["I cook dinner every night."], ["I'm now thinking about dinner."]),  # "now" that changes nothing
     (["I work at Dell as a data engineer."], ["ugh long week. I'm now working late every night, my manager keeps piling on"]),

@@ -200,7 +200,8 @@ FRAMES: dict[str, tuple[frozenset[str], tuple[str, ...]]] = {
 # predicates of more than one word: "broke up" is about a partner, "started at Dell" about work
 # (an employer is a name: "started at the gym", "joined a book club" are not)
 _EN_FRAME_PHRASES = {"partner": re.compile(r"\b(?:broke|split) up\b", re.I),
-                     "work": re.compile(r"\b(?:started (?:at|with)|joined) (?-i:[A-Z])", re.I)}
+                     "work": re.compile(r"\bthe user (?:\w+ly |just |finally )?(?:started (?:at|with)|joined) (?-i:[A-Z])",
+                                        re.I)}
 
 # A slot's value where the words give it: "lives in Leeds" → Leeds, "在腾讯上班" → 腾讯. A weak
 # cue ("now", 现在) closes a memory only when both give the same slot different values.
@@ -297,9 +298,37 @@ _OTHERS_ZH = re.compile(r"^用户(?:的)?(?:[\u4e00-\u9fff]{0,2}?)(?:妹妹?|姐
 _WITH_USER = re.compile(r"^the user's [^,.;]{1,40}? and the user\b|^用户(?:的)?[\u4e00-\u9fff]{1,6}?[和跟]用户|^用户[和跟]", re.I)
 
 
+_ANSWER = re.compile(r"^(?:the user|用户)\s*[:：]\s*", re.I)
+# after "The user: ", a name or a capitalised word opens someone else's news ("The user: Leo
+# started at Riverside Montessori"), not the user's
+_EN_NAMED_OPENING = re.compile(r"(?-i:[A-Z])[\w'-]*\b(?<!\bI)(?<!\bI'm)", re.I)
+
+
 def about_someone_else(content: str) -> bool:
     """Whether a memory is about another person (or pet) of the user's, not the user."""
+    if (m := _ANSWER.match(content)) is not None:  # "The user: the user's husband works at Dell now"
+        rest = content[m.end():]
+        if _EN_NAMED_OPENING.match(rest) and not re.match(r"the user\b", rest, re.I):
+            return True
+        content = rest if rest.lower().startswith(("the user", "用户")) else content
     return bool(_OTHERS_EN.match(content) or _OTHERS_ZH.match(content)) and not _WITH_USER.match(content)
+
+
+# a memory whose subject is the user's partner: the partner slot is the user's, the partner's
+# home or job is not ("The user's husband moved to Berlin for work")
+_PARTNER_SUBJECT = re.compile(r"^(?:the user[:：]\s*)?the user's (?:[\w-]+ ){0,2}?(?:boyfriend|girlfriend|partner|husband|wife|"
+                              r"fianc[eé]e?)\b|^用户[:：]?(?:的)?(?:男朋友|女朋友|男友|女友|对象|老公|老婆|丈夫|妻子|未婚夫|未婚妻)", re.I)
+
+
+def _about_partner(content: str) -> bool:
+    return bool(_PARTNER_SUBJECT.match(content)) and not _WITH_USER.match(content)
+
+
+def _slots_of(content: str, found: Iterable[str]) -> set[str]:
+    """The slots found, the partner's own left out of a memory about the partner."""
+    if _about_partner(content):
+        return set(found) & {"partner"}
+    return set(found)
 
 
 def frames(content: str) -> set[str]:
@@ -307,7 +336,7 @@ def frames(content: str) -> set[str]:
     lowered = content.lower()
     latin = set(re.findall(r"[a-zéè]+", lowered))
     found = {name for name, (en, zh) in FRAMES.items() if latin & en or any(w in content for w in zh)}
-    return found | {name for name, p in _EN_FRAME_PHRASES.items() if p.search(content)}
+    return _slots_of(content, found | {name for name, p in _EN_FRAME_PHRASES.items() if p.search(content)})
 
 
 def slot_values(content: str) -> dict[str, set[str]]:
@@ -321,7 +350,7 @@ def slot_values(content: str) -> dict[str, set[str]]:
             got = words(value) or ({value.lower()} if value else set())
             if got:
                 out.setdefault(slot, set()).update(got)
-    return out
+    return {slot: v for slot, v in out.items() if slot in _slots_of(content, out)}
 
 
 # ---- the judgement -------------------------------------------------------------------------
@@ -470,6 +499,8 @@ def judge(new: str, found: Cue | None, candidates: Sequence[Candidate], threshol
     for c in candidates:
         if c.content == new or about_someone_else(c.content):
             continue
+        if _about_partner(new) != _about_partner(c.content) and "partner" not in new_frames & frames(c.content):
+            continue  # the partner's own news changes none of the user's facts but the partner
         points, shared, slot = _points(new_words, new_frames, c.content)
         old_words = words(c.content, cue_words(c.content))
         if shared or slot:
