@@ -133,6 +133,7 @@ FALSE_FRIENDS = [
     (["I cook dinner every night."], ["I'm now thinking about dinner."]),  # "now" that changes nothing
     (["I work at Dell as a data engineer."], ["ugh long week. I'm now working late every night, my manager keeps piling on"]),
     (["I work at Dell as an engineer."], ["I'm now a manager at Dell."]),  # the same employer
+    (["I have a maths exam on Friday."], ["I quit Costa at christmas, I tutor GCSE maths now."]),  # the ending is Costa's
     (["I drink coffee every morning."], ["I'm drinking green tea now too."]),
     (["I have a cat named Milo."], ["We got a second cat, Luna!"]),  # a second pet, a second child
     (["I have a cat named Milo."], ["We adopted a dog now, his name is Rex."]),

@@ -72,10 +72,12 @@ def _cue(content: str, sentence: str) -> changes.Cue | None:
     """The change a clause tells, with the sentence that told it (it may name the old value)."""
     found = changes.cue(content)
     if (found is None or found.weak) and _NOW.search(content) and sentence:
-        # "我换工作了，现在在宝马上班": the clause says "now", its sentence tells the change
+        # "我换工作了，现在在宝马上班": the clause says "now", its sentence tells the change; the
+        # clause holds the new value, so an ending told beside it ("quit Costa, I tutor now")
+        # is a change here, not the end of what the clause names
         told = changes.cue(sentence)
         if told is not None and not told.weak and not told.of:
-            found = told
+            found = replace(told, kind="change") if told.kind == "end" else told
     return replace(found, told=sentence) if found is not None and sentence else found
 
 
