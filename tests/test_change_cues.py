@@ -106,6 +106,7 @@ def test_a_return_closes_the_value_between(make_memory: MakeMemory) -> None:
 @pytest.mark.parametrize(("before", "after", "old", "new"), [
     (["我在阿里工作"], ["去年跳槽了"], "用户在阿里工作", "用户去年跳槽了"),  # to an employer not said
     (["我男朋友叫小张"], ["我们分手了"], "用户的男朋友叫小张", "用户他们分手了"),  # with whom, not said
+    (["My husband Tom is a chef."], ["I'm divorced now."], "The user's husband Tom is a chef.", "The user is divorced now."),
 ])
 def test_a_change_without_its_value_is_flagged_not_closed(make_memory: MakeMemory, before: list[str], after: list[str],
                                                           old: str, new: str) -> None:
@@ -129,6 +130,7 @@ FALSE_FRIENDS = [
     (["I work at Siemens."], ["My husband works at BMW now."]),  # the partner's job is not the user's
     (["I live in Munich."], ["My husband moved to Berlin for work."]),
     (["我在阿里工作"], ["我老公现在在腾讯上班"]),
+    (["My husband Tom is a chef."], ["I got divorced from Mark in 2010."]),  # another partner's ending
     (["I work at Dell."], ["If I switched jobs, I'd go to Google."]),  # a hypothetical
     (["I cook dinner every night."], ["I'm now thinking about dinner."]),  # "now" that changes nothing
     (["I work at Dell as a data engineer."], ["ugh long week. I'm now working late every night, my manager keeps piling on"]),

@@ -1,7 +1,8 @@
 """Facts that change, on the write path (issue 32): which new memory replaces which old one.
 
 The offline extractor marks a statement that tells a change — "moved to", "switched to", "no
-longer", "quit", "these days I", "搬到", "换成", "不再", "辞职", "已经不在…了" — with its `Cue`.
+longer", "quit", "搬到", "换成", "不再", "辞职", "已经不在…了" — with its `Cue`, and the sentence
+that told it (which may name the old value the memory leaves out).
 At merge time (`memlane.jobs`) `judge` looks for the memory it replaces among the scope's
 active ones: one about the same thing with a different value. That is read from two sides,
 neither a list of phrases to expect:
@@ -14,6 +15,14 @@ neither a list of phrases to expect:
 - with e5, the embedder's similarity of the old memory to the new one with its cue words
   removed (`policy.change_sure_by_model` / `change_unsure_by_model`); another embedder (the
   tests' hash one) has no such scale, and the words decide alone.
+
+Some cues are narrower. "Now", "these days", 现在 are weak: they close a memory only where the
+statement gives an exclusive slot a value other than the old memory's (`slot_values`: "lives in
+Leeds now" closes "lives in York"; "I'm now thinking about dinner", "in Paris now for a
+conference" close nothing). A new holder of a role one person holds for the user ("my new
+manager is Sarah", 新经理) closes who held it, not what they did; a breakup closes the partner
+it names; a sale closes owning the thing, not using it. A partner's, kin's or friend's news
+changes no slot of the user's but the partner.
 
 One sure candidate is superseded; two, or one only half sure, are flagged for review (the new
 memory's metadata `{"may_supersede": {"ids": [ids], "at": …}}`), never resolved silently. A new
@@ -424,9 +433,9 @@ _EN_OWNS = r"(?:\bhas|\bhave|\bhad|\bowns|\bowned|\bbought|\bgot|\bdrives|\bdrov
 _ZH_OWNS = r"(?:有|开|骑|买了|养|用户的)[^，,。]{0,6}?"
 
 
-def _owns(content: str, things: set[str], slot: bool) -> bool:
-    """Whether a memory says the user owns one of `things` (or, `slot`, drives the vehicle)."""
-    if slot and re.search(r"\b(?:drives|drove|driving|rides|riding|owns|has)\b|开|骑", content, re.I):
+def _owns(content: str, things: set[str], vehicle: bool) -> bool:
+    """Whether a memory says the user owns one of `things` (or, `vehicle`, drives one)."""
+    if vehicle and re.search(r"\b(?:drives|drove|driving|rides|riding|owns|has)\b|开|骑", content, re.I):
         return True
     owns = _ZH_OWNS if has_cjk(content) else _EN_OWNS
     return any(re.search(owns + re.escape(t), content, re.I) for t in things)
@@ -507,9 +516,9 @@ def judge(new: str, found: Cue | None, candidates: Sequence[Candidate], threshol
             points += int(bool(named & old_words))
         if points == 0:
             continue
-        if partner_end and "partner" not in frames(c.content):
-            continue
-        if found is not None and found.of == "thing" and not _owns(c.content, shared, slot):
+        if partner_end and ("partner" not in frames(c.content) or all(_frame_word(w) for w in shared)):
+            continue  # "broke up with Jake" closes Jake, not the husband after him
+        if found is not None and found.of == "thing" and not _owns(c.content, shared, "vehicle" in new_frames & frames(c.content)):
             continue  # "sold my old guitar" ends owning it, not playing it
         kind = found.kind if found is not None else None
         if found is not None and (found.weak or kind == "again") and not temporary and _another_value(new, c.content, shared):
