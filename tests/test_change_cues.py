@@ -14,7 +14,16 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from memlane import Memory
-from memlane.changes import Candidate, Thresholds, cue, holder, judge, new_holder, slot_values
+from memlane.changes import (
+    Candidate,
+    Thresholds,
+    cue,
+    holder,
+    judge,
+    new_holder,
+    slot_values,
+    told_by_person,
+)
 from memlane.testing import ManualClock
 
 MakeMemory = Callable[..., Memory]
@@ -206,3 +215,11 @@ def test_e5_does_not_lift_a_one_word_chinese_match() -> None:
     assert judge(zh, cue(zh), [Candidate("a", "就是用户这周夜班多，医院排班排得人都傻了", 0.91)], band).supersede == []
     en = "The user switched to green tea."
     assert judge(en, cue(en), [Candidate("a", "The user drinks black tea every day.", 0.95)], band).supersede == ["a"]
+
+
+def test_a_persons_now_tells_a_change_only_with_another_value() -> None:
+    """An LLM may close a memory the person stated only on the person's own words of change."""
+    munich, berlin = "The user lives in Munich.", "The user lives in Berlin."
+    assert told_by_person(berlin, munich, ["I live in Berlin now"])
+    assert told_by_person(berlin, munich, ["I moved to Berlin last month"])
+    assert not told_by_person(berlin, munich, ["I'm now thinking about Berlin"])

@@ -352,10 +352,20 @@ def core(content: str) -> str:
 def told_by_person(new: str, old: str, said: Sequence[str]) -> bool:
     """Whether the person's own words (`said`: their turns) tell the change from `old` to
     `new`: a turn with a change cue naming something of the new memory the old one lacks.
-    An LLM's guess about a memory the person stated or confirmed needs this to close it."""
+    An LLM's guess about a memory the person stated or confirmed needs this to close it. A
+    weak cue ("now") tells a change only where the turn gives the old memory's slot another
+    value ("I live in Berlin now")."""
     fresh = words(new, cue_words(new)) - words(old)
-    return any(cue(t) is not None and (words(t, cue_words(t)) & fresh or any(w in t.lower() for w in fresh))
-               for t in said)
+    old_values = slot_values(old)
+
+    def tells(turn: str) -> bool:
+        found = cue(turn)
+        if found is None or (found.weak and not any(
+                slot in old_values and not (vals & old_values[slot]) for slot, vals in slot_values(turn).items())):
+            return False
+        return bool(words(turn, cue_words(turn)) & fresh) or any(w in turn.lower() for w in fresh)
+
+    return any(tells(t) for t in said)
 
 
 def said_at(content: str, turns: Sequence[tuple[str, datetime | None]]) -> datetime | None:
