@@ -1,7 +1,8 @@
 """Facts that change, on the write path (issue 32): which new memory replaces which old one.
 
 The offline extractor marks a statement that tells a change — "moved to", "switched to", "no
-longer", "quit", "these days I", "搬到", "换成", "不再", "辞职", "已经不在…了" — with its `Cue`.
+longer", "quit", "搬到", "换成", "不再", "辞职", "已经不在…了" — with its `Cue`, and the sentence
+that told it (which may name the old value the memory leaves out).
 At merge time (`memlane.jobs`) `judge` looks for the memory it replaces among the scope's
 active ones: one about the same thing with a different value. That is read from two sides,
 neither a list of phrases to expect:
@@ -14,6 +15,14 @@ neither a list of phrases to expect:
 - with e5, the embedder's similarity of the old memory to the new one with its cue words
   removed (`policy.change_sure_by_model` / `change_unsure_by_model`); another embedder (the
   tests' hash one) has no such scale, and the words decide alone.
+
+Some cues are narrower. "Now", "these days", 现在 are weak: they close a memory only where the
+statement gives an exclusive slot a value other than the old memory's (`slot_values`: "lives in
+Leeds now" closes "lives in York"; "I'm now thinking about dinner", "in Paris now for a
+conference" close nothing). A new holder of a role one person holds for the user ("my new
+manager is Sarah", 新经理) closes who held it, not what they did; a breakup closes the partner
+it names; a sale closes owning the thing, not using it. A partner's, kin's or friend's news
+changes no slot of the user's but the partner.
 
 One sure candidate is superseded; two, or one only half sure, are flagged for review (the new
 memory's metadata `{"may_supersede": {"ids": [ids], "at": …}}`), never resolved silently. A new
@@ -28,13 +37,25 @@ moved"), `until` when a fact told as past ended ("I lived in Dayton until 2021")
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time, timedelta
 from typing import Literal
 
 from memlane.dates import Period, Span, mentioned_period
-from memlane.text import CJK_RUN, has_cjk, keywords
+from memlane.slots import (
+    FRAMES,
+    TEMPORARY,
+    about_partner,
+    about_someone_else,
+    frame_word,
+    frames,
+    holder,
+    new_holder,
+    slot_values,
+    words,
+)
+from memlane.text import has_cjk
 
 CueKind = Literal["change", "end", "again"]
 
@@ -43,129 +64,79 @@ CueKind = Literal["change", "end", "again"]
 class Cue:
     """A statement's words that tell a change: `kind` "change" (a new value: moved to,
     switched to, 换成), "end" (the old one ended: no longer, quit, 不再, 辞职) or "again" (an
-    ended one is back: back on, 又开始, 复吸); `words` as found, left out when comparing."""
+    ended one is back: back on, 又开始, 复吸); `words` as found, left out when comparing.
+
+    `weak`: "now", "these days", 现在 — words that often change nothing ("I'm now thinking
+    about dinner"): such a cue closes a memory only where the statement gives an exclusive
+    slot another value than the old memory's (`slot_values`). `of`: what the cue changes when
+    it is narrower than "the thing named": "thing" (sold: what the user owned of it),
+    "holder:<role>" (my new manager: who holds a role one person holds for the user).
+    `told`: the sentence that told it, which may name the old value ("二甲双胍吃了胃不舒服，
+    医生给我换成西格列汀了")."""
 
     kind: CueKind
     words: str
+    weak: bool = False
+    of: str = ""
+    told: str = field(default="", compare=False)
 
 
 # English: read on the memory's words ("The user moved to…", "…now the user…")
 _EN_END = re.compile(
-    r"\b(?:no longer|not \w+(?: \w+)? any ?more|quit|quitting|stopped|gave up|has given up|left|broke up|split up|"
-    r"was laid off|got laid off|been laid off|retired from|dropped out of)\b", re.I)
-_EN_AGAIN = re.compile(r"\b(?:back on|back to|went back to|started \w+ing again|\w+s? again|relapsed)\b", re.I)
+    r"\b(?:no longer|not \w+(?: \w+)? any ?more|quit|quitting|stopped|gave up|has given up|broke up|split up|"
+    r"left (?:(?:the user's|my|his|her|their) (?:job|position|role|company|employer|team)|(?-i:[A-Z]))|"
+    r"was laid off|got laid off|been laid off|retired from|dropped out of|got divorced|divorced)\b", re.I)
+_EN_AGAIN = re.compile(r"\b(?:back on|back to|went back to|started \w+ing again|(?<=\w )again\b|relapsed)\b", re.I)
 _EN_CHANGE = re.compile(
     r"\b(?:moved|moving|relocated|has moved|have moved) (?:to|into|down to|up to|back to|over to|out)\b|"
     r"\bswitched (?:to|over to|from)\b|\bchanged (?:to|jobs|careers|over to)\b|\binstead of\b|"
-    r"\bstarted (?:working|work|a new job|the new job|at)\b|\bnew job\b|\bjoined\b|\bgot promoted\b|"
-    r"\bpromoted to\b|\bthese days\b|\bnowadays\b|\bnow (?:the user|i)\b|\b(?:the user|i)(?:'m| am| is)? now\b|"
+    r"\bstarted (?:working (?:at|for|as)|work (?:at|for)|a new job|the new job|at)\b|\bnew job\b|\bjoined\b|\bgot promoted\b|"
+    r"\bpromoted to\b|"
     r"\bgot (?:engaged|married)\b|\bis (?:now )?(?:engaged|married) to\b|\bnew (?:place|flat|apartment|house|car|phone)\b",
     re.I)
+# "now" and its kin: weak (see `Cue`); "right now", "from now on", "for now", "just now" are the moment
+_EN_WEAK = re.compile(r"\b(?:these days|nowadays)\b|(?<!\bright )(?<!\bfrom )(?<!\bfor )(?<!\bjust )(?<!\buntil )"
+                      r"(?<!\bby )\bnow\b(?! on\b)", re.I)
 # Chinese
 _ZH_END = re.compile(r"不再|再也不|不用再|不用(?=[\u4e00-\u9fff]{1,6}了)|已经不|早就不|不在(?=[\u4e00-\u9fff]{1,8}?(?:干|做|上班|工作|住|读|练|学)?了)|"
-                     r"戒(?!指)|辞职|辞了|离职|被裁|裁员|分手|分了|退了|停了|不干了|不做了|不练了|不学了")
+                     r"戒(?!指)|辞职|辞了|离职|被裁|裁员|分手|分了|离婚|退了|停了|不干了|不做了|不练了|不学了")
 _ZH_AGAIN = re.compile(r"又开始|又回到|重新开始|又恢复|复吸|又[抽喝吃]上")
-_ZH_CHANGE = re.compile(r"搬到|搬去|搬回|搬出去|搬家|换成|换到|换了|改成|改吃|改喝|改打|改去|改用|改练|改学|改[为做]|"
+_ZH_CHANGE = re.compile(r"搬到|搬去|搬回|搬出去|搬家|换成|换到|换了|改成|改到|改吃|改喝|改打|改去|改用|改练|改学|改[为做]|"
                         r"现在改|转正|跳槽|入职|升职|升了|当上|换工作|结婚了|订婚了|领证|在一起了|开始[\u4e00-\u9fff]{1,4}了")
+_ZH_WEAK = re.compile(r"现在|如今|目前")
+
+# what the user owned, sold: "sold the/my car", "把车卖了", "特斯拉卖掉了" (an ending of that thing only)
+_EN_SOLD = re.compile(r"\bsold (?:the user's|the|my|our|his|her|their)(?: old)? (?P<t>[\w-]+(?: [\w-]+)?)", re.I)
+_ZH_SOLD = re.compile(r"把(?P<t>[\u4e00-\u9fffA-Za-z0-9]{1,8}?)(?:给)?卖(?:掉)?了|(?P<t2>[\u4e00-\u9fffA-Za-z0-9]{1,8}?)(?:已经)?卖掉了|"
+                      r"(?P<t3>[\u4e00-\u9fffA-Za-z0-9]{1,8}?)(?:转手|出手)了")
+_EN_SOLD_VERB = re.compile(r"\bsold\b", re.I)
+_ZH_SOLD_VERB = re.compile(r"卖掉了|卖了|转手了|出手了")
 
 
 def cue(content: str) -> Cue | None:
     """The change a statement tells, if it tells one (ending first: "不再喝咖啡，改喝绿茶"
-    ends the coffee and begins the tea, and what it replaces is the coffee)."""
-    if has_cjk(content):
-        found = [(kind, p.search(content)) for kind, p in (("again", _ZH_AGAIN), ("end", _ZH_END), ("change", _ZH_CHANGE))]
-    else:
-        found = [(kind, p.search(content)) for kind, p in (("again", _EN_AGAIN), ("end", _EN_END), ("change", _EN_CHANGE))]
-    for kind, m in found:
-        if m is not None:
+    ends the coffee and begins the tea, and what it replaces is the coffee); a new holder of a
+    role ("my new manager is Sarah"); else a weak cue ("now", 现在), if any."""
+    zh = has_cjk(content)
+    if (held := new_holder(content)) is not None:
+        return Cue("change", "新" if zh else "new", of=f"holder:{held[0]}")
+    if (_ZH_SOLD if zh else _EN_SOLD).search(content) is not None:
+        return Cue("end", "卖" if zh else "sold", of="thing")
+    order = (("again", _ZH_AGAIN), ("end", _ZH_END), ("change", _ZH_CHANGE)) if zh else (
+        ("again", _EN_AGAIN), ("end", _EN_END), ("change", _EN_CHANGE))
+    for kind, pattern in order:
+        if (m := pattern.search(content)) is not None:
             return Cue(kind, m.group())  # type: ignore[arg-type]
+    if (m := (_ZH_WEAK if zh else _EN_WEAK).search(content)) is not None:
+        return Cue("change", m.group(), weak=True)
     return None
 
 
 def cue_words(content: str) -> list[str]:
     """Every cue's words in the text (all of them are left out when comparing)."""
-    pats = (_ZH_AGAIN, _ZH_END, _ZH_CHANGE) if has_cjk(content) else (_EN_AGAIN, _EN_END, _EN_CHANGE)
+    pats = (_ZH_AGAIN, _ZH_END, _ZH_CHANGE, _ZH_WEAK, _ZH_SOLD_VERB) if has_cjk(content) else (
+        _EN_AGAIN, _EN_END, _EN_CHANGE, _EN_WEAK, _EN_SOLD_VERB)
     return [m.group() for p in pats for m in p.finditer(content)]
-
-
-# ---- what a memory is about -------------------------------------------------------------
-
-# The slots a person holds one value of at a time, by the words that name their predicate
-# (English words matched whole, Chinese ones inside the text). A lexicon of predicates, not of
-# values: any city, employer or name fills them.
-FRAMES: dict[str, tuple[frozenset[str], tuple[str, ...]]] = {
-    "home": (frozenset({"live", "lives", "lived", "living", "moved", "move", "moving", "relocated", "flat",
-                        "apartment", "condo", "neighbourhood", "neighborhood", "rent", "rents", "renting"}),
-             ("住在", "住进", "住到", "住的", "住过", "搬到", "搬去", "搬回", "搬家", "搬出", "租房", "合租", "整租", "宿舍", "房租")),
-    "work": (frozenset({"work", "works", "worked", "working", "job", "employer", "company", "hired", "joined",
-                        "office", "laid"}),
-             ("工作", "上班", "公司", "入职", "跳槽", "单位", "辞职", "离职", "被裁", "裁员")),
-    "partner": (frozenset({"boyfriend", "girlfriend", "partner", "husband", "wife", "fiance", "fiancé", "fiancee",
-                           "fiancée", "dating", "married", "engaged", "single"}),
-                ("男朋友", "女朋友", "对象", "老公", "老婆", "丈夫", "妻子", "未婚夫", "未婚妻", "约会", "结婚", "订婚",
-                 "分手", "单身")),
-    "vehicle": (frozenset({"drive", "drives", "drove", "driving", "car", "truck", "scooter"}),
-                ("开车", "电动车", "提车", "买车", "开一辆", "开的")),
-    "diet": (frozenset({"vegetarian", "vegan", "pescatarian", "meat", "diet"}), ("吃素", "素食", "吃肉", "荤")),
-}
-
-# words that say when or how much, not what: they never make two memories about one thing
-_TIME_EN = frozenset({"today", "yesterday", "tomorrow", "week", "weeks", "month", "months", "year", "years", "day",
-                      "days", "morning", "mornings", "night", "nights", "evening", "time", "times", "since", "ago",
-                      "last", "next", "still", "anymore", "already", "user", "users", "others", "first", "new",
-                      "old", "lot", "bit", "way", "well", "good", "better", "great", "pretty", "kind", "little",
-                      "every", "always", "never", "currently", "recently", "finally", "january", "february",
-                      "march", "april", "may", "june", "july", "august", "september", "october", "november",
-                      "december", "weekend", "weekends", "said", "says", "think", "thinks", "want", "wants",
-                      "feel", "feels", "make", "makes", "going", "keep", "keeps"})
-_TIME_ZH = ("用户", "现在", "时候", "时间", "今天", "昨天", "明天", "每天", "天天", "一天", "今年", "去年", "明年",
-            "最近", "以前", "之前", "后来", "已经", "开始", "终于", "一直", "上周", "上个月", "这周", "周末", "个月",
-            "一年", "两年", "半年", "感觉", "觉得", "真的", "有点", "不错", "挺好", "好多", "一下")
-
-
-_COUNTED = re.compile(r"^[零一二两三四五六七八九十百几半多每这那]")  # "两个月", "一杯": how much, not what
-
-
-def words(content: str, drop: Iterable[str] = ()) -> set[str]:
-    """What a memory is about: its keywords (lower-cased; a Chinese run's words and each
-    two-character piece of them, so 奶茶店 meets 奶茶) without the subject, time words and the
-    cue words `drop`."""
-    text = content
-    for w in drop:
-        text = text.replace(w, " ")
-    out: set[str] = set()
-    for w in keywords(text):
-        w = w.lower()
-        if CJK_RUN.fullmatch(w):
-            if any(t in w for t in _TIME_ZH) and len(w) <= 3:
-                continue
-            out.add(w) if len(w) >= 2 else None
-            out.update(w[i:i + 2] for i in range(len(w) - 1) if len(w) > 2)
-        elif w not in _TIME_EN and len(w) >= 3 and not w.isdigit():
-            out.add(w[:-1] if w.endswith("s") and len(w) > 4 else w)  # cheap singular: "lives" ~ "live"
-    return {w for w in out if not _COUNTED.match(w) and not any(w == t or (len(w) == 2 and w in t) for t in _TIME_ZH)}
-
-
-# memories about someone else of the user's: their move is not the user's ("用户妹刚搬去上海",
-# "The user's brother Felix moved to Berlin"). A partner is the user's own slot, not listed
-_OTHERS_EN = re.compile(r"^the user's (?:[\w-]+ ){0,2}?(?:brother|sister|sibling|mother|mom|mum|father|dad|parent|son|"
-                        r"daughter|kid|child|children|baby|friend|cousin|colleague|coworker|co-worker|boss|manager|"
-                        r"roommate|flatmate|housemate|neighbou?r|aunt|uncle|niece|nephew|grand\w+|in-law|team|"
-                        r"landlord|teacher|client|cat|dog)s?\b", re.I)
-_OTHERS_ZH = re.compile(r"^用户(?:的)?(?:[\u4e00-\u9fff]{0,2}?)(?:妹妹?|姐姐?|哥哥?|弟弟?|爸爸?|妈妈?|父母|爸妈|儿子|女儿|"
-                        r"孩子|朋友|同事|室友|闺蜜|表[哥姐弟妹]|堂[哥姐弟妹]|邻居|领导|老板|房东|老师|猫|狗)")
-
-
-def about_someone_else(content: str) -> bool:
-    """Whether a memory is about another person (or pet) of the user's, not the user."""
-    return bool(_OTHERS_EN.match(content) or _OTHERS_ZH.match(content))
-
-
-def frames(content: str) -> set[str]:
-    """The exclusive slots a memory names (`FRAMES`)."""
-    lowered = content.lower()
-    latin = set(re.findall(r"[a-zéè]+", lowered))
-    return {name for name, (en, zh) in FRAMES.items() if latin & en or any(w in content for w in zh)}
 
 
 # ---- the judgement -------------------------------------------------------------------------
@@ -208,44 +179,150 @@ def _points(new_words: set[str], new_frames: set[str], old: str) -> tuple[int, s
     return len(shared) + int(slot), shared, slot
 
 
+def _slot_told(new: str, old: str, drop: Sequence[str]) -> bool:
+    """Whether a change fills the slot both memories name: its cue names that slot ("搬到",
+    "new job", "跳槽") or it gives the slot another value ("moved to Berlin"). "Moved to a new
+    team at work" names home by its verb and work by "at work": it changes neither."""
+    both = frames(new) & frames(old)
+    if both & frames(" ".join(drop)):
+        return True
+    new_values, old_values = slot_values(new), slot_values(old)
+    return any(s in new_values and not (new_values[s] & old_values.get(s, set())) for s in both)
+
+
+def _another_value(new: str, old: str, shared: set[str]) -> bool:
+    """Whether the two memories give one exclusive slot different values ("lives in Leeds" and
+    "lives in York"), and share nothing beyond the slot's own words ("now working with Python
+    at Siemens" and "works at Siemens" are one employer)."""
+    if any(not frame_word(w) for w in shared):
+        return False
+    new_values, old_values = slot_values(new), slot_values(old)
+    return any(slot in old_values and not (vals & old_values[slot]) for slot, vals in new_values.items())
+
+
+# what the user owns of a thing, as a memory tells it: "has a Civic", "drives a Honda", "用户的车"
+_EN_OWNS = r"(?:\bhas|\bhave|\bhad|\bowns|\bowned|\bbought|\bgot|\bdrives|\bdrove|\brides|\brode|\bthe user's)\s+(?:[\w-]+\s+){0,3}?"
+_ZH_OWNS = r"(?:有|开|骑|买了|养|用户的)[^，,。]{0,6}?"
+
+
+def _owns(content: str, things: set[str], vehicle: bool) -> bool:
+    """Whether a memory says the user owns one of `things` (or, `vehicle`, drives one)."""
+    if vehicle and re.search(r"\b(?:drives|drove|driving|rides|riding|owns|has)\b|开|骑", content, re.I):
+        return True
+    owns = _ZH_OWNS if has_cjk(content) else _EN_OWNS
+    return any(re.search(owns + re.escape(t), content, re.I) for t in things)
+
+
+_ZH_VEHICLE = frozenset({"车", "车子", "汽车", "小车", "轿车", "摩托", "摩托车", "电动车"})
+
+
+def _sold_frames(new: str) -> set[str]:
+    """"用户的车卖掉了": a thing too short to be a word of its own still names the vehicle."""
+    m = _ZH_SOLD.search(new)
+    thing = next((g for g in m.groups() if g), "") if m is not None else ""
+    return {"vehicle"} if re.sub(r"^用户(?:的)?|^的", "", thing) in _ZH_VEHICLE else set()
+
+
+def _sold_only(new: str, new_frames: set[str], candidates: Sequence[Candidate], max_review: int) -> Verdict:
+    """A sale naming only the kind of thing ("用户的车卖掉了"): the one memory of the user owning
+    such a thing is closed; two are flagged."""
+    owned = [c.id for c in candidates if c.content != new and not about_someone_else(c.content)
+             and new_frames & frames(c.content) and _owns(c.content, set(), True)]
+    return Verdict(supersede=owned) if len(owned) == 1 else Verdict(review=owned[:max_review])
+
+
+def _names(name: str) -> set[str]:
+    return set(re.sub(r"\b(?:dr|mr|mrs|ms|prof)\b\.?", " ", name.lower()).split()) or {name.lower()}
+
+
+def _new_holder(new: str, role: str, candidates: Sequence[Candidate], max_review: int) -> Verdict:
+    """"My new manager is Sarah": the memories saying who held that role before (another name)
+    are closed; a new holder told without a name only flags them."""
+    told = new_holder(new)
+    name = told[1] if told is not None else ""
+    held = [(c, h) for c in candidates if c.content != new and (h := holder(c.content)) is not None and h[0] == role
+            and not (name and _names(h[1]) & _names(name))]
+    if not held:
+        return Verdict()
+    if name and len({frozenset(_names(h[1])) for _, h in held}) == 1:
+        return Verdict(supersede=[c.id for c, _ in held])  # every memory of the one person who held it
+    return Verdict(review=[c.id for c, _ in held][:max_review])
+
+
 def judge(new: str, found: Cue | None, candidates: Sequence[Candidate], thresholds: Thresholds,
           max_review: int = 3) -> Verdict:
     """Which of `candidates` (active memories of the scope, the new one excluded) the new
     memory replaces (`found`: its cue) or may replace (no cue: flagged at most)."""
+    if found is not None and found.of.startswith("holder:"):
+        return _new_holder(new, found.of.partition(":")[2], candidates, max_review)
     drop = cue_words(new)
     new_words = words(new, drop)
-    new_frames = frames(new)
-    if not new_words or about_someone_else(new):
+    new_frames = frames(new) | (_sold_frames(new) if found is not None and found.of == "thing" else set())
+    if about_someone_else(new):
         return Verdict()
+    if not new_words:
+        if found is not None and found.of == "thing" and new_frames:
+            return _sold_only(new, new_frames, candidates, max_review)
+        # "用户去年跳槽了", "我们分手了": the slot the cue names changed, to a value not said; flagged
+        named_slots = frames(" ".join(drop)) & new_frames if found is not None and not found.weak else set()
+        return Verdict(review=[c.id for c in candidates if c.content != new and not about_someone_else(c.content)
+                               and named_slots & frames(c.content)][:max_review])
+    temporary = bool(TEMPORARY.search(f"{new} {found.told if found is not None else ''}"))
+    if found is not None and found.weak and temporary:
+        found = None  # "in Paris now for a conference": a stay, no change
+    # the old value the sentence that told the change names ("二甲双胍吃了胃不舒服，…换成西格列汀了")
+    named = words(found.told, cue_words(found.told)) - new_words if found is not None and found.told else set()
+    zh = has_cjk(new)
+    # a breakup ends the relationship, not every memory naming the person
+    partner_end = found is not None and found.kind == "end" and "partner" in new_frames
     sure: list[str] = []
     unsure: list[str] = []
     for c in candidates:
         if c.content == new or about_someone_else(c.content):
             continue
+        if about_partner(new) != about_partner(c.content) and "partner" not in new_frames & frames(c.content):
+            continue  # the partner's own news changes none of the user's facts but the partner
         points, shared, slot = _points(new_words, new_frames, c.content)
+        old_words = words(c.content, cue_words(c.content))
+        if shared or slot:
+            points += int(bool(named & old_words))
         if points == 0:
             continue
-        old_words = words(c.content, cue_words(c.content))
+        if partner_end and ("partner" not in frames(c.content) or all(frame_word(w) for w in shared)):
+            continue  # "broke up with Jake" closes Jake, not the husband after him
+        if found is not None and found.of == "thing" and not _owns(c.content, shared, "vehicle" in new_frames & frames(c.content)):
+            continue  # "sold my old guitar" ends owning it, not playing it
+        kind = found.kind if found is not None else None
+        if found is not None and (found.weak or kind == "again") and not temporary and _another_value(new, c.content, shared):
+            kind = "change"  # "lives in Leeds now" after "lives in York"; "single again" after "dating Jake"
+        elif found is not None and found.weak:
+            kind = None  # "now" alone changes nothing: at most a slot filled twice, flagged
+        elif kind == "change" and slot and not _slot_told(new, c.content, drop):
+            points, slot = points - 1, False  # the slot is named, not changed: its word is no evidence
+            if points == 0:
+                continue
         # a change needs another value: new words the old lacks, and old words the new lacks
-        if (found is None or found.kind == "change") and (not new_words - old_words or not old_words - new_words - shared):
+        if kind in (None, "change") and (not new_words - old_words or not old_words - new_words - shared):
             continue
-        if found is not None and found.kind == "again" and ((told := cue(c.content)) is None or told.kind != "end"):
+        if kind == "again" and ((told := cue(c.content)) is None or told.kind != "end"):
             continue  # "back on coffee" replaces the memory that it had stopped, nothing else
-        if found is not None and found.kind == "end" and (told := cue(c.content)) is not None and told.kind == "end":
+        if kind == "end" and (told := cue(c.content)) is not None and told.kind == "end":
             continue  # an ending does not end an ending ("戒奶茶" again: the same fact)
-        if found is None:
+        if kind is None:
             # no cue: only an exclusive slot filled twice, and only ever flagged
             if slot and (thresholds.unsure is None or c.similarity is None or c.similarity >= thresholds.unsure):
                 unsure.append(c.id)
             continue
         # two things in common; or the one an ending names ("戒奶茶" and "天天喝奶茶"); or the
         # exclusive slot a change fills anew ("moved to Berlin" and "lives in Munich": home)
-        strong = points >= 2 or slot or (found.kind != "change" and bool(shared))
+        strong = points >= 2 or slot or (kind != "change" and bool(shared))
         if thresholds.sure is not None and c.similarity is not None:
             # the words decide; e5 lifts a one-word match it finds close, and doubts a strong
-            # one it finds far (its scale alone does not separate them: see the config)
+            # one it finds far (its scale alone does not separate them: see the config). Not in
+            # Chinese, where e5 put unrelated candidates up to 0.94, above the band that lifts
+            # ("下夜班改喝柠檬水" is no change of "这周夜班多" at 0.91)
             low = thresholds.unsure if thresholds.unsure is not None else thresholds.sure
-            if (strong and c.similarity >= low) or c.similarity >= thresholds.sure:
+            if (strong and c.similarity >= low) or (c.similarity >= thresholds.sure and not zh):
                 sure.append(c.id)
             elif strong or c.similarity >= low:
                 unsure.append(c.id)  # half sure: the words or the embedder, not both
@@ -275,10 +352,20 @@ def core(content: str) -> str:
 def told_by_person(new: str, old: str, said: Sequence[str]) -> bool:
     """Whether the person's own words (`said`: their turns) tell the change from `old` to
     `new`: a turn with a change cue naming something of the new memory the old one lacks.
-    An LLM's guess about a memory the person stated or confirmed needs this to close it."""
+    An LLM's guess about a memory the person stated or confirmed needs this to close it. A
+    weak cue ("now") tells a change only where the turn gives the old memory's slot another
+    value ("I live in Berlin now")."""
     fresh = words(new, cue_words(new)) - words(old)
-    return any(cue(t) is not None and (words(t, cue_words(t)) & fresh or any(w in t.lower() for w in fresh))
-               for t in said)
+    old_values = slot_values(old)
+
+    def tells(turn: str) -> bool:
+        found = cue(turn)
+        if found is None or (found.weak and not any(
+                slot in old_values and not (vals & old_values[slot]) for slot, vals in slot_values(turn).items())):
+            return False
+        return bool(words(turn, cue_words(turn)) & fresh) or any(w in turn.lower() for w in fresh)
+
+    return any(tells(t) for t in said)
 
 
 def said_at(content: str, turns: Sequence[tuple[str, datetime | None]]) -> datetime | None:
@@ -457,5 +544,6 @@ def lenient_date(value: object, now: datetime, ahead_days: int = 0) -> datetime 
     return at.astimezone(UTC)
 
 
-__all__ = ["FRAMES", "Candidate", "Cue", "Thresholds", "Verdict", "about_someone_else", "core", "cue", "cue_words", "frames", "judge",
-           "lenient_date", "said_at", "since", "told_by_person", "until", "words"]
+__all__ = ["FRAMES", "Candidate", "Cue", "Thresholds", "Verdict", "about_someone_else", "core", "cue", "cue_words", "frames",
+           "holder", "judge", "lenient_date", "new_holder", "said_at", "since", "slot_values", "told_by_person", "until",
+           "words"]

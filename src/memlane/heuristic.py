@@ -49,21 +49,36 @@ from memlane.text import has_cjk, language_of
 _NOW = re.compile(r"现在|如今|目前|\b(?:these days|nowadays|now)\b", re.I)
 
 
-def _timed(op: Operation, c: Clause, ctx: _Ctx) -> Operation:
+def _timed(op: Operation, c: Clause, ctx: _Ctx, mine: bool | None = None) -> Operation:
     """The ADD with what the clause says of time (issue 32): the change it tells, if it is the
     user's own ("I moved to…"; not "my brother moved to…"), and when the fact began — the date
     its sentence gives ("since March", "去年十月开始"), else when the user said it — or, told as
-    past, when it ended ("until 2021")."""
+    past, when it ended ("until 2021"). `mine`: already known (a clause joined to the one before)."""
     if op.op != "ADD" or not op.content:
         return op
     said = ctx.at or ctx.now
-    # the user's own: said of the user, or of someone doing something to the user
-    # ("我的医生给我换成了西格列汀", "my doctor put me on lisinopril": the user's medication)
-    mine = c.about not in ("kin", "other") or bool(re.search(r"(?<=.)用户|(?<=.)\bthe user\b", op.content))
-    # "我换工作了，现在在宝马上班": the clause says "now", its sentence tells the change
-    found = (changes.cue(op.content) or (changes.cue(c.sentence) if _NOW.search(op.content) else None)) if mine else None
+    if mine is None:
+        # the user's own: said of the user, or of someone doing something to the user
+        # ("我的医生给我换成了西格列汀", "my doctor put me on lisinopril": the user's medication)
+        mine = c.about not in ("kin", "other") or bool(re.search(r"(?<=.)用户|(?<=.)\bthe user\b", op.content))
+    # a role one person holds for the user changed hands ("my new manager is Sarah"): the user's slot
+    mine = mine or changes.new_holder(op.content) is not None
+    found = _cue(op.content, c.sentence) if mine else None
     start = changes.since(c.sentence or c.text, said, changed=found is not None)
     return replace(op, change=found, mine=mine, valid_from=start or said, valid_to=changes.until(c.sentence or c.text, said))
+
+
+def _cue(content: str, sentence: str) -> changes.Cue | None:
+    """The change a clause tells, with the sentence that told it (it may name the old value)."""
+    found = changes.cue(content)
+    if (found is None or found.weak) and _NOW.search(content) and sentence:
+        # "我换工作了，现在在宝马上班": the clause says "now", its sentence tells the change; the
+        # clause holds the new value, so an ending told beside it ("quit Costa, I tutor now")
+        # is a change here, not the end of what the clause names
+        told = changes.cue(sentence)
+        if told is not None and not told.weak and not told.of:
+            found = replace(told, kind="change") if told.kind == "end" else told
+    return replace(found, told=sentence) if found is not None and sentence else found
 
 
 def _today(turn: Turn, now: datetime) -> date:
@@ -183,6 +198,9 @@ class HeuristicExtractor:
                 skip = clause.sentence  # from a hypothetical clause on, nothing in the sentence holds
                 continue
             if follows and _joins(clause, out):
+                last = out[-1]  # the joined words may tell the change ("做了全飞秒，终于不用戴眼镜了")
+                if last.op is not None:
+                    out[-1] = replace(last, op=_timed(last.op, clause, ctx, mine=last.op.mine))
                 continue
             op = self._clause(clause, ctx)
             if op is None and clause.lang == "zh" and st.zh_to_the_chat(clause.said):

@@ -20,6 +20,7 @@ should not pay at start.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import threading
@@ -547,8 +548,11 @@ class JobRunner:
         content = op.content or ""
         if op.source != "heuristic" or not op.mine or (op.change is None and not changes.frames(content)):
             return changes.Verdict()
-        # the cue of the words as kept (a clause joined to the next may tell an ending, then a return)
-        found = changes.cue(content) if op.change is not None else None
+        # the cue of the words as kept (a clause joined to the next may tell an ending, then a
+        # return), unless only a weak one where the sentence told a change ("…，现在在宝马上班")
+        found = op.change
+        if op.change is not None and (kept := changes.cue(content)) is not None and not (kept.weak and not op.change.weak):
+            found = dataclasses.replace(kept, told=op.change.told)
         pol = self.config.policy
         model = self.embedder.model_id
         k = pol.change_candidates
@@ -566,7 +570,7 @@ class JobRunner:
             cores = self._vectors(list({changes.core(m.content) for m in near_found}))
             sims = {m.id: _cosine(cores[changes.core(m.content)], core) for m in near_found}
         candidates = [changes.Candidate(m.id, m.content, sims.get(m.id)) for m in near_found]
-        return changes.judge(content, found or op.change, candidates, thresholds, pol.change_max_review)
+        return changes.judge(content, found, candidates, thresholds, pol.change_max_review)
 
     def _write(self, scope: Scope, before: MemoryRecord, after: MemoryRecord, kind: str, actor: str,
                reason: str, now: datetime) -> None:
