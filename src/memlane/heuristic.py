@@ -153,7 +153,7 @@ class HeuristicExtractor:
             first = next((m.group().strip() for m in ZH_SENTENCE.finditer(text) if m.group().strip()), "")
             ctx = _Ctx(now, _today(turn, now), standing, text, first if offered else "", question, first, questions,
                        asked_user, turn.created_at or now, playing)
-            playing = playing or _starts_game(text)
+            playing = playing or st.starts_game(text)
             asides += named_asides(text)
             items, sentences = self._turn(text, reader, ctx, asked, order)
             said += items
@@ -207,7 +207,7 @@ class HeuristicExtractor:
                 follows = False  # "我知道费利威，就是贵": the verdict goes with the reply, no statement
             elif op is not None:
                 follows = True
-            if not ctx.playing and _starts_game(clause.said):
+            if not ctx.playing and st.starts_game(clause.said):
                 ctx = replace(ctx, playing=True)  # "我们来玩飞花令，我先：床前明月光": the moves follow
             if op is not None and _after_rule(clause, op, out, _answers_user(clause, ctx)):
                 continue
@@ -306,7 +306,7 @@ class HeuristicExtractor:
                 return self._add(st.EN_SIGNED.template.format(x=signed.group("x")) + ".", st.EN_SIGNED, now)
             if (standing and (c.about == "request" or st.EN_BARE_ASK.search(s))) or (
                     c.about == "request" and (st.EN_STANDING.search(s) or (
-                        st.EN_ANSWER_FORM.match(s) and not st.EN_TODAY.search(c.sentence) and not _EN_THIS_ONE.match(s)))):
+                        st.EN_ANSWER_FORM.match(s) and not st.EN_TODAY.search(c.sentence) and not st.EN_THIS_ONE.match(s)))):
                 ask = st.third_person_en(st.EN_POLITE.sub("", s))
                 if len(re.findall(r"[A-Za-z0-9]+", ask)) < 2 or ask.lower() in ("please", "pls", "plz"):
                     return None  # ", please", "thanks": politeness, no rule
@@ -404,7 +404,7 @@ class HeuristicExtractor:
                 out.append(s)
                 continue
             # a correction said bare ("是下周四 10月22 不是周五") restates nothing: it mends what came before
-            restated = any(not _bare_fix(r, x, y) for r in restating)
+            restated = any(not st.bare_fix(r, x, y) for r in restating)
             if s.op is None:
                 fixed = st.replaced(s.text, y, x)
                 out.append(_Said(Operation("FORGET", query=s.text, source="user",
@@ -508,24 +508,6 @@ class HeuristicExtractor:
             subject="用户" if has_cjk(content) else "user", predicate=rule.predicate,
             confidence=self.config.extraction.heuristic_confidence, source="heuristic", priority=priority,
         )
-
-
-# a request on the piece at hand ("keep it under 50 words", "make this shorter"): for now, no standing rule
-_EN_THIS_ONE = re.compile(r"^(?:(?:please|pls|and|also|but)\s+)*[a-z]+\s+(?:it|this|that|them|these|those)\b", re.I)
-
-
-def _starts_game(text: str) -> bool:
-    """Whether the user starts a game or a quiz ("我们来玩飞花令", "quiz me on capitals")."""
-    return bool(st.ZH_GAME.search(text) or st.EN_GAME.search(text))
-
-
-def _bare_fix(content: str, right: str, wrong: str) -> bool:
-    """Whether a statement is only its correction: the subject, the right and the wrong value and
-    the words that join them, nothing more."""
-    rest = re.sub(r"（[^）]*）|\([^)]*\)", " ", content.lower())  # the day a plan was dated by: "（10月16日）"
-    rest = rest.replace(right.lower(), " ").replace(wrong.lower(), " ")
-    rest = re.sub(r"用户[：:]?|the user|\b(?:is|it's|it is|not|no)\b|不是|是|在|[\W_]", "", rest)
-    return len(rest) <= 1
 
 
 def _holds(op: Operation) -> bool:

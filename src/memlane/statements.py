@@ -613,12 +613,31 @@ def zh_rule(clause: str) -> tuple[Rule, re.Match[str]] | None:
     return None
 
 
+
+# a request on the piece at hand ("keep it under 50 words", "make this shorter"): for now, no standing rule
+EN_THIS_ONE = re.compile(r"^(?:(?:please|pls|and|also|but)\s+)*[a-z]+\s+(?:it|this|that|them|these|those)\b", re.I)
+
+
+def starts_game(text: str) -> bool:
+    """Whether the user starts a game or a quiz ("我们来玩飞花令", "quiz me on capitals")."""
+    return bool(ZH_GAME.search(text) or EN_GAME.search(text))
+
+
+def bare_fix(content: str, right: str, wrong: str) -> bool:
+    """Whether a statement is only its correction: the subject, the right and the wrong value and
+    the words that join them, nothing more."""
+    rest = re.sub(r"（[^）]*）|\([^)]*\)", " ", content.lower())  # the day a plan was dated by: "（10月16日）"
+    rest = rest.replace(right.lower(), " ").replace(wrong.lower(), " ")
+    rest = re.sub(r"用户[：:]?|the user|\b(?:is|it's|it is|not|no)\b|不是|是|在|[\W_]", "", rest)
+    return len(rest) <= 1
+
+
 __all__ = ["EN_ANSWER_FORM", "EN_BARE_ASK", "EN_POINTER_PHRASE", "ZH_ANSWER_FORM", "EN_ASKING", "EN_HEALTH", "EN_HYPOTHETICAL", "EN_MOMENT", "EN_NAMED_KIN", "EN_NEGATED", "EN_NO_VALUE",
            "EN_OBJECT_PRONOUN", "EN_POLITE", "EN_QUESTION", "EN_RULES", "EN_STANDING", "EN_TODAY",
            "EN_TRAILING", "EN_ASK_AFTER", "EN_VALUE_END", "GOES_ON", "Generic", "QUESTION_END", "Rule", "STANDING_RULE",
            "THIRD_PERSON", "ZH_ASKING", "ZH_CRAVING", "ZH_EMPTY", "ZH_ENDING_REQUEST", "ZH_HEALTH",
            "ZH_HEDGE", "ZH_HOW_TO_ANSWER", "ZH_MOMENT", "ZH_NAMED_KIN", "ZH_QUESTION", "ZH_REQUEST", "ZH_SETTING", "ZH_PAST", "ZH_BARE_OPINION", "ZH_TRY", "ZH_WISH_NOW",
-           "ZH_HEARSAY", "ZH_ABOUT_CHAT", "ZH_KNOWING", "ZH_AT_HAND", "EN_WOULD", "EN_SIGNED", "zh_to_the_chat", "ZH_PROPOSAL", "ZH_GAME", "EN_GAME", "EN_LASTING", "EN_ABOUT_CHAT", "ZH_VERDICT", "EN_TASK", "ZH_TASK", "EN_HEARSAY", "ZH_WE_EPISODE", "ZH_ANSWER_VERB", "HOW_FEEL", "ZH_DOSE", "ZH_MATERIAL_LEAD", "EN_MATERIAL_LEAD",
+           "ZH_HEARSAY", "ZH_ABOUT_CHAT", "ZH_KNOWING", "ZH_AT_HAND", "EN_THIS_ONE", "starts_game", "bare_fix", "EN_WOULD", "EN_SIGNED", "zh_to_the_chat", "ZH_PROPOSAL", "ZH_GAME", "EN_GAME", "EN_LASTING", "EN_ABOUT_CHAT", "ZH_VERDICT", "EN_TASK", "ZH_TASK", "EN_HEARSAY", "ZH_WE_EPISODE", "ZH_ANSWER_VERB", "HOW_FEEL", "ZH_DOSE", "ZH_MATERIAL_LEAD", "EN_MATERIAL_LEAD",
            "ZH_STANDING", "ZH_STANDING_LEAD", "ZH_TODAY", "conjugated", "consumed", "correction", "dated",
            "en_generic", "en_quoted", "before_doubt", "day_replaced", "hypothetical", "zh_today", "DAY_SAID", "day_correction", "in_question", "replaced", "same_words", "third_person",
            "third_person_en", "third_person_zh", "tidy", "until", "zh_generic", "zh_rule"]
