@@ -12,7 +12,7 @@ every memory (active, superseded, archived) is read back and compared with the c
   right       supersessions that are such a change
   wrong       supersessions that are not (a memory closed that still holds, or one closed by
               an unrelated memory)
-  flags       new memories flagged for review (`metadata.review.may_supersede`), and of them
+  flags       new memories flagged for review (`metadata.may_supersede.ids`), and of them
               those naming the memory of an earlier value of the slot (flags right)
 
 A memory states a value when it holds one of the value's distinctive words: the words of the
@@ -48,6 +48,7 @@ from common import console, table, write_result  # noqa: E402
 from memlane import Config, Memory  # noqa: E402
 from memlane.changes import cue  # noqa: E402
 from memlane.models import MemoryRecord  # noqa: E402
+from memlane.supersession import FLAG  # noqa: E402
 from memlane.testing import HashEmbedder, ManualClock  # noqa: E402
 from memlane.text import ENGLISH_STOP, keywords  # noqa: E402
 
@@ -200,8 +201,8 @@ def score(conv: Mapping[str, Any], memories: Sequence[MemoryRecord]) -> Outcome:
             if (si, vi) not in changed and olds and news:
                 out.missed.append((" | ".join(olds), " | ".join(news)))
     for m in memories:
-        review = m.metadata.get("review")
-        flagged = review.get("may_supersede") if isinstance(review, dict) else None
+        review = m.metadata.get(FLAG)  # {"ids": [...], "at": …}, as the merge writes it
+        flagged = review.get("ids") if isinstance(review, dict) else None
         if not flagged:
             continue
         t.flags += 1

@@ -119,3 +119,21 @@ def test_a_run_scores_supersession_against_memlane_before_and_the_baselines(data
     assert set(turns) == set(rows)
     assert all(0.0 <= turns[q][f"{s}:R@5"] <= 1.0 for q in turns for s in changes.TURN_SYSTEMS)
     assert "memlane:stale_first" in turns["t.q1"] and "memlane:stale_first" not in turns["t.q4"]
+
+
+def test_the_write_path_bench_counts_the_merges_flags_where_the_merge_writes_them() -> None:
+    """A new value told with no change cue is flagged for review, not closed: the write-path bench
+    must read that flag where the engine writes it (`supersession.FLAG`), or it reports none."""
+    import changes_write
+
+    from memlane.supersession import FLAG
+
+    conv = {"id": "t-en-02", "lang": "en", "sessions": [
+        {"id": "S1", "date": "2024-01-10T10:00", "turns": [{"id": "S1:1", "role": "user", "text": "I live in Leeds."}]},
+        {"id": "S2", "date": "2024-06-10T10:00", "turns": [{"id": "S2:1", "role": "user", "text": "I live in York."}]}],
+        "slots": [{"slot": "home", "values": [{"value": "Leeds"}, {"value": "York"}]}]}
+    memories = changes_write.run_conversation(conv)
+    flagged = [m for m in memories if isinstance(m.metadata.get(FLAG), dict)]
+    assert flagged, [(m.content, m.status, m.metadata) for m in memories]
+    tally = changes_write.score(conv, memories).tally
+    assert tally.flags == len(flagged) and tally.flags_right == 1
