@@ -683,3 +683,25 @@ def test_pointers_bare_states_and_what_the_user_knows_of_other_things_leave_noth
     # "stop" with no gerund sets no rule for the assistant: the request is for now
     got = contents("I'm due in april so I stop in march. help me write a message in simple english")
     assert "The user is due in april." in got and not any(c.startswith("The user asks") for c in got), got
+
+
+# ---- changes told as one's own story (issue 32's write path) ---------------------------------
+
+def test_life_changes_told_as_we_or_as_a_story_are_kept():
+    assert contents("We moved to Leeds last month.") == ["The user moved to Leeds last month."]
+    assert contents("We finally bought a house!") == ["The user finally bought a house."]
+    assert contents("Jake and I broke up.") == ["The user and Jake broke up."]
+    assert contents("I sold my car.") == ["The user sold the user's car."]
+    assert contents("我把车卖了") == ["用户把车卖了"] and contents("我把烟戒了") == ["用户把烟戒了"]
+    # a day out stays a story, a task done stays done, a request on an ad stays a request
+    for message in ("We went to the beach.", "Tom and I went to the beach yesterday.", "我把作业写完了",
+                    "把这段卖货文案改一下"):
+        assert contents(message) == [], message
+
+
+def test_a_place_said_as_there_stays_with_the_place_and_a_new_person_s_name_is_theirs():
+    assert contents("I moved to Berlin, I live there now.") == ["The user moved to Berlin and lives there now."]
+    assert contents("I started at a bakery. I work there on weekends") == [
+        "The user started at a bakery and works there on weekends."]
+    assert not any("姓李" in c for c in contents("我换了个新医生，姓李"))  # the doctor's name, not the user's
+    assert "用户是新来的实习生，姓王" in contents("我是新来的实习生，姓王")

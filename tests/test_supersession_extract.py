@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -300,3 +301,34 @@ def test_supersedes_through_the_openai_compatible_client(make_memory: MakeMemory
     assert (old.status, old.superseded_by, new.valid_from) == ("superseded", new.id, datetime(2026, 2, 2, tzinfo=UTC))
     prompt = json.dumps(seen[0][1]["messages"], ensure_ascii=False)
     assert "supersedes" in prompt and "[2026-03-01]" in prompt  # the schema, and the turns' date
+
+
+def test_changes_extracted_out_of_order_keep_the_later_word_current(make_memory: MakeMemory, tmp_path: Path) -> None:
+    """Two sessions' jobs run out of order (two processes, a retry): a change said earlier but
+    extracted later takes its place in the chain as history; the one said last stays current.
+    A change said later with an earlier date of its own still closes what was current."""
+    home = tmp_path / "shared"
+    day = datetime(2026, 6, 10, 9, 0, tzinfo=UTC)
+    first_clock, second_clock = ManualClock(datetime(2026, 1, 10, 9, 0, tzinfo=UTC)), ManualClock(day)
+    first, second = make_memory(home=home, clock=first_clock), make_memory(home=home, clock=second_clock)
+    told(first, "s0", "I live in Munich.")
+    first_clock.now = day + timedelta(seconds=5)
+    second.add_messages("paris", [{"role": "user", "content": "I moved to Paris."}], user_id="u1")  # said first
+    told(first, "berlin", "I moved to Berlin.")  # said second, extracted first
+    second_clock.now = day + timedelta(seconds=9)
+    second.end_session("paris", user_id="u1")
+    [current] = second.list(user_id="u1", status="active")
+    assert current.content == "The user moved to Berlin."
+    chain = second.timeline(current.id, user_id="u1")
+    assert [m.content for m in chain] == ["The user lives in Munich.", "The user moved to Paris.", "The user moved to Berlin."]
+    munich, paris, berlin = chain
+    assert (munich.valid_to, paris.valid_from, paris.valid_to, berlin.valid_from) == (
+        day, day, day + timedelta(seconds=5), day + timedelta(seconds=5))
+    assert (paris.status, paris.superseded_by, berlin.supersedes, munich.superseded_by) == (
+        "superseded", berlin.id, paris.id, paris.id)
+    # said later, dated earlier ("in May", after "I live in Lyon" was told in June): still the change
+    first_clock.now = datetime(2026, 7, 1, 9, 0, tzinfo=UTC)
+    told(first, "lyon", "I moved to Lyon.")
+    first_clock.now = datetime(2026, 7, 20, 9, 0, tzinfo=UTC)
+    told(first, "nice", "I moved to Nice in May.")
+    assert [m.content for m in first.list(user_id="u1", status="active")] == ["The user moved to Nice in May."]

@@ -14,6 +14,8 @@ from __future__ import annotations
 import re
 
 from memlane.clauses import Clause
+from memlane.commands import EN_LEAD_FILLER, ZH_LEAD_FILLER
+from memlane.statements import ZH_REQUEST
 
 # ---- Chinese --------------------------------------------------------------------------------
 
@@ -107,4 +109,20 @@ def en_no_fact(c: Clause, s: str, *, dated: bool) -> bool:
     return c.about == "user" and not dated and bool(_EN_THING_EPISODE.match(s)) and not _EN_CHANGE.search(s)
 
 
-__all__ = ["en_no_fact", "zh_about_the_chat", "zh_days_story", "zh_no_fact"]
+_EN_REQUEST_VERB = re.compile(r"\b(?:translate|summari[sz]e|proofread|rewrite|rephrase|fix|check|edit|improve|"
+                              r"correct|explain|format|shorten|polish)\b", re.I)
+
+
+def material_cut(sentence: str) -> str:
+    """A request and the material it is about ("把这句话翻译成日语：我明天要去东京出差",
+    "translate this: …"): the material after the colon is not the user speaking."""
+    m = re.search(r"[：:]", sentence)
+    if m is None:
+        return sentence
+    head = ZH_LEAD_FILLER.sub("", EN_LEAD_FILLER.sub("", sentence[:m.start()].strip()))
+    if ZH_REQUEST.match(head) or _EN_REQUEST_VERB.search(head) or re.search(r"翻译|改写|润色|总结|解释|校对|检查", head):
+        return sentence[:m.start()]
+    return sentence
+
+
+__all__ = ["en_no_fact", "material_cut", "zh_about_the_chat", "zh_days_story", "zh_no_fact"]

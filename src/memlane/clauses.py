@@ -105,6 +105,10 @@ _ZH_NEIGHBOURS = re.compile(r"^(?:我们|咱们|我家|咱家|我)?(?:楼下|楼
 # someone asked the user something, told as a story: "上次学校体检医生问我…"
 _ZH_ASKED_ME = re.compile(r"^[^我，,]{1,10}?问(?:过|了)?我")
 # the user as the object of a doer left out: "一个人把我带大", "从小让我学琴"
+# a bare name after a clause that tells of someone new in the user's life: theirs (kin are read apart)
+_ZH_BARE_NAME = re.compile(r"^(?:姓|叫|名叫)[\u4e00-\u9fff]{1,3}$")
+_ZH_MET = re.compile(r"(?:换|认识|找|请|约|碰到|遇到|遇见|加|来)了(?:一)?[个位名][^，,]{0,6}(?:医生|大夫|老师|教练|师傅|律师|同事|"
+                     r"领导|老板|经理|房东|室友|邻居|阿姨|保姆|助理|客户|司机|护士|网友|朋友)$")
 _ZH_DONE_TO_ME = re.compile(r"^(?:一个人|独自|自己|亲手|从小|一直|都|也|还|就|辛辛苦苦|含辛茹苦)*(?:把|让|带|教|逼|劝|养|供)我")
 # a verb of saying: the clauses after it report someone's words
 _ZH_SAYS = re.compile(r"^[^，,]{0,4}(?:说|讲|告诉|提到|觉得|认为)")
@@ -448,6 +452,7 @@ class Reader:
     # a Chinese run this long without a mark is cut where a new subject starts (config
     # `extraction.offline_runon_chars`); None: read as marked
     runon_chars: int | None = None
+    previous: str = ""  # the Chinese clause read last: "换了个新医生，姓李" names the doctor
 
     def read(self, text: str, *, after_question: bool = False) -> Iterator[Clause]:
         """The clauses of one user message. `after_question`: the assistant just asked
@@ -494,6 +499,7 @@ class Reader:
         when, core = (p[:lead.end()], p[lead.end():]) if lead else ("", p)  # "下周三我要…": 我 after a time
         clause, topic = self._zh_subject(when, core, p, topic)
         self._learn_zh(clause.text)
+        self.previous = p
         return clause, topic
 
     def _zh_subject(self, when: str, core: str, p: str, topic: str | None) -> tuple[Clause, str | None]:
@@ -534,6 +540,8 @@ class Reader:
             return Clause(p, "user"), topic
         if _ZH_OTHER_SAYS.match(core):  # "牙医说不能吃太硬的，也…": someone's words, and what follows them
             return Clause(p, "other"), None
+        if _ZH_BARE_NAME.match(core) and _ZH_MET.search(self.previous):
+            return Clause(p, "other"), None  # "我换了个新医生，姓李": the name of the person just met
         body = _ZH_ALSO.sub("", p, count=1)
         return Clause(topic + body, "user" if topic == "我" else "kin", carried=True), topic
 
@@ -622,7 +630,8 @@ class Reader:
             self.referent, self.remote = kin.group(), False
             self._learn_en_names(p)
             return Clause(p, "kin")
-        if _EN_SELF.match(p) or (kind in ("verb", "be") and not _EN_PRONOUN.match(p)) or re.match(r"^my\b", p, re.I):
+        if (_EN_SELF.match(p) or (kind in ("verb", "be") and not _EN_PRONOUN.match(p)) or re.match(r"^my\b", p, re.I)
+                or re.match(r"^(?-i:[A-Z][a-z]+) and I\b", p)):  # "Jake and I broke up": the user is one of the two
             self._learn_en_names(p)
             return Clause(p, "user", carried=kind in ("verb", "be"))
         if _EN_BARE_KIN.match(p):

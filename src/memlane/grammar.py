@@ -286,7 +286,7 @@ def zh_has_verb(said: str) -> bool:
 # verbs that change how things stand, though said in the past ("I quit smoking", "we moved")
 _EN_LASTING_CHANGE = re.compile(r"\b(?:switched|moved|joined|became|started|retired|graduated|adopted|married|engaged|"
                                 r"promoted|diagnosed|passed away|passed|died|proposed|gave birth|had (?:a|her|his|their) baby|"
-                                r"turned|born|quit|stopped|gave up|bought|closed on|got (?:a|an|my|our|the user's) |"
+                                r"turned|born|quit|stopped|gave up|bought|sold (?:my|our|his|her|the user's|the) |closed on|got (?:a|an|my|our|the user's) |"
                                 r"went (?:from|up|down|back to|vegan|vegetarian|part-time|full-time|freelance)|said|told|tore|broke|sprained|fractured|"
                                 r"lost (?:my|his|her|our) (?:job|mom|dad|mother|father|husband|wife)|"
                                 r"left (?:my|his|her|our|the user's|a|the) (?:job|position|role|company|firm|practice)|resigned|"
@@ -296,7 +296,7 @@ _EN_PAST_IRREGULAR = ("went|had|got|made|said|took|came|saw|knew|thought|ran|ate
                       "gave|told|kept|lost|paid|sent|spent|sold|wrote|began|fell|forgot|flew|heard|held|sat|slept|"
                       "spoke|stood|swam|taught|understood|won|woke|wore|did|was|were|swore|swear|realized|realised")
 # the verb a clause's subject does, first: "the user had to call…", "the user's sister changed…"
-_EN_FIRST_VERB = re.compile(rf"^(?:the user|the user's [\w-]+(?: (?!(?:is|was|are|were|has|had|have|just|then|also|got|did|does|do|never|still)\b)(?-i:[a-z]+(?<!ly)))?(?: (?-i:[A-Z][a-z]+))?|the user and others)\s+(?:\w+ly\s+|just\s+|then\s+)*"
+_EN_FIRST_VERB = re.compile(rf"^(?:the user|the user's [\w-]+(?: (?!(?:is|was|are|were|has|had|have|just|then|also|got|did|does|do|never|still)\b)(?-i:[a-z]+(?<!ly)))?(?: (?-i:[A-Z][a-z]+))?|the user and (?:others|(?-i:[A-Z][a-z]+)))\s+(?:\w+ly\s+|just\s+|then\s+)*"
                             rf"(?P<v>{_EN_PAST_IRREGULAR}|[a-z]+ed)\b(?!')", re.I)  # "won't" is no "won"
 _EN_TIMELESS = re.compile(r"\b(?:since|ago|for (?:(?:\d+|a|two|three|many|several) )?(?:years?|months?|decades?|ages)|"
                           r"all (?:my|the user's) life|every|always|usually)\b",

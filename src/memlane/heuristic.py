@@ -27,7 +27,6 @@ from memlane import statements as st
 from memlane.clauses import EN_SENTENCE, ZH_SENTENCE, Clause, Reader, opens_with_predicate
 from memlane.commands import (
     EN_LEAD_FILLER,
-    ZH_LEAD_FILLER,
     command,
     is_ack,
     is_command,
@@ -184,7 +183,7 @@ class HeuristicExtractor:
                 if what:
                     out.append(_Said(None, sentence, places[sentence], what))
                 continue
-            kept.append(_material_cut(sentence))
+            kept.append(chatter.material_cut(sentence))
             if st.ZH_MATERIAL_LEAD.search(sentence) or st.EN_MATERIAL_LEAD.match(sentence):
                 kept[-1] = ""
                 break  # "给你讲个笑话：…", "story time: …": what follows is told, not the user's own
@@ -203,6 +202,10 @@ class HeuristicExtractor:
                     out[-1] = replace(last, op=_timed(last.op, clause, ctx, mine=last.op.mine))
                 continue
             op = self._clause(clause, ctx)
+            if (op is not None and st.en_there(op.content or "") and out and (before := out[-1].op) is not None
+                    and (before.content or "").startswith("The user")):  # "…, I live there now": the place said before
+                out[-1] = replace(out[-1], op=replace(before, content=st.there_joined(before.content or "", op.content or "")))
+                continue
             if op is None and clause.lang == "zh" and st.zh_to_the_chat(clause.said):
                 follows = False  # "我知道费利威，就是贵": the verdict goes with the reply, no statement
             elif op is not None:
@@ -317,6 +320,8 @@ class HeuristicExtractor:
         s = st.before_doubt(s)
         bare = st.EN_POINTER_PHRASE.sub("", s)  # "is flying in from Perth for it": the trip is named elsewhere
         s = bare if len(bare.split()) >= 4 and not re.search(r"\b(?:it|them|this|that|him|her)\b", bare, re.I) else s
+        if st.EN_WE_LASTING.match(s):
+            s = re.sub(r"^we\b", "I", s, flags=re.I)  # "we moved to Leeds": the user moved, with the family
         if (not s or st.EN_NEED_OUTPUT.search(s) or st.EN_WE_EPISODE.match(s) or st.EN_HEARSAY.match(s)
                 or st.EN_TASK.search(s)):
             return None  # "if …", "need invitation wording", "we moved it": no standing fact of the user
@@ -569,22 +574,6 @@ def _after_rule(c: Clause, op: Operation, out: list[_Said], answering: bool = Fa
     # a clause with a predicate of its own ("做外贸的"), or an item answering the assistant, is no reason
     return (not content.startswith(_ZH_RULE_LEAD) and c.carried and st.zh_rule(c.text) is None
             and not answering and not grammar.zh_topic_fact(c.said))
-
-
-_EN_REQUEST_VERB = re.compile(r"\b(?:translate|summari[sz]e|proofread|rewrite|rephrase|fix|check|edit|improve|"
-                              r"correct|explain|format|shorten|polish)\b", re.I)
-
-
-def _material_cut(sentence: str) -> str:
-    """A request and the material it is about ("把这句话翻译成日语：我明天要去东京出差",
-    "translate this: …"): the material after the colon is not the user speaking."""
-    m = re.search(r"[：:]", sentence)
-    if m is None:
-        return sentence
-    head = ZH_LEAD_FILLER.sub("", EN_LEAD_FILLER.sub("", sentence[:m.start()].strip()))
-    if st.ZH_REQUEST.match(head) or _EN_REQUEST_VERB.search(head) or re.search(r"翻译|改写|润色|总结|解释|校对|检查", head):
-        return sentence[:m.start()]
-    return sentence
 
 
 _REMEMBERED = "the user asked to remember it"

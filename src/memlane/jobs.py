@@ -253,7 +253,7 @@ class JobRunner:
         vectors = self._vectors(texts + [changes.core(t) for op in ops if op.change is not None and (t := op.content)])
         with self.store.transaction():
             for op in ops:
-                self._apply(op, scope, job, now, vectors, report, guard, [text for text, _ in spoken])
+                self._apply(op, scope, job, now, vectors, report, guard, spoken)
             if turns:
                 self._decay_at_merge(scope, now)
             session = self.store.get_session(scope, job.session_id)
@@ -408,7 +408,7 @@ class JobRunner:
 
     def _apply(self, op: Operation, scope: Scope, job: ExtractionJob, now: datetime,
                vectors: dict[str, np.ndarray], report: JobReport, guard: Guard | None = None,
-               said: Sequence[str] = ()) -> None:
+               said: Sequence[tuple[str, datetime | None]] = ()) -> None:
         actor = f"extract:{op.source}"
         pol = self.config.policy
         if op.op == "SKIP":
@@ -449,10 +449,12 @@ class JobRunner:
             report.deleted.append(mem)
 
     def _add(self, op: Operation, scope: Scope, job: ExtractionJob, now: datetime, vec: np.ndarray,
-             report: JobReport, said: Sequence[str] = (), core: np.ndarray | None = None) -> None:
+             report: JobReport, said: Sequence[tuple[str, datetime | None]] = (),
+             core: np.ndarray | None = None) -> None:
         """A new memory, or a duplicate's reinforcement; then what it changes of the old ones
-        (issue 32): those it supersedes closed, those it may replace flagged for review, or,
-        where the profile penalises (seed 001), those it contradicts halved."""
+        (issue 32): those it supersedes closed (or, said after it, closing it), those it may
+        replace flagged for review, or, where the profile penalises (seed 001), those it
+        contradicts halved. `said`: the job's user turns, with when each was said."""
         pol = self.config.policy
         actor = f"extract:{op.source}"
         score = op.score if op.score is not None else pol.importance_medium
@@ -467,7 +469,7 @@ class JobRunner:
                         f"re-extracted (similarity {sim:.3f}): {op.content}", now)
             report.reinforced.append(after)
             return
-        replaced, review = self._replaced(op, scope, vec, core, said, now)
+        replaced, review = self._replaced(op, scope, vec, core, [text for text, _ in said], now)
         # a fact begins when told, or earlier; later only as a change told ahead of its date
         # ("I move to Shanghai next month"): what it replaces holds until then (issue 32)
         ahead = bool(replaced) and pol.on_change == "supersede"
@@ -496,7 +498,12 @@ class JobRunner:
         if pol.on_change == "penalise":  # seed 001: what it replaces or contradicts is halved, kept current
             halved = [*(o.id for o in replaced), *(c for c in op.contradicts if all(o.id != c for o in replaced))]
             replaced = []
+        told = changes.said_at(mem.content, said) or now
         for old in replaced:
+            if self._said_after(scope, old, told, mem, now):  # history now: it closes nothing else
+                mem, _ = supersession.placed_before(self.store, scope, old, mem, at=now, actor=actor,
+                                                    reason=op.reason or "the fact changed")
+                break
             _, mem = supersession.apply(self.store, scope, old, mem, at=now, actor=actor,
                                         reason=op.reason or "the fact changed")
             report.superseded.append(self.store.get_memory(scope, old.id) or old)
@@ -510,6 +517,21 @@ class JobRunner:
                 after = penalised(before, pol, now)
                 self._write(scope, before, after, "UPDATE", actor, f"contradicted by {mem.id}: {mem.content}", now)
                 report.contradicted.append(after)
+
+    def _said_after(self, scope: Scope, old: MemoryRecord, told: datetime, new: MemoryRecord, now: datetime) -> bool:
+        """Whether `old`, current already, was said after `new` was (`told`), and holds from after
+        `new` began: two sessions' jobs ran out of order (a retry, two processes), so the later
+        word stays current. When `old` was said: its own turns, else when it was written."""
+        start, old_start = new.valid_from or told, old.valid_from or old.created_at
+        if not start < old_start <= now:
+            return False
+        when = old.created_at
+        seqs = old.metadata.get("turns")
+        if old.source_session and isinstance(seqs, list) and len(seqs) == 2 and all(isinstance(x, int) for x in seqs):
+            turns = self.store.get_turns(scope, session_id=old.source_session, after_seq=seqs[0] - 1,
+                                         limit=max(1, seqs[1] - seqs[0] + 1))
+            when = changes.said_at(old.content, [(t.content, t.created_at) for t in turns if t.role == "user"]) or when
+        return told < when
 
     def _replaced(self, op: Operation, scope: Scope, vec: np.ndarray, core: np.ndarray | None,
                   said: Sequence[str], now: datetime) -> tuple[list[MemoryRecord], list[str]]:

@@ -191,7 +191,9 @@ def _third_person_en(text: str) -> str:
             (r"\bI'd\b", "the user would")]
     for pat, rep in subs:
         text = re.sub(pat, rep, text, flags=re.IGNORECASE)
-    # "My wife and I love hiking": a plural subject, its verb stays as it is
+    # "My wife and I love hiking": a plural subject, its verb stays as it is; "Jake and I": the
+    # user first, so what is said of the user is read as such (a breakup, a trip that is over)
+    text = re.sub(r"^((?-i:[A-Z][a-z]+)) and I\b", r"the user and \1", text)
     text = re.sub(r"^((?:(?:my|our) )?\w+(?: [A-Z][a-z]+)?) and I\b", r"\1 and the user", text, flags=re.IGNORECASE)
     # "I hate olives" → "the user hates olives": the verb agrees with its new subject
     text = _SUBJECT_VERB.sub(lambda m: f"the user {m.group(1)}{conjugated(m.group(2))}", text)
@@ -238,7 +240,7 @@ def tidy(x: str) -> str:
 # "from now on…").
 
 ZH_REQUEST = re.compile(r"^(?:帮我|帮忙|请|麻烦|给我|给你|你|您|推荐|告诉我|介绍|写|改|翻译|找|查|看看|想想|别|不要|不用|换|讲|"
-                         r"说说|算|解释|总结|列|继续|重新|发|把|讲讲|举|分析|生成|画|"
+                         r"说说|算|解释|总结|列|继续|重新|发|把(?![^，,？?]{1,8}?(?:卖|戒|辞|送人|转让|捐)(?:掉|了))|讲讲|举|分析|生成|画|"
                          r"记得|提醒我|叫我|能不能|可不可以|可以帮|来[出讲说玩猜写做]?[个点几]|再来|整|搞|再)|(?:一点|一些|点|就行|就好|就可以|(?<!了)一下)(?:谢谢|谢啦|多谢|哈|啊|呀|吧)?$|"
                          r"提醒我|帮我|告诉我|以后请|(?:解释|讲解|介绍|总结|分析|翻译|润色|改写|展开)一下|"
                          r"^用[^，,]{1,12}?(?:的话|的方式|的语气|的口吻|语气|口吻)|"  # "用小学生能听懂的话解释…": how to answer, now
@@ -391,6 +393,11 @@ ZH_WE_EPISODE = re.compile(r"^我们.*(?:上周|上个?星期|上个?月|昨天|
 # "we moved it", "we went to the beach yesterday": an episode of the user and others, nothing lasting
 EN_WE_EPISODE = re.compile(r"^(?:we|the user and others)\s+(?:\w+ly\s+)?(?:went|had|did|saw|got|made|watched|ate|tried|"
                            r"moved|visited|met|played|spent|took|came|left|bought|found|[a-z]+ed)\b", re.I)
+# what a couple or a family does once and lives with after: the user's own change ("we moved to Leeds")
+EN_WE_LASTING = re.compile(r"^(?:we|the user and others)\s+(?:\w+ly\s+|just\s+|finally\s+)?(?:moved (?:to|into|out|back|abroad|house)|"
+                           r"bought (?:a|an|our|the) (?:house|home|flat|apartment|condo|place|car)|sold (?:our|the) |"
+                           r"got (?:married|engaged|divorced|a (?:dog|cat|puppy|kitten))|adopted|had (?:a|our) (?:baby|son|daughter)|"
+                           r"broke up|split up|separated)\b", re.I)
 EN_OBJECT_PRONOUN = re.compile(r"^the user\s+(?:(?:will|would|can|could|might|may|should|must|is going to|wants to|"
                                r"needs to|has to)\s+)?(?:\w+ly\s+)?(?!is\b|was\b|has\b)\w+\s+(?:it|them|these|those|one)\b",
                                 re.I)
@@ -632,7 +639,7 @@ def bare_fix(content: str, right: str, wrong: str) -> bool:
     return len(rest) <= 1
 
 
-__all__ = ["EN_ANSWER_FORM", "EN_BARE_ASK", "EN_POINTER_PHRASE", "ZH_ANSWER_FORM", "EN_ASKING", "EN_HEALTH", "EN_HYPOTHETICAL", "EN_MOMENT", "EN_NAMED_KIN", "EN_NEGATED", "EN_NO_VALUE",
+__all__ = ["en_there", "there_joined", "EN_ANSWER_FORM", "EN_BARE_ASK", "EN_POINTER_PHRASE", "ZH_ANSWER_FORM", "EN_ASKING", "EN_HEALTH", "EN_HYPOTHETICAL", "EN_MOMENT", "EN_NAMED_KIN", "EN_NEGATED", "EN_NO_VALUE",
            "EN_OBJECT_PRONOUN", "EN_POLITE", "EN_QUESTION", "EN_RULES", "EN_STANDING", "EN_TODAY",
            "EN_TRAILING", "EN_ASK_AFTER", "EN_VALUE_END", "GOES_ON", "Generic", "QUESTION_END", "Rule", "STANDING_RULE",
            "THIRD_PERSON", "ZH_ASKING", "ZH_CRAVING", "ZH_EMPTY", "ZH_ENDING_REQUEST", "ZH_HEALTH",
@@ -641,3 +648,17 @@ __all__ = ["EN_ANSWER_FORM", "EN_BARE_ASK", "EN_POINTER_PHRASE", "ZH_ANSWER_FORM
            "ZH_STANDING", "ZH_STANDING_LEAD", "ZH_TODAY", "conjugated", "consumed", "correction", "dated",
            "en_generic", "en_quoted", "before_doubt", "day_replaced", "hypothetical", "zh_today", "DAY_SAID", "day_correction", "in_question", "replaced", "same_words", "third_person",
            "third_person_en", "third_person_zh", "tidy", "until", "zh_generic", "zh_rule"]
+
+
+_EN_THERE = re.compile(r"^the user (?!and\b|'s\b)(?:\w+ ){0,2}?\w+ (?:it |over |back |out )?there\b(?!'s| (?:is|are|was|were|will|has|have)\b)", re.I)
+
+
+def en_there(content: str) -> bool:
+    """Whether an English memory's place is "there": the one a statement before it named ("I
+    moved to Berlin, I live there now")."""
+    return _EN_THERE.match(content) is not None
+
+
+def there_joined(prev: str, content: str) -> str:
+    """`content` (`en_there`) joined to the statement before it, so the place stays with it."""
+    return f"{prev.rstrip('.')} and {content[len('the user '):].rstrip('.')}."
