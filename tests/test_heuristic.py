@@ -705,3 +705,27 @@ def test_a_place_said_as_there_stays_with_the_place_and_a_new_person_s_name_is_t
         "The user started at a bakery and works there on weekends."]
     assert not any("姓李" in c for c in contents("我换了个新医生，姓李"))  # the doctor's name, not the user's
     assert "用户是新来的实习生，姓王" in contents("我是新来的实习生，姓王")
+
+
+# ---- the holdout9 round: the moment's feelings, replies to the chat, other people's words ------
+
+@pytest.mark.parametrize("messages", [
+    ("我自己也说不清",), ("我妈急得不行",),  # the moment's not knowing, someone's worry of the day
+    ("A:可以：1. 先称呼名字 2. 说话慢 3. 主动问要求", "第三条我会加上"),  # an item of the assistant's list
+    ("无聊 陪我玩成语接龙 我先来 一马当先",),  # the game asked for, a turn, a move
+    ("华西那边顺便给我挂个风湿免疫科",),  # a booking asked of the assistant
+    ("她说她老公一年回来两次 孩子都快不认识爸爸了",),  # still her words
+    ("我们部门新来的实习生 北大的 第一天就把主管的PPT挑了一堆错",),  # a workmate's news
+    ("I'm okay.",), ("his mom is freaking out about the loans, like $250k",),
+])
+def test_moments_replies_to_the_chat_and_other_people_s_words_leave_nothing(messages):
+    assert contents(*messages) == []
+
+
+def test_names_titles_and_verbs_stay_whole():
+    assert contents("my daughter Lucía is 10") == ["The user's daughter Lucía is 10."]
+    assert "The user's mother-in-law is staying two weeks." in contents("My mother-in-law is staying two weeks.")
+    assert any("okafor" in c for c in contents("my PI is dr. okafor"))
+    assert contents("I mostly hand-build.") == ["The user mostly hand-builds."]
+    assert not any(c.startswith("The user asks") for c in contents("I don't eat lamb. never liked it"))
+    assert "用户的孩子还小" in contents("我说我不去 孩子还小") and "用户妈给用户买了个新手机" in contents("我妈给我买了个新手机")

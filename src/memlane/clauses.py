@@ -101,7 +101,9 @@ _ZH_ASKED = re.compile(r"[?？]")
 _ZH_OTHER_SAYS = re.compile(r"^(?!平时|一般|经常|总是|每天|现在|以前|最近|也|还|都)[\u4e00-\u9fff]{1,4}?"
                             r"(?:说(?!话)|讲(?!话|究|课)|告诉我|提到)")
 # the people next door, downstairs, across: "我们楼下那家的狗…" is their news
-_ZH_NEIGHBOURS = re.compile(r"^(?:我们|咱们|我家|咱家|我)?(?:楼下|楼上|隔壁|对门|对面|邻居)(?:那家|那户|那个|家|的)")
+_ZH_NEIGHBOURS = re.compile(r"^(?:我们|咱们|我家|咱家|我)?(?:楼下|楼上|隔壁|对门|对面|邻居)(?:那家|那户|那个|家|的)"
+                            r"|^(?:我们|咱们|我)(?:部门|公司|单位|组里|团队|办公室|科室|班上|队里)(?:新来的|里的|的)?"
+                            r"(?:同事|实习生|新人|主管|领导|经理|老板)")  # and the people at work: their news is theirs
 # someone asked the user something, told as a story: "上次学校体检医生问我…"
 _ZH_ASKED_ME = re.compile(r"^[^我，,]{1,10}?问(?:过|了)?我")
 # the user as the object of a doer left out: "一个人把我带大", "从小让我学琴"
@@ -168,7 +170,8 @@ def _strip_zh_filler(p: str) -> str:
 
 # ---- English --------------------------------------------------------------------------------
 
-_EN_TITLE_DOT = r"(?:(?<=\bMr)|(?<=\bMrs)|(?<=\bMs)|(?<=\bDr)|(?<=\bProf)|(?<=\bSt))\.\s+(?=[A-Z])"  # "Mr. Okafor": no end
+_EN_TITLE_DOT = (r"(?:(?<=\b[Mm]r)|(?<=\b[Mm]rs)|(?<=\b[Mm]s)|(?<=\b[Dd]r)|(?<=\b[Pp]rof)|(?<=\bSt))\.\s+"
+                 r"(?=[A-Z]|[a-z]+\b(?!\s+(?:i|we|my|the|and|but|then|so)\b))")  # "Mr. Okafor", "dr. okafor": no end
 EN_SENTENCE = re.compile(rf"[^.!?;\n]+(?:(?:\.(?:\d|[a-z]\.)|{_EN_TITLE_DOT})[^.!?;\n]*)*[.!?;]*")
 EN_FILLER = re.compile(r"^(?:by the way|also|oh|ooh|ok|okay|well|so|and|but|actually|btw|yes|yeah|yep|hi there|hello there|"
                        r"hey there|hi+|hel+o+|he+y+|yo|ngl|imo|fyi|not gonna lie|to be honest|finally|honestly|seriously|literally|frankly|personally|genuinely|good (?:morning|afternoon|evening)|side note|(?:that |which )?means|"
@@ -184,9 +187,9 @@ _ADVERB = (r"really|also|usually|always|never|often|sometimes|just|still|absolut
            r"regularly|occasionally|basically|kind of|sort of|pretty much")
 _EN_SELF = re.compile(r"^(?:i|i'm|i've|i'd|i'll|im|we|we're|we've|we'll|me and|as a|as an)\b", re.I)
 _EN_KIN = re.compile(rf"^(?:my|our)\s+(?:(?:little|older|younger|big|best|new|current|old)\s+)?(?:{_EN_KIN_WORDS})\b"
-                     r"(?:\s+(?-i:[A-Z][a-z]+))?", re.I)
+                     r"(?:\s+(?-i:[A-Z][a-zà-ÿ]+))?", re.I)
 _EN_KIN_ANY = re.compile(rf"\b(?:my|our)\s+(?:(?:little|older|younger|big|best|new|current|old)\s+)?(?:{_EN_KIN_WORDS})\b"
-                         r"(?:\s+(?-i:[A-Z][a-z]+))?", re.I)
+                         r"(?:\s+(?-i:[A-Z][a-zà-ÿ]+))?", re.I)
 # words of time or circumstance before the subject: "Next week I…", "On Fridays my…", "When I fly I…"
 _EN_LEAD = re.compile(r"^(?:(?:next|this|last|on|in|at|by|every|each|after|before|when|whenever|while|once|during|"
                       r"from|until|tomorrow|today|tonight|yesterday|week|weekend|weekends|month|year|morning|"
@@ -250,7 +253,7 @@ _NOT_GERUND = re.compile(r"^(?:thing|nothing|something|anything|everything|morni
 _BE = re.compile(r"\b(?:i'm|i am|im)\b", re.I)
 # "like" and "just" that are no verb: "like I said", "like under 150 words", "just checking"
 _NOT_VERB = re.compile(r"^(?:like|just)\s+(?:(?:i|you|he|she|we|they|that|this|under|over|about|around|once|twice|maybe|"
-                       r"totally|really|literally|a|an|the)\b|\d)|^just\s+\w+ing\b", re.I)
+                       r"totally|really|literally|a|an|the)\b|[\d$€£¥~])|^just\s+\w+ing\b", re.I)
 _VERB_ELLIPSIS = re.compile(r"^(?:(?:just|recently|finally|officially|already)\s+)?(?:love|loves|like|likes|enjoy|hate|dislike|can't|cannot|can not|"
                             r"don't(?!\s+(?:mention|include|use|say|add|put|write|forget|make|send|tell|call|list|show|give|"
                             r"bother|worry|let|be|do|go|start|stop|change|remove|sign|cc|copy|reply|answer|explain|bring)\b)|adore|speak|"
@@ -453,6 +456,7 @@ class Reader:
     # `extraction.offline_runon_chars`); None: read as marked
     runon_chars: int | None = None
     previous: str = ""  # the Chinese clause read last: "换了个新医生，姓李" names the doctor
+    previous_about: str = ""  # and whom it was about: "她说她老公…，孩子都…" goes on with her words
 
     def read(self, text: str, *, after_question: bool = False) -> Iterator[Clause]:
         """The clauses of one user message. `after_question`: the assistant just asked
@@ -499,7 +503,7 @@ class Reader:
         when, core = (p[:lead.end()], p[lead.end():]) if lead else ("", p)  # "下周三我要…": 我 after a time
         clause, topic = self._zh_subject(when, core, p, topic)
         self._learn_zh(clause.text)
-        self.previous = p
+        self.previous, self.previous_about = p, clause.about
         return clause, topic
 
     def _zh_subject(self, when: str, core: str, p: str, topic: str | None) -> tuple[Clause, str | None]:
@@ -520,6 +524,8 @@ class Reader:
                 return Clause(p, "other"), None  # 他们 names the user's parents, never one person
             return Clause(when + self.referent + core[pronoun.end():], "kin"), self.referent
         bare = _ZH_BARE_KIN.match(core)
+        if bare is not None and self.previous_about == "other" and re.match(r"^(?:她|他)们?(?:跟我|和我)?说", self.previous):
+            return Clause(p, "other"), None  # "她说她老公一年回来两次，孩子都快不认识爸爸了": still her words
         if bare is not None:
             self.referent, self.remote = "我的" + bare.group(), False
             return Clause(when + "我的" + core, "kin"), None if _ZH_SAYS.search(core[bare.end():]) else "我的" + bare.group()
@@ -675,23 +681,13 @@ class Reader:
         return Clause(p, "none")
 
     def _learn_en_names(self, p: str) -> None:
-        for m in re.finditer(r"\b(?:named|called|name's|name is)\s+((?-i:[A-Z][a-z]+))", p, re.I):
+        for m in re.finditer(r"\b(?:named|called|name's|name is)\s+((?-i:[A-Z][a-zà-ÿ]+))", p, re.I):
             self.names.add(m.group(1))
         kin = _EN_KIN.match(p)
-        if kin is not None and (name := re.search(r"(?-i:[A-Z][a-z]+)$", kin.group())):
+        if kin is not None and (name := re.search(r"(?-i:[A-Z][a-zà-ÿ]+)$", kin.group())):
             self.names.add(name.group())
 
 
-def zh_clauses(sentence: str) -> list[str]:
-    """The clauses of one Chinese sentence as the reader gives them (a fresh reader)."""
-    return [c.text for c in Reader().read(sentence)]
-
-
-def en_clauses(sentence: str) -> list[str]:
-    """The clauses of one English sentence as the reader gives them (a fresh reader)."""
-    return [c.text for c in Reader().read(sentence)]
-
-
-__all__ = ["EN_FILLER", "EN_SENTENCE", "ZH_FILLER", "ZH_SENTENCE", "Clause", "Reader", "en_clauses",
+__all__ = ["EN_FILLER", "EN_SENTENCE", "ZH_FILLER", "ZH_SENTENCE", "Clause", "Reader",
            "opens_with_predicate",
-           "zh_clauses", "zh_subject"]
+           "zh_subject"]

@@ -353,7 +353,7 @@ _EN_NOW_STEP = re.compile(r"^the user(?:'ll| will) (?:just |probably |maybe )?(?
 _EN_POINTED = re.compile(r"^the user(?: and others)? (?:\w+ly |just |also )?(?:does|do|did|is doing|likes|loves|hates|uses|wants|needs)"
                          r" (?:this|that|it|them|these|those)\b", re.I)
 _EN_BARE_STATE = re.compile(r"^the user(?: and others)? (?:is|are|was|were) (?:still |just |currently |now )?(?:off|out|back|done|here|"
-                            r"in|up|[a-z]+ing)\.?$", re.I)
+                            r"in|up|ok|okay|fine|alright|all right|good|great|well|better|[a-z]+ing)\.?$", re.I)
 _EN_KNOWS = re.compile(r"^the user (?:knows|knew|swears|swore|bets|guesses|realizes|realised|realized) (?:that )?"
                        r"(?!how to\b)\w+(?:'s)?(?: \w+)? (?:is|are|was|were|has|have|had|will|would|can|could|almost|just|"
                        r"never|always|\w+ed)\b", re.I)
@@ -385,7 +385,8 @@ def holds(content: str) -> bool:
 # people near the user whose own lives are theirs: friends, coworkers, neighbours, classmates
 _EN_AROUND = re.compile(r"^the user's (?:best |old |close )?(?:friend|buddy|pal|bestie|coworker|co-worker|colleague|"
                         r"neighbou?r|classmate|roommate|flatmate|housemate|teammate)s?\b", re.I)
-_ZH_AROUND = re.compile(r"^(?:用户的?|我的?)(?:同事|朋友|邻居|同学|室友|闺蜜|哥们|网友)")
+_ZH_AROUND = re.compile(r"^(?:用户的?|我的?|我们|咱们)(?:(?:部门|公司|单位|组里|团队|办公室|科室|班上|队里|楼里)(?:新来的|里的|的)?)?"
+                        r"(?:同事|朋友|邻居|同学|室友|闺蜜|哥们|网友|实习生|新人)")
 _NAMED = re.compile(r"\b(?:is named|name is|name's|called|goes by)\b|叫(?!我|用户)|全名|名字|本名|姓")
 _USER_IN = re.compile(r"\b(?:the user|me|us)\b(?!'s)|用户(?!的?(?:同事|朋友|邻居|同学|室友|闺蜜|哥们|网友))")
 

@@ -246,8 +246,9 @@ class HeuristicExtractor:
                 return self._add("用户要求：" + st.third_person_zh(re.sub(r"[啊呀哈吧]+$", "", ask)), st.STANDING_RULE, now)
             return None  # a request for now ("帮我查一下"), or a courtesy ("以后请多关照")
         if (st.ZH_WISH_NOW.match(text) or st.ZH_TRY.search(said) or st.ZH_BARE_OPINION.match(text)
-                or st.ZH_PROPOSAL.match(text) or st.ZH_PROPOSAL.match(said) or st.ZH_KNOWING.match(said) or (c.carried and st.ZH_AT_HAND.match(said))):
-            return None  # "想找几首…的歌", "下次带去给指挥听听", "我觉得不专业": the moment's wish or verdict
+                or st.ZH_PROPOSAL.match(text) or st.ZH_PROPOSAL.match(said) or st.ZH_KNOWING.match(said) or (c.carried and st.ZH_AT_HAND.match(said))
+                or st.ZH_LIST_ITEM.match(st.tidy(said)) or st.ZH_GAME_TURN.match(st.tidy(text))):
+            return None  # "想找几首…的歌", "下次带去给指挥听听", "我觉得不专业", "第三条我会加上": the moment's
         if (c.about == "kin" and st.ZH_HEARSAY.match(text)) or st.ZH_ABOUT_CHAT.search(text) or st.ZH_WE_EPISODE.match(st.tidy(text)) or st.ZH_TASK.search(text):
             return None  # "我同事说他邻居家小孩也花生过敏": a third person's news
         verdict = st.ZH_VERDICT.match(said)

@@ -7,13 +7,13 @@ from __future__ import annotations
 import re
 
 # kin, pets and the people around the user: whom "my …" names
-EN_KIN_WORDS = (r"wife|husband|partner|girlfriend|boyfriend|fianc[ée]e?|daughter|son|kids?|children|child|baby|"
+EN_KIN_WORDS = (r"(?:mother|father|sister|brother|son|daughter)-in-law|wife|husband|partner|girlfriend|boyfriend|fianc[ée]e?|daughter|son|kids?|children|child|baby|"
                 r"mom|mum|mother|dad|father|parents|sister|brother|siblings?|grandma|grandpa|grandmother|"
                 r"grandfather|aunt|uncle|cousin|niece|nephew|boss|manager|colleague|coworker|co-worker|roommate|"
                 r"flatmate|friend|best friend|dog|cat|puppy|kitten|pet|doctor|physio|therapist|landlord|team|"
                 r"family|in-laws|neighbou?r|buddy|pal|bestie|classmate|teammate|housemate|stepmom|stepdad|"
                 r"ex(?:-(?:wife|husband|boyfriend|girlfriend|partner))?|fianc[ée]|kiddo|twins|toddler|vet|"
-                r"nephew|niece|godson|goddaughter|grandson|granddaughter|mother-in-law|father-in-law")
+                r"nephew|niece|godson|goddaughter|grandson|granddaughter")
 
 # "my husband Walt", "my flour supplier Hartley Mills": one of the user's people (kin, or a noun
 # of who does something: supplier, dentist, accountant) named in passing, whatever the clause says

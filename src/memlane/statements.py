@@ -138,7 +138,7 @@ _ADVERBS = (r"really|also|usually|always|never|often|sometimes|just|still|absolu
             r"probably|secretly|low-?key|"
             # any other adverb in -ly, but not the verbs that end so ("I fly", "I reply")
             r"(?!(?:fly|apply|reply|rely|supply|ally|bully|rally|tally|multiply|comply|imply)\b)[a-z]{2,}ly")
-_SUBJECT_VERB = re.compile(rf"\bI\s+((?:(?:{_ADVERBS})\s+)*)([A-Za-z][A-Za-z']*)", re.IGNORECASE)
+_SUBJECT_VERB = re.compile(rf"\bI\s+((?:(?:{_ADVERBS})\s+)*)([A-Za-z][A-Za-z']*(?:-[A-Za-z]+)*)", re.IGNORECASE)
 _VERB_AS_IS = {  # modals and common irregular past forms: the same after "the user"
     "can", "could", "will", "would", "shall", "should", "may", "might", "must", "can't", "cannot", "won't",
     "wouldn't", "shouldn't", "couldn't", "mustn't", "was", "wasn't", "were", "had", "hadn't", "did", "didn't",
@@ -158,6 +158,9 @@ def conjugated(verb: str) -> str:
     """A verb after "I" as it reads after "the user": prefer → prefers, have → has, go → goes;
     modals and past forms unchanged."""
     low = verb.lower()
+    if "-" in low.strip("-"):  # "hand-build" → "hand-builds"
+        head, _, last = verb.rpartition("-")
+        return f"{head}-{conjugated(last)}"
     if low in _VERB_IRREGULAR:
         return _VERB_IRREGULAR[low]
     if low in _VERB_AS_IS or low in _NOT_A_VERB or (low.endswith("ed") and not low.endswith("eed")):
@@ -241,8 +244,8 @@ def tidy(x: str) -> str:
 
 ZH_REQUEST = re.compile(r"^(?:帮我|帮忙|请|麻烦|给我|给你|你|您|推荐|告诉我|介绍|写|改|翻译|找|查|看看|想想|别|不要|不用|换|讲|"
                          r"说说|算|解释|总结|列|继续|重新|发|把(?![^，,？?]{1,8}?(?:卖|戒|辞|送人|转让|捐)(?:掉|了))|讲讲|举|分析|生成|画|"
-                         r"记得|提醒我|叫我|能不能|可不可以|可以帮|来[出讲说玩猜写做]?[个点几]|再来|整|搞|再)|(?:一点|一些|点|就行|就好|就可以|(?<!了)一下)(?:谢谢|谢啦|多谢|哈|啊|呀|吧)?$|"
-                         r"提醒我|帮我|告诉我|以后请|(?:解释|讲解|介绍|总结|分析|翻译|润色|改写|展开)一下|"
+                         r"记得|提醒我|叫我|陪我|能不能|可不可以|可以帮|来[出讲说玩猜写做]?[个点几]|再来|整|搞|再)|(?:一点|一些|点|就行|就好|就可以|(?<!了)一下)(?:谢谢|谢啦|多谢|哈|啊|呀|吧)?$|"
+                         r"提醒我|帮我|告诉我|以后请|给我(?:挂|订|约|预约|安排|查)(?!了|过)|(?:解释|讲解|介绍|总结|分析|翻译|润色|改写|展开)一下|"
                          r"^用[^，,]{1,12}?(?:的话|的方式|的语气|的口吻|语气|口吻)|"  # "用小学生能听懂的话解释…": how to answer, now
                          r"^要(?:详细|具体|完整|简单|简短)?的?(?:步骤|例子|示例|表格|清单|大纲|模板|代码|答案|版本|链接|原文|出处)|"
                          r"给我(?:猜|看看?|听听?|讲讲?|说说?|读|念|算算?|查查?|想想?|写)(?:一下|下)?$")  # "出个谜语给我猜"
@@ -276,6 +279,7 @@ ZH_MOMENT = re.compile(r"累|困|饿|渴|无聊|烦|焦虑|开心|高兴|难过|
                         r"随便|尴尬|忘了|忘记|搞定|决定了|想好了|知道了|明白了|懂了|问问|聊聊|说说|试试|逗|开个?玩笑|做梦|"
                         r"太冷|好冷|好热|天气|不错|还行|可惜|羡慕|哈哈|嘿嘿|呵呵|别扭|不对|不变|照旧|一样|笑死|死了|死我了|"
                         r"早上好|晚上好|中午好|下午好|你好|您好|再见|拜拜|不聊了|脑洞|紧张|[听看]不懂|想不起来|有[个件]事|痛苦|要得|"
+                        r"说不清|说不好|记不清|搞不懂|拿不准|懒得|[急气吓愁]得(?:不行|要死|半死|要命)|"
                         r"^先(?:走|撤|睡|忙|下|出[车门发]|去)[\u4e00-\u9fff]{0,2}了")
 # a bare verb of knowing or agreeing, or a verb and 了 with no object: "我知道", "看过了"
 ZH_EMPTY = re.compile(r"^(?:也|都|就|还|挺|很|蛮|真|太|不用了|早就|早|早都)?(?:知道|明白|懂|同意|理解|记得|晓得|清楚|确定|可以|行|好|收到|这样|这些|这个|这么多|那样|[\u4e00-\u9fff]{1,2}过?了)(?:了|的|啊|呀|吧)?$")
@@ -286,11 +290,17 @@ ZH_AT_HAND = re.compile(r"^[^我，,]{0,6}?这(?!周|个?月|学期|星期|礼�
                         r"[\u4e00-\u9fff]{0,4}?(?:也|真|太|好|挺|有点|蛮|可|怎么)")
 
 
+# an item of the assistant's list, named by its place: "第三条我会加上", "第二点删掉"
+ZH_LIST_ITEM = re.compile(r"^(?:那|这)?第[一二三四五六七八九十\d]+[条点项步段句个]")
+# whose turn it is in a game: "我先来", "轮到你了"
+ZH_GAME_TURN = re.compile(r"^(?:我|你)先(?:来|出|开始)|^轮到(?:你|我)|^该(?:你|我)了")
+
+
 def zh_to_the_chat(said: str) -> bool:
     """Whether a Chinese clause answers the chat itself: what the user knows of a thing the
-    assistant named, or a verdict on a thing at hand."""
+    assistant named, a verdict on a thing at hand, an item of its list, a turn in a game."""
     body = tidy(said)
-    return bool(ZH_KNOWING.match(body) or ZH_AT_HAND.match(body))
+    return bool(ZH_KNOWING.match(body) or ZH_AT_HAND.match(body) or ZH_LIST_ITEM.match(body) or ZH_GAME_TURN.match(body))
 
 
 # an answer that says what the user would do, not what they do: "I'd pick fly", "I'd die in like 2 days"
@@ -338,7 +348,7 @@ _EN_DECIDED_NOT = re.compile(r"\b(?:will not|won't|not going to|never going to|a
 _ZH_HABIT = re.compile(r"一般|经常|通常|总是|每|平时|习惯|常常|向来")
 _ZH_LIKE = re.compile(r"喜欢|爱(?!情|人|好)|讨厌|不喜欢|偏好|受不了|看不了|感兴趣|偏爱|最爱|就算了")
 
-EN_STANDING = re.compile(r"\b(?:from now on|always|never(?!\s*mind)|every time|in every|any ?more|going forward|"
+EN_STANDING = re.compile(r"\b(?:from now on|always|never(?!\s*mind|\s+(?:\w+ed|had|did|was|were|went|got|liked|knew|ate|saw)\b)|every time|in every|any ?more|going forward|"
                           r"even (?:if|when)|whenever|"
                           r"stop (?:\w+ing|it|that)|unless i ask|in (?:the )?future|each time|call me (?-i:[A-Z])\w*|by default)\b", re.I)
 # the chat itself judged: "I love this answer", "good idea", "makes sense"
