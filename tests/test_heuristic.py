@@ -716,7 +716,7 @@ def test_a_place_said_as_there_stays_with_the_place_and_a_new_person_s_name_is_t
     ("华西那边顺便给我挂个风湿免疫科",),  # a booking asked of the assistant
     ("她说她老公一年回来两次 孩子都快不认识爸爸了",),  # still her words
     ("我们部门新来的实习生 北大的 第一天就把主管的PPT挑了一堆错",),  # a workmate's news
-    ("I'm okay.",), ("his mom is freaking out about the loans, like $250k",),
+    ("I'm okay.",), ("his mom is freaking out about the loans, like $250k",), ("like 5 a day",), ("don't judge me",),
 ])
 def test_moments_replies_to_the_chat_and_other_people_s_words_leave_nothing(messages):
     assert contents(*messages) == []
@@ -727,5 +727,7 @@ def test_names_titles_and_verbs_stay_whole():
     assert "The user's mother-in-law is staying two weeks." in contents("My mother-in-law is staying two weeks.")
     assert any("okafor" in c for c in contents("my PI is dr. okafor"))
     assert contents("I mostly hand-build.") == ["The user mostly hand-builds."]
+    assert "The user's cat Waffles has been under the couch for 3 days." in contents(
+        "my cat Waffles hates the new place, he's been under the couch for 3 days")
     assert not any(c.startswith("The user asks") for c in contents("I don't eat lamb. never liked it"))
     assert "用户的孩子还小" in contents("我说我不去 孩子还小") and "用户妈给用户买了个新手机" in contents("我妈给我买了个新手机")

@@ -341,7 +341,8 @@ def _en_ellipsis(text: str) -> str:
         return "I'm " + text[:1].lower() + text[1:]
     if first.lower() in ("usually", "mostly", "currently") and not (_EN_VERB.match(text) or after.endswith("ing")):
         return text  # "mostly indie rock, some jazz": an answer, no verb to carry "I" into
-    if _VERB_ELLIPSIS.match(text) and after not in ("i", "you", "he", "she", "we", "they", "it", "that", "this"):
+    if (_VERB_ELLIPSIS.match(text) and after not in ("i", "you", "he", "she", "we", "they", "it", "that", "this")
+            and not _NOT_VERB.match(text) and not re.match(r"^don't\s+\w+\s+me\b", text, re.I)):  # "like 5 a day", "don't judge me"
         prefix = "I'm " if first.lower() in ("allergic", "vegan", "vegetarian", "currently") else "I "
         return prefix + text[:1].lower() + text[1:]
     return text
@@ -656,7 +657,7 @@ class Reader:
             who = self.referent + ("'s" if word in ("her", "his") else "")
             rest = p[pronoun.end():]
             if word in ("he's", "she's"):
-                rest = " is" + rest
+                rest = (" has" if re.match(r"\s+(?:been|got|had|gone)\b", rest) else " is") + rest  # "he's been"
             return Clause(who + rest, "kin")
         if any(p.startswith(n) for n in self.names):
             return Clause(p, "kin")
