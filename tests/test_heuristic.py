@@ -731,3 +731,26 @@ def test_names_titles_and_verbs_stay_whole():
         "my cat Waffles hates the new place, he's been under the couch for 3 days")
     assert not any(c.startswith("The user asks") for c in contents("I don't eat lamb. never liked it"))
     assert "用户的孩子还小" in contents("我说我不去 孩子还小") and "用户妈给用户买了个新手机" in contents("我妈给我买了个新手机")
+
+
+# ---- the holdout10 round: lead-ins, signatures, questions after an emoji, the moment's steps ----
+
+def test_a_fact_after_a_lead_in_or_a_word_to_the_assistant_is_kept():
+    assert contents("and before you suggest soba pairings or whatever, I'm allergic to buckwheat") == [
+        "The user is allergic to buckwheat."]
+    assert contents("problem is i don't have health insurance") == ["The user doesn't have health insurance."]
+    assert contents("good. sign it 'Dom, Benedetto Lock & Key'") == ["The user's name is Dom."]
+    assert contents("sign it Love, Mom") == []  # a closing, no name
+    assert contents("I'm a deckhand trying to make tankerman.") == ["The user is a deckhand trying to make tankerman."]
+    assert contents("my son's 14") == ["The user's son is 14."]
+
+
+@pytest.mark.parametrize("messages", [
+    ("换热器还没拆过",), ("耳鸣一个多月了 还没好", ), ("她不潜水 放心 哈哈",), ("考考我歇后语 来四个",),
+    ("A:大雪一夜压檐低……胡萝卜鼻冻成瓜。", "最后一句没押韵 哈哈哈"),
+    ("nice. I'll use that template.",), ("I'm trying to make this script run faster",),
+    ("my son Max is mortified 😂 how do I get him to stop",),
+])
+def test_steps_of_the_moment_and_replies_to_the_assistant_leave_no_junk(messages):
+    got = contents(*messages)
+    assert not any(w in c for c in got for w in ("没拆过", "没好", "放心", "考考", "押韵", "template", "script", "gets him")), got

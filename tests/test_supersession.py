@@ -248,7 +248,7 @@ def test_a_year_in_the_question_finds_what_held_then(make_memory: MakeMemory) ->
 @pytest.mark.parametrize(("query", "past"), [
     ("Where did I live before Berlin?", True), ("What was my old job?", True), ("我以前在哪家公司？", True),
     ("原来住哪", True), ("When did I move to Hamburg?", True), ("How long was I at Siemens?", True),
-    ("我换过几次工作", True), ("Where was I working for most of 2022?", True), ("婚期最开始定的是哪天？", True),
+    ("我换过几次工作", True), ("Where was I working for most of 2022?", True), ("婚期最开始定的是哪天？", True), ("我是哪天提的车？", True),
     ("Where do I live these days?", False), ("我现在在哪上班？", False), ("What's my first name?", False),
     ("我教的是几年级什么科目？", False), ("What car do I drive?", False)])
 def test_which_questions_ask_about_the_past(query: str, past: bool) -> None:

@@ -197,7 +197,11 @@ _EN_LEAD = re.compile(r"^(?:(?:next|this|last|on|in|at|by|every|each|after|befor
                       r"few|couple|of|days|weeks|months|years|later|soon|lately|sometimes|then|\d+\w*),?\s+)+"
                       r"(?=(?:i|i'm|i've|i'll|i'd|my|we|we're)\b)", re.I)
 # a few words and a comma before the subject: "Heads up, I'm …", "Fun fact, my …"
-_EN_ASIDE = re.compile(r"^(?P<lead>[^,]{1,30}),\s*(?=(?-i:I|I'm|I've|I'll|I'd|my|My|we|We)\b)")
+_EN_ASIDE = re.compile(r"^(?P<lead>[^,]{1,30}),\s*(?=(?-i:I|I'm|I've|I'll|I'd|my|My|we|We)\b)"
+                       r"|^(?P<said>(?:the )?(?:problem|thing|issue|truth|catch|reason|point|(?:good|bad) news|funny thing)"
+                       r" is(?: that)?,?)\s+(?=(?:i|i'm|i've|my|we)\b)"
+                       r"|^(?P<you>(?:and |but |also |oh )?(?:before|when|if|in case|since) you\b[^,]{1,60}),\s*"
+                       r"(?=(?-i:I|I'm|I've|my|My)\b)", re.I)  # "before you suggest soba, I'm allergic to buckwheat"
 _EN_WHEN = re.compile(r"\d|\b(?:next|this|last|tomorrow|tonight|today|yesterday|week|weekend|month|year|monday|tuesday|"
                       r"wednesday|thursday|friday|saturday|sunday|january|february|march|april|may|june|july|august|"
                       r"september|october|november|december|spring|summer|autumn|fall|winter|morning|evening)\b", re.I)
@@ -623,9 +627,10 @@ class Reader:
             clause = self._en_about(p[lead.end():], kind)
             return Clause(p[:lead.end()] + clause.text, clause.about, clause.asked, clause.carried)
         aside = _EN_ASIDE.match(p)
-        if aside is not None and not _is_clause(aside.group("lead")):  # "Heads up, I'm moving…": a lead-in
+        said: str | None = aside.group("lead") if aside is not None else None
+        if aside is not None and (said is None or not _is_clause(said)):  # "Heads up, I'm moving…": a lead-in
             clause = self._en_about(p[aside.end():], kind)
-            keep = p[:aside.end()] if _EN_WHEN.search(aside.group("lead")) else ""  # "In May, I…" keeps its time
+            keep = p[:aside.end()] if said and _EN_WHEN.search(said) else ""  # "In May, I…" keeps its time
             return Clause(keep + clause.text, clause.about, clause.asked, clause.carried)
         if kind == "ask" or _EN_ASK.match(p):
             return Clause(p, "other", asked=True)

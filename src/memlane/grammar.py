@@ -350,8 +350,8 @@ _EN_NOW_STEP = re.compile(r"^the user(?:'ll| will) (?:just |probably |maybe )?(?
 
 # a predicate pointing at what was said before ("The user does this after work"), a bare state of the
 # moment ("The user is off.", "The user and others are still finalizing."), what the user knows or swears
-_EN_POINTED = re.compile(r"^the user(?: and others)? (?:\w+ly |just |also )?(?:does|do|did|is doing|likes|loves|hates|uses|wants|needs)"
-                         r" (?:this|that|it|them|these|those)\b", re.I)
+_EN_POINTED = re.compile(r"^the user(?: and others)? (?:\w+ly |just |also )?(?:does|do|did|is doing|likes|loves|hates|uses|wants|needs|"
+                         r"(?:will|'ll) (?:\w+ly )?\w+) (?:this|that|it|them|these|those|her|him)\b", re.I)
 _EN_BARE_STATE = re.compile(r"^the user(?: and others)? (?:is|are|was|were) (?:still |just |currently |now )?(?:off|out|back|done|here|"
                             r"in|up|ok|okay|fine|alright|all right|good|great|well|better|[a-z]+ing)\.?$", re.I)
 _EN_KNOWS = re.compile(r"^the user (?:knows|knew|swears|swore|bets|guesses|realizes|realised|realized) (?:that )?"

@@ -46,6 +46,7 @@ def as_meant(text: str, runon_words: int | None = None) -> str:
     if language_of(text) == "en":
         for pattern, written in _EN_SPELLINGS:
             text = pattern.sub(written, text)
+        text = _EN_EMOJI_ASK.sub(r"\1. ", text)  # "… on the boat 😞 what can I do": the question is its own
         if runon_words is not None:
             text = _EN_STRETCH.sub(lambda m: _cut_run(m.group(), runon_words), text)
     return repaired(text)
@@ -53,6 +54,8 @@ def as_meant(text: str, runon_words: int | None = None) -> str:
 
 # ---- run-on English -------------------------------------------------------------------------
 
+_EN_EMOJI_ASK = re.compile(r"([\U0001F300-\U0001FAFF\u2600-\u27BF])\s+(?=(?:what|how|where|when|why|who|which|can|could|"
+                           r"should|do|does|is|are|any)\b)", re.I)
 _EN_STRETCH = re.compile(r"[^.!?,;:\n()]+")
 # "I" after one of these goes on the clause before ("before I forget", "so I can", "I think I"):
 # conjunctions, prepositions, verbs that take a clause; elsewhere it opens a new one
@@ -60,7 +63,8 @@ _EN_GOES_ON = re.compile(r"(?:and|but|or|so|because|bc|cause|that|if|when|whenev
                          r"than|as|where|which|who|what|how|why|whether|once|though|think|know|guess|hope|wish|mean|"
                          r"said|say|feel|felt|thought|believe|bet|swear|promise|like|where|till|cuz)(?<!s)(?:s|ed|ing)?$|"
                          r"^(?:realiz|realis|notic|figur|suppos|assum|decid)(?:e|es|ed|ing)$|"
-                         r"^(?:remember|hear|doubt|admit)(?:s|ed|ing)?$|^heard$", re.I)  # not "forget": "before I forget, I'm…"
+                         r"^(?:remember|hear|doubt|admit)(?:s|ed|ing)?$|^heard$|"
+                         r"^(?:can|could|do|does|did|should|would|will|shall|am|may|might|must|was|were)$", re.I)  # not "forget": "before I forget, I'm…"; "what can I do": asked
 # words that open the next clause with the "I" after them: "…to 190 also I'm moving"
 _EN_OPENER = re.compile(r"\s+(?:also|plus|then|anyway|btw)$", re.I)
 _EN_I = re.compile(r"\s+(?=I(?:'m|'ve|'ll)?\s)")

@@ -65,8 +65,9 @@ _EN_ADV = (r"(?:(?:really|also|absolutely|totally|honestly|genuinely|kinda|kind 
            r"[a-z]+ly)\s+)*")
 _EN_TIME = r"(?:next (?:week|month|year|monday|tuesday|wednesday|thursday|friday|saturday|sunday)|tomorrow|tonight|this (?:week|weekend|friday|month)|on (?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)|by (?:monday|tuesday|wednesday|thursday|friday|the end of))"
 # a name given for a message the assistant writes: "sign it Dana Whitfield, CI/CT"
-EN_SIGNED = Rule(_r(r"^(?:(?:please|pls|and|also)\s+)*sign (?:it|this|that|the \w+|off)(?: as| with)?[:,]?\s+"
-                    r"(?P<x>(?-i:[A-Z][\w'-]+(?:\s+[A-Z][\w'-]+)+))"), "The user's name is {x}", "fact", "high", None, "name")
+EN_SIGNED = Rule(_r(r"^(?:(?:please|pls|and|also)\s+)*sign (?:it|this|that|the \w+|off)(?: as| with)?[:,]?\s+['\"‘“]?"
+                    r"(?!(?-i:Love|Best|Cheers|Thanks|Regards|Warmly|Sincerely|Yours|XOXO)\b)"
+                    r"(?P<x>(?-i:[A-Z][\w'-]+(?:\s+[A-Z][\w'-]+)+|[A-Z][\w'-]+(?=\s*,\s*(?-i:[A-Z]))))"), "The user's name is {x}", "fact", "high", None, "name")
 EN_RULES = [
     Rule(_r(rf"\bI(?:'m| am) (?:very |severely |badly )?allergic to (?P<x>{_VAL})"), "The user is allergic to {x}", "fact", "high", None, "allergic to"),
     # a name is its capitalised words, all of them ("Mary Ann Lee"), and never the "and" after it
@@ -194,6 +195,7 @@ def _third_person_en(text: str) -> str:
             (r"\bI'd\b", "the user would")]
     for pat, rep in subs:
         text = re.sub(pat, rep, text, flags=re.IGNORECASE)
+    text = re.sub(r"(?<=[a-z])'s (?=\d+\b(?! ?(?:%|am|pm|years? (?:ago|old)\b)))", " is ", text)  # "my son's 14"
     # "My wife and I love hiking": a plural subject, its verb stays as it is; "Jake and I": the
     # user first, so what is said of the user is read as such (a breakup, a trip that is over)
     text = re.sub(r"^((?-i:[A-Z][a-z]+)) and I\b", r"the user and \1", text)
@@ -244,7 +246,7 @@ def tidy(x: str) -> str:
 
 ZH_REQUEST = re.compile(r"^(?:帮我|帮忙|请|麻烦|给我|给你|你|您|推荐|告诉我|介绍|写|改|翻译|找|查|看看|想想|别|不要|不用|换|讲|"
                          r"说说|算|解释|总结|列|继续|重新|发|把(?![^，,？?]{1,8}?(?:卖|戒|辞|送人|转让|捐)(?:掉|了))|讲讲|举|分析|生成|画|"
-                         r"记得|提醒我|叫我|陪我|能不能|可不可以|可以帮|来[出讲说玩猜写做]?[个点几]|再来|整|搞|再)|(?:一点|一些|点|就行|就好|就可以|(?<!了)一下)(?:谢谢|谢啦|多谢|哈|啊|呀|吧)?$|"
+                         r"记得|提醒我|叫我|陪我|考考我|能不能|可不可以|可以帮|来[出讲说玩猜写做]?[个点几]|再来|整|搞|再)|(?:一点|一些|点|就行|就好|就可以|(?<!了)一下)(?:谢谢|谢啦|多谢|哈|啊|呀|吧)?$|"
                          r"提醒我|帮我|告诉我|以后请|给我(?:挂|订|约|预约|安排|查)(?!了|过)|(?:解释|讲解|介绍|总结|分析|翻译|润色|改写|展开)一下|"
                          r"^用[^，,]{1,12}?(?:的话|的方式|的语气|的口吻|语气|口吻)|"  # "用小学生能听懂的话解释…": how to answer, now
                          r"^要(?:详细|具体|完整|简单|简短)?的?(?:步骤|例子|示例|表格|清单|大纲|模板|代码|答案|版本|链接|原文|出处)|"
@@ -282,7 +284,8 @@ ZH_MOMENT = re.compile(r"累|困|饿|渴|无聊|烦|焦虑|开心|高兴|难过|
                         r"说不清|说不好|记不清|搞不懂|拿不准|懒得|[急气吓愁]得(?:不行|要死|半死|要命)|"
                         r"^先(?:走|撤|睡|忙|下|出[车门发]|去)[\u4e00-\u9fff]{0,2}了")
 # a bare verb of knowing or agreeing, or a verb and 了 with no object: "我知道", "看过了"
-ZH_EMPTY = re.compile(r"^(?:也|都|就|还|挺|很|蛮|真|太|不用了|早就|早|早都)?(?:知道|明白|懂|同意|理解|记得|晓得|清楚|确定|可以|行|好|收到|这样|这些|这个|这么多|那样|[\u4e00-\u9fff]{1,2}过?了)(?:了|的|啊|呀|吧)?$")
+ZH_EMPTY = re.compile(r"^(?:也|都|就|还|挺|很|蛮|真|太|不用了|早就|早|早都)?(?:知道|明白|懂|同意|理解|记得|晓得|清楚|确定|可以|行|好|收到|这样|这些|这个|这么多|那样|[\u4e00-\u9fff]{1,2}过?了|"
+                      r"没[\u4e00-\u9fff]{1,2}过|没(?:好|完)|放心)(?:了|的|啊|呀|吧|呢)?$")
 # a verb of knowing as the clause's verb: "我知道费利威", "听说过这个牌子" answer the assistant, they say nothing lasting
 ZH_KNOWING = re.compile(r"^我?(?:也|都|早就|当然|其实)?(?:知道|听说过|听过|了解过|见过|看到过)(?!怎么)")
 # a verdict on something at hand, pointed at with 这 ("张总这措辞也太官方了"): the moment's, not the user's
@@ -291,7 +294,7 @@ ZH_AT_HAND = re.compile(r"^[^我，,]{0,6}?这(?!周|个?月|学期|星期|礼�
 
 
 # an item of the assistant's list, named by its place: "第三条我会加上", "第二点删掉"
-ZH_LIST_ITEM = re.compile(r"^(?:那|这)?第[一二三四五六七八九十\d]+[条点项步段句个]")
+ZH_LIST_ITEM = re.compile(r"^(?:那|这)?(?:第[一二三四五六七八九十\d]+|最后一|头一|上一)[条点项步段句个行]")
 # whose turn it is in a game: "我先来", "轮到你了"
 ZH_GAME_TURN = re.compile(r"^(?:我|你)先(?:来|出|开始)|^轮到(?:你|我)|^该(?:你|我)了")
 
@@ -314,7 +317,7 @@ ZH_GAME = re.compile(r"(?:玩|来)(?:个|一个|一局|一把|一轮)?(?:游戏|
 EN_GAME = re.compile(r"\b(?:would you rather|what if (?:you|i|we) (?:had|could|were|was)|let'?s play|wanna play|want to play|play a game|quiz me|test me on|trivia|twenty questions|"
                      r"20 questions|word chain|riddle me)\b", re.I)
 ZH_CRAVING = re.compile(r"^(?:好|有点|突然)?想\S{1,6}了$")
-ZH_TODAY = re.compile(r"今天|今晚|今早|刚才|刚刚|刚\S{0,3}完|现在正|这会儿|此刻|待会|一会儿")
+ZH_TODAY = re.compile(r"今天|今晚|今早|刚才|刚刚|刚\S{0,3}完|刚下[\u4e00-\u9fff]{0,2}(?:班|课|机|车|船)|刚(?:到|回)家|现在正|这会儿|此刻|待会|一会儿")
 # a time past that makes "刚…完" no matter of today: "上周刚考完驾照"
 ZH_PAST = re.compile(r"上周|上个?星期|上个?月|去年|前年|昨天|前天|前几天|之前|以前")
 ZH_HEALTH = re.compile(r"病|症|疼|痛|发炎|发烧|感冒|咳嗽|过敏|住院|请假|受伤|骨折|拉肚子|头晕|怀孕")
@@ -389,7 +392,7 @@ EN_NEED_OUTPUT = re.compile(r"\b(?:need|want|would like|'d like|could use|lookin
                             r"routine|workout|programme|program|playlist)\b", re.I)
 # the task at hand, not a fact of the user's life: "I'm getting a null pointer exception", "trying to fix
 # this bug", "这段代码老是报错"
-EN_TASK = re.compile(r"\b(?:trying to (?:fix|debug|figure out|get|make|solve|understand)|getting (?:an?|the|this|some)\b[^,;]{0,40}?"
+EN_TASK = re.compile(r"\b(?:trying to (?:fix|debug|figure out|solve|understand|(?:get|make) (?:it|this|that|these|those|my code|my head)\b)|getting (?:an?|the|this|some)\b[^,;]{0,40}?"
                      r"\b(?:error|exception|warning|crash)|(?:fix|debug|solve) (?:this|the|a|my) (?:bug|error|issue|problem)|"
                      r"stuck on|this (?:bug|error|code|script|function|query|issue|snippet|paragraph|email|essay))\b", re.I)
 ZH_TASK = re.compile(r"报错|出错|异常|[Bb][Uu][Gg]|跑不起来|运行不了|编译不过|卡住了|这段代码|这个函数|这段话|这篇|被封")
