@@ -332,3 +332,24 @@ def test_changes_extracted_out_of_order_keep_the_later_word_current(make_memory:
     first_clock.now = datetime(2026, 7, 20, 9, 0, tzinfo=UTC)
     told(first, "nice", "I moved to Nice in May.")
     assert [m.content for m in first.list(user_id="u1", status="active")] == ["The user moved to Nice in May."]
+
+
+def test_a_change_told_late_goes_back_to_its_place_in_a_longer_chain(make_memory: MakeMemory, tmp_path: Path) -> None:
+    """Munich → Berlin → Rome already written; "I moved to Paris", said between Munich and
+    Berlin, extracted last: it lands between them, every link answered by its partner."""
+    home = tmp_path / "shared"
+    day = datetime(2026, 6, 10, 9, 0, tzinfo=UTC)
+    late_clock, clock = ManualClock(day + timedelta(hours=1)), ManualClock(day + timedelta(hours=3))
+    late, m = make_memory(home=home, clock=late_clock), make_memory(home=home, clock=clock)
+    munich = m.add("The user moved to Munich.", user_id="u1", valid_from=day - timedelta(days=300))
+    berlin = m.supersede(munich.id, "The user moved to Berlin.", user_id="u1", valid_from=day + timedelta(hours=2))
+    m.supersede(berlin.id, "The user moved to Rome.", user_id="u1", valid_from=day + timedelta(hours=3))
+    late.add_messages("paris", [{"role": "user", "content": "I moved to Paris."}], user_id="u1")
+    late_clock.now = day + timedelta(hours=4)
+    late.end_session("paris", user_id="u1")
+    [current] = m.list(user_id="u1", status="active")
+    chain = m.timeline(current.id, user_id="u1")
+    assert [c.content for c in chain] == ["The user moved to Munich.", "The user moved to Paris.",
+                                          "The user moved to Berlin.", "The user moved to Rome."]
+    for a, b in zip(chain, chain[1:], strict=False):
+        assert (a.superseded_by, b.supersedes, a.valid_to) == (b.id, a.id, b.valid_from)

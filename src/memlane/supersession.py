@@ -113,29 +113,37 @@ def placed_before(store: Store, scope: Scope, later: MemoryRecord, new: MemoryRe
                   actor: str, reason: str = "") -> tuple[MemoryRecord, MemoryRecord]:
     """Write a change that reached the store after the one that replaced it: `new` (already
     stored) was said before `later` was — two sessions extracted out of order, a job retried
-    after a later one ran — so it is history in its place in the chain, closed where `later`
-    began, and what `later` had replaced (when it began before `new`) is closed at `new`
-    instead. Audited as SUPERSEDE, in the caller's transaction. Returns both as stored."""
-    start, later_start = new.valid_from or new.created_at, later.valid_from or later.created_at
-    prev = store.get_memory(scope, later.supersedes) if later.supersedes else None
-    if prev is not None and prev.superseded_by == later.id and (prev.valid_from or prev.created_at) <= start:
+    after a later one ran — so it is history in its place in the chain: before the first version
+    that began after it, after the one before that (closed at `new` instead). Audited as
+    SUPERSEDE, in the caller's transaction. Returns `new` and the version after it, as stored."""
+    start = new.valid_from or new.created_at
+    after, prev = later, _linked_before(store, scope, later)
+    while prev is not None and (prev.valid_from or prev.created_at) > start:
+        after, prev = prev, _linked_before(store, scope, prev)
+    if prev is not None:
         moved = prev.model_copy(update={"valid_to": start, "superseded_by": new.id, "updated_at": at})
         store.update_memory(moved, content_changed=False)
         store.add_event(scope, prev.id, "SUPERSEDE", prev.snapshot(), moved.snapshot(), actor,
                         f"superseded by {new.id}: {new.content}, told late", at)
         new = new.model_copy(update={"supersedes": prev.id})
-    before_new, before_later = new, later
-    new = new.model_copy(update={"status": "superseded", "valid_to": max(start, later_start), "superseded_at": at,
-                                 "superseded_by": later.id, "updated_at": at})
-    later = later.model_copy(update={"supersedes": new.id, "updated_at": at})
+    before_new, before_after = new, after
+    new = new.model_copy(update={"status": "superseded", "valid_to": max(start, after.valid_from or after.created_at),
+                                 "superseded_at": at, "superseded_by": after.id, "updated_at": at})
+    after = after.model_copy(update={"supersedes": new.id, "updated_at": at})
     store.update_memory(new, content_changed=False)
-    store.update_memory(later, content_changed=False)
+    store.update_memory(after, content_changed=False)
     why = f": {reason}" if reason else ""
     store.add_event(scope, new.id, "SUPERSEDE", before_new.snapshot(), new.snapshot(), actor,
-                    f"told before {later.id} was, which replaces it: {later.content}{why}", at)
-    store.add_event(scope, later.id, "SUPERSEDE", before_later.snapshot(), later.snapshot(), actor,
+                    f"told before {after.id} was, which replaces it: {after.content}{why}", at)
+    store.add_event(scope, after.id, "SUPERSEDE", before_after.snapshot(), after.snapshot(), actor,
                     f"supersedes {new.id}: {new.content}, told late{why}", at)
-    return new, later
+    return new, after
+
+
+def _linked_before(store: Store, scope: Scope, m: MemoryRecord) -> MemoryRecord | None:
+    """The version `m` replaced, when the two name each other."""
+    prev = store.get_memory(scope, m.supersedes) if m.supersedes else None
+    return prev if prev is not None and prev.superseded_by == m.id else None
 
 
 def timeline(store: Store, scope: Scope, memory: MemoryRecord, limit: int = 100) -> list[MemoryRecord]:
