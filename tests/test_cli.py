@@ -1,4 +1,6 @@
-"""The `memlane` command, run as a user would: a real subprocess, a real data dir."""
+"""The `memlane` command, run as a user would, on a real data dir: in this process through the
+console script's `main` (tests/cli_support.py), or in a real subprocess where the process is
+what is tested (exit codes and usage errors as the shell sees them, no terminal, argv bytes)."""
 
 from __future__ import annotations
 
@@ -11,14 +13,15 @@ from pathlib import Path
 
 import pytest
 
+from tests.cli_support import run_cli
+
 SAMPLE = [{"role": "user", "content": "我对花生过敏"}, {"role": "assistant", "content": "记下了"}]
 
 
-def run(home: Path, *args: str, check: int = 0) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "MEMLANE_HOME": str(home), "MEMLANE_EMBEDDER": "hash"}
-    # no terminal on stdin, as in CI: a command that would ask must say so, not wait
-    proc = subprocess.run([sys.executable, "-m", "memlane", *args], capture_output=True, text=True, env=env, timeout=120,
-                          stdin=subprocess.DEVNULL)
+def run(home: Path, *args: str, check: int = 0, process: bool = False) -> subprocess.CompletedProcess[str]:
+    """`memlane ARGS` with `home` as MEMLANE_HOME and no terminal on stdin, as in CI (a command
+    that would ask must say so, not wait); in this process unless `process`."""
+    proc = run_cli(args, {"MEMLANE_HOME": str(home), "MEMLANE_EMBEDDER": "hash"}, process=process)
     assert proc.returncode == check, (proc.stdout, proc.stderr)
     return proc
 
@@ -81,52 +84,21 @@ def test_bad_import_files_write_nothing(tmp_path):
 
 
 def test_usage_errors_exit_2_and_help_works(tmp_path):
-    run(tmp_path, "search", check=2)
-    assert "Example" in run(tmp_path, "search", "-h").stdout
+    run(tmp_path, "search", check=2, process=True)
+    assert "Example" in run(tmp_path, "search", "-h", process=True).stdout
 
 
 # ---- hostile input (an outside tester's findings, then a fuzzer) ---------------------------
 
-# Runs many `memlane` command lines in one process, through the same `main` the console
-# script calls, and reports each one's exit code and output; an exception that escapes
-# `main` is reported as the traceback the user would see. One start-up for hundreds of runs.
-DRIVER = r"""
-import io, json, os, sys, traceback
-from contextlib import redirect_stderr, redirect_stdout
-from memlane.cli import main
-results = []
-for args, env in json.loads(sys.stdin.read()):
-    saved = {k: os.environ.get(k) for k in env}
-    os.environ.update(env)
-    out, err = io.StringIO(), io.StringIO()
-    code = 0
-    with redirect_stdout(out), redirect_stderr(err):
-        try:
-            main(args)
-        except SystemExit as exc:
-            code = exc.code if isinstance(exc.code, int) else 1
-        except BaseException:
-            traceback.print_exc()
-            code = -1
-    for k, v in saved.items():
-        if v is None:
-            os.environ.pop(k, None)
-        else:
-            os.environ[k] = v
-    results.append([code, out.getvalue(), err.getvalue()])
-sys.stdout.write(json.dumps(results))
-"""
-
-
 def run_many(home: Path, cases: list[tuple[list[str], dict[str, str]]]) -> list[tuple[int, str]]:
-    """(exit code, stdout + stderr) of each command line, run with `home` as MEMLANE_HOME and
-    no terminal on stdin; json carries lone surrogates in the arguments as \\ud800 escapes."""
-    env = {**os.environ, "MEMLANE_HOME": str(home), "MEMLANE_EMBEDDER": "hash"}
-    env.pop("MEMLANE_USER", None)
-    proc = subprocess.run([sys.executable, "-c", DRIVER], input=json.dumps(cases), capture_output=True, text=True,
-                          env=env, timeout=120)
-    assert proc.returncode == 0, proc.stderr
-    return [(code, out + err) for code, out, err in json.loads(proc.stdout)]
+    """(exit code, stdout + stderr) of each command line, run with `home` as MEMLANE_HOME, no
+    MEMLANE_USER and no terminal on stdin; an exception that escapes `main` shows as the
+    traceback the user would see."""
+    results = []
+    for args, extra in cases:
+        done = run_cli(args, {"MEMLANE_HOME": str(home), "MEMLANE_EMBEDDER": "hash", **extra}, unset=["MEMLANE_USER"])
+        results.append((done.returncode, done.stdout + done.stderr))
+    return results
 
 
 def assert_refused(results: list[tuple[int, str]], cases: list[tuple[list[str], dict[str, str]]],
@@ -218,7 +190,7 @@ def test_a_home_that_cannot_be_one_says_what_is_wrong_and_what_to_do(tmp_path):
     for _, output in results:  # one line each
         assert len(output.strip().splitlines()) == 1, output
     # and as the console script runs it
-    proc = run(tmp_path, "--home", str(a_file), "list", "--user", "lin", check=1)
+    proc = run(tmp_path, "--home", str(a_file), "list", "--user", "lin", check=1, process=True)
     assert proc.stderr.startswith("error: data directory") and "Traceback" not in proc.stderr
 
 
@@ -237,7 +209,7 @@ def test_an_unwritable_home_is_named(tmp_path):
 
 def test_purge_without_a_terminal_asks_for_yes(tmp_path):
     run(tmp_path, "add", "用户对花生过敏", "--user", "lin")
-    proc = run(tmp_path, "purge", "--user", "lin", check=1)  # stdin is not a terminal
+    proc = run(tmp_path, "purge", "--user", "lin", check=1, process=True)  # stdin is not a terminal
     assert "confirmation, which needs a terminal; pass --yes to confirm non-interactively" in proc.stderr
     assert "interrupted" not in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
     body = json.loads(run(tmp_path, "purge", "--user", "lin", "--json", check=1).stdout)

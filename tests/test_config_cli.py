@@ -8,7 +8,6 @@ import os
 import re
 import socket
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -20,6 +19,7 @@ from memlane.api import open_memory
 from memlane.config import PROFILES, LLMConfig
 from memlane.errors import BackendError, ConfigError
 from memlane.llm.client import OpenAICompatibleLLM
+from tests.cli_support import run_cli
 from tests.conftest import PROFILE_NAMES
 
 DOCS = Path(__file__).parents[1] / "docs"
@@ -28,10 +28,11 @@ PROFILES_PAGE = (DOCS / "concepts" / "profiles.md").read_text(encoding="utf-8")
 TOML = 'profile = "companion"\n[search]\nw_recency = 0.11\n'
 
 
-def cli(*args: str, env: dict[str, str] | None = None, check: int = 0) -> subprocess.CompletedProcess[str]:
-    base = {k: v for k, v in os.environ.items() if not k.startswith("MEMLANE_")}
-    proc = subprocess.run([sys.executable, "-m", "memlane", *args], capture_output=True, text=True,
-                          env={**base, "MEMLANE_EMBEDDER": "hash", **(env or {})}, timeout=120)
+def cli(*args: str, env: dict[str, str] | None = None, check: int = 0,
+        process: bool = False) -> subprocess.CompletedProcess[str]:
+    """`memlane ARGS` given only this environment's non-MEMLANE_ variables and `env`: in this
+    process through the console script's `main` (tests/cli_support.py), or in a new one."""
+    proc = run_cli(args, {"MEMLANE_EMBEDDER": "hash", **(env or {})}, clean=True, process=process)
     assert proc.returncode == check, (proc.stdout, proc.stderr)
     return proc
 
@@ -152,7 +153,7 @@ def test_importing_files_keeps_their_sessions_apart(tmp_path):
 def test_cli_usage_errors_exit_2_and_speak_json(tmp_path):
     env = {"MEMLANE_HOME": str(tmp_path)}
     assert cli("list", env=env, check=2).stderr.count("MEMLANE_USER") >= 1  # no silent "default" user
-    assert json.loads(cli("list", "--json", env=env, check=2).stdout)["error"] == "UsageError"
+    assert json.loads(cli("list", "--json", env=env, check=2, process=True).stdout)["error"] == "UsageError"
     bad = cli("list", "--user", "lin", "--category", "gossip", env=env, check=2)
     assert "gossip" in bad.stderr and "preference" in bad.stderr
     cli("search", "x", "--user", "lin", "-c", "gossip", env=env, check=2)
@@ -163,7 +164,7 @@ def test_cli_usage_errors_exit_2_and_speak_json(tmp_path):
     cli("delete", mid, "--user", "lin", env=env)
     events = json.loads(cli("history", mid, "--user", "lin", "--json", env=env).stdout)
     assert [(e["kind"], e["actor"]) for e in events] == [("ADD", "cli"), ("UPDATE", "cli"), ("DELETE", "cli")]
-    missing = json.loads(cli("show", mid, "--user", "lin", "--json", env=env, check=1).stdout)
+    missing = json.loads(cli("show", mid, "--user", "lin", "--json", env=env, check=1, process=True).stdout)
     assert missing["error"] == "NotFound" and mid in missing["detail"]
     cli("consolidate", env=env, check=2)  # neither --user nor --all
     cli("consolidate", "--user", "lin", env=env)

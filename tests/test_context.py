@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 import uuid
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -21,6 +19,7 @@ from memlane.models import Hit, Turn
 from memlane.sessions import dedup, select_window
 from memlane.text import TRUNCATED, estimate_tokens
 
+from .cli_support import run_cli
 from .conftest import make_config
 from .test_sessions import turn
 
@@ -234,10 +233,9 @@ def test_turn_window_keeps_tool_messages_readable():
 # ---- CLI ---------------------------------------------------------------------------------------
 
 
-def run(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "MEMLANE_HOME": str(home), "MEMLANE_EMBEDDER": "hash"}
-    proc = subprocess.run([sys.executable, "-m", "memlane", *args], capture_output=True, text=True, env=env,
-                          timeout=120)
+def run(home: Path, *args: str, process: bool = False) -> subprocess.CompletedProcess[str]:
+    # in this process through the console script's `main` unless `process` (tests/cli_support.py)
+    proc = run_cli(args, {"MEMLANE_HOME": str(home), "MEMLANE_EMBEDDER": "hash"}, process=process)
     assert proc.returncode == 0, (proc.stdout, proc.stderr)
     return proc
 
@@ -247,7 +245,7 @@ def test_cli_context_prints_blocks_with_tokens(tmp_path: Path):
         memory.add("用户对花生过敏", user_id="lin", importance="high")
         memory.add_messages("s1", [{"role": "user", "content": "晚饭推荐点什么？"}], user_id="lin")
     data = json.loads(run(tmp_path, "context", "--session", "s1", "--query", "晚饭", "--user", "lin",
-                          "--model", "gpt-4o", "--json").stdout)
+                          "--model", "gpt-4o", "--json", process=True).stdout)
     assert [b["name"] for b in data["blocks"]] == list(BLOCK_ORDER)
     assert all(b["tokens"] <= b["budget"] for b in data["blocks"])
     assert data["budgets"]["window"] == 128_000 and "# 历史记忆" in data["system_prompt"]

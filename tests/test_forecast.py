@@ -67,7 +67,7 @@ def test_activity_replays_the_audit_trail_day_by_day(make_memory: Callable[..., 
 
 
 def test_rest_and_cli_give_the_engines_forecast_and_activity(tmp_path: Path) -> None:
-    from tests.server_support import Server, create_key, error_shape
+    from tests.server_support import Server, error_shape
 
     home = tmp_path / "home"
     run(home, "add", "林晓对花生过敏", "--user", "lin", "-c", "fact")  # a person typed it: protected
@@ -79,9 +79,9 @@ def test_rest_and_cli_give_the_engines_forecast_and_activity(tmp_path: Path) -> 
     assert f"{cli['action']} on {cli['when'][:10]}" in said, said
     act = json.loads(run(home, "activity", "--user", "lin", "--json").stdout)
     assert act["active"][-1] == 2 and act["days"][-1] == act["days"][0]
-    assert "--days" in run(home, "activity", "--user", "lin", "--days", "0", check=2).stderr
+    assert "--days" in run(home, "activity", "--user", "lin", "--days", "0", check=2, process=True).stderr
 
-    key, other = create_key(home, "--user", "lin"), create_key(home, "--user", "mei")
+    key, other = (run(home, "keys", "create", "--user", user).stdout.strip() for user in ("lin", "mei"))
     server = Server(home)
     try:
         with httpx.Client(base_url=server.url, headers={"Authorization": f"Bearer {key}"}, timeout=30) as c:

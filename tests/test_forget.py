@@ -18,6 +18,7 @@ import pytest
 from memlane import Memory
 from memlane.models import Episode, Scope
 from memlane.store.postings import Postings
+from tests.cli_support import run_cli
 from tests.conftest import make_config
 
 LATIN, CJK, META = "zorblaxquintessa", "秘密花园钥匙藏在", "plumtreevaultkey"
@@ -320,11 +321,10 @@ def test_concurrent_deletes_of_one_turn_succeed_once(memory: Memory) -> None:
 
 def test_cli_forgets_a_session_and_purges_a_user(tmp_path: Path) -> None:
     home = tmp_path / "cli"
-    env = {**os.environ, "MEMLANE_HOME": str(home), "MEMLANE_EMBEDDER": "hash"}
+    env = {"MEMLANE_HOME": str(home), "MEMLANE_EMBEDDER": "hash"}
 
-    def run(*args: str, check: int = 0) -> str:
-        proc = subprocess.run([sys.executable, "-m", "memlane", *args], capture_output=True, text=True, env=env,
-                              timeout=120)
+    def run(*args: str, check: int = 0, process: bool = False) -> str:
+        proc = run_cli(args, env, process=process)  # in this process unless `process` (tests/cli_support.py)
         assert proc.returncode == check, (proc.stdout, proc.stderr)
         return proc.stdout
 
@@ -339,7 +339,7 @@ def test_cli_forgets_a_session_and_purges_a_user(tmp_path: Path) -> None:
     assert {s for _, s in leaks(home)} == {META}  # only the memory holds a secret now
     run("purge", "--user", "erin", check=1)  # no --yes, no terminal: nothing happens
     assert leaks(home)
-    purged = json.loads(run("purge", "--user", "erin", "--yes", "--json"))
+    purged = json.loads(run("purge", "--user", "erin", "--yes", "--json", process=True))
     assert purged["counts"]["memories"] == 1
     assert leaks(home) == []
 

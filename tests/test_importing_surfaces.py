@@ -4,6 +4,7 @@ import page: preview, confirm, another user's scope untouched."""
 from __future__ import annotations
 
 import json
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -12,11 +13,17 @@ import pytest
 
 from memlane import Memory
 from memlane.testing import HashEmbedder
+from tests.cli_support import run_cli
 from tests.conftest import make_config
-from tests.server_support import cli
 from tests.webui_support import Site, login, token, ui_site
 
 DATA = Path(__file__).parent / "data" / "imports"
+
+
+def cli(home: Path, *args: str, process: bool = False) -> subprocess.CompletedProcess[str]:
+    """`memlane ARGS` on `home`, given only the non-MEMLANE_ environment: in this process through
+    the console script's `main` (tests/cli_support.py), or with `process` in a new one."""
+    return run_cli(args, {"MEMLANE_HOME": str(home), "MEMLANE_EMBEDDER": "hash"}, clean=True, process=process)
 
 
 def test_cli_import_from_dry_run_then_for_real(tmp_path: Path) -> None:
@@ -40,7 +47,7 @@ def test_cli_import_from_dry_run_then_for_real(tmp_path: Path) -> None:
 
 
 def test_cli_help_says_it_all() -> None:
-    done = cli(Path("/nonexistent-home"), "import", "--help")
+    done = cli(Path("/nonexistent-home"), "import", "--help", process=True)
     text = " ".join(done.stdout.split())
     for word in ("--from", "chatgpt", "claude", "mem0", "letta", "markdown", "--dry-run", "--source-user",
                  "memlane import --from chatgpt conversations.json --user lin --dry-run"):

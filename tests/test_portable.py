@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -17,6 +16,7 @@ from memlane.markdown import parse_memory_md
 from memlane.models import Episode, Scope, Scratchpad
 from memlane.portable import is_export
 from memlane.testing import ManualClock
+from tests.cli_support import run_cli
 
 T0 = datetime(2026, 1, 20, 9, 0, tzinfo=UTC)
 
@@ -133,9 +133,10 @@ def test_md_export_is_memory_md(memory: Memory) -> None:
 # ---- the CLI ------------------------------------------------------------------------------
 
 
-def run(home: Path, *args: str, check: int = 0) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "MEMLANE_HOME": str(home), "MEMLANE_EMBEDDER": "hash"}
-    proc = subprocess.run([sys.executable, "-m", "memlane", *args], capture_output=True, text=True, env=env, timeout=120)
+def run(home: Path, *args: str, check: int = 0, process: bool = False) -> subprocess.CompletedProcess[str]:
+    """`memlane ARGS` on `home`: in this process through the console script's `main`
+    (tests/cli_support.py), or with `process` in a new one."""
+    proc = run_cli(args, {"MEMLANE_HOME": str(home), "MEMLANE_EMBEDDER": "hash"}, process=process)
     assert proc.returncode == check, (proc.stdout, proc.stderr)
     return proc
 
@@ -163,7 +164,7 @@ def test_cli_export_import_and_archive(tmp_path: Path) -> None:
     assert report["memory_block"].startswith("## Memory\n[memory/")
     out = tmp_path / "lin.jsonl"
     run(tmp_path, "export", "--user", "lin", "--output", str(out))
-    assert json.loads(run(tmp_path, "export", "--user", "lin").stdout.splitlines()[0])["memlane_export"] == 1
+    assert json.loads(run(tmp_path, "export", "--user", "lin", process=True).stdout.splitlines()[0])["memlane_export"] == 1
     result = json.loads(run(tmp_path / "new", "import", str(out), "--user", "lin", "--json").stdout)
     assert result["added"]["turn"] == 1
     turns = json.loads(run(tmp_path / "new", "search", "cloudflare", "--in", "turns", "--user", "lin", "--json").stdout)

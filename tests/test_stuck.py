@@ -325,10 +325,10 @@ def test_the_cli_lists_a_busy_scope(make_memory, tmp_path):
     for uid in ("u1", "u2"):
         m.add("likes green tea", user_id=uid)
     assert m.jobs.lock.acquire(Scope.of("u1"), "a-live-writer")  # this process, alive
-    report = json.loads(run(tmp_path, "consolidate", "--all", "--json").stdout)
+    report = json.loads(run(tmp_path, "consolidate", "--all", "--json", process=True).stdout)  # another process
     assert [s["user_id"] for s in report["locked"]] == ["u1"]
     assert [s["user_id"] for s in report["scopes"]] == ["u2"]
-    assert "skipped u1" in run(tmp_path, "consolidate", "--all").stderr
+    assert "skipped u1" in run(tmp_path, "consolidate", "--all", process=True).stderr
 
 
 def _valid_id(value: str) -> bool:

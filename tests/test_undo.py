@@ -4,9 +4,7 @@ stated survives an injected "delete everything", and every deletion can be undon
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
@@ -17,6 +15,7 @@ from memlane import Memory
 from memlane.errors import NotFound, ValidationError
 from memlane.testing import ManualClock, ScriptedLLM
 
+from .cli_support import run_cli
 from .conftest import PROFILE_NAMES, T0, ops
 
 
@@ -221,10 +220,9 @@ def test_a_flood_of_contradictions_halves_a_memory_once_per_job(make_memory: Cal
 
 
 def test_cli_restore_and_undo(tmp_path: Path) -> None:
-    def run(*args: str, check: int = 0) -> subprocess.CompletedProcess[str]:
-        env = {**os.environ, "MEMLANE_HOME": str(tmp_path), "MEMLANE_EMBEDDER": "hash"}
-        proc = subprocess.run([sys.executable, "-m", "memlane", *args], capture_output=True, text=True,
-                              env=env, timeout=120)
+    def run(*args: str, check: int = 0, process: bool = False) -> subprocess.CompletedProcess[str]:
+        # in this process through the console script's `main` unless `process` (tests/cli_support.py)
+        proc = run_cli(args, {"MEMLANE_HOME": str(tmp_path), "MEMLANE_EMBEDDER": "hash"}, process=process)
         assert proc.returncode == check, (proc.stdout, proc.stderr)
         return proc
 
@@ -237,4 +235,4 @@ def test_cli_restore_and_undo(tmp_path: Path) -> None:
     assert undone["kind"] == "DELETE"
     again = run("undo", mid, "--user", "lin").stdout  # the undo undone: back again
     assert "RESTORE" in again and "用户对花生过敏" in again
-    assert "no history" in run("undo", "nope", "--user", "lin", check=1).stderr
+    assert "no history" in run("undo", "nope", "--user", "lin", check=1, process=True).stderr
