@@ -97,16 +97,19 @@ def apply(store: Store, scope: Scope, old: MemoryRecord, new: MemoryRecord, *, a
     """Write a change: `old` closed, `new` (already stored) linked and carrying on (`carried`);
     both audited as SUPERSEDE, in the caller's transaction. Returns both as stored."""
     check(old, new)
-    before_old, before_new = old, new
-    old, new = closed(old, new, at), carried(old, new, at, pin)
-    store.update_memory(old, content_changed=False)
-    store.update_memory(new, content_changed=False)
     why = f": {reason}" if reason else ""
-    store.add_event(scope, old.id, "SUPERSEDE", before_old.snapshot(), old.snapshot(), actor,
-                    f"superseded by {new.id}: {new.content}{why}", at)
-    store.add_event(scope, new.id, "SUPERSEDE", before_new.snapshot(), new.snapshot(), actor,
-                    f"supersedes {old.id}: {old.content}{why}", at)
-    return old, new
+    after_old, after_new = closed(old, new, at), carried(old, new, at, pin)
+    _written(store, scope, actor, at, (old, after_old, f"superseded by {new.id}: {new.content}{why}"),
+             (new, after_new, f"supersedes {old.id}: {old.content}{why}"))
+    return after_old, after_new
+
+
+def _written(store: Store, scope: Scope, actor: str, at: datetime,
+             *changes: tuple[MemoryRecord, MemoryRecord, str]) -> None:
+    """Each (before, after, why) of one change stored and audited as SUPERSEDE."""
+    for before, after, why in changes:
+        store.update_memory(after, content_changed=False)
+        store.add_event(scope, before.id, "SUPERSEDE", before.snapshot(), after.snapshot(), actor, why, at)
 
 
 def placed_before(store: Store, scope: Scope, later: MemoryRecord, new: MemoryRecord, *, at: datetime,
@@ -120,24 +123,17 @@ def placed_before(store: Store, scope: Scope, later: MemoryRecord, new: MemoryRe
     after, prev = later, _linked_before(store, scope, later)
     while prev is not None and (prev.valid_from or prev.created_at) > start:
         after, prev = prev, _linked_before(store, scope, prev)
-    if prev is not None:
-        moved = prev.model_copy(update={"valid_to": start, "superseded_by": new.id, "updated_at": at})
-        store.update_memory(moved, content_changed=False)
-        store.add_event(scope, prev.id, "SUPERSEDE", prev.snapshot(), moved.snapshot(), actor,
-                        f"superseded by {new.id}: {new.content}, told late", at)
-        new = new.model_copy(update={"supersedes": prev.id})
-    before_new, before_after = new, after
-    new = new.model_copy(update={"status": "superseded", "valid_to": max(start, after.valid_from or after.created_at),
-                                 "superseded_at": at, "superseded_by": after.id, "updated_at": at})
-    after = after.model_copy(update={"supersedes": new.id, "updated_at": at})
-    store.update_memory(new, content_changed=False)
-    store.update_memory(after, content_changed=False)
     why = f": {reason}" if reason else ""
-    store.add_event(scope, new.id, "SUPERSEDE", before_new.snapshot(), new.snapshot(), actor,
-                    f"told before {after.id} was, which replaces it: {after.content}{why}", at)
-    store.add_event(scope, after.id, "SUPERSEDE", before_after.snapshot(), after.snapshot(), actor,
-                    f"supersedes {new.id}: {new.content}, told late{why}", at)
-    return new, after
+    if prev is not None:
+        _written(store, scope, actor, at, (prev, prev.model_copy(update={
+            "valid_to": start, "superseded_by": new.id, "updated_at": at}), f"superseded by {new.id}: {new.content}, told late"))
+        new = new.model_copy(update={"supersedes": prev.id})
+    placed = new.model_copy(update={"status": "superseded", "valid_to": max(start, after.valid_from or after.created_at),
+                                    "superseded_at": at, "superseded_by": after.id, "updated_at": at})
+    linked = after.model_copy(update={"supersedes": new.id, "updated_at": at})
+    _written(store, scope, actor, at, (new, placed, f"told before {after.id} was, which replaces it: {after.content}{why}"),
+             (after, linked, f"supersedes {new.id}: {new.content}, told late{why}"))
+    return placed, linked
 
 
 def _linked_before(store: Store, scope: Scope, m: MemoryRecord) -> MemoryRecord | None:
