@@ -19,7 +19,8 @@ def unquoted(text: str) -> str:
         passage = m.group()[1:-1]
         if len(passage) < 25 and not re.search(r"[。！？!?：:]|\.\s*\S|\.$", passage):
             return m.group()
-        if len(passage) < 60 and re.search(r"\bsign (?:it|them|this|that|off)(?: as| with)?[:,]?\s*$", text[:m.start()], re.I):
+        if len(passage) < 60 and re.search(r"\bsign (?:it|them|this|that|off)(?: as| with)?[:,]?\s*$",
+                                           text[max(0, m.start() - 40):m.start()], re.I):
             return m.group()  # "sign it 'Dom, Benedetto Lock & Key'": the signature, whatever its length
         embedded = (re.search(r"[A-Za-z]\s*$", text[:m.start()]) and re.match(r"\s*[a-z]", text[m.end():])
                     and not re.search(r"[。！？!?：:.,，;；]", passage))
