@@ -353,3 +353,18 @@ def test_a_change_told_late_goes_back_to_its_place_in_a_longer_chain(make_memory
                                           "The user moved to Berlin.", "The user moved to Rome."]
     for a, b in zip(chain, chain[1:], strict=False):
         assert (a.superseded_by, b.supersedes, a.valid_to) == (b.id, a.id, b.valid_from)
+
+
+def test_an_old_chat_imported_later_does_not_replace_what_holds_now(make_memory: MakeMemory) -> None:
+    """A 2023 chat added in 2026 (an export imported, a backlog replayed): its "I moved to Paris"
+    is history before what the user said since, not the current home."""
+    m, _ = offline(make_memory)
+    told(m, "now", "I moved to Berlin.")
+    m.add_messages("old", [{"role": "user", "content": "I moved to Paris.", "created_at": "2023-04-02T10:00:00+00:00"}],
+                   user_id="u1")
+    m.end_session("old", user_id="u1")
+    [current] = m.list(user_id="u1", status="active")
+    [paris] = m.list(user_id="u1", status="superseded")
+    assert current.content == "The user moved to Berlin." and paris.content == "The user moved to Paris."
+    assert (paris.superseded_by, current.supersedes) == (current.id, paris.id)
+    assert paris.valid_from == datetime(2023, 4, 2, 10, 0, tzinfo=UTC) and paris.valid_to == current.valid_from
