@@ -368,3 +368,21 @@ def test_an_old_chat_imported_later_does_not_replace_what_holds_now(make_memory:
     assert current.content == "The user moved to Berlin." and paris.content == "The user moved to Paris."
     assert (paris.superseded_by, current.supersedes) == (current.id, paris.id)
     assert paris.valid_from == datetime(2023, 4, 2, 10, 0, tzinfo=UTC) and paris.valid_to == current.valid_from
+
+
+def test_a_change_told_late_stops_at_a_cycle_of_links(make_memory: MakeMemory) -> None:
+    """Links that loop (a store written by hand, a bug of old): placing a late change ends."""
+    from memlane.models import Scope
+    from memlane.supersession import placed_before
+
+    clock = ManualClock(datetime(2026, 6, 10, 9, 0, tzinfo=UTC))
+    m = make_memory(clock=clock)
+    a = m.add("The user lives in Rome.", user_id="u1", valid_from=datetime(2026, 5, 1, tzinfo=UTC))
+    b = m.add("The user lives in Oslo.", user_id="u1", valid_from=datetime(2026, 5, 2, tzinfo=UTC))
+    late = m.add("The user lives in Lima.", user_id="u1", valid_from=datetime(2026, 1, 1, tzinfo=UTC))
+    scope = Scope.of("u1")
+    with m.store.transaction():
+        m.store.update_memory(a.model_copy(update={"supersedes": b.id, "superseded_by": b.id}), content_changed=False)
+        m.store.update_memory(b.model_copy(update={"supersedes": a.id, "superseded_by": a.id}), content_changed=False)
+        placed, after = placed_before(m.store, scope, m.get(b.id, user_id="u1"), late, at=clock.now, actor="test")
+    assert placed.status == "superseded" and after.supersedes == late.id

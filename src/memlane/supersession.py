@@ -121,7 +121,12 @@ def placed_before(store: Store, scope: Scope, later: MemoryRecord, new: MemoryRe
     SUPERSEDE, in the caller's transaction. Returns `new` and the version after it, as stored."""
     start = new.valid_from or new.created_at
     after, prev = later, _linked_before(store, scope, later)
+    seen = {later.id, new.id}
     while prev is not None and (prev.valid_from or prev.created_at) > start:
+        if prev.id in seen:  # a corrupted cycle of links: stop where it closes
+            prev = None
+            break
+        seen.add(prev.id)
         after, prev = prev, _linked_before(store, scope, prev)
     why = f": {reason}" if reason else ""
     if prev is not None:
