@@ -363,3 +363,44 @@ def test_undoing_a_change_told_ahead_of_its_date(make_memory: MakeMemory) -> Non
     assert (old.status, old.valid_to, old.superseded_by, new.supersedes) == ("active", None, None, None)
     m.supersede(munich, "The user lives in Hamburg.", user_id="u1")  # free to change again
     assert m.get(munich, user_id="u1").status == "superseded"
+
+
+def test_deleting_and_restoring_a_middle_version_keeps_one_current(make_memory: MakeMemory) -> None:
+    """Munich → Berlin → Rome: deleting Berlin closes the chain over it (Munich → Rome, Rome
+    still the one current version); restoring Berlin puts it back between them by its dates."""
+    m, clock, munich, berlin = moved(make_memory)
+    clock.now = datetime(2025, 6, 1, tzinfo=UTC)
+    rome = m.supersede(berlin, "The user lives in Rome.", user_id="u1", valid_from=datetime(2025, 5, 1, tzinfo=UTC)).id
+
+    def links() -> list[tuple[str, str, str | None, str | None]]:
+        return [(x.id, x.status, x.supersedes, x.superseded_by)
+                for x in m.list(user_id="u1") if "lives" in x.content]
+
+    m.delete(berlin, user_id="u1")
+    assert sorted(links()) == sorted([(munich, "superseded", None, rome), (rome, "active", munich, None)])
+    assert m.get(munich, user_id="u1").valid_to == datetime(2025, 5, 1, tzinfo=UTC)
+    assert contents(m.search("where does the user live", user_id="u1")) == ["The user lives in Rome."]
+    m.restore(berlin, user_id="u1")
+    assert sorted(links()) == sorted([(munich, "superseded", None, berlin), (berlin, "superseded", munich, rome),
+                                      (rome, "active", berlin, None)])
+    assert (m.get(munich, user_id="u1").valid_to, m.get(berlin, user_id="u1").valid_to) == (
+        MOVED, datetime(2025, 5, 1, tzinfo=UTC))
+    # the first version deleted: the next one no longer names it; restored, it is history again
+    m.delete(munich, user_id="u1")
+    assert m.get(berlin, user_id="u1").supersedes is None
+    m.restore(munich, user_id="u1")
+    assert [x.content for x in m.timeline(rome, user_id="u1")] == [
+        "The user lives in Munich.", "The user lives in Berlin.", "The user lives in Rome."]
+    assert [x.id for x in m.list(user_id="u1", status="active") if "lives" in x.content] == [rome]
+
+
+def test_merging_a_duplicate_of_the_current_version_keeps_the_chain(make_memory: MakeMemory) -> None:
+    """The current version merged into a better-scored duplicate by consolidation: the kept one
+    carries on the chain, and the old version names it, not a deleted memory."""
+    m, _, munich, berlin = moved(make_memory)
+    twin = m.add("The user lives in Berlin!", user_id="u1", importance=1.0, source="extractor").id
+    m.consolidate(user_id="u1")
+    assert berlin not in {x.id for x in m.list(user_id="u1")}
+    assert [x.content for x in m.timeline(twin, user_id="u1")] == ["The user lives in Munich.", "The user lives in Berlin!"]
+    old = m.get(munich, user_id="u1")
+    assert (old.status, old.superseded_by, old.valid_to) == ("superseded", twin, MOVED)

@@ -353,6 +353,15 @@ class _Pass:
             "pinned": keep.pinned or dup.pinned, "updated_at": self.now,
             "metadata": {**keep.metadata, "merged": [*keep.metadata.get("merged", []), dup.id]},
         })
+        prev = self.store.get_memory(self.scope, dup.supersedes) if dup.supersedes and not keep.supersedes else None
+        if prev is not None and prev.superseded_by == dup.id:
+            # the duplicate was the current version of a changed fact: the kept one carries on
+            # the chain, so the history before it is not left naming a deleted memory (issue 32)
+            after = after.model_copy(update={"supersedes": prev.id})
+            self.change("dedup", "SUPERSEDE", prev, prev.model_copy(update={"superseded_by": keep.id,
+                                                                            "updated_at": self.now}),
+                        f"superseded by {keep.id}, which {dup.id} duplicated ({why})")
+            self.work.pop(prev.id, None)  # history: no later step touches it
         self.change("dedup", "MERGE", keep, after, f"kept; merged duplicate {dup.id} ({why})", kind="UPDATE")
         self.remove("dedup", dup, f"duplicate of {keep.id} ({why})")
 

@@ -79,17 +79,51 @@ def reopened(old: MemoryRecord, at: datetime) -> MemoryRecord:
 
 def reopen_previous(store: Store, scope: Scope, deleted: MemoryRecord, *, at: datetime,
                     actor: str) -> MemoryRecord | None:
-    """After `deleted` left the store, in the caller's transaction: the version it replaced (or
-    was to replace from a later date) holds again, audited as RESTORE (the change was wrong,
-    or the plan called off). None when it replaced nothing still linked to it."""
-    prev = store.get_memory(scope, deleted.supersedes) if deleted.supersedes else None
-    if prev is None or prev.superseded_by != deleted.id:
+    """After `deleted` left the store, in the caller's transaction, its chain closes over the
+    gap. The version it replaced (or was to replace from a later date) holds again, audited as
+    RESTORE: the change was wrong, or the plan called off. When a later version replaced
+    `deleted` (a middle version deleted: Munich → Berlin → Rome without Berlin), that one
+    no longer names it and takes over from the reopened version instead: Munich → Rome, one
+    current. Returns the reopened version; None when `deleted` replaced nothing still linked."""
+    prev, nxt = _linked_before(store, scope, deleted), _linked_after(store, scope, deleted)
+    if nxt is not None:
+        unlinked = nxt.model_copy(update={"supersedes": None, "updated_at": at})
+        store.update_memory(unlinked, content_changed=False)
+        store.add_event(scope, nxt.id, "UPDATE", nxt.snapshot(), unlinked.snapshot(), actor,
+                        f"the version it replaced, {deleted.id}, was deleted", at)
+        nxt = unlinked
+    if prev is None:
         return None
     again = reopened(prev, at)
     store.update_memory(again, content_changed=False)
     store.add_event(scope, prev.id, "RESTORE", prev.snapshot(), again.snapshot(), actor,
                     f"current again: {deleted.id} that replaced it was deleted", at)
+    if nxt is not None:  # not `apply`: the later version carried the older one's use already
+        _written(store, scope, actor, at, (again, closed(again, nxt, at), f"superseded by {nxt.id}: {nxt.content}, "
+                                                                           f"{deleted.id} between them deleted"),
+                 (nxt, nxt.model_copy(update={"supersedes": again.id, "updated_at": at}),
+                  f"supersedes {again.id}: {again.content}, {deleted.id} between them deleted"))
+        return store.get_memory(scope, again.id)
     return again
+
+
+def placed(store: Store, scope: Scope, m: MemoryRecord, kin: MemoryRecord, *, at: datetime, actor: str,
+           reason: str) -> MemoryRecord:
+    """Put `m` (stored, unlinked) back into the chain `kin` is a version of, by when it began:
+    a deleted version restored after its chain closed over the gap. It replaces the current
+    version when it began after that one, else goes in as history before the first version
+    that began after it. Audited as SUPERSEDE, in the caller's transaction; returns `m` as stored."""
+    last, seen = kin, {kin.id, m.id}
+    while (after := _linked_after(store, scope, last)) is not None and after.id not in seen:
+        seen.add(after.id)
+        last = after
+    if (last.valid_from or last.created_at) <= (m.valid_from or m.created_at):
+        if last.superseded_by is None and last.status != "superseded":
+            _written(store, scope, actor, at, (last, closed(last, m, at), f"superseded by {m.id}: {m.content}: {reason}"),
+                     (m, m.model_copy(update={"supersedes": last.id, "updated_at": at}),
+                      f"supersedes {last.id}: {last.content}: {reason}"))
+        return store.get_memory(scope, m.id) or m
+    return placed_before(store, scope, last, m, at=at, actor=actor, reason=reason, how="back in its place")[0]
 
 
 def apply(store: Store, scope: Scope, old: MemoryRecord, new: MemoryRecord, *, at: datetime, actor: str,
@@ -113,7 +147,7 @@ def _written(store: Store, scope: Scope, actor: str, at: datetime,
 
 
 def placed_before(store: Store, scope: Scope, later: MemoryRecord, new: MemoryRecord, *, at: datetime,
-                  actor: str, reason: str = "") -> tuple[MemoryRecord, MemoryRecord]:
+                  actor: str, reason: str = "", how: str = "told late") -> tuple[MemoryRecord, MemoryRecord]:
     """Write a change that reached the store after the one that replaced it: `new` (already
     stored) was said before `later` was — two sessions extracted out of order, a job retried
     after a later one ran — so it is history in its place in the chain: before the first version
@@ -129,22 +163,31 @@ def placed_before(store: Store, scope: Scope, later: MemoryRecord, new: MemoryRe
         seen.add(prev.id)
         after, prev = prev, _linked_before(store, scope, prev)
     why = f": {reason}" if reason else ""
+    told = new  # as stored: the audit's `before`
     if prev is not None:
         _written(store, scope, actor, at, (prev, prev.model_copy(update={
-            "valid_to": start, "superseded_by": new.id, "updated_at": at}), f"superseded by {new.id}: {new.content}, told late"))
+            "valid_to": start, "superseded_by": new.id, "updated_at": at,
+            "status": "superseded" if start <= at else prev.status}), f"superseded by {new.id}: {new.content}, {how}"))
         new = new.model_copy(update={"supersedes": prev.id})
-    placed = new.model_copy(update={"status": "superseded", "valid_to": max(start, after.valid_from or after.created_at),
-                                    "superseded_at": at, "superseded_by": after.id, "updated_at": at})
+    end = max(start, after.valid_from or after.created_at)  # a planned change: active until it begins
+    done = new.model_copy(update={"status": "superseded" if end <= at else "active", "valid_to": end,
+                                  "superseded_at": at, "superseded_by": after.id, "updated_at": at})
     linked = after.model_copy(update={"supersedes": new.id, "updated_at": at})
-    _written(store, scope, actor, at, (new, placed, f"told before {after.id} was, which replaces it: {after.content}{why}"),
-             (after, linked, f"supersedes {new.id}: {new.content}, told late{why}"))
-    return placed, linked
+    _written(store, scope, actor, at, (told, done, f"before {after.id} in time, which replaces it: {after.content}{why}"),
+             (after, linked, f"supersedes {new.id}: {new.content}, {how}{why}"))
+    return done, linked
 
 
 def _linked_before(store: Store, scope: Scope, m: MemoryRecord) -> MemoryRecord | None:
     """The version `m` replaced, when the two name each other."""
     prev = store.get_memory(scope, m.supersedes) if m.supersedes else None
     return prev if prev is not None and prev.superseded_by == m.id else None
+
+
+def _linked_after(store: Store, scope: Scope, m: MemoryRecord) -> MemoryRecord | None:
+    """The version that replaced `m` (or will, from a later date), when the two name each other."""
+    nxt = store.get_memory(scope, m.superseded_by) if m.superseded_by else None
+    return nxt if nxt is not None and nxt.supersedes == m.id else None
 
 
 def timeline(store: Store, scope: Scope, memory: MemoryRecord, limit: int = 100) -> list[MemoryRecord]:

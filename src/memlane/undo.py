@@ -44,34 +44,34 @@ def restore(mem: Restoring, scope: Scope, memory_id: str, *, actor: str = "api",
     with mem.store.transaction():
         if mem.store.get_memory(scope, memory_id) is not None:  # restored meanwhile by another caller
             raise Conflict("memory_id", f"memory {memory_id!r} was restored meanwhile")
-        rec = _relinked(mem.store, scope, rec, now)
+        rec, kin = _relinked(mem.store, scope, rec, now)
         rowid = mem.store.insert_memory(rec)
         mem.store.put_vectors("memories", scope, [rowid], vec[None, :])
         mem.store.add_event(scope, memory_id, "RESTORE", None, rec.snapshot(), actor,
                             reason or f"restored from DELETE event #{deleted.id}", now)
-        prev = mem.store.get_memory(scope, rec.supersedes) if rec.supersedes else None
-        if prev is not None and prev.superseded_by is None and prev.status != "superseded":
-            # the current version of a changed fact is back: the one it replaced, reopened by
-            # the deletion, is closed again (issue 32)
-            supersession.apply(mem.store, scope, prev, rec, at=now, actor=actor, reason="restored")
-            rec = mem.store.get_memory(scope, memory_id) or rec
+        if kin is not None:
+            # a version of a changed fact is back: its chain closed over the gap (or reopened
+            # the version it replaced) when it was deleted; it goes back in by its dates (issue 32)
+            rec = supersession.placed(mem.store, scope, rec, kin, at=now, actor=actor, reason="restored")
     mem.signals.send("memory.changed", scope)
     return rec
 
 
-def _relinked(store: Store, scope: Scope, rec: MemoryRecord, at: datetime) -> MemoryRecord:
-    """A restored memory's links as the store holds them now: a superseded version whose
-    successor is gone holds again; a current one whose predecessor moved on links to nothing."""
-    if rec.superseded_by is not None:  # replaced (or to be, from a later date)
-        nxt = store.get_memory(scope, rec.superseded_by)
-        if nxt is None or nxt.supersedes != rec.id:
+def _relinked(store: Store, scope: Scope, rec: MemoryRecord,
+              at: datetime) -> tuple[MemoryRecord, MemoryRecord | None]:
+    """A restored memory as its links stand now, and a version of its chain still stored when
+    those links are gone (it goes back in there by its dates), else None. Links still answered
+    are kept; a version whose neighbours are all gone holds on its own."""
+    nxt = store.get_memory(scope, rec.superseded_by) if rec.superseded_by else None
+    prev = store.get_memory(scope, rec.supersedes) if rec.supersedes else None
+    next_kept = nxt is not None and nxt.supersedes == rec.id
+    prev_kept = prev is not None and prev.superseded_by == rec.id
+    if next_kept or prev_kept or (nxt is None and prev is None):
+        if not next_kept and rec.superseded_by is not None:
             rec = supersession.reopened(rec, at)
-    if rec.supersedes:
-        prev = store.get_memory(scope, rec.supersedes)
-        if prev is None or (prev.superseded_by not in (None, rec.id)) or (prev.status == "superseded"
-                                                                          and prev.superseded_by != rec.id):
-            rec = rec.model_copy(update={"supersedes": None})
-    return rec
+        return (rec if prev_kept else rec.model_copy(update={"supersedes": None})), None
+    alone = supersession.reopened(rec, at).model_copy(update={"supersedes": None})
+    return alone, nxt or prev
 
 
 def undo(mem: Restoring, scope: Scope, memory_id: str, *, actor: str = "api") -> MemoryEvent:
@@ -96,6 +96,12 @@ def undo(mem: Restoring, scope: Scope, memory_id: str, *, actor: str = "api") ->
     if (change := _change_event(events)).kind == "SUPERSEDE":
         return _undo_change(mem, scope, current, change, actor, why)
     previous = _record(last.before, scope, memory_id, f"{last.kind} event #{last.id}")
+    if (previous.supersedes, previous.superseded_by) != (current.supersedes, current.superseded_by):
+        # a link let go when its partner was deleted (`supersession.reopen_previous`): rolled
+        # back alone it would name a memory that is gone
+        gone = previous.supersedes if previous.supersedes != current.supersedes else previous.superseded_by
+        raise Conflict("memory_id", f"memory {memory_id!r}'s last change let go of {gone!r}, which was deleted; "
+                                    f"restore that one (`memlane restore {gone}`) to put the versions back together")
     writes.rewrite(mem, scope, current, previous.model_copy(update={"updated_at": mem.clock()}), "RESTORE", actor, why)
     return _events(mem, scope, memory_id)[-1]
 
@@ -105,25 +111,55 @@ def _undo_change(mem: Restoring, scope: Scope, current: MemoryRecord, last: Memo
     """Undo a change (issue 32) on both of its sides at once: each memory back to its state
     before the SUPERSEDE; the newer one stays, as a memory of its own, for a person to keep or
     delete. Either side's undo does it; a side changed since is refused."""
-    after = last.after or {}
-    older = after.get("superseded_by") is not None  # the replaced side (closed, or from a later date)
+    before, after = last.before or {}, last.after or {}
+    # the side whose successor this change set (closed, or to be from a later date), else the
+    # side that took over: told by the link the change wrote, not by links the memory has
+    older = before.get("superseded_by") != after.get("superseded_by")
     other_id = after.get("superseded_by") if older else after.get("supersedes")
     other = mem.store.get_memory(scope, str(other_id)) if other_id else None
     if older and current.superseded_by != other_id \
             or other is None or (other.supersedes != current.id and other.superseded_by != current.id):
         raise Conflict("memory_id", f"memory {current.id!r} changed again since; undo the later change first")
     pair = [(current, last), (other, _change_event(_events(mem, scope, other.id)))]
-    if pair[1][1].kind != "SUPERSEDE":
+    link = "supersedes" if older else "superseded_by"
+    before, after = pair[1][1].before or {}, pair[1][1].after or {}
+    if pair[1][1].kind != "SUPERSEDE" or before.get(link) == after.get(link) \
+            or after.get(link) != current.id:  # its last change is another one
         raise Conflict("memory_id", f"memory {other.id!r} changed since the change; undo its later change first")
+    backs = {m.id: _record(event.before, scope, m.id, f"SUPERSEDE event #{event.id}").model_copy(
+        update={"updated_at": mem.clock()}) for m, event in pair}
+    if (loose := _one_sided(mem.store, scope, backs)) is not None:
+        raise Conflict("memory_id", f"undoing this change would leave {loose!r} naming a version that does not name "
+                                    "it back (the change put a version between two others); delete the version "
+                                    "to take it out of its chain")
     now = mem.clock()
     with mem.store.transaction():
-        for m, event in pair:
-            back = _record(event.before, scope, m.id, f"SUPERSEDE event #{event.id}").model_copy(
-                update={"updated_at": now})
-            mem.store.update_memory(back, content_changed=False)
-            mem.store.add_event(scope, m.id, "RESTORE", m.snapshot(), back.snapshot(), actor, why, now)
+        for m, _ in pair:
+            mem.store.update_memory(backs[m.id], content_changed=False)
+            mem.store.add_event(scope, m.id, "RESTORE", m.snapshot(), backs[m.id].snapshot(), actor, why, now)
     mem.signals.send("memory.changed", scope)
     return _events(mem, scope, current.id)[-1]
+
+
+def _one_sided(store: Store, scope: Scope, backs: dict[str, MemoryRecord]) -> str | None:
+    """A memory that would name a version not naming it back once `backs` are written, if any:
+    the memories written and every neighbour they name now or would name."""
+    def state(memory_id: str) -> MemoryRecord | None:
+        return backs.get(memory_id) or store.get_memory(scope, memory_id)
+
+    near = set(backs)
+    for b in backs.values():
+        now = store.get_memory(scope, b.id)
+        near |= {i for m in (b, now) if m is not None for i in (m.supersedes, m.superseded_by) if i}
+    for memory_id in sorted(near):
+        m = state(memory_id)
+        if m is None:
+            continue
+        if m.supersedes and (p := state(m.supersedes)) is not None and p.superseded_by != m.id:
+            return m.id
+        if m.superseded_by and (n := state(m.superseded_by)) is not None and n.supersedes != m.id:
+            return m.id
+    return None
 
 
 def _taken_effect(e: MemoryEvent) -> bool:
