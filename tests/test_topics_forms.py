@@ -145,3 +145,36 @@ def test_another_question_announced_switches_and_starts_a_task(make_memory: Make
     # pointing back into the task, it goes on
     focus, _ = _focus_after(make_memory, [*OPEN_ZH, ("user", "再问下 第二段呢")])
     assert focus == "帮我写条朋友圈文案 推我们店新出的桂花蛋糕"
+
+
+TRIP = [("user", "五一想带爸妈出去玩两天 去哪好"),
+        ("assistant", "千岛湖和莫干山都近。千岛湖坐船看湖，不用爬山。"),
+        ("user", "住哪儿"), ("assistant", "湖边带电梯的度假酒店，离码头近。")]
+
+
+@pytest.mark.parametrize("closing", ["那就千岛湖", "那还是千岛湖吧", "千岛湖 好 定了"])
+def test_an_option_the_assistant_named_taken_by_name_finishes_the_task(make_memory: MakeMemory,
+                                                                          closing: str) -> None:
+    """The option is named in one of the assistant's recent turns, not only its last."""
+    focus, done = _focus_after(make_memory, [*TRIP, ("user", closing)])
+    assert focus == "" and done == ["五一想带爸妈出去玩两天 去哪好"]
+
+
+@pytest.mark.parametrize("turn", [
+    "那就黄山",  # not an option offered: a new place to talk over
+    "那就用英文写吧",  # how the work is done: "用" picks a way, and the work goes on
+    "那就是有点远",  # the name is the whole run of words: "是有点远" is no option
+])
+def test_a_choice_of_no_offered_option_goes_on(make_memory: MakeMemory, turn: str) -> None:
+    focus, done = _focus_after(make_memory, [*TRIP, ("user", turn)])
+    assert focus == "五一想带爸妈出去玩两天 去哪好" and done == []
+
+
+def test_closings_in_slang_and_plural_and_a_word_of_what_was_done() -> None:
+    for closing in ["ok bet", "fair", "ok that clicks", "fixed it, no more drip", "these work. thanks, heading to bed",
+                    "that's much better, thank you dear", "得嘞", "绝了 就这个", "第二个好", "sent"]:
+        assert closes_task(closing), closing
+    # "sent" answers "did you send it?"; "we" is no option in "weeks"; "no more than" brings more
+    assert not closes_task("sent", asked=True)
+    assert not closes_task("ok we're starting monday", asked=True, reply="Sure. How many weeks do you have?")
+    assert not closes_task("no more than 5 slides please")

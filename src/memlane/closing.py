@@ -53,7 +53,7 @@ _ZH_TIME = (r"(?:今天|今晚|今早|明天|明早|明晚|后天|周末|这周|
 _ZH_NAME = rf"(?:(?![{_ZH_NOT.replace('不', '')}这那太])[\u4e00-\u9fff\w]){{2,8}}?(?<![不没])"
 # no name of an option: "what it is", "not sure it is"
 # nor a change asked for before "then" ("shorter then", "more colour then", "ok then")
-_NOT_THEN = r"(?:ok|okay|and|so|more|less|much|[a-z]+er|i|i'll|we|we'll|let's|make|add|change|use)\b"
+_NOT_THEN = r"(?:ok|okay|and|so|more|less|much|[a-z]+er|i|i'll|we|we'll|let's|make|add|change|use|it)\b"
 _NOT_NAME = r"(?:not|no|what|how|why|where|which|who|but|if|whether|sure|think|so|that|this)\b"
 # "-ing" words that are no next step of the user's ("something", "morning"), or that ask for more
 _NOT_ACT = (r"(?:(?:some|any|no|every)?thing|morning|evening|during|string|spring|ring|king|bring|adding|making|"
@@ -77,7 +77,8 @@ _ZH_OBJ = (r"(?:这个|它|这版|这些|这款|这家|这篇|这份|了|吧|啦
 _GRAMMAR: dict[str, tuple[list[str], list[str]]] = {
     # acknowledgements and interjections: they close nothing alone ("ok" answering a question)
     "ack": (["right", "oh", "ah+", "aha", "wow", "whoa", "hmm+", "hm", "um+", "lol", "lmao", "ha(?:ha)+",
-             "he(?:he)+", "heh", "ha", "huh", "eh", "ugh+", "meh", "welp", "well", "oh well", "man", "dude", "mate", "buddy", "bro", "no", "nope", "nah", "then",
+             "he(?:he)+", "heh", "ha", "huh", "eh", "ugh+", "meh", "welp", "well", "oh well", "man", "dude", "mate", "buddy", "bro",
+             "dear", "hun", "hon", "sweetie", "no", "nope", "nah", "then",
              "so", "and", "again", "phew", "whew", "omg", "yay", "woo+", "ooh", "indeed",
              "exactly"],  # "exactly" confirms ("so you mean…?"); it judges nothing
             [r"嗯+(?:呢|好)?", "哦+", "噢", "喔", "哇塞?", "诶", "欸", "唔", "对(?:的|对)?", "是的", "哈+",
@@ -87,8 +88,8 @@ _GRAMMAR: dict[str, tuple[list[str], list[str]]] = {
     "got": ([r"ok(?:ay|ey|ie)?", "k+", "alright", "all right", "got it", "gotcha", "i see", "understood", "noted",
              r"(?:that |it |this )?makes (?:sense|total sense)", "fair enough", r"(?:that )?(?:clears|cleared) (?:it|that|things) up",
              r"(?:i )?(?:get|got) (?:it|the idea|the picture) now", r"(?:i )?(?:understand|see) now", "roger(?: that)?",
-             "copy that", "good to know"],
-            [r"好(?:的|滴|哒|嘞|吧|好)*", "收到(?:了|啦)?", r"(?:我)?(?:明白|知道|懂|了解|清楚)(?:了|啦)?", "行吧?",
+             "copy that", "good to know", "bet", "fair", r"(?:that |it )?(?:clicks|clicked)(?: now)?"],
+            [r"好(?:的|滴|哒|嘞|吧|好)*", "收到(?:了|啦)?", "得嘞", "妥了", r"(?:我)?(?:明白|知道|懂|了解|清楚)(?:了|啦)?", "行吧?",
              "可以", "那好", "那行", "成", "ok", r"(?:我)?(?:心里)?有(?:个|点)?(?:数|谱|底)(?:了|啦)",
              "学会了", r"原来如此", r"原来是这样(?:啊|呀)?"]),
     # a yes: to an offer of more work ("Want me to add a subject line?") it takes the work on
@@ -127,7 +128,7 @@ _GRAMMAR: dict[str, tuple[list[str], list[str]]] = {
                  # 好, 可以, 行, 对, 清楚 are a verdict with a degree or a subject ("很好", "写得清楚");
                  # alone they acknowledge ("好", "明白了", "清楚了" while learning)
                  rf"(?:{_ZH_ON}(?:就|也)?{_ZH_DEG}*|{_ZH_DEG}+)(?:好|可以|行|对|ok|清楚|清晰|喜欢){_ZH_END}*",
-                 "可以的", "可以(?:可以)+", "没毛病", "不错(?:不错)+",
+                 "可以的", "可以(?:可以)+", "没毛病", "不错(?:不错)+", "绝了", "绝绝子", "yyds",
                  rf"{_ZH_NAME}{_ZH_DEG}*(?:不错|好听|好看|挺好|很好|很棒|完美|可以|合适|满意){_ZH_END}*"]),
     # the result is just what was wanted
     "exact": ([r"(?:that'?s|this is|it'?s|that is) (?:(?:exactly|just|precisely) )?(?:what|the (?:thing|one)) i "
@@ -146,7 +147,9 @@ _GRAMMAR: dict[str, tuple[list[str], list[str]]] = {
                r"works(?: (?:now|perfectly|great|like a charm))*", "working now", r"(?:all )?fixed(?: it| now)?",
                r"solved(?: it)?", r"(?:that|this|it) (?:fixed|solved|did) (?:it|the (?:problem|issue|bug|trick|job))",
                "problem solved", r"(?:all )?(?:tests?|ci|build) (?:pass(?:es|ed|ing)?|green|works?)(?: now)?",
-               r"(?:all |it'?s |tests? (?:are |is )?)?green(?: (?:now|again))?", r"no more errors?(?: now)?", r"(?:it'?s|everything'?s|it is) (?:back|fine|working) now"],
+               r"(?:all |it'?s |tests? (?:are |is )?)?green(?: (?:now|again))?", r"no more [\w-]+(?: now)?",
+               r"(?:(?:and |now |yep |ok )?)(?:these|those|they|both(?: of them)?|all of them) (?:work|worked|are working|fit|"
+               r"run|ran|pass|passed)(?: (?:now|fine|perfectly|great|again))*", r"(?:it'?s|everything'?s|it is) (?:back|fine|working) now"],
               [r"(?:终于|总算|果然|现在|已经|都|也|就|这下|居然)*(?:好了|可以了|行了|成功了|解决了|通了|跑通了|跑起来了|能用了"
                r"|能跑了|好使了|正常了|没问题了|没报错了|不报错了|生效了|修好了|弄好了|搞好了|装好了|管用(?:了)?|有用(?:了)?|奏效了)"
                r"(?:了|啦|耶|哈|哇)*",
@@ -192,6 +195,7 @@ _GRAMMAR: dict[str, tuple[list[str], list[str]]] = {
                 rf"(?:(?!{_NOT_NAME})[\w'&-]+ ){{1,4}}it is", "done deal",
                 rf"(?!{_NOT_NAME}|{_NOT_THEN})[\w'&-]+(?: (?!{_IT}\b)[\w'&-]+)? then"],
                [rf"(?:那)?(?:我)?就(?:选|要|买|订|定|用|拿)?{_ZH_PICK}(?:了|吧|啦)*",
+                rf"(?:那)?{_ZH_PICK}(?:好|吧|不错|可以|行)(?:了|吧|啦)*",
                 rf"(?:那)?(?:我)?(?:选|要|买|订|定|用|拿){_ZH_PICK}(?:了|啦)+", r"用(?:这个|这版|它)吧"]),
     # the user takes the result to use it, or the rest of the work on themselves
     "use": ([rf"(?:(?:ok|so|then) )?{_I_WILL}(?: (?:now|just|go|go ahead and|definitely|probably|then|quickly|"
@@ -253,13 +257,49 @@ _OFFER = re.compile(r"\b(?:want me to|would you like|shall i|should i|do you wan
 _LAST_QUESTION = re.compile(r"[^.!。！\n?？]*[?？][^?？]*$")
 
 
-def _acts(text: str, start: int = 0) -> tuple[list[str], int]:
+# a Chinese choice said with what is chosen: "那就千岛湖", "那还是换锂电", "我选B"
+# (not 用: "那就用英文写吧" picks how the work is done, and the work goes on)
+_ZH_CHOOSE = re.compile(r"(?:那|那么)?(?:我|我们)?(?:就|还是|就选|选|就定|定|约|就约)(?:选|要|买|订|定|拿|换|去|报|约)?")
+_OPTION_RUN = re.compile(r"[\u4e00-\u9fff\w]+")
+_OPTION_CHARS = (2, 12)  # what an option's name spans, in characters
+_PARTICLES = "吧了啦呗呀啊哦好的"
+_NOT_OPTION = re.compile(r"[吗呢么]")  # a question, not a name
+_ZH_PRONOUNS = "我你您他她它这那"  # "我们", "这个" begin no name
+
+
+def _option(text: str, pos: int, offered: str) -> tuple[int, str]:
+    """Where an option the assistant's last turn named ends when `text` names one at `pos`, and
+    the act it is: "decide" after a word of choosing ("那就千岛湖", "那还是换锂电吧"), else "named",
+    which closes nothing alone ("长生不记 好 定了": the verdict closes); (pos, "") when none. The
+    name is the whole run of words there, particles after it aside, so "那就是有点长" names nothing."""
+    frame = _ZH_CHOOSE.match(text, pos)
+    at = frame.end() if frame and frame.end() > pos else pos
+    run = _OPTION_RUN.match(text, at)
+    if run is None:
+        return pos, ""
+    end = run.end()
+    while end > at and text[end - 1] in _PARTICLES:
+        end -= 1
+    name = text[at:end]
+    low, high = _OPTION_CHARS
+    if not low <= len(name) <= high or _NOT_OPTION.search(name):
+        return pos, ""
+    if name.isascii():  # a word of its own in the reply ("we" is not in "weeks"), and no short word
+        if (at == pos and len(name) < 4) or not re.search(rf"(?<![a-z0-9']){re.escape(name)}(?![a-z0-9'])", offered):
+            return pos, ""
+    elif name not in offered or (at == pos and name[0] in _ZH_PRONOUNS):
+        return pos, ""
+    return run.end(), "decide" if at > pos else "named"
+
+
+def _acts(text: str, start: int = 0, offered: str = "") -> tuple[list[str], int]:
     """The acts `text` is made of from `start`, read left to right taking the longest act at each
-    point, and where that reading stopped: `len(text)` when all of it is acts."""
+    point, and where that reading stopped: `len(text)` when all of it is acts. `offered`: the
+    assistant's last turn, NFKC-folded and lowercased, whose options the user may name."""
     acts: list[str] = []
     pos = start
     while pos < len(text):
-        best, kind = pos, ""
+        best, kind = _option(text, pos, offered) if offered else (pos, "")
         for name, pattern in _ACTS:
             m = pattern.match(text, pos)
             if m and m.end() > best:
@@ -274,9 +314,9 @@ def _acts(text: str, start: int = 0) -> tuple[list[str], int]:
     return acts, pos
 
 
-def _all_acts(text: str, start: int = 0) -> list[str] | None:
+def _all_acts(text: str, start: int = 0, offered: str = "") -> list[str] | None:
     """The acts all of `text` from `start` is made of, or None when some stretch is no act."""
-    acts, stop = _acts(text, start)
+    acts, stop = _acts(text, start, offered)
     return acts if stop == len(text) else None
 
 
@@ -286,20 +326,22 @@ def offers_more(reply: str) -> bool:
     return last is not None and _OFFER.search(last.group()) is not None
 
 
-def closes_task(text: str, offered: bool = False, asked: bool = False) -> bool:
+def closes_task(text: str, offered: bool = False, asked: bool = False, reply: str = "") -> bool:
     """Whether a user turn finishes the task (the grammar above): closing acts and nothing new,
     or a report of what the user did beside word that it works ("我把依赖加上了，现在正常了",
     "fixed, the float was set too high 🙌"). `asked`: the assistant's last turn asked something,
     which a bare "ok" / "收到" answers rather than closes; `offered`: what it asked was an offer of
-    more work, which a yes or a verdict accepts."""
+    more work, which a yes or a verdict accepts; `reply`: that turn, whose options the user may
+    take by name. A word of what the user did ("sent", "booked") closes after an answer."""
     said = unicodedata.normalize("NFKC", text[:_CLOSING_CHARS]).lower().replace("’", "'").strip()
     if not said or len(text) > _CLOSING_CHARS or "?" in said:  # a question asks for more
         return False
-    acts = _all_acts(said)
+    options = unicodedata.normalize("NFKC", reply).lower().replace("’", "'")
+    acts = _all_acts(said, 0, options)
     if acts is None:  # a report beside "it works": the report holds no doubt, request or question
-        head, stop = _acts(said)
+        head, stop = _acts(said, 0, options)
         for start in (m.start() for m in _STARTS.finditer(said) if m.start() > stop):
-            tail = _all_acts(said, start)
+            tail = _all_acts(said, start, options)
             if tail is not None and "works" in head + tail and not _MORE.search(said[stop:start]):
                 acts = head + tail
                 break
@@ -310,6 +352,8 @@ def closes_task(text: str, offered: bool = False, asked: bool = False) -> bool:
         closing.add("use")  # "ok calling the vet now": the user goes off to use the result
     if "got" in acts and not asked:
         closing.add("got")  # "收到" after an answer: nothing more is asked for
+    if "did" in acts and not asked:
+        closing.add("did")  # "sent" after a draft: the result is used
     if offered and ("yes" in acts or closing <= _WEAK):
         return False
     return bool(closing)

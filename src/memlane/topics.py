@@ -267,14 +267,15 @@ def topic_terms(text: str) -> set[str]:
 
 def topic_move(text: str, terms: set[str], vocabulary: set[str], min_keywords: int, shift_below: float,
                answering: bool = False, offered: bool = False, finished: set[str] | None = None,
-               name_chars: int = 12) -> Move:
+               name_chars: int = 12, reply: str = "") -> Move:
     """What a user turn does to the current topic (the module docstring's rules); `answering`:
     the assistant's last turn asked something, and a turn that is no new request answers it;
     `offered`: what it asked was an offer of more work (`offers_more`); `finished`: the words of
     the finished tasks, which a request or a question going back to one of them shares;
-    `name_chars`: `session.topic_closing_name_chars`."""
+    `name_chars`: `session.topic_closing_name_chars`; `reply`: the assistant's last turns, whose
+    options a closing turn may take by name."""
     said = " ".join(text[:_TOPIC_TEXT_CHARS].split())
-    if closes_task(said, offered=offered, asked=answering):
+    if closes_task(said, offered=offered, asked=answering, reply=reply):
         return "done"
     if _NEW_THING.search(said):
         return "switch"
@@ -353,6 +354,9 @@ def track_topic(memory: Parts, scope: Scope, session_id: str, turns: Sequence[Tu
     finished = set().union(*(topic_terms(str(d.get("task", ""))) for d in (pad.recent_tasks if pad else [])))
     changes: list[tuple[Move, str]] = []
     asked = bool(recent) and recent[-1].role == "assistant" and _ASKS.search(recent[-1].content) is not None
+    # what the assistant said of late: the options a closing turn may take by name ("那就千岛湖")
+    replies: deque[str] = deque((t.content for t in recent if t.role == "assistant"),
+                                maxlen=max(1, cfg.topic_context_turns // 2))
     offered = asked and offers_more(recent[-1].content)
     ordered = sorted(turns, key=lambda t: t.seq)
     judge = Judge.of(memory, [t.seq for t in ordered if t.role == "user"])
@@ -364,7 +368,8 @@ def track_topic(memory: Parts, scope: Scope, session_id: str, turns: Sequence[Tu
                 move = topic_move(t.content, terms, focus_terms.union(*context) if focus else set(),
                                   cfg.topic_min_keywords, cfg.topic_shift_below, answering=asked and bool(focus),
                                   offered=offered, finished=finished - focus_terms,
-                                  name_chars=cfg.topic_closing_name_chars)
+                                  name_chars=cfg.topic_closing_name_chars,
+                                  reply="\n".join(replies))
                 task = cut(" ".join(t.content.split()), cfg.focus_chars)
                 # a closing turn ("thanks, I'll send it to my boss tomorrow") starts no task
                 starts = not focus and move != "done" and opens_topic(t.content, terms, cfg.topic_min_keywords)
@@ -387,6 +392,8 @@ def track_topic(memory: Parts, scope: Scope, session_id: str, turns: Sequence[Tu
             recent = [*recent, t][-cfg.topic_context_turns:]
         asked = t.role == "assistant" and _ASKS.search(t.content) is not None
         offered = asked and offers_more(t.content)
+        if t.role == "assistant":
+            replies.append(t.content)
     if not changes:
         return None
     with memory.store.transaction():
