@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time, timedelta
 from typing import Literal
 
-from memlane.dates import Period, Span, mentioned_period
+from memlane.dates import Period, Span, mentioned_period, upcoming
 from memlane.slots import (
     FRAMES,
     TEMPORARY,
@@ -83,7 +83,8 @@ class Cue:
 
 # English: read on the memory's words ("The user moved to…", "…now the user…")
 _EN_END = re.compile(
-    r"\b(?:no longer|not \w+(?: \w+)? any ?more|quit|quitting|stopped|gave up|has given up|broke up|split up|"
+    r"n't \w+(?: [\w'-]+){0,3} any ?more\b|"
+    r"\b(?:no longer|not \w+(?: [\w'-]+){0,3} any ?more|quit|quitting|stopped|gave up|has given up|broke up|split up|"
     r"left (?:(?:the user's|my|his|her|their) (?:job|position|role|company|employer|team)|(?-i:[A-Z]))|"
     r"was laid off|got laid off|been laid off|retired from|dropped out of|got divorced|divorced)\b", re.I)
 _EN_AGAIN = re.compile(r"\b(?:back on|back to|went back to|started \w+ing again|(?<=\w )again\b|relapsed)\b", re.I)
@@ -125,18 +126,57 @@ def cue(content: str) -> Cue | None:
     order = (("again", _ZH_AGAIN), ("end", _ZH_END), ("change", _ZH_CHANGE)) if zh else (
         ("again", _EN_AGAIN), ("end", _EN_END), ("change", _EN_CHANGE))
     for kind, pattern in order:
-        if (m := pattern.search(content)) is not None:
-            return Cue(kind, m.group())  # type: ignore[arg-type]
-    if (m := (_ZH_WEAK if zh else _EN_WEAK).search(content)) is not None:
-        return Cue("change", m.group(), weak=True)
+        for m in pattern.finditer(content):
+            if not _unsaid(content, m.start(), zh):
+                return Cue(kind, m.group())  # type: ignore[arg-type]
+    for m in (_ZH_WEAK if zh else _EN_WEAK).finditer(content):
+        if not _unsaid(content, m.start(), zh):
+            return Cue("change", m.group(), weak=True)
     return None
+
+
+# a change denied, wished, weighed or planned is none: "not moving to Paris", "thinking about
+# moving", "might move", "没有搬到", "不打算搬到", "想搬到", "差点辞职" (the word before the cue, in
+# its clause). A change told with its date ahead ("moving to Leeds next month") is one: `since`
+# dates it.
+_EN_UNSAID = re.compile(
+    r"\b(?:not|never|n't|no|nor|neither|thinking (?:about|of)|thought about|considering|considered|consider|"
+    r"(?:plan|plans|planned|planning|want|wants|wanted|hope|hopes|hoped|hoping|intend|intends|intending|"
+    r"expect|expects|decided not|would like|'d like|wish|wishes|need|needs|try|tries|trying|tried) to|"
+    r"might|may|could|would|should|'d|wanna|maybe|perhaps|possibly|almost|nearly|dream(?:s|ing|ed)? (?:of|about)|"
+    r"tempted|if|unless|whether|about to)\b|n't\b", re.I)
+_ZH_UNSAID = re.compile(r"没有|没|不会|不打算|不想|不要|不准备|不能|别|差点|险些|想|打算|准备|考虑|计划|可能|也许|或许|如果|要是|假如|"
+                        r"希望|梦想|说不定|犹豫|是否|要不要|会不会|能不能|该不该")
+_CLAUSE_START = re.compile(r"[,.;:!?，。；：！？]|\b(?:but|and|so|then)\b|但|但是|可是|不过|然后|所以", re.I)
+
+
+def _denied(content: str) -> bool:
+    """Whether a statement names a change only to deny, wish or plan it (`_unsaid`)."""
+    zh = has_cjk(content)
+    return any(pattern.search(content) is not None
+               for pattern in ((_ZH_END, _ZH_CHANGE) if zh else (_EN_END, _EN_CHANGE, _EN_PLAIN_CHANGE)))
+
+
+# a change's verb as a plan or a denial says it ("might move to", "didn't switch to")
+_EN_PLAIN_CHANGE = re.compile(r"\b(?:move|relocate|switch|change|quit|leave|join|marry|divorce|sell)\b", re.I)
+
+
+def _unsaid(content: str, at: int, zh: bool) -> bool:
+    """Whether the change cue at `at` is denied, wished or planned in its clause (see above)."""
+    start = max((m.end() for m in _CLAUSE_START.finditer(content, 0, at)), default=0)
+    return (_ZH_UNSAID if zh else _EN_UNSAID).search(content, start, at) is not None
 
 
 def cue_words(content: str) -> list[str]:
     """Every cue's words in the text (all of them are left out when comparing)."""
     pats = (_ZH_AGAIN, _ZH_END, _ZH_CHANGE, _ZH_WEAK, _ZH_SOLD_VERB) if has_cjk(content) else (
         _EN_AGAIN, _EN_END, _EN_CHANGE, _EN_WEAK, _EN_SOLD_VERB)
-    return [m.group() for p in pats for m in p.finditer(content)]
+    return [w for p in pats for m in p.finditer(content) for w in _ANY_MORE.sub(r"\1 | \3", m.group()).split(" | ")]
+
+
+# "not live in Oslo anymore": the cue is the "not" and the "anymore"; what lies between is the
+# fact that ended, compared as such
+_ANY_MORE = re.compile(r"^(not|n't) (.+) (any ?more)$", re.I)
 
 
 # ---- the judgement -------------------------------------------------------------------------
@@ -255,6 +295,8 @@ def judge(new: str, found: Cue | None, candidates: Sequence[Candidate], threshol
     memory replaces (`found`: its cue) or may replace (no cue: flagged at most)."""
     if found is not None and found.of.startswith("holder:"):
         return _new_holder(new, found.of.partition(":")[2], candidates, max_review)
+    if found is None and _denied(new):
+        return Verdict()  # "not moving to Paris", "不打算搬到北京": the slot is not filled again either
     drop = cue_words(new)
     new_words = words(new, drop)
     new_frames = frames(new) | (_sold_frames(new) if found is not None and found.of == "thing" else set())
@@ -481,6 +523,9 @@ def since(text: str, said: datetime, changed: bool = False) -> datetime | None:
     change (`changed`), any date it names ("switched to matcha in march", "上周搬到滨江", "last
     week I moved"). Never after `said`; None when the text names no such date."""
     day = said.date()
+    if changed and _FROM.search(text) and not _PAST_NAMED.search(text) \
+            and (ahead := _ahead_start(text, day)) is not None:
+        return _at(ahead)  # "from 1 September I live in…", said in February: this September
     for m in _EN_SINCE.finditer(text):
         found = _first_day(m.group(), day)  # with its "since": "since March" names a month
         if found is not None:
@@ -498,7 +543,39 @@ def since(text: str, said: datetime, changed: bool = False) -> datetime | None:
         found = _first_day(text, day)
         if found is not None:
             return _at(found)
+    if changed and (ahead := _ahead_start(text, day)) is not None:
+        return _at(ahead)
     return None
+
+
+# a change told ahead of its date: "from next month", "starting September 1st", "下个月开始",
+# "从9月1号起", "next week I'm moving", "明年就搬到…"
+_AHEAD = re.compile(r"\b(?:from|starting|as of|beginning|next|will|'ll|going to|in (?:a|two|three|\d+) (?:weeks?|months?))\b"
+                    r"|开始|起|下个?|明年|下周|下星期|要|将|会", re.I)
+_FROM = re.compile(r"\b(?:from|starting|beginning|as of)\b|从|起|开始", re.I)
+_PAST_NAMED = re.compile(r"去年|前年|上个?月|上周|上星期|昨天|前天|以前|之前|\d{4}\s*年|\b(?:last|ago|yesterday|since|\d{4})\b",
+                         re.I)
+_NAMES_DAY = re.compile(r"\d{1,2}\s*(?:st|nd|rd|th|日|号)|\b(?:mon|tues|wednes|thurs|fri|satur|sun)day\b|周[一二三四五六日天]|"
+                        r"星期[一二三四五六日天]|\b\d{1,2}\b", re.I)
+_NAMES_WEEK = re.compile(r"\bweeks?\b|周|星期|礼拜", re.I)
+_NEXT_YEAR = re.compile(r"明年|下个?月|下周|下星期|\bnext\b|\bin (?:a|two|three|\d+) (?:weeks?|months?)\b", re.I)
+_NAMES_YEAR_ONLY = re.compile(r"\bnext year\b|明年(?![\d一二三四五六七八九十]+月)", re.I)
+
+
+def _ahead_start(text: str, said: date) -> date | None:
+    """The first day of the future a change names for itself, or None: the day it names, else
+    the start of the week, month or year ("next month" said on 9 February: 1 March)."""
+    if not _AHEAD.search(text) or (end := upcoming(text, said)) is None or end <= said:
+        return None
+    if end.year > said.year and not _NEXT_YEAR.search(text):
+        return None  # "从一月开始…" said in February: this January, past (`since` reads it)
+    if _NAMES_DAY.search(_zh_digits(text)):
+        return end
+    if _NAMES_WEEK.search(text):
+        return end - timedelta(days=6)
+    if _NAMES_YEAR_ONLY.search(text):
+        return date(end.year, 1, 1)
+    return end.replace(day=1)
 
 
 def until(text: str, said: datetime) -> datetime | None:

@@ -136,7 +136,7 @@ def third_person_zh(text: str) -> str:
 _ADVERBS = (r"really|also|usually|always|never|often|sometimes|just|still|absolutely|strongly|totally|generally|"
             r"normally|rarely|seldom|only|even|already|mostly|definitely|actually|truly|much|hardly|mainly|"
             r"personally|typically|regularly|kinda|kind of|sorta|sort of|pretty much|honestly|literally|barely|"
-            r"probably|secretly|low-?key|"
+            r"probably|secretly|low-?key|no longer|"
             # any other adverb in -ly, but not the verbs that end so ("I fly", "I reply")
             r"(?!(?:fly|apply|reply|rely|supply|ally|bully|rally|tally|multiply|comply|imply)\b)[a-z]{2,}ly")
 _SUBJECT_VERB = re.compile(rf"\bI\s+((?:(?:{_ADVERBS})\s+)*)([A-Za-z][A-Za-z']*(?:-[A-Za-z]+)*)", re.IGNORECASE)
@@ -151,7 +151,7 @@ _VERB_AS_IS = {  # modals and common irregular past forms: the same after "the u
 _VERB_IRREGULAR = {"am": "is", "'m": "is", "are": "is", "were": "was", "aren't": "isn't", "weren't": "wasn't",
                    "have": "has", "haven't": "hasn't", "'ve": "has", "do": "does", "don't": "doesn't", "go": "goes",
                    "be": "is", "ain't": "isn't", "'d": "would", "'ll": "will"}
-_NOT_A_VERB = {"not", "never", "and", "or", "but", "nor", "so", "too", "then", "now", "here", "there", "at", "in", "on", "with",
+_NOT_A_VERB = {"not", "no", "never", "and", "or", "but", "nor", "so", "too", "then", "now", "here", "there", "at", "in", "on", "with",
                "to", "for", "of", "from", "a", "an", "the", "myself", "alone", "both", "either"}
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 
 _EN = re.compile(
-    r"\b(?:before|used to|previous(?:ly)?|formerly|former|earlier|originally|at first|at the time|back then"
+    r"\b(?:before|used to|use to|previous(?:ly)?|formerly|former|earlier|originally|at first|at the time|back then"
     r"|back when|no longer|any ?more|old (?!friend|age)\w+|last (?:year|month|summer|winter|spring|fall|autumn|time)"
     r"|first(?!-| (?:name|aid)\b)|(?:last|old) (?:job|home|place|apartment|flat|car|phone|school|company|employer|city"
     r"|address|partner)"
