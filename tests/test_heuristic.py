@@ -754,3 +754,19 @@ def test_a_fact_after_a_lead_in_or_a_word_to_the_assistant_is_kept():
 def test_steps_of_the_moment_and_replies_to_the_assistant_leave_no_junk(messages):
     got = contents(*messages)
     assert not any(w in c for c in got for w in ("没拆过", "没好", "放心", "考考", "押韵", "template", "script", "gets him")), got
+
+
+def test_a_text_pasted_to_work_on_is_not_the_user_speaking():
+    notice = ("【关于电梯年检的通知】尊敬的各位业主：我物业定于3月5日上午9:00至12:00对1-3号电梯进行年检，届时电梯"
+              "暂停使用，请各位业主合理安排出行。如有疑问请致电物业服务中心。")
+    assert contents(f"这段太长了 帮我缩成两句话\n\n{notice}") == []
+    assert contents("proofread this:\nDear residents, the pool will be closed for maintenance from June 2 to June 9. "
+                    "We apologise for any inconvenience caused.") == []
+    # the user's own words pasted for polish stay theirs
+    assert "用户叫林晓" in contents("帮我润色一下我的自我介绍\n我叫林晓，在杭州做了八年护士，平时喜欢跑步和做饭，"
+                                               "希望认识更多朋友")
+
+
+def test_a_game_turn_and_a_friends_parents_news_leave_nothing():
+    assert contents("哈哈 该我出了 一加一不是二 打一字") == []
+    assert contents("我大学室友她爸退休了 在安吉开了个农家乐 生意特别好 周末都订满") == []

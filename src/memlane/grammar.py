@@ -386,6 +386,8 @@ def holds(content: str) -> bool:
 _EN_AROUND = re.compile(r"^the user's (?:best |old |close )?(?:friend|buddy|pal|bestie|coworker|co-worker|colleague|"
                         r"neighbou?r|classmate|roommate|flatmate|housemate|teammate)s?\b", re.I)
 _ZH_AROUND = re.compile(r"^(?:用户的?|我的?|我们|咱们)(?:(?:部门|公司|单位|组里|团队|办公室|科室|班上|队里|楼里)(?:新来的|里的|的)?)?"
+                        # from which time of life: 大学室友, 高中同学, 以前的同事
+                        r"(?:(?:大学|高中|初中|小学|中学|研究生|读书时|以前|之前|前|老)的?)?"
                         r"(?:同事|朋友|邻居|同学|室友|闺蜜|哥们|网友|实习生|新人)")
 _NAMED = re.compile(r"\b(?:is named|name is|name's|called|goes by)\b|叫(?!我|用户)|全名|名字|本名|姓")
 _USER_IN = re.compile(r"\b(?:the user|me|us)\b(?!'s)|用户(?!的?(?:同事|朋友|邻居|同学|室友|闺蜜|哥们|网友))")

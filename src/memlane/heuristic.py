@@ -40,7 +40,7 @@ from memlane.extraction import Extraction, Operation
 from memlane.models import Turn
 from memlane.naming import named_asides
 from memlane.policy import category_for, initial_score, retention
-from memlane.quoting import unquoted
+from memlane.quoting import unpasted, unquoted
 from memlane.spoken import as_meant, offers
 from memlane.statements import conjugated, same_words, third_person  # re-exported: jobs, the tests
 from memlane.text import has_cjk, language_of
@@ -145,8 +145,10 @@ class HeuristicExtractor:
                 continue  # the assistant's words are not the user's facts
             if turn.role != "user":
                 continue
-            text = as_meant(unquoted(turn.content[: self.config.extraction.offline_turn_chars]),
+            text = as_meant(unquoted(unpasted(turn.content[: self.config.extraction.offline_turn_chars])),
                             self.config.extraction.offline_runon_words)  # a pasted page: its start
+            if st.ZH_RIDDLE.search(text):
+                continue  # a riddle to guess: the game's words
             standing = bool(st.ZH_STANDING.search(text) or grammar.en_standing(text)
                             or (standing and st.GOES_ON.match(text.strip())))
             first = next((m.group().strip() for m in ZH_SENTENCE.finditer(text) if m.group().strip()), "")

@@ -32,8 +32,32 @@ def unquoted(text: str) -> str:
     return _QUOTED.sub(cut, text)
 
 
+# a request to work on text ("帮我缩成三句话", "proofread this:", "translate the below"), said on
+# the line before the text it works on
+_WORK_ON_TEXT = re.compile(
+    r"缩|改|润色|翻译|总结|概括|精简|校对|检查|看看|看一下|看下|改写|扩写|优化|回复|回一下|写个回复|这段|下面|以下|"
+    r"\b(?:shorten|summari[sz]e|translate|proofread|rewrite|edit|fix|polish|tighten|check|improve|condense|reword|"
+    r"rephrase|reply to|respond to|simplify|explain|tl;?dr|below|following|this (?:text|email|message|paragraph|post|"
+    r"letter|notice|announcement|article))\b", re.I)
+# the user in the pasted text: their own bio or letter is theirs ("我叫…", "I'm a…"); "我物业" /
+# "我司" is an organisation speaking
+_FIRST_PERSON = re.compile(r"我(?![司行校院部局厅处会们]|物业|公司|单位|中心)|\b(?:I|I'm|I've|my|me)\b")
+_PASTE_CHARS = 60  # a block shorter than this is a message of the user's own, not a pasted text
+
+
+def unpasted(text: str) -> str:
+    """The text without a block pasted under a request to work on it ("这段太长了 帮我缩成三句话"
+    + a notice): what an organisation or another writer says there is not the user speaking. A
+    block in the first person stays (the user's own bio or letter)."""
+    head, sep, block = text.partition("\n")
+    if not sep or len(head) > 80 or len(block.strip()) < _PASTE_CHARS or not _WORK_ON_TEXT.search(head) \
+            or _FIRST_PERSON.search(block):
+        return text
+    return head
+
+
 def has_cjk_text(text: str) -> bool:
     return any("\u4e00" <= ch <= "\u9fff" for ch in text)
 
 
-__all__ = ["has_cjk_text", "unquoted"]
+__all__ = ["has_cjk_text", "unpasted", "unquoted"]

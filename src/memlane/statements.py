@@ -296,7 +296,10 @@ ZH_AT_HAND = re.compile(r"^[^我，,]{0,6}?这(?!周|个?月|学期|星期|礼�
 # an item of the assistant's list, named by its place: "第三条我会加上", "第二点删掉"
 ZH_LIST_ITEM = re.compile(r"^(?:那|这)?(?:第[一二三四五六七八九十\d]+|最后一|头一|上一)[条点项步段句个行]")
 # whose turn it is in a game: "我先来", "轮到你了"
-ZH_GAME_TURN = re.compile(r"^(?:我|你)先(?:来|出|开始)|^轮到(?:你|我)|^该(?:你|我)了")
+# a riddle told to be guessed ("一加一不是二 打一字"): the game's words, none of them the user's
+ZH_RIDDLE = re.compile(r"打一(?:个)?(?:字|物|动物|成语|水果|地名|人名|词|食物|植物|国家|城市|职业|用品|日常用品|称谓|数字|字母)"
+                       r"(?=[\s，,。！!？?~]|$)|猜(?:一|个)?(?:字谜|谜语|灯谜)")
+ZH_GAME_TURN = re.compile(r"^(?:我|你)先(?:来|出|开始)|^轮到(?:你|我)|^该(?:你|我)(?:出|来|猜|问|说|答)?了")
 
 
 def zh_to_the_chat(said: str) -> bool:
