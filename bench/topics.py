@@ -193,6 +193,15 @@ reading the topic detector's code or the other sets beyond the first two session
 `topics_holdout5.json`, was not read while tuning, and was committed before the detector was
 first run on it.
 
+Round 8 (2026-11-29) read `topics_holdout5.json`'s mistakes: an option the assistant named in its
+last turns, taken by name after a word of choosing ("那就千岛湖", "那还是换锂电", "那就958吧") or
+beside another closing act ("长生不记 好 定了"), closes the task, but not a way of doing the work
+("那就用英文写吧"); slang and plural closings ("bet", "fair", "that clicks", "these work", "thank
+you dear", "得嘞", "绝了"); a word of what was done ("sent") after an answer. holdout5 (now read)
+0.93 / 0.77 / 0.70 / 0.97 → 0.94 / 0.90 / 0.91 / 0.97; no other seen set lost a turn. holdout6, run once
+before the round and once after it, unseen: 0.84 / 0.68 / 0.62 / 0.96 → 0.84 / 0.68 / 0.64 / 0.96
+(zh done recall 0.71 → 0.75): the round carries little, as rounds before it did.
+
 """
 
 from __future__ import annotations
