@@ -84,6 +84,7 @@ def test_the_words_of_a_denial_are_no_cue_and_no_longer_is_an_adverb() -> None:
                  "用户打算明年搬到北京", "用户不会搬到北京"]:
         assert cue(text) is None, text
     assert cue("The user is not moving to Paris, the user moved to Lyon.") is not None  # its own clause
+    assert cue("用户没想到自己会搬到杭州") is not None  # it happened, unlooked for
     assert third_person("I no longer live in Oslo.") == "The user no longer lives in Oslo."
 
 

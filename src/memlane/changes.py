@@ -164,7 +164,12 @@ _EN_PLAIN_CHANGE = re.compile(r"\b(?:move|relocate|switch|change|quit|leave|join
 def _unsaid(content: str, at: int, zh: bool) -> bool:
     """Whether the change cue at `at` is denied, wished or planned in its clause (see above)."""
     start = max((m.end() for m in _CLAUSE_START.finditer(content, 0, at)), default=0)
-    return (_ZH_UNSAID if zh else _EN_UNSAID).search(content, start, at) is not None
+    before = _SURPRISE.sub(" ", content[start:at])  # "没想到会搬到杭州": it happened, unlooked for
+    return (_ZH_UNSAID if zh else _EN_UNSAID).search(before) is not None
+
+
+_SURPRISE = re.compile(r"没(?:有)?想到|想不到|没(?:有)?料到|万万没想到|\b(?:never|didn't|did not) (?:thought|think|expect(?:ed)?)\b"
+                       r"(?: (?:i'd|the user would|to))?", re.I)
 
 
 def cue_words(content: str) -> list[str]:
