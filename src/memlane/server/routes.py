@@ -90,7 +90,7 @@ def add_memory(body: s.NewMemory, mem: MemoryDep, scope: ScopeDep) -> Response:
     rec = mem.add(body.content, **who(scope), category=body.category, importance=body.importance,
                   metadata=body.metadata, pinned=body.pinned, expires_at=body.expires_at,
                   session_id=body.session_id, subject=body.subject, predicate=body.predicate,
-                  confidence=body.confidence, source=body.source, actor="api")
+                  confidence=body.confidence, source=body.source, actor="api", valid_from=body.valid_from)
     return ok(jsonable(rec), 201)
 
 
