@@ -119,7 +119,8 @@ def _read_marker(e: MdEntry, old: MemoryRecord | None, now: datetime, name: str)
     if e.mark.bad:
         raise ValidationError(f"{name} line {e.line}: since", f"{e.mark.bad!r} is not a date; write a year (2024), "
                                                               "a month (2024-03) or a day (2024-03-15)")
-    if e.mark.kind == "until" and (old is None or markdown.marker(old, now) != e.mark.text.strip()[1:-1].strip()):
+    if e.mark.kind == "until" and e.mark.when is not None and (
+            old is None or markdown.marker(old, now) != f"until {e.mark.when.date().isoformat()}"):
         return replace(e, content=e.content + e.mark.text, mark=markdown.Marker())
     return e
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal
 
@@ -286,21 +287,30 @@ class _IdMap:
     fresh: set[str]
     fresh_trails: set[str]  # deleted memories whose trail is imported
 
-    @property
+    @cached_property
     def every(self) -> dict[str, str]:
         return {**self.trails, **self.memories}
+
+    @cached_property
+    def here(self) -> set[str]:
+        """The memories the scope holds after the import, by their ids here."""
+        return set(self.memories.values())
+
+    @cached_property
+    def known(self) -> set[str]:
+        """Those and the deleted memories whose trail the scope holds, by their ids here."""
+        return set(self.every.values())
 
     def relink(self, rec: MemoryRecord) -> MemoryRecord:
         """The memory under its id here, and its links to other memories (a change's two sides,
         an unsure change's flag, the duplicates merged into it) named by their ids here: a
         link to a memory the import neither brought nor found is dropped, never left naming
         another user's memory or none."""
-        here = set(self.memories.values())
-        meta = _relinked_metadata(rec.metadata, self.memories, here, self.every)
+        meta = _relinked_metadata(rec.metadata, self.memories, self.here, self.every)
         return rec.model_copy(update={
             "id": self.memories[rec.id], "metadata": meta,
-            "supersedes": _one(rec.supersedes, self.memories, here),
-            "superseded_by": _one(rec.superseded_by, self.memories, here),
+            "supersedes": _one(rec.supersedes, self.memories, self.here),
+            "superseded_by": _one(rec.superseded_by, self.memories, self.here),
         })
 
     def relink_snapshot(self, snap: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -312,9 +322,9 @@ class _IdMap:
         out = dict(snap)
         for key in ("id", "supersedes", "superseded_by"):
             if isinstance(out.get(key), str):
-                out[key] = every.get(out[key], out[key]) if key == "id" else _one(out[key], every, set(every.values()))
+                out[key] = every.get(out[key], out[key]) if key == "id" else _one(out[key], every, self.known)
         if isinstance(out.get("metadata"), dict):
-            out["metadata"] = _relinked_metadata(out["metadata"], every, set(every.values()), every)
+            out["metadata"] = _relinked_metadata(out["metadata"], every, self.known, every)
         return out
 
 
@@ -378,16 +388,23 @@ def _trail_key(e: MemoryEvent) -> tuple[Any, ...]:
 
 
 def _in_use(store: Store, scope: Scope, ids: list[str]) -> set[str]:
-    """The ids another scope of the store holds: a memory's, or a deleted one's audit trail.
-    Counted in batches (the trail has no index on the id alone), each id only if any is."""
-    found: set[str] = set()
-    other = "NOT (user_id = ? AND agent_id = ?)"
-    for start in range(0, len(ids), 400):
-        batch = ids[start:start + 400]
+    """The ids another scope of the store holds: a memory's (one indexed look-up each), or a
+    deleted one's audit trail. The trail has no index on the id alone: it is counted for
+    halves of a batch, down to the ids it holds, so a few ids in use cost a few scans."""
+    found = {i for i in ids if store.raw_count("memories", "id = ?", [i])}
+    other, whose = "NOT (user_id = ? AND agent_id = ?)", [scope.user_id, scope.agent_id]
+    rest = [i for i in ids if i not in found]
+    if not rest or not store.raw_count("memory_events", other, whose):
+        return found
+
+    def held(batch: list[str]) -> set[str]:
         marks = ",".join("?" * len(batch))
-        for table, column, extra in (("memories", "id", ""), ("memory_events", "memory_id", f" AND {other}")):
-            args = [*batch, *([scope.user_id, scope.agent_id] if extra else [])]
-            if store.raw_count(table, f"{column} IN ({marks}){extra}", args):
-                found |= {x for x in batch if store.raw_count(
-                    table, f"{column} = ?{extra}", [x, *([scope.user_id, scope.agent_id] if extra else [])])}
+        if not store.raw_count("memory_events", f"memory_id IN ({marks}) AND {other}", [*batch, *whose]):
+            return set()
+        if len(batch) == 1:
+            return set(batch)
+        return held(batch[:len(batch) // 2]) | held(batch[len(batch) // 2:])
+
+    for start in range(0, len(rest), 400):
+        found |= held(rest[start:start + 400])
     return found
