@@ -29,7 +29,7 @@ PROFILE_NAMES = ["default", "file-archive", "scored-markdown", "progressive", "c
 BOTH_BACKENDS = {"test_store", "test_search", "test_api", "test_rows_sessions", "test_rows_storage",
                  "test_queue", "test_passages", "test_merge", "test_undo", "test_events", "test_turn_ranking",
                  "test_memory_search", "test_listing", "test_supersession", "test_supersession_extract",
-                 "test_supersession_ahead"}
+                 "test_supersession_ahead", "test_supersession_files"}
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:

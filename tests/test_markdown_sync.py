@@ -366,8 +366,9 @@ def test_a_rewritten_line_with_a_since_date_is_a_change_a_plain_rewrite_a_correc
     assert memory.get(job.id, user_id="u1").content == "the user works at Siemens AG"  # corrected in place
     assert memory.get(job.id, user_id="u1").status == "active"
     rewritten = path.read_text(encoding="utf-8")
-    assert f"the user lives in Berlin (since {began.date().isoformat()})" in rewritten
-    assert ("Munich" in rewritten) == (began > clock.now)  # current until the change's day
+    ahead = began > clock.now  # "from" the change's day; the old fact current "until" then
+    assert f"the user lives in Berlin ({'from' if ahead else 'since'} {began.date().isoformat()})" in rewritten
+    assert ("the user lives in Munich (until" in rewritten) == ahead
     assert memory.md_import(user_id="u1") == []  # idempotent after the change
 
 

@@ -396,3 +396,39 @@ def test_a_fact_that_changed_over_rest(make_memory: Callable[..., Memory]) -> No
         assert {"as_of", "include_superseded"} <= set(search_body)
         statuses = json.dumps(paths["paths"]["/v1/memories"]["get"]["parameters"])
         assert "superseded" in statuses
+
+
+def test_rest_takes_the_dates_the_cli_and_the_library_take(make_memory: Callable[..., Memory]) -> None:
+    """`POST /v1/memories` takes `valid_from` as `Memory.add` and `memlane add --valid-from` do;
+    every date of issue 32 (`valid_from`, `as_of`) takes the CLI's forms — a day, a time, a
+    month or a year — through the one parser, and a bad one is refused naming its field."""
+    clock = ManualClock(T0)
+    mem = make_memory(clock=clock)
+    with ui_site(mem, "server") as site, httpx.Client(
+            base_url=site.base, headers={"Authorization": f"Bearer {site.key['lin']}"}, timeout=30) as c:
+        r = c.post("/v1/memories", json={"content": "lin lives in Munich", "category": "fact", "valid_from": "2019"})
+        assert r.status_code == 201, r.text
+        munich = r.json()
+        assert munich["valid_from"].startswith("2019-01-01")
+        r = c.post(f"/v1/memories/{munich['id']}/supersede", json={"content": "lin lives in Berlin", "valid_from": "2024-03"})
+        assert r.status_code == 200, r.text
+        assert r.json()["valid_from"].startswith("2024-03-01")
+
+        def found(as_of: Any) -> list[str]:
+            r = c.post("/v1/search", json={"query": "where does lin live", "min_score": 0, "as_of": as_of})
+            assert r.status_code == 200, r.text
+            return [h["memory"]["content"] for h in r.json()["hits"]]
+
+        for when in ("2023", "2024-02", "2024-02-29", "2024-02-29T23:30:00", "2024-03-01T00:30:00+01:00"):
+            assert found(when) == ["lin lives in Munich"], when
+        assert found("2024-03") == ["lin lives in Berlin"]
+        for bad in ("2024-13", "someday"):
+            body = {"content": "x", "valid_from": bad}
+            assert error_shape(c.post("/v1/memories", json=body), 422)["field"] == "valid_from"
+            assert error_shape(c.post(f"/v1/memories/{munich['id']}/supersede", json=body), 422)["field"] == "valid_from"
+            assert error_shape(c.post("/v1/search", json={"query": "x", "as_of": bad}), 422)["field"] == "as_of"
+        for bad_type in (0, True):
+            error_shape(c.post("/v1/search", json={"query": "x", "as_of": bad_type}), 422)
+        assert len(mem.list(user_id="lin", status="active")) == 1  # the refusals wrote nothing
+        schema = c.get("/openapi.json").json()["components"]["schemas"]
+        assert "valid_from" in schema["NewMemory"]["properties"]

@@ -318,6 +318,8 @@ def test_an_agent_records_a_change_and_asks_about_the_past(make_memory: Callable
             then = await c.call_tool("search_memory", {"query": "lin works at", "as_of": "2026-03-05"})
             hits = then.structured_content["memories"]
             assert [h["id"] for h in hits] == [old.id] and hits[0]["valid"] == "2026-03-01 – 2026-03-15"
+            month = await c.call_tool("search_memory", {"query": "lin works at", "as_of": "2026-03"})  # the CLI's forms
+            assert not month.is_error and [h["id"] for h in month.structured_content["memories"]] == [old.id], text(month)
             both = await c.call_tool("search_memory", {"query": "lin works at", "include_superseded": True})
             assert {h["id"] for h in both.structured_content["memories"]} == {old.id, new["id"]}
 

@@ -24,7 +24,9 @@ to hold, "(since 2024-03-15)" (so does one that began before memlane learned it)
 facts are history, not memory to act on, and are not listed (`memlane timeline`, the web UI
 show them). A person who rewrites an entry and adds or changes its "(since …)" (a year, a
 month or a day) says the fact changed then: the import supersedes the memory. A rewrite that
-keeps the date, or has none, corrects the memory in place (UPDATE).
+keeps the date, or has none, corrects the memory in place (UPDATE). A change told ahead of its
+date is written as the prompt shows it: the version to come "(from 2026-09-01)", the one that
+holds until then "(until 2026-09-01)". A date that names no day (2025-13) is refused by line.
 
 The file lives in the scope's data directory (`scope_dir`): `<home>/scopes/<user>/MEMORY.md`,
 or `<home>/scopes/<user>/agents/<agent>/MEMORY.md` for an agent's own memory.
@@ -66,10 +68,12 @@ _TOKEN = re.compile(r"<!--\s*memlane write:\s*([0-9a-f]{8,64})\s*-->")
 _NEEDS_ESCAPE = re.compile(r"^\\*#")
 _ESCAPED = re.compile(r"^\\+#")
 _HITS_MAX = 2**62  # the store's activation count is a 64-bit integer
-# when a fact began to hold, at the end of its text: "(since 2024-03-15)", "(since 2024-03)",
-# a person's "（自 2024 年起）" too; one marker is read off, the text before it is the content.
-# Any four-digit year: a change told ahead of its date (issue 32) may be dated past 2099
-_SINCE = re.compile(r"\s*[(（]\s*(?:since\s+|自\s*)(\d{4})(?:\s*年)?(?:-(\d{1,2})(?:-(\d{1,2}))?)?"
+# when a fact held, at the end of its text: "(since 2024-03-15)", "(since 2024-03)", a
+# person's "（自 2024 年起）" too, and for a change told ahead of its date (issue 32) "(from …)"
+# on the version to come and "(until …)" on the one holding until then, as the prompt shows
+# them (`supersession.span`). One marker is read off; the text before it is the content.
+# Any four-digit year: a change told ahead of its date may be dated past 2099
+_SINCE = re.compile(r"\s*[(（]\s*(?:(since|from|until)\s+|自\s*)(\d{4})(?:\s*年)?(?:-(\d{1,2})(?:-(\d{1,2}))?)?"
                     r"\s*(?:起)?\s*[)）]\s*$", re.IGNORECASE)
 
 
@@ -125,6 +129,17 @@ def atomic_write(path: Path, text: str | bytes, *, backup: bool = False) -> None
 
 
 @dataclass
+class Marker:
+    """The trailing "(…)" read off an entry's text (`split_since`)."""
+
+    text: str = ""  # as written, with the space before it
+    kind: str = ""  # "since" (also "自 … 起"), "from" or "until"
+    when: datetime | None = None  # the first day of the year, month or day it names
+    end: datetime | None = None  # the end of that period
+    bad: str = ""  # the date as written, when it names no day (2025-13, 2025-06-31)
+
+
+@dataclass
 class MdEntry:
     """One `###` block. `id` is None for an entry a person added by hand."""
 
@@ -136,8 +151,17 @@ class MdEntry:
     content: str
     archived: bool = False
     line: int = 0
-    since: datetime | None = None  # "(since …)" at the end of its text: when the fact began to hold
-    since_end: datetime | None = None  # the end of the year, month or day it names
+    mark: Marker = field(default_factory=lambda: Marker())  # "(since …)" at the end of its text
+
+    @property
+    def since(self) -> datetime | None:
+        """When the fact began to hold, by its "(since …)" or "(from …)"."""
+        return self.mark.when if self.mark.kind != "until" else None
+
+    @property
+    def since_end(self) -> datetime | None:
+        """The end of the year, month or day `since` names."""
+        return self.mark.end if self.mark.kind != "until" else None
 
 
 @dataclass
@@ -180,18 +204,38 @@ def since_shown(m: MemoryRecord) -> date | None:
     return None
 
 
-def split_since(text: str) -> tuple[str, datetime | None, datetime | None]:
-    """(content, when it began, the end of the period named) of an entry's text: one trailing
-    "(since …)" read off; "2024" names the year (from its first day), "2024-03" the month. An
-    impossible date is left in the text."""
+def marker(m: MemoryRecord, now: datetime) -> str | None:
+    """What MEMORY.md writes after `m`'s text, as the prompt says it (`supersession.span`): a
+    version a change to come replaces holds "until" that day, a version yet to begin holds
+    "from" its day, any other "since" its day (`since_shown`), or nothing."""
+    start = (m.valid_from or m.created_at).astimezone(UTC)
+    if start > now:
+        return f"from {start.date().isoformat()}"
+    if m.superseded_by is not None and m.valid_to is not None and m.valid_to > now:
+        return f"until {m.valid_to.astimezone(UTC).date().isoformat()}"
+    since = since_shown(m)
+    return None if since is None else f"since {since.isoformat()}"
+
+
+def shown_start(m: MemoryRecord, now: datetime) -> date | None:
+    """The day `marker` names as when `m` began to hold ("since" or "from"), else None."""
+    shown = marker(m, now)
+    return None if shown is None or shown.startswith("until") else date.fromisoformat(shown.split()[1])
+
+
+def split_since(text: str) -> tuple[str, Marker]:
+    """(content, the marker) of an entry's text: one trailing "(since …)", "(from …)" or
+    "(until …)" read off; "2024" names the year (from its first day), "2024-03" the month."""
     found = _SINCE.search(text)
     if found is None:
-        return text, None, None
-    year, month, day = int(found.group(1)), found.group(2), found.group(3)
+        return text, Marker()
+    year, month, day = int(found.group(2)), found.group(3), found.group(4)
+    mark = Marker(text[found.start():], (found.group(1) or "since").lower())
     try:
         when = datetime(year, int(month or 1), int(day or 1), tzinfo=UTC)
-    except ValueError:
-        return text, None, None
+    except ValueError:  # a person's mistake: refused by line when the file is imported
+        mark.bad = "-".join(g for g in found.group(2, 3, 4) if g)
+        return text[:found.start()].rstrip(), mark
     try:
         if day is not None:
             end = when + timedelta(days=1)
@@ -201,7 +245,8 @@ def split_since(text: str) -> tuple[str, datetime | None, datetime | None]:
             end = datetime(year + 1, 1, 1, tzinfo=UTC)
     except (ValueError, OverflowError):  # a change dated in 9999 (issue 32): its period ends with time itself
         end = datetime.max.replace(tzinfo=UTC)
-    return text[:found.start()].rstrip(), when, end
+    mark.when, mark.end = when, end
+    return text[:found.start()].rstrip(), mark
 
 
 def render_memory_md(memories: list[MemoryRecord], *, now: datetime, archive_below: float = 0.2,
@@ -219,18 +264,18 @@ def render_memory_md(memories: list[MemoryRecord], *, now: datetime, archive_bel
         "## Active Memories", "",
     ]
     for mem in active:
-        lines += _entry_lines(mem)
+        lines += _entry_lines(mem, now)
     lines += ["## Archived Memories", ""]
     for mem in archived:
-        lines += _entry_lines(mem)
+        lines += _entry_lines(mem, now)
     return "\n".join(lines).rstrip("\n") + "\n"
 
 
-def _entry_lines(mem: MemoryRecord) -> list[str]:
+def _entry_lines(mem: MemoryRecord, now: datetime) -> list[str]:
     head = (f"### [{mem.id}] {mem.category} | {mem.score:.2f} | "
             f"{mem.last_activated.date().isoformat()} | {mem.activation_count}")
-    since = since_shown(mem)
-    text = mem.content + (f" (since {since.isoformat()})" if since is not None else "")
+    shown = marker(mem, now)
+    text = mem.content + (f" ({shown})" if shown is not None else "")
     body = [("\\" + ln if _NEEDS_ESCAPE.match(ln) else ln) for ln in text.split("\n")]
     return [head, *body, ""]
 
@@ -268,7 +313,7 @@ def parse_memory_md(text: str) -> MemoryFile:
 
 
 def _finish(result: MemoryFile, line: int, head: str, body: list[str], archived: bool) -> None:
-    content, since, since_end = split_since("\n".join(ln[1:] if _ESCAPED.match(ln) else ln for ln in body).strip())
+    content, mark = split_since("\n".join(ln[1:] if _ESCAPED.match(ln) else ln for ln in body).strip())
     mem_id: str | None = None
     rest = head
     if (m := _ID_HEAD.match(head)) is not None:
@@ -305,7 +350,7 @@ def _finish(result: MemoryFile, line: int, head: str, body: list[str], archived:
             return _skip(result, line, f"hits {parts[3][:40]} is not a count from 0 to {_HITS_MAX}", mem_id)
     if mem_id is not None and any(e.id == mem_id for e in result.entries):
         return _skip(result, line, f"id {mem_id} appears twice; the first entry is kept", None)
-    result.entries.append(MdEntry(mem_id, category, score, last, hits, content, archived, line, since, since_end))
+    result.entries.append(MdEntry(mem_id, category, score, last, hits, content, archived, line, mark))
 
 
 def _skip(result: MemoryFile, line: int, reason: str, mem_id: str | None) -> None:

@@ -18,6 +18,7 @@ What counts as a person's edit is decided only from what memlane wrote into the 
 - SUPERSEDE (issue 32): content rewritten and a "(since …)" added or changed: the fact
   changed then; the memory is kept, closed at that date, and the new text replaces it. A
   rewrite that keeps memlane's date (or has none) is an UPDATE: a correction.
+  A "(since …)" whose date names no day (2025-13, 2025-06-31) is refused, by line.
 - SKIP: an entry of a deleted memory (the audit trail knows its id) never brings it back; an
   edit of a replaced fact's entry (an old file), or of the "(since …)" date alone, is not applied.
 
@@ -29,7 +30,8 @@ so a person's edit is read in before memlane writes the file again.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from datetime import datetime
 from pathlib import Path
 
 from memlane import markdown, memory_input, userprofile, validate, writes
@@ -86,6 +88,7 @@ def plan_import(mem: Parts, scope: Scope, file: MemoryFile, name: str = "MEMORY.
                 known.setdefault(m.metadata["md_key"], m.id)
     for e in file.entries:
         old = by_id.get(e.id) if e.id else None
+        e = _read_marker(e, old, now, name)
         if old is not None:
             if (op := _edit(mem, scope, e, old, written.get(old.id), name)) is not None:
                 ops.append(op)
@@ -107,6 +110,19 @@ def plan_import(mem: Parts, scope: Scope, file: MemoryFile, name: str = "MEMORY.
     _own_ids(mem, [op for op in ops if op.op == "ADD" and op.memory_id])
     ops += [MdOperation("DELETE", i, [], by_id[i].content, by_id[i].content) for i in removed]
     return ops
+
+
+def _read_marker(e: MdEntry, old: MemoryRecord | None, now: datetime, name: str) -> MdEntry:
+    """The entry with its trailing marker read as memlane's: a date that names no day is a
+    person's mistake, refused by line; "(until …)" is memlane's only where it writes it (an
+    entry of a version a change to come replaces), elsewhere it is the person's text."""
+    if e.mark.bad:
+        raise ValidationError(f"{name} line {e.line}: since", f"{e.mark.bad!r} is not a date; write a year (2024), "
+                                                              "a month (2024-03) or a day (2024-03-15)")
+    if e.mark.kind == "until" and e.mark.when is not None and (
+            old is None or markdown.marker(old, now) != f"until {e.mark.when.date().isoformat()}"):
+        return replace(e, content=e.content + e.mark.text, mark=markdown.Marker())
+    return e
 
 
 def _own_ids(mem: Parts, adds: list[MdOperation]) -> None:
@@ -139,7 +155,7 @@ def _edit(mem: Parts, scope: Scope, e: MdEntry, old: MemoryRecord, w: Written | 
     a hand copy), a field is a person's only when it differs from every version of the memory
     the audit trail holds; one that shows an older version is stale, and the store is kept."""
     score = None if e.score is None else f"{e.score:.2f}"
-    shown = markdown.since_shown(old)
+    shown = markdown.shown_start(old, mem.clock())
     redated = e.since is not None and e.since.date() != shown
     if w is None:
         differs = e.content != old.content or e.category != old.category or score not in (None, f"{old.score:.2f}")

@@ -12,6 +12,9 @@ JSONL is lossless: a header line, then one record a line —
 
 Import is all or nothing, into any scope (`user_id=` moves the data to another user), and
 idempotent: a record already in the target scope is skipped, so importing twice adds nothing.
+A memory id another scope of the store uses is replaced by a new one, and every reference to
+it follows (a change's `supersedes` / `superseded_by`, an unsure change's flag, merged
+duplicates, audit snapshots); a reference to a memory the import does not hold is dropped.
 Vectors are not exported; they are rebuilt by the target's embedder. Queued extraction jobs
 are not exported either: export after the queue has drained.
 """
@@ -20,6 +23,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal
 
@@ -43,6 +47,8 @@ from memlane.models import (
     new_id,
 )
 from memlane.parts import Parts, Porting
+from memlane.store import Store
+from memlane.supersession import FLAG
 
 FORMAT_VERSION = 1
 ExportFormat = Literal["jsonl", "md"]
@@ -215,17 +221,7 @@ def import_scope(mem: Porting, path: Path, *, user_id: str | None = None, agent_
     report = ImportReport(str(path), scope.user_id, scope.agent_id)
     store = mem.store
     own = {"user_id": scope.user_id, "agent_id": scope.agent_id}
-    ids: dict[str, str] = {}  # exported memory id → id in this store
-    imported_memories: set[str] = set()
-    exported_memories = {r.id for _, k, r in records if k == "memory"}
     touched: dict[str, list[int]] = {}
-    # the same record under another id (a copy re-imported where its ids were taken) is
-    # recognised by what it says and when
-    have_mems = {(m.content, m.created_at) for m in store.list_memories(scope)}
-    have_eps = {(e.session_id, e.started_at, e.summary) for e in store.list_episodes(scope, limit=_ALL)}
-    # a deleted memory's trail goes only into a scope that has never heard of that memory
-    orphans = {r.memory_id for _, k, r in records if k == "event" and r.memory_id not in exported_memories}
-    orphans = {m for m in orphans if not store.events(scope, m, limit=1)}
 
     def count(kind: str, added: bool) -> None:
         bucket = report.added if added else report.skipped
@@ -235,6 +231,8 @@ def import_scope(mem: Porting, path: Path, *, user_id: str | None = None, agent_
         return store.raw_count(table, "id = ?", [rec_id]) > 0
 
     with store.transaction():
+        ids = _id_map(store, scope, records)
+        have_eps = {(e.session_id, e.started_at, e.summary) for e in store.list_episodes(scope, limit=_ALL)}
         for _, kind, rec in records:
             if kind == "session":
                 fresh = store.get_session(scope, rec.id) is None
@@ -249,11 +247,9 @@ def import_scope(mem: Porting, path: Path, *, user_id: str | None = None, agent_
                     touched.setdefault(rec.session_id, []).append(rec.seq)
                 count(kind, not same)
             elif kind == "memory":
-                fresh = store.get_memory(scope, rec.id) is None and (rec.content, rec.created_at) not in have_mems
+                fresh = rec.id in ids.fresh
                 if fresh:
-                    ids[rec.id] = new_id() if taken("memories", rec.id) else rec.id
-                    store.insert_memory(rec.model_copy(update={**own, "id": ids[rec.id]}))
-                    imported_memories.add(rec.id)
+                    store.insert_memory(ids.relink(rec).model_copy(update=own))
                 count(kind, fresh)
             elif kind == "episode":
                 fresh = (rec.session_id, rec.started_at, rec.summary) not in have_eps
@@ -261,10 +257,10 @@ def import_scope(mem: Porting, path: Path, *, user_id: str | None = None, agent_
                     store.insert_episode(rec.model_copy(update={**own, "id": new_id() if taken("episodes", rec.id) else rec.id}))
                 count(kind, fresh)
             elif kind == "event":
-                fresh = rec.memory_id in imported_memories or rec.memory_id in orphans
+                fresh = rec.memory_id in ids.fresh or rec.memory_id in ids.fresh_trails
                 if fresh:
-                    store.add_event(scope, ids.get(rec.memory_id, rec.memory_id), rec.kind, rec.before, rec.after,
-                                    rec.actor, rec.reason, rec.created_at)
+                    store.add_event(scope, ids.every[rec.memory_id], rec.kind, ids.relink_snapshot(rec.before),
+                                    ids.relink_snapshot(rec.after), rec.actor, rec.reason, rec.created_at)
                 count(kind, fresh)
             elif kind == "scratchpad":
                 fresh = store.get_scratchpad(scope) is None
@@ -275,3 +271,140 @@ def import_scope(mem: Porting, path: Path, *, user_id: str | None = None, agent_
             index_neighbours(mem.store, mem.config.search.neighbour_window, scope, session_id, min(seqs), max(seqs))
     mem.flush()  # vectors are a cache: the target's embedder rebuilds them
     return report
+
+
+# ---- memory ids: kept where free, new where taken, and every link following them --------------
+
+
+@dataclass
+class _IdMap:
+    """Exported memory id → its id in the target scope. `memories`: every exported memory (a
+    new one's id, or the stored copy's); `trails`: deleted memories the export's audit trail
+    names (restorable from it); `fresh`: the exported memories to insert."""
+
+    memories: dict[str, str]
+    trails: dict[str, str]
+    fresh: set[str]
+    fresh_trails: set[str]  # deleted memories whose trail is imported
+
+    @cached_property
+    def every(self) -> dict[str, str]:
+        return {**self.trails, **self.memories}
+
+    @cached_property
+    def here(self) -> set[str]:
+        """The memories the scope holds after the import, by their ids here."""
+        return set(self.memories.values())
+
+    @cached_property
+    def known(self) -> set[str]:
+        """Those and the deleted memories whose trail the scope holds, by their ids here."""
+        return set(self.every.values())
+
+    def relink(self, rec: MemoryRecord) -> MemoryRecord:
+        """The memory under its id here, and its links to other memories (a change's two sides,
+        an unsure change's flag, the duplicates merged into it) named by their ids here: a
+        link to a memory the import neither brought nor found is dropped, never left naming
+        another user's memory or none."""
+        meta = _relinked_metadata(rec.metadata, self.memories, self.here, self.every)
+        return rec.model_copy(update={
+            "id": self.memories[rec.id], "metadata": meta,
+            "supersedes": _one(rec.supersedes, self.memories, self.here),
+            "superseded_by": _one(rec.superseded_by, self.memories, self.here),
+        })
+
+    def relink_snapshot(self, snap: dict[str, Any] | None) -> dict[str, Any] | None:
+        """An audit snapshot with the same ids as the memories it describes (undo and restore
+        read their links back); a deleted version keeps its link while its trail came in."""
+        if not snap:
+            return snap
+        every = self.every
+        out = dict(snap)
+        for key in ("id", "supersedes", "superseded_by"):
+            if isinstance(out.get(key), str):
+                out[key] = every.get(out[key], out[key]) if key == "id" else _one(out[key], every, self.known)
+        if isinstance(out.get("metadata"), dict):
+            out["metadata"] = _relinked_metadata(out["metadata"], every, self.known, every)
+        return out
+
+
+def _one(old: str | None, ids: dict[str, str], here: set[str]) -> str | None:
+    new = ids.get(old) if old is not None else None
+    return new if new in here else None
+
+
+def _relinked_metadata(meta: dict[str, Any], ids: dict[str, str], here: set[str],
+                       trails: dict[str, str]) -> dict[str, Any]:
+    out = dict(meta)
+    flag = out.get(FLAG)
+    if isinstance(flag, dict) and isinstance(flag.get("ids"), list):
+        named = [n for n in (_one(i, ids, here) for i in flag["ids"]) if n is not None]
+        if named:
+            out[FLAG] = {**flag, "ids": named}
+        else:  # nothing left it may replace: no flag
+            out.pop(FLAG)
+    if isinstance(out.get("merged"), list):  # deleted duplicates: named while their trail is here
+        out["merged"] = [trails[i] for i in out["merged"] if i in trails]
+    return out
+
+
+def _id_map(store: Store, scope: Scope, records: list[tuple[int, str, Any]]) -> _IdMap:
+    """Which exported memories are new to the scope, and each exported id's id here. Ids are
+    unique across a store's scopes: one another scope uses (a memory, or a deleted one's trail,
+    which it may restore) is not reused; a memory already here (same id, or the same text and
+    creation time under another id: a copy re-imported) keeps its id and is not imported."""
+    have = {(m.content, m.created_at): m.id for m in store.list_memories(scope)}
+    memories: dict[str, str] = {}
+    fresh: list[str] = []
+    for _, kind, r in records:
+        if kind == "memory":
+            stored = r.id if store.get_memory(scope, r.id) is not None else have.get((r.content, r.created_at))
+            memories[r.id] = stored or r.id
+            if stored is None:
+                fresh.append(r.id)
+    # a deleted memory's trail goes only into a scope that has never heard of that memory,
+    # under its own id or (a copy re-imported where that id was taken) the id it came in under
+    first: dict[str, MemoryEvent] = {}
+    for _, k, r in records:
+        if k == "event" and r.memory_id not in memories:
+            first.setdefault(r.memory_id, r)
+    new_trails = [i for i in first if not store.events(scope, i, limit=1)]
+    used = _in_use(store, scope, [*fresh, *new_trails])
+    memories |= {i: new_id() if i in used else i for i in fresh}
+    trails = {i: i for i in first}
+    if moved := [i for i in new_trails if i in used]:
+        came = {_trail_key(e): e.memory_id for e in store.events(scope, limit=_ALL)}
+        for i in moved:
+            trails[i] = came.get(_trail_key(first[i])) or new_id()
+            if _trail_key(first[i]) in came:
+                new_trails.remove(i)
+    return _IdMap(memories, trails, set(fresh), set(new_trails))
+
+
+def _trail_key(e: MemoryEvent) -> tuple[Any, ...]:
+    """An audit event as itself, whatever memory id it is filed under (and its snapshots'
+    links: they follow the ids too)."""
+    return e.kind, e.created_at, e.actor, e.reason, *((s or {}).get("content") for s in (e.before, e.after))
+
+
+def _in_use(store: Store, scope: Scope, ids: list[str]) -> set[str]:
+    """The ids another scope of the store holds: a memory's (one indexed look-up each), or a
+    deleted one's audit trail. The trail has no index on the id alone: it is counted for
+    halves of a batch, down to the ids it holds, so a few ids in use cost a few scans."""
+    found = {i for i in ids if store.raw_count("memories", "id = ?", [i])}
+    other, whose = "NOT (user_id = ? AND agent_id = ?)", [scope.user_id, scope.agent_id]
+    rest = [i for i in ids if i not in found]
+    if not rest or not store.raw_count("memory_events", other, whose):
+        return found
+
+    def held(batch: list[str]) -> set[str]:
+        marks = ",".join("?" * len(batch))
+        if not store.raw_count("memory_events", f"memory_id IN ({marks}) AND {other}", [*batch, *whose]):
+            return set()
+        if len(batch) == 1:
+            return set(batch)
+        return held(batch[:len(batch) // 2]) | held(batch[len(batch) // 2:])
+
+    for start in range(0, len(rest), 400):
+        found |= held(rest[start:start + 400])
+    return found

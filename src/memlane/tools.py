@@ -56,8 +56,9 @@ def _fn(name: str, description: str, properties: dict[str, Any], required: Seque
 _QUERY = {"type": "string", "description": "What to look for, in the user's language."}
 _LIMIT = {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "description": "Most results to return (default 5)."}
 # issue 32: facts change; a replaced fact is kept with when it held
-_AS_OF = {"type": "string", "description": "A date such as 2024-03-15: the facts that held then (replaced "
-                                          "ones included), for questions about the past."}
+_AS_OF = {"type": "string", "description": "A date such as 2024-03-15 (or a month, 2024-03, or a year): the "
+                                          "facts that held then (replaced ones included), for questions about "
+                                          "the past."}
 _SUPERSEDED = {"type": "boolean", "description": "Also facts that were replaced by newer ones (each says when it "
                                                 "held). A question about the past finds them anyway."}
 

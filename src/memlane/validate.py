@@ -178,12 +178,18 @@ def choice(field: str, value: Any, choices: Iterable[T]) -> T:
 
 
 def when(field: str, value: Any) -> datetime:
-    """A datetime (or ISO 8601 text); a naive one is taken as UTC."""
+    """A datetime, or ISO 8601 text: a time, a day, or as a person says when a fact changed
+    ("since March 2024") a month ("2024-03") or a year ("2024"), from its first day. A naive
+    one is taken as UTC. The one parser of dates the library, CLI, REST and MCP take."""
     if isinstance(value, str):
+        text = value
+        if len(text) in (4, 7) and text[:4].isdigit():
+            text += "-01-01" if len(text) == 4 else "-01"
         try:
-            value = datetime.fromisoformat(value)
+            value = datetime.fromisoformat(text)
         except ValueError:
-            raise ValidationError(field, f"{_show(value)} is not an ISO 8601 time such as 2026-11-01T09:00") from None
+            raise ValidationError(field, f"{_show(value)} is not a date or time such as 2026-11-01T09:00, 2026-11-01, "
+                                         "2026-11 or 2026") from None
     if not isinstance(value, datetime):
         raise ValidationError(field, f"must be a datetime or ISO 8601 text, got {type(value).__name__}")
     value = value if value.tzinfo is not None else value.replace(tzinfo=UTC)

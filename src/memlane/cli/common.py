@@ -21,7 +21,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
-from memlane import supersession
+from memlane import supersession, validate
 from memlane.api import Memory
 from memlane.config import PROFILES, Config
 from memlane.errors import ConfigError, ValidationError
@@ -229,16 +229,13 @@ def _progress() -> Progress:
 
 def _parse_time(value: str | None, name: str) -> datetime | None:
     """An ISO date or time; a year ("2024") or a month ("2024-03") is its first day, as a
-    person says when a fact changed ("since March 2024")."""
+    person says when a fact changed ("since March 2024"): `validate.when`, as REST and MCP."""
     if value is None:
         return None
     try:
-        if len(value) in (4, 7) and value[:4].isdigit():
-            return datetime.fromisoformat(value + ("-01-01" if len(value) == 4 else "-01"))
-        return datetime.fromisoformat(value)
-    except ValueError:
-        raise typer.BadParameter(f"{name}: not an ISO date/time such as 2026-11-01, 2026-11 or 2026-11-01T09:00") \
-            from None
+        return validate.when(name, value)
+    except ValidationError as exc:
+        raise typer.BadParameter(str(exc)) from None
 
 
 # ---- commands ---------------------------------------------------------------------------

@@ -53,8 +53,9 @@ Query = Annotated[str, Field(description="What to look for, in the user's langua
                              max_length=SearchConfig.model_fields["max_query_chars"].default)]
 Limit = Annotated[int, Field(ge=1, le=20, description="Most results to return.")]
 MemoryId = Annotated[str, Field(description="A memory id, as search_memory returns it.", max_length=64)]
-AsOf = Annotated[str | None, Field(description="A date such as 2024-03-15: the facts that held then, replaced "
-                                               "ones included (for questions about the past).", max_length=40)]
+AsOf = Annotated[str | None, Field(description="A date such as 2024-03-15 (or a month, 2024-03, or a year): the "
+                                               "facts that held then, replaced ones included (for questions about "
+                                               "the past).", max_length=40)]
 Superseded = Annotated[bool | None, Field(description="Also facts replaced by newer ones, each with when it held "
                                                       "(a question about the past finds them anyway).")]
 # the allowed categories are the engine's profile's: `tools/list` adds them as an enum (_PerRequest)
@@ -370,7 +371,7 @@ def build_mcp(engine: Engine, scope: ScopeOf) -> MCPServer:
                          content: Annotated[str, Field(description="The fact as it is now, one sentence.")],
                          ctx: Context,
                          valid_from: Annotated[str | None, Field(
-                             description="When it changed, a date such as 2024-03-15 (default: now).",
+                             description="When it changed, a date such as 2024-03-15, 2024-03 or 2024 (default: now).",
                              max_length=40)] = None,
                          category: Annotated[str | None, Field(description="Its category, if not the old one's.")] = None,
                          reason: str = "") -> dict[str, Any]:

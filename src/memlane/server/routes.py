@@ -90,7 +90,8 @@ def add_memory(body: s.NewMemory, mem: MemoryDep, scope: ScopeDep) -> Response:
     rec = mem.add(body.content, **who(scope), category=body.category, importance=body.importance,
                   metadata=body.metadata, pinned=body.pinned, expires_at=body.expires_at,
                   session_id=body.session_id, subject=body.subject, predicate=body.predicate,
-                  confidence=body.confidence, source=body.source, actor="api")
+                  confidence=body.confidence, source=body.source, actor="api",
+                  valid_from=validate.optional_when("valid_from", body.valid_from))
     return ok(jsonable(rec), 201)
 
 
@@ -195,7 +196,8 @@ def supersede_memory(memory_id: str, body: s.MemorySuccessor, mem: MemoryDep, sc
     """The fact changed: new `content` (or the stored memory `by`) replaces this memory, which is
     closed at `valid_from` (default now) and kept with its history, out of the prompt and the
     default search. Returns the current memory; audited as SUPERSEDE on both."""
-    rec = mem.supersede(memory_id, body.content, **who(scope), by=body.by, valid_from=body.valid_from,
+    rec = mem.supersede(memory_id, body.content, **who(scope), by=body.by,
+                        valid_from=validate.optional_when("valid_from", body.valid_from),
                         category=body.category, reason=body.reason, actor="api")
     return ok(jsonable(rec))
 
@@ -238,7 +240,8 @@ def search(body: s.SearchQuery, mem: MemoryDep, scope: ScopeDep) -> Response:
     that time; `include_superseded`: replaced facts beside the current ones (by default only
     when the query asks about the past)."""
     hits = mem.search(body.query, **who(scope), corpus=body.corpus, limit=body.limit, filters=body.filters,
-                      min_score=body.min_score, as_of=body.as_of, include_superseded=body.include_superseded)
+                      min_score=body.min_score,
+                      as_of=validate.optional_when("as_of", body.as_of), include_superseded=body.include_superseded)
     return ok({"hits": jsonable(hits)})
 
 

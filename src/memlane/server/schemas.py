@@ -19,6 +19,11 @@ from memlane.models import Hit, MemoryEvent, MemoryRecord, Scope
 
 # a number is a JSON number: `true` is not 1.0, nor "0.5" one half (pydantic's lax mode would say so)
 Number = StrictFloat | StrictInt
+# a date of issue 32 as text, read by the engine's one parser (`validate.when`), so REST takes
+# what the CLI and MCP take (a month or a year too) and a bad one is refused naming its field
+When = Annotated[str | None, Field(description="An ISO 8601 time or day (2024-03-15), a month (2024-03) or a "
+                                               "year (2024), from its first day; UTC unless it says otherwise.",
+                                   max_length=64)]
 
 
 class Body(BaseModel):
@@ -36,6 +41,7 @@ class NewMemory(Body):
     subject: str | None = None
     predicate: str | None = None
     confidence: Number = 1.0
+    valid_from: When = None  # since when the fact holds; default now
     # "user": a person, or an app acting for one, added it (as before); "agent": an LLM agent
     # chose to, so it is unconfirmed and ages until a person verifies it
     source: Literal["user", "agent"] = "user"
@@ -67,7 +73,7 @@ class MemorySuccessor(Body):
 
     content: str | None = None
     by: str | None = None
-    valid_from: datetime | None = None  # when the new fact began to hold; default now
+    valid_from: When = None  # when the new fact began to hold; default now
     category: str | None = None
     reason: str = ""
 
@@ -81,7 +87,7 @@ class SearchQuery(Body):
     min_score: Annotated[Number, Field(ge=0, le=1)] | None = None
     # issue 32: the facts that held at this time; superseded facts too (None: when the query
     # asks about the past)
-    as_of: datetime | None = None
+    as_of: When = None
     include_superseded: bool | None = None
 
 
