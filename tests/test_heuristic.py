@@ -770,3 +770,8 @@ def test_a_text_pasted_to_work_on_is_not_the_user_speaking():
 def test_a_game_turn_and_a_friends_parents_news_leave_nothing():
     assert contents("哈哈 该我出了 一加一不是二 打一字") == []
     assert contents("我大学室友她爸退休了 在安吉开了个农家乐 生意特别好 周末都订满") == []
+
+
+def test_still_and_not_yet_are_kept():
+    assert contents("我还没搬到北京") == ["用户还没搬到北京"]  # not yet: it may still happen
+    assert contents("我也对芒果过敏") == ["用户对芒果过敏"]  # "also" says nothing of the user
