@@ -231,7 +231,7 @@ def en_standing(text: str) -> bool:
 _ZH_STANDING_VERB = re.compile(r"[在住是有要叫姓属戒吃喝抽养做当读学考练跑带送接买租搬开]|(?<!不)用|一般|平时|经常|总|常常|"
                                r"每[天周月年晚次]|打算|准备|计划|约了|(?<!说)过敏|不耐|[病症疼痛]|发炎|怀孕")
 # a count or an age: "两个，老大五岁" says how many and how old
-_ZH_COUNT = re.compile(r"\d|岁|[一二两三四五六七八九十百千万]+[个只岁年月天次块元]")
+_ZH_COUNT = re.compile(r"\d|岁|(?<![一二两三四五六七八九十百千万])[一二两三四五六七八九十百千万]+[个只岁年月天次块元]")  # from a run's start: linear
 # the chat's own business: the assistant addressed, what was said, a verdict on what is at hand
 _ZH_ABOUT_HERE = re.compile(r"你|您|说了|不搭|怪怪|可以$|行$|没用|打扰")
 
