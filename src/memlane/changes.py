@@ -40,6 +40,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time, timedelta
+from functools import cached_property
 from typing import Literal
 
 from memlane.dates import Period, Span, mentioned_period, upcoming
@@ -55,7 +56,7 @@ from memlane.slots import (
     slot_values,
     words,
 )
-from memlane.text import has_cjk
+from memlane.text import CJK_RUN, has_cjk
 
 CueKind = Literal["change", "end", "again"]
 
@@ -396,34 +397,91 @@ def core(content: str) -> str:
     return text or content
 
 
-def told_by_person(new: str, old: str, said: Sequence[str]) -> bool:
+class _Turn:
+    """One turn of the person's as `said_at` and `told_by_person` read it, each part found
+    once, when first asked for."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    @cached_property
+    def keywords(self) -> set[str]:
+        return words(self.text)
+
+    @cached_property
+    def pairs(self) -> frozenset[str]:
+        """Its Chinese runs' two-character pieces: a Chinese word none of whose pieces is
+        here is not in the turn, known without searching the whole turn for it."""
+        return frozenset(r[i:i + 2] for r in CJK_RUN.findall(self.text) for i in range(len(r) - 1))
+
+    def holds(self, w: str) -> bool:
+        """Whether the Chinese word `w` (a run of two characters or more) is in the turn."""
+        return all(w[i:i + 2] in self.pairs for i in range(len(w) - 1)) and w in self.text
+
+    @cached_property
+    def cue(self) -> Cue | None:
+        return cue(self.text)
+
+    @cached_property
+    def values(self) -> dict[str, set[str]]:
+        return slot_values(self.text)
+
+    @cached_property
+    def told(self) -> set[str]:
+        return words(self.text, cue_words(self.text))
+
+    @cached_property
+    def lower(self) -> str:
+        return self.text.lower()
+
+
+class Heard:
+    """The person's turns as read for the memories of one job, each turn read once: read again
+    for every memory, a long turn of changes (600 × "我搬到城市N了。") made a job quadratic in
+    its length, 158 s for 5.9 KB."""
+
+    def __init__(self) -> None:
+        self._turns: dict[str, _Turn] = {}
+
+    def turn(self, text: str) -> _Turn:
+        if (found := self._turns.get(text)) is None:
+            found = self._turns[text] = _Turn(text)
+        return found
+
+
+def told_by_person(new: str, old: str, said: Sequence[str], heard: Heard | None = None) -> bool:
     """Whether the person's own words (`said`: their turns) tell the change from `old` to
     `new`: a turn with a change cue naming something of the new memory the old one lacks.
     An LLM's guess about a memory the person stated or confirmed needs this to close it. A
     weak cue ("now") tells a change only where the turn gives the old memory's slot another
-    value ("I live in Berlin now")."""
+    value ("I live in Berlin now"). `heard`: the turns read already, for the job's other memories."""
+    heard = heard or Heard()
     fresh = words(new, cue_words(new)) - words(old)
     old_values = slot_values(old)
 
-    def tells(turn: str) -> bool:
-        found = cue(turn)
+    def tells(turn: _Turn) -> bool:
+        found = turn.cue
         if found is None or (found.weak and not any(
-                slot in old_values and not (vals & old_values[slot]) for slot, vals in slot_values(turn).items())):
+                slot in old_values and not (vals & old_values[slot]) for slot, vals in turn.values.items())):
             return False
-        return bool(words(turn, cue_words(turn)) & fresh) or any(w in turn.lower() for w in fresh)
+        return bool(turn.told & fresh) or any(w in turn.lower for w in fresh)
 
-    return any(tells(t) for t in said)
+    return any(tells(heard.turn(t)) for t in said)
 
 
-def said_at(content: str, turns: Sequence[tuple[str, datetime | None]]) -> datetime | None:
+def said_at(content: str, turns: Sequence[tuple[str, datetime | None]], heard: Heard | None = None) -> datetime | None:
     """When a memory's fact was said: the time of the last of the person's turns sharing the
-    most words with it (else their last turn); None when the turns carry no time."""
+    most words with it (else their last turn); None when the turns carry no time. `heard`: the
+    turns read already, for the job's other memories."""
+    heard = heard or Heard()
     mine = words(content)
+    zh = [w for w in mine if has_cjk(w)]
     best: tuple[int, datetime] | None = None
     for text, at in turns:
         if at is None:
             continue
-        score = len(mine & words(text)) + sum(1 for w in mine if has_cjk(w) and w in text)
+        turn = heard.turn(text)
+        score = len(mine & turn.keywords) + sum(1 for w in zh if turn.holds(w))
         if best is None or score >= best[0]:
             best = (score, at)
     return best[1] if best is not None else None
@@ -626,6 +684,6 @@ def lenient_date(value: object, now: datetime, ahead_days: int = 0) -> datetime 
     return at.astimezone(UTC)
 
 
-__all__ = ["FRAMES", "Candidate", "Cue", "Thresholds", "Verdict", "about_someone_else", "core", "cue", "cue_words", "frames",
+__all__ = ["FRAMES", "Candidate", "Cue", "Heard", "Thresholds", "Verdict", "about_someone_else", "core", "cue", "cue_words", "frames",
            "holder", "judge", "lenient_date", "new_holder", "said_at", "since", "slot_values", "told_by_person", "until",
            "words"]

@@ -39,8 +39,8 @@ _ZH_VOCATIVE = re.compile(r"^(?:喂|嘿|哎|诶)?[\u4e00-\u9fff]{1,4}(?:啊|呀|
 # a sentence that opens on today sets the time of its clauses: "今天真是离谱，…，我也懒得计较了"
 _ZH_DAY_OPENS = re.compile(r"^[^\u4e00-\u9fff]*(?:今天|今早|今晚|今儿|刚才|刚刚)")
 # a time of a clause's own, other than today's: it is then no part of the day's story
-_ZH_OWN_TIME = re.compile(r"下周|下个?星期|下个?礼拜|下个?月|明天|后天|明年|今年|每|平时|一般|经常|总是|以后|下次|周末|\d+月|"
-                          r"\d+[号日]|去年|上周|以前|从小|一直|最近|已经|开始|起|岁")
+_ZH_OWN_TIME = re.compile(r"下周|下个?星期|下个?礼拜|下个?月|明天|后天|明年|今年|每|平时|一般|经常|总是|以后|下次|周末|(?<!\d)\d+月|"
+                          r"(?<!\d)\d+[号日]|去年|上周|以前|从小|一直|最近|已经|开始|起|岁")
 # what a story tells: a thing done (了), how it went (辣得…), or a time of the day it happened in
 _ZH_HAPPENED = re.compile(r"了$|[\u4e00-\u9fff]得(?!到|了)[\u4e00-\u9fff]|早上|上午|中午|下午|晚上|刚才|刚刚")
 

@@ -94,7 +94,7 @@ _ZH_CHAIN = re.compile(r"(?:而且|并且|同时|但是|可是|不过(?!敏)|(?<
 _ZH_CONJ_START = re.compile(r"^(?:也|还|而且|并且|同时|另外|但|不过|可是|还有|以及)")
 _ZH_ALSO = re.compile(r"^(?:也|又)(?!是|行|好|不错|可以)|^还(?!是|行|好|不错|可以|没|不|在)")  # 还没, 还在: not yet, still
 # "养了一只橘猫" / "有两只猫" introduce things; "叫橘子" / "一只叫年糕" then describe them
-_ENTITY_END = re.compile(r"(?:[一两二三四五六七八九十几]|\d+|了|有)(?:只|个|条|位|匹|辆|套|台|家|所|头|盆)[\u4e00-\u9fff]{1,8}$")
+_ENTITY_END = re.compile(r"(?:[一两二三四五六七八九十几]|(?<!\d)\d+|了|有)(?:只|个|条|位|匹|辆|套|台|家|所|头|盆)[\u4e00-\u9fff]{1,8}$")
 _DESCRIBES = re.compile(r"^(?:它|他|她)?(?:叫|名字叫|名叫|今年|已经|才|快|是(?:只|一只|个|一个|条)|[一二三四五六七八九十两\d]+岁|"
                         r"[一两二三四五六七八九十\d](?:只|个|条|位)(?:叫|是))")
 _ZH_ASKED = re.compile(r"[?？]")
@@ -179,10 +179,10 @@ EN_FILLER = re.compile(r"^(?:by the way|also|oh|ooh|ok|okay|well|so|and|but|actu
                        r"anyway|plus|oh and|and also|haha+|lol|hmm+|hm|ugh|wow|nice|perfect|great|cool|thanks|thx|ta|"
                        r"fwiw|tbh|ah|right|sure|alright|hah|heh|hehe|omg|um+|uh+|big news|guess what|fun fact|"
                        r"quick update|update|gracias|merci|cheers|no wait|wait|oops|sorry|[-–—(]+)(?:\b|(?<=[-–—(]))[,!.:\s]*", re.I)
-_EN_SPLIT = re.compile(r"\s*,\s*(?:(?:and|but|so|plus|or|because|while|though|although|whereas)\s+)?(?:also\s+)?"
+_EN_SPLIT = re.compile(r"(?:(?<!\s)|(?!\s))(?:\s*,\s*(?:(?:and|but|so|plus|or|because|while|though|although|whereas)\s+)?(?:also\s+)?"
                        r"|\s+(?:and|but|plus|because|while|though|although|whereas)\s+(?:also\s+)?"
                        r"|\s+[-–—]+\s+|\s+so\s+(?=(?:i|i'm|i've|i'll|my|we|it|it's|that|that's|there|there's|he|he's|she|she's|"
-                       r"they|they're|everyone|everybody|nobody)\b)", re.I)
+                       r"they|they're|everyone|everybody|nobody)\b))", re.I)
 _ADVERB = (r"really|also|usually|always|never|often|sometimes|just|still|absolutely|totally|generally|normally|"
            r"rarely|only|even|already|mostly|definitely|actually|recently|currently|now|mainly|typically|"
            r"regularly|occasionally|basically|kind of|sort of|pretty much")
@@ -195,7 +195,7 @@ _EN_KIN_ANY = re.compile(rf"\b(?:my|our)\s+(?:(?:little|older|younger|big|best|n
 _EN_LEAD = re.compile(r"^(?:(?:next|this|last|on|in|at|by|every|each|after|before|when|whenever|while|once|during|"
                       r"from|until|tomorrow|today|tonight|yesterday|week|weekend|weekends|month|year|morning|"
                       r"mornings|evening|evenings|night|nights|(?:mon|tues|wednes|thurs|fri|satur|sun)days?|the|a|"
-                      r"few|couple|of|days|weeks|months|years|later|soon|lately|sometimes|then|\d+\w*),?\s+)+"
+                      r"few|couple|of|days|weeks|months|years|later|soon|lately|sometimes|then|\d\w*),?\s+)+"
                       r"(?=(?:i|i'm|i've|i'll|i'd|my|we|we're)\b)", re.I)
 # a few words and a comma before the subject: "Heads up, I'm …", "Fun fact, my …"
 _EN_ASIDE = re.compile(r"^(?P<lead>[^,]{1,30}),\s*(?=(?-i:I|I'm|I've|I'll|I'd|my|My|we|We)\b)"

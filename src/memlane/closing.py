@@ -254,7 +254,7 @@ _STARTS = re.compile(r"(?<=[\s,.!;:~…、。()])\S|[\u4e00-\u9fff]")
 _OFFER = re.compile(r"\b(?:want me to|would you like|shall i|should i|do you want|need me to|like me to|"
                     r"want (?:a|an|the|some|me)|i can also|how about (?:i|adding|making|we)|should we|shall we|"
                     r"do you need)\b|要不要|需(?:不需)?要我|要我|我(?:可以|还可以|也可以)|是否(?:需要|要)|用不用|想不想|要再", re.I)
-_LAST_QUESTION = re.compile(r"[^.!。！\n?？]*[?？][^?？]*$")
+_LAST_QUESTION = re.compile(r"(?:(?<![^.!。！\n?？])|(?![^.!。！\n?？]))[^.!。！\n?？]*[?？][^?？]*$")  # not from inside a run: linear
 
 
 # a Chinese choice said with what is chosen: "那就千岛湖", "那还是换锂电", "我选B"

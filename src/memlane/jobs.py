@@ -246,14 +246,15 @@ class JobRunner:
         ops += kept
         ops = self._resolve_forgets(ops, scope, report)
         spoken = [(t.content, t.created_at) for t in turns if t.role == "user"]
+        heard = changes.Heard()  # each turn read once for all of the job's memories
         for op in ops:  # a fact holds from when it was said, not from when the job ran (issue 32)
             if op.op == "ADD" and op.valid_from is None and op.source != "user" and op.content:
-                op.valid_from = changes.said_at(op.content, spoken)
+                op.valid_from = changes.said_at(op.content, spoken, heard)
         texts = [op.content for op in ops if op.op in ("ADD", "UPDATE") and op.content]
         vectors = self._vectors(texts + [changes.core(t) for op in ops if op.change is not None and (t := op.content)])
         with self.store.transaction():
             for op in ops:
-                self._apply(op, scope, job, now, vectors, report, guard, spoken)
+                self._apply(op, scope, job, now, vectors, report, guard, spoken, heard)
             if turns:
                 self._decay_at_merge(scope, now)
             session = self.store.get_session(scope, job.session_id)
@@ -408,7 +409,7 @@ class JobRunner:
 
     def _apply(self, op: Operation, scope: Scope, job: ExtractionJob, now: datetime,
                vectors: dict[str, np.ndarray], report: JobReport, guard: Guard | None = None,
-               said: Sequence[tuple[str, datetime | None]] = ()) -> None:
+               said: Sequence[tuple[str, datetime | None]] = (), heard: changes.Heard | None = None) -> None:
         actor = f"extract:{op.source}"
         pol = self.config.policy
         if op.op == "SKIP":
@@ -417,7 +418,7 @@ class JobRunner:
         if op.op == "ADD":
             content = op.content or ""
             core = vectors.get(changes.core(content)) if op.change is not None else None
-            self._add(op, scope, job, now, vectors[content], report, said, core)
+            self._add(op, scope, job, now, vectors[content], report, said, core, heard)
             return
         mem = self.store.get_memory(scope, op.id or "")
         if mem is None:  # an earlier operation of this job removed it
@@ -450,11 +451,13 @@ class JobRunner:
 
     def _add(self, op: Operation, scope: Scope, job: ExtractionJob, now: datetime, vec: np.ndarray,
              report: JobReport, said: Sequence[tuple[str, datetime | None]] = (),
-             core: np.ndarray | None = None) -> None:
+             core: np.ndarray | None = None, heard: changes.Heard | None = None) -> None:
         """A new memory, or a duplicate's reinforcement; then what it changes of the old ones
         (issue 32): those it supersedes closed (or, said after it, closing it), those it may
         replace flagged for review, or, where the profile penalises (seed 001), those it
-        contradicts halved. `said`: the job's user turns, with when each was said."""
+        contradicts halved. `said`: the job's user turns, with when each was said; `heard`:
+        those turns as read already for the job's other memories."""
+        heard = heard or changes.Heard()
         pol = self.config.policy
         actor = f"extract:{op.source}"
         score = op.score if op.score is not None else pol.importance_medium
@@ -469,7 +472,7 @@ class JobRunner:
                         f"re-extracted (similarity {sim:.3f}): {op.content}", now)
             report.reinforced.append(after)
             return
-        replaced, review = self._replaced(op, scope, vec, core, [text for text, _ in said], now)
+        replaced, review = self._replaced(op, scope, vec, core, [text for text, _ in said], now, heard)
         # a fact begins when told, or earlier; later only as a change told ahead of its date
         # ("I move to Shanghai next month"): what it replaces holds until then (issue 32)
         ahead = bool(replaced) and pol.on_change == "supersede"
@@ -498,9 +501,9 @@ class JobRunner:
         if pol.on_change == "penalise":  # seed 001: what it replaces or contradicts is halved, kept current
             halved = [*(o.id for o in replaced), *(c for c in op.contradicts if all(o.id != c for o in replaced))]
             replaced = []
-        told = changes.said_at(mem.content, said) or now
+        told = changes.said_at(mem.content, said, heard) or now
         for old in replaced:
-            if self._said_after(scope, old, told, mem, now):  # history now: it closes nothing else
+            if self._said_after(scope, old, told, mem, now, heard):  # history now: it closes nothing else
                 mem, _ = supersession.placed_before(self.store, scope, old, mem, at=now, actor=actor,
                                                     reason=op.reason or "the fact changed")
                 break
@@ -518,7 +521,8 @@ class JobRunner:
                 self._write(scope, before, after, "UPDATE", actor, f"contradicted by {mem.id}: {mem.content}", now)
                 report.contradicted.append(after)
 
-    def _said_after(self, scope: Scope, old: MemoryRecord, told: datetime, new: MemoryRecord, now: datetime) -> bool:
+    def _said_after(self, scope: Scope, old: MemoryRecord, told: datetime, new: MemoryRecord, now: datetime,
+                    heard: changes.Heard | None = None) -> bool:
         """Whether `old`, current already, was said after `new` was (`told`), and holds from after
         `new` began: two sessions' jobs ran out of order (a retry, two processes), so the later
         word stays current. When `old` was said: its own turns, else when it was written."""
@@ -530,11 +534,12 @@ class JobRunner:
         if old.source_session and isinstance(seqs, list) and len(seqs) == 2 and all(isinstance(x, int) for x in seqs):
             turns = self.store.get_turns(scope, session_id=old.source_session, after_seq=seqs[0] - 1,
                                          limit=max(1, seqs[1] - seqs[0] + 1))
-            when = changes.said_at(old.content, [(t.content, t.created_at) for t in turns if t.role == "user"]) or when
+            when = changes.said_at(old.content, [(t.content, t.created_at) for t in turns if t.role == "user"], heard) or when
         return told < when
 
     def _replaced(self, op: Operation, scope: Scope, vec: np.ndarray, core: np.ndarray | None,
-                  said: Sequence[str], now: datetime) -> tuple[list[MemoryRecord], list[str]]:
+                  said: Sequence[str], now: datetime,
+                  heard: changes.Heard | None = None) -> tuple[list[MemoryRecord], list[str]]:
         """The active memories a new one closes, and the ids it flags for review: the LLM's
         `supersedes` and `contradicts`, the offline extractor's change cue (`memlane.changes`).
         A memory the person stated or confirmed is closed only on their own words (a change
@@ -555,7 +560,7 @@ class JobRunner:
                 # `Memory.supersede` refuses it too — the fact is kept, unlinked (issue 32)
                 continue
             own = op.source == "user" or (op.source == "heuristic" and op.change is not None)
-            if stated_by_person(old) and not own and not changes.told_by_person(content, old.content, said):
+            if stated_by_person(old) and not own and not changes.told_by_person(content, old.content, said, heard):
                 review.append(old.id)
             else:
                 replaced.append(old)
