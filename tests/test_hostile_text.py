@@ -21,20 +21,25 @@ def _segmented(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, n: int) -> int:
     try:
         m.add_messages("s1", [{"role": "user", "content": "我住在上海。" + "".join(f"我搬到城市{i}了。" for i in range(n))}],
                        user_id="u1")
-        calls = 0
-        real = cjkwords.segment
-
-        def counted(*args: object, **kw: object) -> list[str]:
-            nonlocal calls
-            calls += 1
-            return real(*args, **kw)  # type: ignore[arg-type]
-
-        monkeypatch.setattr(cjkwords, "segment", counted)
+        calls = _count_segments(monkeypatch)
         m.end_session("s1", user_id="u1")
-        monkeypatch.setattr(cjkwords, "segment", real)
+        monkeypatch.undo()
         assert len(m.list(user_id="u1", limit=1000)) >= n // 2  # the moves were read
     finally:
         m.close()
+    return calls[0]
+
+
+def _count_segments(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """From now on, each call of the Chinese segmenter counted in the one-item list returned."""
+    calls = [0]
+    real = cjkwords.segment
+
+    def counted(*args: object, **kw: object) -> list[str]:
+        calls[0] += 1
+        return real(*args, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(cjkwords, "segment", counted)
     return calls
 
 
@@ -48,20 +53,12 @@ def test_said_at_reads_each_turn_once_for_the_jobs_memories(monkeypatch: pytest.
     t0 = datetime(2025, 1, 1, tzinfo=UTC)
     turns = [("我住在上海。" + "".join(f"我搬到城市{i}了。" for i in range(40)), t0),
              ("我搬到杭州了。", t0 + timedelta(minutes=1)), ("I moved to Berlin.", t0 + timedelta(minutes=2))]
-    calls = 0
-    real = cjkwords.segment
-
-    def counted(*args: object, **kw: object) -> list[str]:
-        nonlocal calls
-        calls += 1
-        return real(*args, **kw)  # type: ignore[arg-type]
-
     heard = changes.Heard()
     first = [changes.said_at(c, turns, heard) for c in ("用户搬到杭州", "The user moved to Berlin.", "用户搬到城市3")]
-    monkeypatch.setattr(cjkwords, "segment", counted)
+    calls = _count_segments(monkeypatch)
     again = [changes.said_at(c, turns, heard) for c in ("用户搬到杭州", "The user moved to Berlin.", "用户搬到城市3")]
     assert again == first == [t0 + timedelta(minutes=1), t0 + timedelta(minutes=2), t0]
-    assert calls <= 6  # the memories' own words only: the turns were read already
+    assert calls[0] <= 6  # the memories' own words only: the turns were read already
 
 
 # patterns tried from every character of a run (of spaces, commas, digits, \w) were quadratic
