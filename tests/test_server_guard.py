@@ -179,7 +179,7 @@ def test_slow_clients_are_cut_off(open_server: Server) -> None:
 
 def test_open_mode_is_not_admin_and_keyed_stays_keyed(tmp_path: Path) -> None:
     home = tmp_path / "home"
-    server = Server(home)
+    server = Server(home, MEMLANE_SERVER__KEYED_RECHECK_SECONDS="2")
     try:
         with server.client() as c:
             assert c.post("/v1/memories", json={"content": "the local user's note"}).status_code == 201
@@ -188,7 +188,7 @@ def test_open_mode_is_not_admin_and_keyed_stays_keyed(tmp_path: Path) -> None:
         key = create_key(home, "--user", "local")
         key_id = key.split("_")[1]
         assert cli(home, "keys", "revoke", key_id).returncode == 0
-        time.sleep(1.5)  # past the open-mode cache: revoking the last key does not reopen
+        time.sleep(2.5)  # past both caches: revoking the last key does not reopen
         with server.client() as c:
             assert error_shape(c.get("/v1/memories"), 401)
         done = cli(home, "keys", "reopen")

@@ -170,6 +170,14 @@ def test_a_choice_of_no_offered_option_goes_on(make_memory: MakeMemory, turn: st
     assert focus == "五一想带爸妈出去玩两天 去哪好" and done == []
 
 
+def test_an_option_named_in_a_task_before_a_switch_closes_nothing_after_it(make_memory: MakeMemory) -> None:
+    """The options a turn may take by name are those of the task at hand, not of one finished."""
+    leave = "对了 帮我写个请假条 五一前后请两天"
+    talk = [*TRIP, ("user", leave), ("assistant", "好的。请假事由写什么？"), ("user", "那就千岛湖")]
+    focus, done = _focus_after(make_memory, talk)
+    assert focus == leave and done == ["五一想带爸妈出去玩两天 去哪好"]
+
+
 def test_closings_in_slang_and_plural_and_a_word_of_what_was_done() -> None:
     for closing in ["ok bet", "fair", "ok that clicks", "fixed it, no more drip", "these work. thanks, heading to bed",
                     "that's much better, thank you dear", "得嘞", "绝了 就这个", "第二个好", "sent"]:

@@ -354,8 +354,8 @@ def track_topic(memory: Parts, scope: Scope, session_id: str, turns: Sequence[Tu
     finished = set().union(*(topic_terms(str(d.get("task", ""))) for d in (pad.recent_tasks if pad else [])))
     changes: list[tuple[Move, str]] = []
     asked = bool(recent) and recent[-1].role == "assistant" and _ASKS.search(recent[-1].content) is not None
-    # what the assistant said of late: the options a closing turn may take by name ("那就千岛湖")
-    replies: deque[str] = deque((t.content for t in recent if t.role == "assistant"),
+    # what the assistant said in this task: the options a closing turn may take by name ("那就千岛湖")
+    replies: deque[str] = deque((t.content for t in recent if t.role == "assistant" and t.seq >= since),
                                 maxlen=max(1, cfg.topic_context_turns // 2))
     offered = asked and offers_more(recent[-1].content)
     ordered = sorted(turns, key=lambda t: t.seq)
@@ -382,11 +382,13 @@ def track_topic(memory: Parts, scope: Scope, session_id: str, turns: Sequence[Tu
                 changes.append(("done", focus))
                 focus, focus_terms, since = "", set(), t.seq + 1
                 context.clear()
+                replies.clear()
             elif (move == "switch" and task) or starts:
                 focus = task
                 changes.append(("switch", focus))
                 focus_terms, since = terms | topic_terms(task), t.seq
                 context.clear()
+                replies.clear()
         if cfg.topic_context_turns:
             context.append(terms)
             recent = [*recent, t][-cfg.topic_context_turns:]

@@ -23,6 +23,9 @@ class ServerConfig(_Section):
     # open mode (loopback, no key ever made) serves the local user but not the admin routes
     # (status, purge of any user), unless the person starting the server asks: --open-admin
     open_admin: bool = False
+    # a server that has seen a key stays keyed; it reads the key store again this often to see a
+    # `memlane keys reopen` run by another process (a new key closes open mode within 1 s)
+    keyed_recheck_seconds: float = Field(10.0, gt=0)
     # bodies are refused with 413 before they are read past these sizes: an API or MCP call's
     # JSON, a web UI form (a request's messages are capped by max_messages_per_request too); an
     # import (POST /v1/import, the web UI's import form), room for a few thousand memories

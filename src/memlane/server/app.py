@@ -127,7 +127,8 @@ def create_app(config: Config, *, memory: Memory | None = None, host: str | None
         sched: Scheduler | None = None
         try:
             keys = KeyStore.open(config)
-            gate = Gate(keys, is_loopback(bind), config.server.local_user, config.server.open_admin)
+            gate = Gate(keys, is_loopback(bind), config.server.local_user, config.server.open_admin,
+                        config.server.keyed_recheck_seconds)
             gate.check_startup(bind)
             if run_scheduler:
                 sched = Scheduler(mem)

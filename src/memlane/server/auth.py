@@ -46,6 +46,7 @@ class Gate:
     loopback: bool
     local_user: str
     open_admin: bool = False  # `memlane serve --open-admin`: the open-mode user may use admin routes
+    keyed_recheck: float = 10.0  # seconds between reads of the key store once keyed (`keys reopen`)
     _keyed: tuple[float, bool] = field(default=(0.0, False))
 
     def check_startup(self, host: str) -> None:
@@ -61,7 +62,7 @@ class Gate:
         at, keyed = self._keyed
         now = time.monotonic()
         if keyed:  # for good: only `memlane keys reopen` (another process) reopens, re-read rarely
-            if now - at <= _KEYED_TTL * 10:
+            if now - at <= self.keyed_recheck:
                 return False
         elif now - at <= _KEYED_TTL:
             return True
