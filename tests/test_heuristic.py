@@ -775,3 +775,25 @@ def test_a_game_turn_and_a_friends_parents_news_leave_nothing():
 def test_still_and_not_yet_are_kept():
     assert contents("我还没搬到北京") == ["用户还没搬到北京"]  # not yet: it may still happen
     assert contents("我也对芒果过敏") == ["用户对芒果过敏"]  # "also" says nothing of the user
+
+
+def test_a_job_said_as_x_here_and_a_clause_of_another_subject_after_and():
+    assert contents("arborist here (ISA certified, portland OR).") == ["The user is an arborist (ISA certified, portland OR)."]
+    assert contents("single mom here so i'm doing all of this alone") == [
+        "The user is a single mom.", "The user is doing all of this alone."]
+    assert contents("same here") == [] and contents("everyone here is nice") == []
+    # "and tonight is …" opens a clause of its own: the job before it is kept whole
+    assert contents("im a nurse and tonight is my last night shift") == ["The user is a nurse."]
+    assert contents("my eyes aren't great lately (I had surgery on the left eye in May and the right is next)") == [
+        "The user's eyes aren't great lately (the user had surgery on the left eye in May and the right is next)."]
+
+
+def test_what_someone_else_does_to_the_user_is_not_the_users_fact():
+    assert contents("我家柯基叫馒头 最近老咬我拖鞋") == ["用户家柯基叫馒头"]
+    assert contents("开完会同事喊我去喝酒") == [] and contents("能给我讲讲轨距") == []
+    # the user's own facts with the user as object stay: a prescription, a name, a person named
+    assert contents("医生给我开了布洛芬") == ["用户的医生给用户开了布洛芬"]
+    assert contents("大家都叫我静静") == ["大家叫用户静静"]
+    assert contents("周末跟我老婆一起去爬山") != []
+    # what goes on from the user's own question tells no fact
+    assert contents("为什么坐飞机降落的时候耳朵会疼 越往下越疼") == []

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from memlane import Config, Memory, changes, cjkwords, clauses, spoken, statements
+from memlane import Config, Memory, changes, cjkwords, clauses, en_clauses, spoken, statements
 
 
 def _segmented(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, n: int) -> int:
@@ -75,7 +75,7 @@ _RUNS: list[tuple[re.Pattern[str], str, int, int]] = [
     (statements._EN_CORRECTION, "Lyonnais, not Paris", 0, 3),
     (statements.EN_VALUE_END, "cashews    so no", 7, 9),
     (statements.EN_TRAILING, "done ----", 4, 6),
-    (clauses._EN_SPLIT, "tea    and coffee", 3, 5),
+    (en_clauses._EN_SPLIT, "tea    and coffee", 3, 5),
 ]
 
 

@@ -24,6 +24,19 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from memlane.en_clauses import (
+    EN_ASK,
+    EN_BARE_KIN,
+    EN_FILLER,
+    EN_KIN,
+    EN_OTHER,
+    EN_PRONOUN,
+    EN_REQUEST,
+    EN_SELF,
+    EN_SENTENCE,
+    en_pieces,
+    is_clause,
+)
 from memlane.naming import EN_KIN_WORDS as _EN_KIN_WORDS
 from memlane.quoting import unquoted
 from memlane.spoken import heading
@@ -108,6 +121,11 @@ _ZH_NEIGHBOURS = re.compile(r"^(?:我们|咱们|我家|咱家|我)?(?:楼下|楼
 # someone asked the user something, told as a story: "上次学校体检医生问我…"
 _ZH_ASKED_ME = re.compile(r"^[^我，,]{1,10}?问(?:过|了)?我")
 # the user as the object of a doer left out: "一个人把我带大", "从小让我学琴"
+# the user as the object of what someone else does, the doer left out or not the user's kin (a
+# referent is carried by _ZH_DONE_TO_ME first): "天天跟着我", "刚给我按了一下", "同事喊我去喝酒"
+# (not a request to the assistant, "别给我…", "叫我老周就行", nor a doer named: "她又给我安排了相亲")
+_ZH_DONE_BY = re.compile(r"^(?:(?!别|不要|下次|以后|你|您|他|她|它)[^我，,]){0,6}?"
+                         rf"(?:(?:咬|跟着|吓|吵醒|盯着|挠|舔|(?:叫|喊)(?=我去)|拽|(?:能|可以|要)给)我|跟我对)(?!的|们|家|{_KIN})")
 # a bare name after a clause that tells of someone new in the user's life: theirs (kin are read apart)
 _ZH_BARE_NAME = re.compile(r"^(?:姓|叫|名叫)[\u4e00-\u9fff]{1,3}$")
 _ZH_MET = re.compile(r"(?:换|认识|找|请|约|碰到|遇到|遇见|加|来)了(?:一)?[个位名][^，,]{0,6}(?:医生|大夫|老师|教练|师傅|律师|同事|"
@@ -171,24 +189,6 @@ def _strip_zh_filler(p: str) -> str:
 
 # ---- English --------------------------------------------------------------------------------
 
-_EN_TITLE_DOT = (r"(?:(?<=\b[Mm]r)|(?<=\b[Mm]rs)|(?<=\b[Mm]s)|(?<=\b[Dd]r)|(?<=\b[Pp]rof)|(?<=\bSt))\.\s+"
-                 r"(?=[A-Z]|[a-z]+\b(?!\s+(?:i|we|my|the|and|but|then|so)\b))")  # "Mr. Okafor", "dr. okafor": no end
-EN_SENTENCE = re.compile(rf"[^.!?;\n]+(?:(?:\.(?:\d|[a-z]\.)|{_EN_TITLE_DOT})[^.!?;\n]*)*[.!?;]*")
-EN_FILLER = re.compile(r"^(?:by the way|also|oh|ooh|ok|okay|well|so|and|but|actually|btw|yes|yeah|yep|hi there|hello there|"
-                       r"hey there|hi+|hel+o+|he+y+|yo|ngl|imo|fyi|not gonna lie|to be honest|finally|honestly|seriously|literally|frankly|personally|genuinely|good (?:morning|afternoon|evening)|side note|(?:that |which )?means|"
-                       r"anyway|plus|oh and|and also|haha+|lol|hmm+|hm|ugh|wow|nice|perfect|great|cool|thanks|thx|ta|"
-                       r"fwiw|tbh|ah|right|sure|alright|hah|heh|hehe|omg|um+|uh+|big news|guess what|fun fact|"
-                       r"quick update|update|gracias|merci|cheers|no wait|wait|oops|sorry|[-–—(]+)(?:\b|(?<=[-–—(]))[,!.:\s]*", re.I)
-_EN_SPLIT = re.compile(r"(?:(?<!\s)|(?!\s))(?:\s*,\s*(?:(?:and|but|so|plus|or|because|while|though|although|whereas)\s+)?(?:also\s+)?"
-                       r"|\s+(?:and|but|plus|because|while|though|although|whereas)\s+(?:also\s+)?"
-                       r"|\s+[-–—]+\s+|\s+so\s+(?=(?:i|i'm|i've|i'll|my|we|it|it's|that|that's|there|there's|he|he's|she|she's|"
-                       r"they|they're|everyone|everybody|nobody)\b))", re.I)
-_ADVERB = (r"really|also|usually|always|never|often|sometimes|just|still|absolutely|totally|generally|normally|"
-           r"rarely|only|even|already|mostly|definitely|actually|recently|currently|now|mainly|typically|"
-           r"regularly|occasionally|basically|kind of|sort of|pretty much")
-_EN_SELF = re.compile(r"^(?:i|i'm|i've|i'd|i'll|im|we|we're|we've|we'll|me and|as a|as an)\b", re.I)
-_EN_KIN = re.compile(rf"^(?:my|our)\s+(?:(?:little|older|younger|big|best|new|current|old)\s+)?(?:{_EN_KIN_WORDS})\b"
-                     r"(?:\s+(?-i:[A-Z][a-zà-ÿ]+))?", re.I)
 _EN_KIN_ANY = re.compile(rf"\b(?:my|our)\s+(?:(?:little|older|younger|big|best|new|current|old)\s+)?(?:{_EN_KIN_WORDS})\b"
                          r"(?:\s+(?-i:[A-Z][a-zà-ÿ]+))?", re.I)
 # words of time or circumstance before the subject: "Next week I…", "On Fridays my…", "When I fly I…"
@@ -206,9 +206,6 @@ _EN_ASIDE = re.compile(r"^(?P<lead>[^,]{1,30}),\s*(?=(?-i:I|I'm|I've|I'll|I'd|my
 _EN_WHEN = re.compile(r"\d|\b(?:next|this|last|tomorrow|tonight|today|yesterday|week|weekend|month|year|monday|tuesday|"
                       r"wednesday|thursday|friday|saturday|sunday|january|february|march|april|may|june|july|august|"
                       r"september|october|november|december|spring|summer|autumn|fall|winter|morning|evening)\b", re.I)
-_EN_MINE = re.compile(r"^(?:my|our)\b", re.I)
-_EN_BARE_KIN = re.compile(rf"^(?:{_EN_KIN_WORDS})\b(?=\s+(?:is|was|said|says|thinks|wants|has|likes|loves|hates|"
-                          r"works|lives|told|recommended|suggested|gets|got|will|can|can't|passed|died|[a-z]+ed)\b)", re.I)
 _EN_REMOTE = re.compile(rf"^(?:my|our)\s+(?:(?:best|old|older|younger|little|big)\s+)?(?:{_EN_KIN_WORDS})'s\s+"
                         rf"(?:(?:ex|step|future|new|old|older|younger|little|big)[-\s])?(?:{_EN_KIN_WORDS})\b", re.I)
 # kin of several people, whom "they" names; kin the user says they have ("I have a 3-year-old son")
@@ -216,55 +213,6 @@ _EN_PLURAL_KIN = re.compile(r"\b(?:kids|children|parents|twins|in-laws|siblings|
                             re.I)
 _EN_HAVE_KIN = re.compile(rf"\b(?:have|got|adopted|has)\s+(?:a|an|one|two|three|\d+)\s+(?:[\w-]+\s+){{0,2}}?"
                           rf"(?P<kin>{_EN_KIN_WORDS})\b", re.I)
-_EN_PRONOUN = re.compile(r"^(?:he's|she's|he|she|her|his|him)\b", re.I)
-_EN_OTHER = re.compile(r"^(?:they|it|you|it's|that|that's|there|there's|this|these|those|their|they're|your|"
-                       r"you're|people|someone|everyone|anyone)\b", re.I)
-_EN_ASK = re.compile(r"^(?:(?:what|how|where|when|why|who|which)(?:'s|'re|\s+(?:is|are|was|were|do|does|did|can|could|"
-                     r"should|would|will|to|about|much|many|long|often|else)\b)|what's|can you|could you|would you|"
-                     r"will you|do you|any|is there|are there|is it|should i|can i|could i|do i|did i|am i|would i|"
-                     r"(?:is|was|are|were|does|do|did|can|could|should|would|will|has|have)\s+(?:that|this|it|they)\b|"
-                     r"shall|wdyt|thoughts|ideas|tips|suggestions|recommendations|advice|anything|anyone|"
-                     r"any (?:tips|ideas|suggestions|recommendations|advice|thoughts)|"
-                     r"(?:what|which|how|where|who|when|why)\s+(?:\w+\s+){1,3}(?:should|can|could|do|does|would|will|is|"
-                     r"are)\s+(?:i|you|we)\b)", re.I)
-_EN_REQUEST = re.compile(r"^(?:from now on|going forward|in (?:the )?future|pls|plz|please|can you|could you|would you|help me|remind me|tell me|give me|show me|"
-                         r"let me know|make|write|explain|summari[sz]e|translate|proofread|recommend|suggest|find|"
-                         r"list|check|fix|keep|stop|use|don't|do not|always|never|avoid|answer|reply|respond|call me|"
-                         r"ignore|disregard|forget|delete|erase|override|pretend|act as|"
-                         r"no more)\b", re.I)
-# verbs a first-person clause opens with once "I" was said: "…and work as a data engineer"
-_EN_VERB = re.compile(
-    rf"^(?:(?:{_ADVERB})\s+)*(?:am|have|has|had|do|don't|does|doesn't|did|didn't|never|can|can't|cannot|could|"
-    r"will|won't|would|should|must|need|needs|want|wants|plan|plans|work|works|worked|live|lives|lived|like|"
-    r"likes|love|loves|loved|enjoy|enjoys|hate|hates|dislike|prefer|prefers|speak|speaks|use|uses|play|plays|run|"
-    r"runs|go|goes|went|moved|move|study|studies|studied|learn|learned|teach|teaches|own|owns|drive|drives|"
-    r"eat|eats|drink|drinks|cook|cooks|read|reads|write|writes|watch|watches|practice|practise|train|trains|"
-    r"visit|visits|take|takes|keep|keeps|try|tries|got|get|gets|started|start|quit|stopped|became|grew|was|"
-    r"were|sleep|wake|volunteer|volunteers|coach|coaches|collect|collects|bike|cycle|swim|swims|hike|hikes|"
-    r"grew up|was born|belong|support|follow|manage|manages|lead|leads|ride|rides|wear|wears|"
-    r"avoid|avoids|can't stand|attend|attends|switched|decided)\b", re.I)
-# what "I'm" carries into "…and training for a marathon", "…and allergic to nuts"
-_EN_BE_CARRIED = re.compile(r"^(?:(?:also|now|currently|still|really)\s+)?(?:[a-z]+ing|allergic|married|divorced|"
-                            r"single|based|from|originally|retired|pregnant|vegan|vegetarian|lactose|gluten|"
-                            r"intolerant|engaged|left-handed|right-handed)\b", re.I)
-_NOT_GERUND = re.compile(r"^(?:thing|nothing|something|anything|everything|morning|evening|king|ring|spring|string|"
-                         r"wedding|building|meeting|during|ceiling|pudding|clothing|feeling|sibling|darling|"
-                         r"being|earring|awning|lightning|painting|ping|sing|bring|sting|swing|wing|thing|"
-                         # adjectives in -ing: "interesting, thx" says nothing of the user
-                         r"interesting|amazing|boring|exciting|annoying|confusing|surprising|fascinating|"
-                         r"frustrating|tempting|relaxing|exhausting|disappointing|depressing|inspiring|refreshing|"
-                         r"terrifying|embarrassing|shocking|stunning|charming|promising|outstanding|satisfying|"
-                         r"hilarious|touching|worrying|puzzling|encouraging|insulting|overwhelming)$", re.I)
-_BE = re.compile(r"\b(?:i'm|i am|im)\b", re.I)
-# "like" and "just" that are no verb: "like I said", "like under 150 words", "just checking"
-_NOT_VERB = re.compile(r"^(?:like|just)\s+(?:(?:i|you|he|she|we|they|that|this|under|over|about|around|once|twice|maybe|"
-                       r"totally|really|literally|a|an|the)\b|[\d$€£¥~])|^just\s+\w+ing\b", re.I)
-_VERB_ELLIPSIS = re.compile(r"^(?:(?:just|recently|finally|officially|already)\s+)?(?:love|loves|like|likes|enjoy|hate|dislike|can't|cannot|can not|"
-                            r"don't(?!\s+(?:mention|include|use|say|add|put|write|forget|make|send|tell|call|list|show|give|"
-                            r"bother|worry|let|be|do|go|start|stop|change|remove|sign|cc|copy|reply|answer|explain|bring)\b)|adore|speak|"
-                            r"got|finished|passed|graduated|started|quit|adopted|booked|joined|turned|"
-                            r"prefer|work|live|moved|need|plan|planning|"
-                            r"allergic|vegan|vegetarian|currently|usually|mostly)\b", re.I)
 # "start date is May 4th", "goal is sub 1:50": a bare noun says "my"
 _EN_BARE_NOUN = re.compile(r"^(?!(?:the|a|an|this|that|it|there|he|she|they|you|we|what|which|who)\b)"
                            r"(?P<n>[a-z][a-z-]*(?:\s+[a-z][a-z-]*)?)(?:\s+is\s+|'s\s+|\s+(?=[$€£]?\d))", re.I)
@@ -291,161 +239,8 @@ _EN_NONE_OF = re.compile(r"^no\s+[a-z-]+(?:\s*,\s*(?:and\s+|or\s+)?no\s+[a-z-]+)
 # a tag that asks about the whole sentence ("…, right?"), not a request of its own ("…, ideas?")
 _EN_TAG = re.compile(r"^(?:right|correct|yeah|yes|no|huh|eh|ok|okay|true|isn't it|aren't i|don't i|didn't i|won't i|"
                      r"or not|yeah\?)$", re.I)
-_SUBORDINATE = re.compile(r"^(?:since|because|as|cause|cuz|given that|now that)\s+(?=i\b|i'm\b|my\b)", re.I)
-_AS_A = re.compile(r"^as an? ", re.I)
 # a writer naming themself as a message opens ("Hello dear, this is Margaret")
 _EN_THIS_IS = re.compile(r"^(?:[A-Za-z]+,\s*)?this is (?-i:[A-Z][\w'-]+(?:\s+[A-Z][\w'-]+)?)$", re.I)
-
-
-def _en_opens(text: str, be: bool) -> str | None:
-    """How a piece after a comma or conjunction continues: "self" (its own first-person
-    subject), "kin", "other" (someone else's), "ask" (a question), "verb" ("I" carried in),
-    "be" ("I'm" carried in), or None when it is no clause ("salt and pepper")."""
-    t = text.strip()
-    if re.match(r"^(?:i|me)\s+(?:are|were|have been)\b", t, re.I):
-        return None  # "my partner Alex and I are moving": one subject of two people
-    if re.match(r"^(?:if|unless|even if|even though|even when|in case)\b", t, re.I) or re.match(
-            r"^(?:maybe|perhaps|probably|hopefully)\s+(?:i|i'll|we|we'll)\b", t, re.I):
-        return "other"  # "…, if that helps the theme", "…, maybe I bring it up then": what came before still holds
-    if _EN_SELF.match(t) or _SUBORDINATE.match(t):
-        return "self"
-    if _EN_MINE.match(t) or _EN_PRONOUN.match(t):
-        return "kin"
-    if _EN_ASK.match(t):
-        return "ask"
-    if re.match(r"^[a-z]+\s+me\b", t, re.I) and not _EN_VERB.match(t):
-        return "request"  # "wish me luck", "send me the list"
-    if _EN_VERB.match(t) and not _NOT_VERB.match(t):
-        return "verb"
-    word = re.match(r"^(?:(?:also|now|currently|still|really)\s+)?([a-z'-]+)", t, re.I)
-    if be and _EN_BE_CARRIED.match(t) and word and not _NOT_GERUND.match(word.group(1)):
-        return "be"
-    if _EN_OTHER.match(t) or _EN_REQUEST.match(t) or re.match(r"^[A-Z][a-z]+\s+(?:is|was|has|works|lives|loves|likes)\b", t):
-        return "other"
-    return None
-
-
-def _en_ellipsis(text: str) -> str:
-    """A sentence said without its "I": "Training for a half marathon in March" → "I'm
-    training…", "Love hiking" → "I love hiking", "as a nurse, …" → "I'm a nurse, …"; a gerund
-    that is the subject ("Swimming is fun") is left alone."""
-    if _AS_A.match(text):
-        return "I'm " + text[3:]
-    if re.match(r"^(?:home|back|off|away|out|stuck|sick|ill|laid up|in bed)\s+(?:with|from|sick|today|for|in|at|on)\b",
-                text, re.I):
-        return "I'm " + text[:1].lower() + text[1:]  # "home with a migraine today": where or how the speaker is
-    if re.match(r"^not\s+(?:into|a fan|a big fan|big on|keen|interested|a huge fan|an? [\w-]+ person)\b", text, re.I):
-        return "I'm " + text[:1].lower() + text[1:]
-    m = re.match(r"^([A-Za-z'-]+)(\s+\S+)?", text)
-    if m is None:
-        return text
-    first, after = m.group(1), (m.group(2) or "").strip().lower()
-    if after in ("is", "was", "are", "were", "has", "makes", "helps", "keeps", "'s"):
-        return text
-    if first.lower().endswith("ing") and len(first) > 4 and not _NOT_GERUND.match(first):
-        return "I'm " + text[:1].lower() + text[1:]
-    if first.lower() in ("usually", "mostly", "currently") and not (_EN_VERB.match(text) or after.endswith("ing")):
-        return text  # "mostly indie rock, some jazz": an answer, no verb to carry "I" into
-    if (_VERB_ELLIPSIS.match(text) and after not in ("i", "you", "he", "she", "we", "they", "it", "that", "this")
-            and not _NOT_VERB.match(text) and not re.match(r"^don't\s+\w+\s+me\b", text, re.I)):  # "like 5 a day", "don't judge me"
-        prefix = "I'm " if first.lower() in ("allergic", "vegan", "vegetarian", "currently") else "I "
-        return prefix + text[:1].lower() + text[1:]
-    return text
-
-
-def _en_pieces(sentence: str) -> list[tuple[str, str]]:
-    """(kind, piece) for each clause of an English sentence, "I" or "I'm" carried into a
-    clause that opens with a verb; a lead-in with no clause of its own ("Next month, …")
-    stays with what follows."""
-    s = _introduction(_strip_en_filler(sentence))
-    s = _SUBORDINATE.sub("", _en_ellipsis(s))
-    out: list[tuple[str, str]] = []
-    start, carried, kind0 = 0, "", ""
-    subject = _en_subject(s)  # whom a clause opening with a verb is about: "My brother lives … and works …"
-    be = bool(_BE.search(s[:40]))
-    for m in _EN_SPLIT.finditer(s):
-        left, right = s[start:m.start()], s[m.end():]
-        kind = _en_opens(right, be)
-        if kind == "verb" and (re.search(r"\bso\s+$", m.group(), re.I) or subject is None):
-            kind = None  # ", so use it in samples": a request to the assistant, not the user's doing
-        dash = bool(re.search(r"[-–—]", m.group()))
-        if dash and kind is None:
-            kind = "other"
-        if re.fullmatch(r"\s+and\s+", m.group(), re.I) and re.search(r"\b(?:me|I)\s*$", left):
-            continue  # "the film night me and my dad do": one subject of two people
-        if kind == "self" and not out and not _is_clause(left) and re.search(r"\b(?:but|so)\b", m.group(), re.I):
-            start = m.end()  # "random but I can't stand tomatoes", "long story short, I quit": a lead-in
-            continue
-        if kind is None or not (_is_clause(left) or dash):
-            continue
-        if re.search(r"\bwhile\s+$", m.group(), re.I) and len(right.split()) <= 3:
-            continue  # "…do video calls while we work": when it happens, no clause of its own
-        if kind == "other" and re.search(r"\bso\b", m.group(), re.I):
-            kind = "so"  # "…passed away, so it's his first birthday without her": a consequence, no description
-        out.append((kind0, carried + left))
-        carried = (subject or "I ") if kind == "verb" else "I'm " if kind == "be" else ""
-        kind0 = kind
-        if kind in ("self", "kin", "other", "so"):
-            be = bool(_BE.search(right[:40]))
-            subject = _en_subject(right)
-        start = m.end()
-    out.append((kind0, carried + s[start:]))
-    return [(k, _SUBORDINATE.sub("", _strip_en_filler(p))) for k, p in out if p.strip()]
-
-
-# "I'm Maria Fernandes, senior accountant at …": a name, then what the person is
-_INTRO = re.compile(r"^(?:i'm|i am|im|this is)\s+(?P<name>(?-i:[A-Z][\w'-]+(?:\s+[A-Z][\w'-]+){0,2}))\s*,\s*"
-                    r"(?P<role>(?!(?:and|but|so|i|you|what|how|can|could|nice|thanks|it|it's|that|that's|this|they|he|she)\b)"
-                    r"[a-z0-9][^,;]*)", re.I)
-
-
-def _introduction(s: str) -> str:
-    """A self-introduction said as "I'm <Name>, <role>" read as "my name is <Name> and I'm a
-    <role>", so each half is a clause of its own."""
-    m = _INTRO.match(s)
-    if m is None:
-        return s
-    role = m.group("role")
-    if role[:1].isdigit():
-        return f"my name is {m.group('name')} and I'm {role}{s[m.end():]}"  # "I'm Zoe, 16"
-    if _EN_VERB.match(role) or re.match(r"^(?:just|recently|currently|now)\s+\w+ed\b|^\w+ed\b", role, re.I):
-        return f"my name is {m.group('name')} and I {role}{s[m.end():]}"  # "I'm Wei, just moved to Toronto"
-    if not re.match(r"^(?:a|an|the|from|in|at|on|based|originally|living|working|\w+ing)\b", role, re.I):
-        role = ("an " if role[:1].lower() in "aeiou" else "a ") + role
-    return f"my name is {m.group('name')} and I'm {role}{s[m.end():]}"
-
-
-def _en_subject(text: str) -> str | None:
-    """The subject a clause opens with, as a verb after it would take it: "I ", "my brother ",
-    "she "; None for anyone else's."""
-    t = _strip_en_filler(text)
-    kin = _EN_KIN.match(t)
-    if kin is not None:
-        return kin.group() + " "
-    pronoun = re.match(r"^(?:he|she)\b", t, re.I)
-    if pronoun is not None:
-        return pronoun.group() + " "
-    if _EN_OTHER.match(t) or _EN_REQUEST.match(t):
-        return None  # "use British spelling … and never suggest …": the one asked does it, not "I"
-    return "I "
-
-
-def _strip_en_filler(text: str) -> str:
-    s = text.strip()
-    if s.endswith(")") and "(" not in s:
-        s = s[:-1].rstrip()  # the end of an aside: "(side note, …, ugh)"
-    while (m := EN_FILLER.match(s)) is not None and m.end() > 0:
-        s = s[m.end():].strip()
-    return s
-
-
-def _is_clause(text: str) -> bool:
-    """Whether a piece says something of its own (a verb), not just "Next month" or "My
-    manager, Tom"."""
-    t = text.strip()
-    return bool(re.search(r"\b(?:i|we|they|he|she)\s+\w|\b(?:it|there|everyone|everybody|nobody|someone)\s+[a-z]+ed\b|\b(?:i'm|i've|i'd|im|is|are|am|was|were|has|have|had|do|"
-                          r"does|did|can|will|would)\b|'s\s", t, re.I)
-                or any(_EN_VERB.match(t[m.start():]) for m in re.finditer(r"\b\w", t)) or _EN_BARE_KIN.match(t) is not None)
 
 
 # ---- the reader -----------------------------------------------------------------------------
@@ -548,6 +343,8 @@ class Reader:
         if _ZH_DONE_TO_ME.match(core) and self.referent is not None and not self.remote:
             # "感谢我妈，一个人把我带大": the doer left out is the one just named
             return Clause(when + self.referent + core, "kin"), topic
+        if _ZH_DONE_BY.match(core):  # "最近老咬我拖鞋", "同事喊我去喝酒": someone's doing to the user
+            return Clause(p, "other"), None
         if "我" in core:  # "医生让我少吃盐", "住的话我比较喜欢民宿": the user is in it already
             return Clause(p, "user"), topic
         if _ZH_OTHER_SAYS.match(core):  # "牙医说不能吃太硬的，也…": someone's words, and what follows them
@@ -584,7 +381,7 @@ class Reader:
                 listing = listing or (mine and not body)
             else:
                 mine = False
-            pieces = _en_pieces(body)
+            pieces = en_pieces(body)
             out: list[Clause] = []
             for kind, p in pieces:
                 if not p:
@@ -596,7 +393,7 @@ class Reader:
                 if n == 0 and not out and _EN_THIS_IS.match(p):
                     clause.about = "user"  # "Hello dear, this is Margaret": who is writing
                 if clause.about == "none" and ((after_question and n == 0 and not out) or (
-                        (mine or listing) and not _EN_OTHER.match(p))):
+                        (mine or listing) and not EN_OTHER.match(p))):
                     clause.about = "answer"  # "product designer, fully remote"; an item of "about me:"
                 clause.sentence, clause.lang, clause.said = sentence, "en", p
                 out.append(clause)
@@ -629,33 +426,33 @@ class Reader:
             return Clause(p[:lead.end()] + clause.text, clause.about, clause.asked, clause.carried)
         aside = _EN_ASIDE.match(p)
         said: str | None = aside.group("lead") if aside is not None else None
-        if aside is not None and (said is None or not _is_clause(said)):  # "Heads up, I'm moving…": a lead-in
+        if aside is not None and (said is None or not is_clause(said)):  # "Heads up, I'm moving…": a lead-in
             clause = self._en_about(p[aside.end():], kind)
             keep = p[:aside.end()] if said and _EN_WHEN.search(said) else ""  # "In May, I…" keeps its time
             return Clause(keep + clause.text, clause.about, clause.asked, clause.carried)
-        if kind == "ask" or _EN_ASK.match(p):
+        if kind == "ask" or EN_ASK.match(p):
             return Clause(p, "other", asked=True)
         if _EN_REMOTE.match(p):
             self.referent, self.remote = None, True
             return Clause(p, "other")
-        kin = _EN_KIN.match(p)
+        kin = EN_KIN.match(p)
         if kin is not None:
             self.referent, self.remote = kin.group(), False
             self._learn_en_names(p)
             return Clause(p, "kin")
-        if (_EN_SELF.match(p) or (kind in ("verb", "be") and not _EN_PRONOUN.match(p)) or re.match(r"^my\b", p, re.I)
+        if (EN_SELF.match(p) or (kind in ("verb", "be") and not EN_PRONOUN.match(p)) or re.match(r"^my\b", p, re.I)
                 or re.match(r"^(?-i:[A-Z][a-z]+) and I\b", p)):  # "Jake and I broke up": the user is one of the two
             self._learn_en_names(p)
             return Clause(p, "user", carried=kind in ("verb", "be"))
-        if _EN_BARE_KIN.match(p):
-            self.referent, self.remote = "my " + _EN_BARE_KIN.match(p).group(), False  # type: ignore[union-attr]
+        if EN_BARE_KIN.match(p):
+            self.referent, self.remote = "my " + EN_BARE_KIN.match(p).group(), False  # type: ignore[union-attr]
             return Clause("my " + p, "kin")
         plural = re.match(r"^(?:they're|they|their)\b", p, re.I)
         if plural and self.referent and not self.remote and _EN_PLURAL_KIN.search(self.referent):
             word = plural.group().lower()  # "my kids are 6 and 9 … they're obsessed with Minecraft"
             rest = (" are" if word == "they're" else "") + p[plural.end():]
             return Clause(self.referent + ("'s" if word == "their" else "") + rest, "kin")
-        pronoun = _EN_PRONOUN.match(p)
+        pronoun = EN_PRONOUN.match(p)
         if pronoun is not None:
             if self.referent is None or self.remote:
                 return Clause(p, "other")
@@ -668,19 +465,19 @@ class Reader:
         if any(p.startswith(n) for n in self.names):
             return Clause(p, "kin")
         told = _EN_TOLD.match(p)
-        if told is not None and _is_clause(told.group("c")):
+        if told is not None and is_clause(told.group("c")):
             clause = self._en_about(told.group("c"), "")  # "add that I'm in Portland": the user's words to send
             return clause if clause.about != "none" else Clause(clause.text, "user")
-        if _EN_REQUEST.match(p) or kind == "request":
+        if EN_REQUEST.match(p) or kind == "request":
             return Clause(p, "request")
         if _EN_FOR_ME.match(p):
             return Clause(p, "user")  # "Priya's covering on-call for me": an arrangement of the user's
         if _EN_NONE_OF.match(p):
             return Clause(p, "answer")  # "no pork, no shellfish": what the user goes without
         bare = _EN_BARE_NOUN.match(p)
-        if bare is not None and not _EN_OTHER.match(p) and _EN_ATTRIBUTE.search(bare.group("n")):
+        if bare is not None and not EN_OTHER.match(p) and _EN_ATTRIBUTE.search(bare.group("n")):
             return Clause("my " + p, "user", carried=True)  # "start date is May 4th"
-        if _EN_POSSESSIVE.search(p) and not _EN_OTHER.match(p):
+        if _EN_POSSESSIVE.search(p) and not EN_OTHER.match(p):
             return Clause(p, "user")  # "the reason for the rush is my contract…"
         if _EN_EVALUATION.match(p):
             head = p[:1] if p[1:2].isupper() else p[:1].lower()  # "CMU is the dream" keeps its capitals
@@ -690,7 +487,7 @@ class Reader:
     def _learn_en_names(self, p: str) -> None:
         for m in re.finditer(r"\b(?:named|called|name's|name is)\s+((?-i:[A-Z][a-zà-ÿ]+))", p, re.I):
             self.names.add(m.group(1))
-        kin = _EN_KIN.match(p)
+        kin = EN_KIN.match(p)
         if kin is not None and (name := re.search(r"(?-i:[A-Z][a-zà-ÿ]+)$", kin.group())):
             self.names.add(name.group())
 

@@ -10,7 +10,8 @@ from __future__ import annotations
 import re
 
 from memlane import statements as st
-from memlane.clauses import EN_SENTENCE, ZH_SENTENCE
+from memlane.clauses import ZH_SENTENCE
+from memlane.en_clauses import EN_SENTENCE
 from memlane.text import language_of
 
 

@@ -243,6 +243,9 @@ def zh_topic_fact(said: str) -> bool:
     return bool(_ZH_STANDING_VERB.search(body) or _ZH_COUNT.search(body)) and not _ZH_ABOUT_HERE.search(body)
 
 
+_ZH_ASKED = re.compile(r"(?:吗|呢)$|为什么|为啥|怎么(?!都|也)|什么(?!都|也)|谁(?!都|也)")  # a run that asks (吧 does not)
+
+
 def zh_bare(said: str, sentence: str, *, opens: bool, question: str, questions: int,
             listed: bool = False) -> str | None:
     """A Chinese clause said bare, its topic first, as a memory: an answer to the assistant's
@@ -253,6 +256,9 @@ def zh_bare(said: str, sentence: str, *, opens: bool, question: str, questions: 
     said = tidy(said)
     if (head := heading(sentence)) is not None and head[0] == "self":
         return "用户：" + third_person_zh(said)  # "先做个自我介绍：陈嘉怡，31，深圳": the user's, item by item
+    at = sentence.find(said)
+    if at > 0 and any(_ZH_ASKED.search(run) for run in re.split(r"[\s，,]+", sentence[:at]) if run):
+        return None  # "为什么降落时耳朵会疼 越往下越疼": what goes on from the user's own question
     answering = opens and bool(question) and answers(question, "zh") and not zh_asks_thing(question)
     topic = re.match(r"^([\u4e00-\u9fff]{1,4}?)(?:也|都|还|就)", said)
     if topic is not None and topic.group(1) + "呢" in sentence:

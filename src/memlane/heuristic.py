@@ -24,7 +24,7 @@ from datetime import UTC, date, datetime
 
 from memlane import changes, chatter, grammar, validate
 from memlane import statements as st
-from memlane.clauses import EN_SENTENCE, ZH_SENTENCE, Clause, Reader, opens_with_predicate
+from memlane.clauses import ZH_SENTENCE, Clause, Reader, opens_with_predicate
 from memlane.commands import (
     EN_LEAD_FILLER,
     command,
@@ -36,6 +36,7 @@ from memlane.commands import (
 )
 from memlane.config import Config
 from memlane.dates import upcoming
+from memlane.en_clauses import EN_SENTENCE
 from memlane.extraction import Extraction, Operation
 from memlane.models import Turn
 from memlane.naming import named_asides

@@ -11,8 +11,9 @@ import re
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
 
-from memlane.clauses import EN_FILLER, Clause
+from memlane.clauses import Clause
 from memlane.dates import relative_days, upcoming
+from memlane.en_clauses import EN_FILLER
 from memlane.text import has_cjk, language_of
 
 
