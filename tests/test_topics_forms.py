@@ -186,3 +186,17 @@ def test_closings_in_slang_and_plural_and_a_word_of_what_was_done() -> None:
     assert not closes_task("sent", asked=True)
     assert not closes_task("ok we're starting monday", asked=True, reply="Sure. How many weeks do you have?")
     assert not closes_task("no more than 5 slides please")
+
+
+@pytest.mark.parametrize("closing", ["fp-10 + an x stand, ordered", "alright, trap's set 🪤", "那我问问别家再说",
+                                     "ok fine, backyard only till then"])
+def test_what_the_user_did_or_will_do_with_the_result_finishes_the_task(make_memory: MakeMemory,
+                                                                        closing: str) -> None:
+    focus, done = _focus_after(make_memory, [*OPEN_EN, ("user", closing)])
+    assert focus == "" and len(done) == 1
+
+
+@pytest.mark.parametrize("turn", ["cut it then", "我打了疫苗", "ok, 3 weeks until the fair"])
+def test_an_order_or_a_bare_report_is_no_step_off(make_memory: MakeMemory, turn: str) -> None:
+    focus, done = _focus_after(make_memory, [*OPEN_EN, ("user", turn)])
+    assert focus.startswith("help me plan a science fair") and done == []

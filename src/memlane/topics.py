@@ -229,6 +229,25 @@ def settles(said: str) -> bool:
     return not _ZH_ORDER.search(rest)
 
 
+# The user says what they did or will now do with the result, and asks nothing: "fp-10 + an x
+# stand, ordered", "ok one more week then", "alright, trap's set", "好 加上了 明早发", "那我问问别家再说",
+# "打了格力售后 明天上门". A bare report of what was done without an acknowledgement or a next
+# step ("我打了疫苗") tells the task's circumstances.
+_STEP_EN = re.compile(r"\b(?:ordered|sent|booked|bought|signed up|set|done|on it|dig it out)[\s.!]*\W*$"
+                      r"|^\W*(?:ok|okay|alright|fine|fair|cool|got it)\b.*\bthen[\s.!]*\W*$", re.I)  # "cut it then": asked
+_STEP_ZH = re.compile(r"再说[吧了]?\W*$|^(?:好|行|嗯|懂了|收到|ok|那)[\s，,]*\S*?(?:发|加|说|打|买|订|约|交|报|弄|改|跟)"
+                      r"\S*?了|(?:发|加|说|打|买|订|约|交)(?:过去|上|好|完)?了[\s，,]+\S*(?:明早|明天|等|先|回头)", re.I)
+_STEP_CHARS = 60
+
+
+def steps_off(said: str) -> bool:
+    """Whether a turn only says what the user did or will do with the result (see above)."""
+    if len(said) > _STEP_CHARS or _ASKS.search(said) or _wh(said) or _REQUEST.search(said) \
+            or _CONTINUES.search(said) or _BUT.search(said):
+        return False
+    return bool(_STEP_EN.search(said) or _STEP_ZH.search(said))
+
+
 # A statement or a yes/no question tells of a new matter when a thing of the user's own is its subject
 # ("my wifi keeps dropping every evening", "my insurance renewal went up 30%"), when it tells an
 # event of late ("最近跑完步右膝盖外侧疼", "lately I can't sleep") or one with the subject left out
@@ -304,7 +323,7 @@ def topic_move(text: str, terms: set[str], vocabulary: set[str], min_keywords: i
         named = topic_terms(next(g for g in frame.groups() if g))
         if vocabulary and named and not named & vocabulary:
             return "switch"
-    if not answering and not offered and settles(said):
+    if not answering and not offered and (settles(said) or steps_off(said)):
         return "done"
     if not answering and not requested and vocabulary and len(terms) >= min_keywords \
             and len(terms & vocabulary) / len(terms) < shift_below and reports_new_matter(said):
