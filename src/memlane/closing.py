@@ -53,7 +53,7 @@ _ZH_TIME = (r"(?:今天|今晚|今早|明天|明早|明晚|后天|周末|这周|
 _ZH_NAME = rf"(?:(?![{_ZH_NOT.replace('不', '')}这那太])[\u4e00-\u9fff\w]){{2,8}}?(?<![不没])"
 # no name of an option: "what it is", "not sure it is"
 # nor a change asked for before "then" ("shorter then", "more colour then", "ok then")
-_NOT_THEN = r"(?:ok|okay|and|so|more|less|much|[a-z]+er|i|i'll|we|we'll|let's|make|add|change|use|it)\b"
+_NOT_THEN = r"(?:ok|okay|and|so|more|less|much|[a-z]{1,30}er|i|i'll|we|we'll|let's|make|add|change|use|it)\b"
 _NOT_NAME = r"(?:not|no|what|how|why|where|which|who|but|if|whether|sure|think|so|that|this)\b"
 # "-ing" words that are no next step of the user's ("something", "morning"), or that ask for more
 _NOT_ACT = (r"(?:(?:some|any|no|every)?thing|morning|evening|during|string|spring|ring|king|bring|adding|making|"
@@ -116,7 +116,7 @@ _GRAMMAR: dict[str, tuple[list[str], list[str]]] = {
                 "学到了", "受教了", "涨知识了", "比心", "爱你", "感激不尽", "多亏(?:了)?你"]),
     # a verdict on the result; to an offer of more work it is a yes as well
     "verdict": ([rf"(?:(?:that'?s|this is|it'?s|that is|it is|this|that|it|looks|sounds|reads|seems|feels|"
-                 rf"(?:that|this|it|all|everything) (?:looks|sounds|reads|seems|feels)) )?(?:{_SO} )*{_GOOD}"
+                 rf"(?:that|this|it|all|everything) (?:looks|sounds|reads|seems|feels)) )?(?:{_SO} ){{0,4}}{_GOOD}"
                  r"(?: (?:now|enough|to me|indeed))*",
                  "lgtm", "love it", "loving it", r"i love (?:it|this|that|them)", r"love (?:this|that)",
                  r"(?:nice|great|good|neat|clever|cool) (?:one|job|work|stuff|trick|tip|idea|call)", "well done", "nailed it", "you nailed it",
@@ -192,8 +192,8 @@ _GRAMMAR: dict[str, tuple[list[str], list[str]]] = {
                 rf"going with {_IT}", "sold", "deal", r"it'?s a deal", "settled", "that settles it", "decided",
                 r"(?:that'?s|it'?s) a keeper", "ship it", r"(?:(?:i'?ll|let'?s|we'?ll) )?(?:keep|leave) it "
                 r"(?:as is|like that|that way|as it is)", "final answer",
-                rf"(?:(?!{_NOT_NAME})[\w'&-]+ ){{1,4}}it is", "done deal",
-                rf"(?!{_NOT_NAME}|{_NOT_THEN})[\w'&-]+(?: (?!{_IT}\b)[\w'&-]+)? then"],
+                rf"(?:(?!{_NOT_NAME})[\w'&-]{{1,30}} ){{1,4}}it is", "done deal",
+                rf"(?!{_NOT_NAME}|{_NOT_THEN})[\w'&-]{{1,30}}(?: (?!{_IT}\b)[\w'&-]{{1,30}})? then"],
                [rf"(?:那)?(?:我)?就(?:选|要|买|订|定|用|拿)?{_ZH_PICK}(?:了|吧|啦)*",
                 rf"(?:那)?{_ZH_PICK}(?:好|吧|不错|可以|行)(?:了|吧|啦)*",
                 rf"(?:那)?(?:我)?(?:选|要|买|订|定|用|拿){_ZH_PICK}(?:了|啦)+", r"用(?:这个|这版|它)吧"]),
@@ -217,7 +217,7 @@ _GRAMMAR: dict[str, tuple[list[str], list[str]]] = {
     # practice", "行 我周末就去买土", "我抄一下"; it closes only beside another closing act or an
     # acknowledgement (`closes_task`), alone it may report what the user is doing
     "act": ([rf"(?:{_I_WILL} )?(?:(?:now|just|go|go ahead and|definitely|probably|then|quickly|right away|and) )*"
-             rf"(?!{_NOT_ACT})[a-z]+ing(?: {_TAIL}){{0,8}}",
+             rf"(?!{_NOT_ACT})[a-z]{{1,30}}ing(?: {_TAIL}){{0,8}}",
              rf"{_I_WILL}(?: (?:now|just|go|go ahead and|definitely|probably|then|quickly|right away|and))* "
              rf"(?!{_NOT_ACT})[a-z]+(?: {_TAIL}){{0,8}}"],
             [rf"(?:那)?(?:我|我们)?{_ZH_WHEN}(?:就|这就|马上|现在就|先|去|回头|直接|赶紧|得)+"
@@ -228,7 +228,7 @@ _GRAMMAR: dict[str, tuple[list[str], list[str]]] = {
              rf"(?:那)?(?:我|我们)?{_ZH_TIME}(?:抽空|就|先|再|去|得)*(?![是有太挺很点]){_ZH_DO}{{1,8}}"]),
     # what the user did, said in a word: "sent!", "booked", "ordered it"
     "did": ([rf"(?:just |already |all )?(?:sent|done|bought|booked|ordered|paid|submitted|posted|printed|made|built|"
-             rf"(?!{_NOT_DID})[a-z]{{2,}}ed)(?: (?:it|them|that|this))?"],
+             rf"(?!{_NOT_DID})[a-z]{{2,24}}ed)(?: (?:it|them|that|this))?"],
             [r"(?:已经|刚)?(?:发|交|买|订|下单|提交|打印|抄|存|改|弄|装)(?:给(?:(?![再还帮你我吗呢但])[\u4e00-\u9fff]){1,4})?(?:好|完)?了(?:啦)?"]),
     # thumbs up, folded hands, a smile: a verdict without words
     "emoji": ([], [r"(?:[\U0001F44D\U0001F44C\U0001F64F\u2705\U0001F389\U0001F60A\U0001F642\U0001F604\U0001F601"
