@@ -189,7 +189,8 @@ def test_closings_in_slang_and_plural_and_a_word_of_what_was_done() -> None:
 
 
 @pytest.mark.parametrize("closing", ["fp-10 + an x stand, ordered", "alright, trap's set 🪤", "那我问问别家再说",
-                                     "ok fine, backyard only till then"])
+                                     "ok fine, backyard only till then", "she loves it thx!!", "提交了 说三个工作日审核 谢了",
+                                     "OHHH ok got it"])
 def test_what_the_user_did_or_will_do_with_the_result_finishes_the_task(make_memory: MakeMemory,
                                                                         closing: str) -> None:
     focus, done = _focus_after(make_memory, [*OPEN_EN, ("user", closing)])
@@ -200,3 +201,9 @@ def test_what_the_user_did_or_will_do_with_the_result_finishes_the_task(make_mem
 def test_an_order_or_a_bare_report_is_no_step_off(make_memory: MakeMemory, turn: str) -> None:
     focus, done = _focus_after(make_memory, [*OPEN_EN, ("user", turn)])
     assert focus.startswith("help me plan a science fair") and done == []
+
+
+def test_a_cue_after_a_closing_sentence_switches(make_memory: MakeMemory) -> None:
+    turn = "ok going w the fescue, thanks man. unrelated but my kid's bike chain keeps falling off"
+    focus, done = _focus_after(make_memory, [*OPEN_EN, ("user", turn)])
+    assert focus == turn and len(done) == 1

@@ -76,7 +76,7 @@ _ZH_OBJ = (r"(?:这个|它|这版|这些|这款|这家|这篇|这份|了|吧|啦
 # each act: (English alternatives, Chinese alternatives); the longest alternative wins at each point
 _GRAMMAR: dict[str, tuple[list[str], list[str]]] = {
     # acknowledgements and interjections: they close nothing alone ("ok" answering a question)
-    "ack": (["right", "oh", "ah+", "aha", "wow", "whoa", "hmm+", "hm", "um+", "lol", "lmao", "ha(?:ha)+",
+    "ack": (["right", "o+h+", "ah+", "aha", "wow", "whoa", "hmm+", "hm", "um+", "lol", "lmao", "ha(?:ha)+",
              "he(?:he)+", "heh", "ha", "huh", "eh", "ugh+", "meh", "welp", "well", "oh well", "man", "dude", "mate", "buddy", "bro",
              "dear", "hun", "hon", "sweetie", "no", "nope", "nah", "then",
              "so", "and", "again", "phew", "whew", "omg", "yay", "woo+", "ooh", "indeed",
