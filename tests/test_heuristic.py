@@ -797,3 +797,8 @@ def test_what_someone_else_does_to_the_user_is_not_the_users_fact():
     assert contents("周末跟我老婆一起去爬山") != []
     # what goes on from the user's own question tells no fact
     assert contents("为什么坐飞机降落的时候耳朵会疼 越往下越疼") == []
+
+
+def test_a_friends_child_is_theirs_and_a_bare_kin_word_with_a_name_is_the_users():
+    assert contents("我大学同学她老公升职了 派去新加坡三年 她在银行做得挺好 孩子才两岁") == []
+    assert contents("Cold. Wife Barb keeps the thermostat low.") == ["The user's wife Barb keeps the thermostat low."]

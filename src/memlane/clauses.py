@@ -325,8 +325,10 @@ class Reader:
                 return Clause(p, "other"), None  # 他们 names the user's parents, never one person
             return Clause(when + self.referent + core[pronoun.end():], "kin"), self.referent
         bare = _ZH_BARE_KIN.match(core)
-        if bare is not None and self.previous_about == "other" and re.match(r"^(?:她|他)们?(?:跟我|和我)?说", self.previous):
-            return Clause(p, "other"), None  # "她说她老公一年回来两次，孩子都快不认识爸爸了": still her words
+        if bare is not None and self.previous_about == "other" and (
+                self.remote or re.match(r"^(?:她|他)们?(?:跟我|和我)?说", self.previous)):
+            # "她说她老公一年回来两次，孩子都快不认识爸爸了", "我大学同学…她在银行 孩子才两岁": still theirs
+            return Clause(p, "other"), None
         if bare is not None:
             self.referent, self.remote = "我的" + bare.group(), False
             return Clause(when + "我的" + core, "kin"), None if _ZH_SAYS.search(core[bare.end():]) else "我的" + bare.group()
@@ -444,8 +446,9 @@ class Reader:
                 or re.match(r"^(?-i:[A-Z][a-z]+) and I\b", p)):  # "Jake and I broke up": the user is one of the two
             self._learn_en_names(p)
             return Clause(p, "user", carried=kind in ("verb", "be"))
-        if EN_BARE_KIN.match(p):
-            self.referent, self.remote = "my " + EN_BARE_KIN.match(p).group(), False  # type: ignore[union-attr]
+        if bare := EN_BARE_KIN.match(p):
+            p = p[:1].lower() + p[1:]  # "Wife Barb keeps…" → "my wife Barb keeps…"
+            self.referent, self.remote = "my " + p[:bare.end()], False
             return Clause("my " + p, "kin")
         plural = re.match(r"^(?:they're|they|their)\b", p, re.I)
         if plural and self.referent and not self.remote and _EN_PLURAL_KIN.search(self.referent):

@@ -28,8 +28,9 @@ EN_SELF = re.compile(r"^(?:i|i'm|i've|i'd|i'll|im|we|we're|we've|we'll|me and|as
 EN_KIN = re.compile(rf"^(?:my|our)\s+(?:(?:little|older|younger|big|best|new|current|old)\s+)?(?:{_EN_KIN_WORDS})\b"
                      r"(?:\s+(?-i:[A-Z][a-zà-ÿ]+))?", re.I)
 _EN_MINE = re.compile(r"^(?:my|our)\b", re.I)
-EN_BARE_KIN = re.compile(rf"^(?:{_EN_KIN_WORDS})\b(?=\s+(?:is|was|said|says|thinks|wants|has|likes|loves|hates|"
-                          r"works|lives|told|recommended|suggested|gets|got|will|can|can't|passed|died|[a-z]+ed)\b)", re.I)
+EN_BARE_KIN = re.compile(rf"^(?:{_EN_KIN_WORDS})\b(?:\s+(?-i:[A-Z][a-z]+))?(?=\s+(?:is|was|said|says|thinks|wants|has|likes|"
+                          r"loves|hates|works|lives|keeps|needs|makes|does|doesn't|told|recommended|suggested|gets|got|will|"
+                          r"can|can't|passed|died|[a-z]+ed)\b)", re.I)  # "Wife Barb keeps the thermostat low"
 EN_PRONOUN = re.compile(r"^(?:he's|she's|he|she|her|his|him)\b", re.I)
 EN_OTHER = re.compile(r"^(?:they|it|you|it's|that|that's|there|there's|this|these|those|their|they're|your|"
                        r"you're|people|someone|everyone|anyone)\b", re.I)
