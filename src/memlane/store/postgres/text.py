@@ -36,8 +36,11 @@ class PostgresText(PostgresVectors):
     def fts_terms(self, corpus: Corpus, scope: Scope, terms: Sequence[str], limit: int,
                   weights: Sequence[float] = (1.0,)) -> list[tuple[int, float]]:
         """`fts` of the OR of `terms`: BM25 with the scope's own statistics, as the SQLite
-        store ranks (store/postings.py). Rows holding only the query's commonest words are
-        scored only when they could reach the top `limit` (MaxScore, exact, as there)."""
+        store ranks (store/postings.py). In a large scope not every row holding a query word is
+        scored (issue 34), each time exactly: first the rows holding two query words (or a
+        rare one twice), when no other row can score above their top `limit`; for one word,
+        its shortest rows; else the rows holding a rarer word, when those holding only the
+        commonest cannot reach the top (MaxScore, as there); else every row."""
         lex = pgtext.lexemes(terms)
         if not lex or limit <= 0:
             return []
