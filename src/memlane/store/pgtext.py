@@ -258,10 +258,9 @@ def ranked_sql(corpus: str, n_terms: int, *, two_columns: bool = False, repeated
         terms.append(f"CASE WHEN NOT fts @@ %(l{i})s::tsquery THEN 0 WHEN NOT fts @@ %(p{i})s::tsquery THEN {once} "
                      f"WHEN NOT fts @@ %(t{i})s::tsquery THEN {twice} ELSE {counted} END")
     rows = "fts @@ %(q)s::tsquery" + (" OR fts_rep @@ %(qr)s::tsquery" if repeated else "")
-    if by_length:
-        scope = f"FROM {corpus} WHERE user_id = %(u)s AND agent_id = %(a)s"
-        rows = (f"rowid IN ((SELECT rowid {scope} AND fts_rep @@ %(qr)s::tsquery) UNION ALL "
-                f"(SELECT rowid {scope} AND fts @@ %(q)s::tsquery ORDER BY fts_len, rowid LIMIT %(k)s))")
+    if by_length:  # the shortest rows' ids as an array, read once (not a join the planner may loop over)
+        rows = (f"fts_rep @@ %(qr)s::tsquery OR rowid = ANY(ARRAY(SELECT rowid FROM {corpus} WHERE user_id = %(u)s "
+                "AND agent_id = %(a)s AND fts @@ %(q)s::tsquery ORDER BY fts_len, rowid LIMIT %(k)s))")
     return f"""
         SELECT rowid, -({' + '.join(terms) or '0'}) AS s FROM {corpus}
         WHERE user_id = %(u)s AND agent_id = %(a)s AND ({rows})
