@@ -31,6 +31,10 @@ class StoreConfig(_Section):
     postgres_fold_chunk: int = Field(256, ge=1)  # vectors folded into the graph a transaction: ~1 s of locks
     # memories inserted at once from which one COPY replaces the INSERT pipeline (~2x the rows/s)
     postgres_copy_rows: int = Field(32, ge=1)
+    # full text over a large scope: a query of up to this many words first ranks only the rows
+    # holding two of them or more (the OR of each pair's AND, so one pair a word), enough when
+    # those outscore any row holding one word (exact); a pasted page's pairs would be thousands
+    postgres_pair_terms: int = Field(8, ge=0)
     busy_timeout_ms: int = Field(30_000, ge=0)  # long enough for bursts of writers in WAL mode
     max_content_chars: int = Field(16_000, ge=1)  # one memory; larger input is rejected
     # not from a seed: one conversation turn. People paste documents; LongMemEval has turns of

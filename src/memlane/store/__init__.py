@@ -65,7 +65,8 @@ def open_store(config: Config) -> Store:
                              pool_size=st.pool_size, ann_threshold=config.search.ann_threshold,
                              ef_search=config.search.ann_expansion_search,
                              tuning=PgTuning(prune_rows=st.postgres_prune_rows, defer_rows=st.postgres_defer_rows,
-                                             fold_chunk=st.postgres_fold_chunk, copy_rows=st.postgres_copy_rows))
+                                             fold_chunk=st.postgres_fold_chunk, copy_rows=st.postgres_copy_rows,
+                                             pair_terms=st.postgres_pair_terms))
     return _plugin_store(config)
 
 

@@ -132,9 +132,16 @@ def tsquery(lexemes_: Sequence[str], weight: str = "") -> str:
     return tree(items)
 
 
+def pairs(lexemes_: Sequence[str]) -> str:
+    """A tsquery of the rows holding two of the lexemes or more: the OR of each pair's AND."""
+    q = [quote(x) for x in lexemes_]
+    return " | ".join(f"( {a} & {b} )" for i, a in enumerate(q) for b in q[i + 1:])
+
+
 def rank_sql(corpus: str) -> str:
-    """One statement for a query's full text in a scope: ('t', N, tokens, version) the scope's
-    documents and tokens (table fts_stats, kept by triggers: pgschema m003, m005); then, in a
+    """One statement for a query's full text in a scope: ('t', N, tokens, version, shortest) the
+    scope's documents and tokens (table fts_stats, kept by triggers: pgschema m003, m005) and
+    its shortest row's length (index {corpus}_by_len, m010); then, in a
     scope under `small` documents, ('h', rowid, fts_len, lexeme, hits at A, hits at B) for
     every query lexeme of every matching row, which Python ranks (`rank_rows`); in a larger
     one ('d', documents holding it, lexeme) of each lexeme in `count` (`documents`), the statistics `ranked_sql` then ranks with. Parameters: u, a, q (tsquery of every
@@ -142,7 +149,8 @@ def rank_sql(corpus: str) -> str:
     b = "COALESCE(cardinality(array_positions(x.weights, 'B')), 0)"
     return f"""
         WITH t AS MATERIALIZED (
-            SELECT COALESCE(max(docs), 0) AS n, COALESCE(max(tokens), 0) AS tok, COALESCE(max(version), 0) AS v
+            SELECT COALESCE(max(docs), 0) AS n, COALESCE(max(tokens), 0) AS tok, COALESCE(max(version), 0) AS v,
+                   (SELECT min(fts_len) FROM {corpus} WHERE user_id = %(u)s AND agent_id = %(a)s) AS dl
             FROM fts_stats WHERE user_id = %(u)s AND agent_id = %(a)s AND corpus = '{corpus}'),
         m AS MATERIALIZED (
             SELECT rowid, fts, fts_len FROM {corpus}
@@ -150,7 +158,7 @@ def rank_sql(corpus: str) -> str:
         x AS (
             SELECT m.rowid, m.fts_len, x.lexeme, COALESCE(cardinality(x.positions), 0) - {b} AS na, {b} AS nb
             FROM m, unnest(m.fts) x WHERE x.lexeme = ANY(%(terms)s::text[]))
-        SELECT 't', n, tok, NULL::text, v, NULL::int FROM t
+        SELECT 't', n, tok, NULL::text, v, dl FROM t
         UNION ALL
         SELECT 'h', rowid, fts_len, lexeme, na, nb FROM x WHERE (SELECT n FROM t) < %(small)s
         UNION ALL
@@ -209,11 +217,14 @@ def rank_rows(hits: Sequence[tuple[int, int, str, int, int]], lexemes_: Sequence
     return [(rowid, neg) for neg, rowid in out[:limit]]
 
 
-def ranked_sql(corpus: str, n_terms: int, *, two_columns: bool = False, repeated: bool = False) -> str:
+def ranked_sql(corpus: str, n_terms: int, *, two_columns: bool = False, repeated: bool = False,
+               by_length: bool = False) -> str:
     """BM25 of the scope's rows matching `q` (and, with `repeated`, of those holding a query
-    lexeme three times or more: `fts_rep`, pgschema m008), each scored over every query lexeme
+    lexeme twice or more: `fts_rep`, pgschema m008, m010), each scored over every query lexeme
     with the scope's statistics computed before (store/postings.py's "scope" statistics), best
-    first.
+    first. With `by_length`, of only the `k` shortest rows matching `q` (index
+    {corpus}_by_len, m010) and those holding a query lexeme twice or more: for one lexeme at
+    one weight, a row holding it once scores less the longer it is, so the others score less.
 
     A lexeme's hits in a row are read without unpacking its tsvector: a lexeme's positions
     are consecutive (`document`), so phrase lookups (`@@`) tell one hit from two and at which
@@ -225,27 +236,31 @@ def ranked_sql(corpus: str, n_terms: int, *, two_columns: bool = False, repeated
     (its tsquery, at weight A), p{i} / t{i} (held twice, three times), aa{i} / bb{i} (twice
     at A, at B), idf{i}."""
     avgdl = "%(avgdl)s::float8"
+    dl = "fts_len::float8"  # not numeric: BM25's `0.75 * dl` in numeric, cast per row, cost ~15 %
     b = "cardinality(array_positions(x.weights, 'B'))"
     terms = []
     for i in range(n_terms):
         idf = f"%(idf{i})s::float8"
-        once = bm25.term_sql(idf, "%(wa)s::float8", "fts_len", avgdl)
+        once = bm25.term_sql(idf, "%(wa)s::float8", dl, avgdl)
         if two_columns:  # held once: in the row's own text (A) or its neighbours' (B)
             once = (f"CASE WHEN fts @@ %(la{i})s::tsquery THEN {once} "
-                    f"ELSE {bm25.term_sql(idf, '%(wb)s::float8', 'fts_len', avgdl)} END")
-        counted = (f"(SELECT {bm25.term_sql(idf, 'f', 'fts_len', avgdl)} FROM ("
+                    f"ELSE {bm25.term_sql(idf, '%(wb)s::float8', dl, avgdl)} END")
+        counted = (f"(SELECT {bm25.term_sql(idf, 'f', dl, avgdl)} FROM ("
                    f"SELECT %(wa)s::float8 * (cardinality(x.positions) - {b}) + %(wb)s::float8 * {b} AS f "
                    f"FROM unnest(fts) x WHERE x.lexeme = %(x{i})s) c)")
         # held twice (positions n, n+1 and no n+2: a lexeme's positions are consecutive,
         # `document`): its hits at A and B from phrase lookups, not `unnest`
-        twice = bm25.term_sql(idf, "(%(wa)s::float8 * 2 + %(wb)s::float8 * 0)", "fts_len", avgdl)
+        twice = bm25.term_sql(idf, "(%(wa)s::float8 * 2 + %(wb)s::float8 * 0)", dl, avgdl)
         if two_columns:
             twice = (f"CASE WHEN fts @@ %(aa{i})s::tsquery THEN {twice} WHEN fts @@ %(bb{i})s::tsquery "
-                     f"THEN {bm25.term_sql(idf, '(%(wa)s::float8 * 0 + %(wb)s::float8 * 2)', 'fts_len', avgdl)} "
-                     f"ELSE {bm25.term_sql(idf, '(%(wa)s::float8 * 1 + %(wb)s::float8 * 1)', 'fts_len', avgdl)} END")
+                     f"THEN {bm25.term_sql(idf, '(%(wa)s::float8 * 0 + %(wb)s::float8 * 2)', dl, avgdl)} "
+                     f"ELSE {bm25.term_sql(idf, '(%(wa)s::float8 * 1 + %(wb)s::float8 * 1)', dl, avgdl)} END")
         terms.append(f"CASE WHEN NOT fts @@ %(l{i})s::tsquery THEN 0 WHEN NOT fts @@ %(p{i})s::tsquery THEN {once} "
                      f"WHEN NOT fts @@ %(t{i})s::tsquery THEN {twice} ELSE {counted} END")
     rows = "fts @@ %(q)s::tsquery" + (" OR fts_rep @@ %(qr)s::tsquery" if repeated else "")
+    if by_length:  # the shortest rows' ids as an array, read once (not a join the planner may loop over)
+        rows = (f"fts_rep @@ %(qr)s::tsquery OR rowid = ANY(ARRAY(SELECT rowid FROM {corpus} WHERE user_id = %(u)s "
+                "AND agent_id = %(a)s AND fts @@ %(q)s::tsquery ORDER BY fts_len, rowid LIMIT %(k)s))")
     return f"""
         SELECT rowid, -({' + '.join(terms) or '0'}) AS s FROM {corpus}
         WHERE user_id = %(u)s AND agent_id = %(a)s AND ({rows})
@@ -263,11 +278,12 @@ def ranked_params(lexemes_: Sequence[str], idfs: Sequence[float]) -> dict[str, o
     return out
 
 
-def once_bound(weight: float, avgdl: float) -> float:
-    """What a lexeme held at most twice in a row (not in its `fts_rep`) can add per unit of
-    its idf, at most: BM25's saturation at twice `weight` in the shortest row that can hold it
-    (two tokens, plus the scope's token FTS5 counts)."""
-    return bm25.term_score(1.0, 2.0 * weight, 3.0, avgdl)
+def once_bound(weight: float, avgdl: float, shortest: int | None = None) -> float:
+    """What a lexeme held once in a row (not in its `fts_rep`, pgschema m010) can add per unit
+    of its idf, at most: one hit at `weight` in the scope's shortest row (`shortest`, its
+    `fts_len`: the score falls as rows lengthen), or in the shortest row that can hold it (one
+    token, plus the scope's token FTS5 counts) when that is not known."""
+    return bm25.term_score(1.0, weight, max(2.0, float(shortest or 0)), avgdl)
 
 
 def bm25_sql(corpus: str) -> str:

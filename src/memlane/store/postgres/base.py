@@ -93,6 +93,7 @@ class PgTuning:
     defer_rows: int = 64  # vectors of one large scope in one call that wait for the graph
     fold_chunk: int = 256  # vectors moved into the graph per transaction
     copy_rows: int = 32  # memories in one call from which COPY replaces the INSERT pipeline
+    pair_terms: int = 8  # full text: queries of up to this many lexemes rank the rows holding two first
 
 
 class PostgresBase(SharedSQL):

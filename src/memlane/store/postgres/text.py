@@ -36,8 +36,11 @@ class PostgresText(PostgresVectors):
     def fts_terms(self, corpus: Corpus, scope: Scope, terms: Sequence[str], limit: int,
                   weights: Sequence[float] = (1.0,)) -> list[tuple[int, float]]:
         """`fts` of the OR of `terms`: BM25 with the scope's own statistics, as the SQLite
-        store ranks (store/postings.py). Rows holding only the query's commonest words are
-        scored only when they could reach the top `limit` (MaxScore, exact, as there)."""
+        store ranks (store/postings.py). In a large scope not every row holding a query word is
+        scored (issue 34), each time exactly: first the rows holding two query words (or a
+        rare one twice), when no other row can score above their top `limit`; for one word,
+        its shortest rows; else the rows holding a rarer word, when those holding only the
+        commonest cannot reach the top (MaxScore, as there); else every row."""
         lex = pgtext.lexemes(terms)
         if not lex or limit <= 0:
             return []
@@ -56,13 +59,13 @@ class PostgresText(PostgresVectors):
                 "tqs": [pgtext.tsquery([x]) for x in count], "small": self._ann_threshold})
 
         got = run(count)
-        n_docs, n_tokens, now = next((int(r[1]), int(r[2]), int(r[4])) for r in got if r[0] == "t")
+        n_docs, n_tokens, now, shortest = next((int(r[1]), int(r[2]), int(r[4]), r[5]) for r in got if r[0] == "t")
         if n_docs < self._ann_threshold:
             return pgtext.rank_rows([(int(r[1]), int(r[2]), r[3], int(r[4]), int(r[5])) for r in got if r[0] == "h"],
                                     lex, n_docs, n_tokens, w[:2], int(limit))
         if now != version and len(count) < len(lex):  # the scope changed since: count them all
             got, count = run(lex), lex
-            n_docs, n_tokens, now = next((int(r[1]), int(r[2]), int(r[4])) for r in got if r[0] == "t")
+            n_docs, n_tokens, now, shortest = next((int(r[1]), int(r[2]), int(r[4]), r[5]) for r in got if r[0] == "t")
             known = {}
         docs = {**(known if now == version else {}), **{r[3]: int(r[2]) for r in got if r[0] == "d"}}
         self._keep_counts(key, now, docs)
@@ -75,13 +78,35 @@ class PostgresText(PostgresVectors):
         ranked = {"u": u, "a": a, "avgdl": avgdl, "wa": w[0], "wb": w[1], "k": int(limit),
                   **pgtext.ranked_params(lex, idfs)}
         sql = functools.partial(pgtext.ranked_sql, corpus, len(lex), two_columns=w[0] != w[1])
-        common = _common(idfs, holding, w[:2], avgdl, self._tuning.prune_rows)
+        # what a row outside the rows ranked first can score, per unit of a lexeme's idf: held
+        # once (rows holding it twice or more are ranked first: `fts_rep`), or any number of times
+        once = pgtext.once_bound(max(w[:2]), avgdl, shortest) * (1 + 1e-9)
+        most = bm25.max_term_score(1.0) * (1 + 1e-9)
+        pruning = min(w[:2]) >= 0 and sum(holding) >= self._tuning.prune_rows
+        # pairs: rank the rows holding two of the query's lexemes or more (leaving aside those
+        # most rows hold: their pairs are most rows), and those holding a rare one twice or
+        # more; any other row holds one of the paired lexemes (once, or a common one however
+        # often, which scores no more) beside the others, so scores at most `bound`: when the
+        # top `limit` score above it, they are the top of all
+        paired = [i for i, n in enumerate(holding) if 2 * n <= n_docs]
+        if pruning and 2 <= len(paired) <= self._tuning.pair_terms:
+            top = max(idfs[i] for i in paired) * once
+            rows = self._q(sql(repeated=True), {**ranked, "q": pgtext.pairs([lex[i] for i in paired]),
+                                                "qr": pgtext.tsquery([lex[i] for i in paired if idfs[i] * most > top])})
+            bound = top + sum(x for i, x in enumerate(idfs) if i not in paired) * most
+            if len(rows) >= limit and -float(rows[limit - 1][1]) > bound:
+                return [(int(r[0]), float(r[1])) for r in rows]
+        if pruning and len(lex) == 1 and w[0] == w[1] > 0:
+            # one lexeme: the rows holding it twice or more, and the `limit` shortest holding it
+            # (those holding it once score by their length alone: a longer one scores less)
+            rows = self._q(sql(by_length=True), {**ranked, "q": pgtext.tsquery(lex), "qr": pgtext.tsquery(lex)})
+            return [(int(r[0]), float(r[1])) for r in rows]
+        common = _common(idfs, holding, w[:2], avgdl, self._tuning.prune_rows) if pruning else set()
         if common:
-            # MaxScore: rank the rows holding a rarer word (and those holding any query word
-            # three times or more); a row holding only the common ones adds at most `bound`
-            rows = self._q(sql(repeated=True), {**ranked, "q": pgtext.tsquery(
-                [x for i, x in enumerate(lex) if i not in common]), "qr": pgtext.tsquery(lex)})
-            bound = sum(idfs[i] for i in common) * pgtext.once_bound(max(w[:2]), avgdl) * (1 + 1e-9)
+            # MaxScore: rank the rows holding a rarer word; a row holding only the common ones
+            # scores at most `bound`
+            rows = self._q(sql(), {**ranked, "q": pgtext.tsquery([x for i, x in enumerate(lex) if i not in common])})
+            bound = sum(idfs[i] for i in common) * most
             if len(rows) >= limit and -float(rows[limit - 1][1]) > bound:
                 return [(int(r[0]), float(r[1])) for r in rows]
         rows = self._q(sql(), {**ranked, "q": pgtext.tsquery(lex)})
@@ -192,7 +217,7 @@ def _common(idfs: Sequence[float], holding: Sequence[int], weights: Sequence[flo
     when every row is cheap to rank anyway."""
     if len(idfs) < 2 or min(weights) < 0 or sum(holding) < prune_rows:
         return set()
-    per_idf = pgtext.once_bound(max(weights), avgdl)
+    per_idf = bm25.term_score(1.0, 2.0 * max(weights), 3.0, avgdl)  # held twice at most, in the shortest row
     least = bm25.term_score(1.0, min(weights), 2.0, avgdl)  # a rarer lexeme once, in the shortest row
     by_idf = sorted(range(len(idfs)), key=lambda i: idfs[i])
     out: set[int] = set()
