@@ -782,6 +782,7 @@ def test_a_job_said_as_x_here_and_a_clause_of_another_subject_after_and():
     assert contents("single mom here so i'm doing all of this alone") == [
         "The user is a single mom.", "The user is doing all of this alone."]
     assert contents("same here") == [] and contents("everyone here is nice") == []
+    assert contents("Sarah here, I need help with my resume") == []  # a name, no role
     # "and tonight is …" opens a clause of its own: the job before it is kept whole
     assert contents("im a nurse and tonight is my last night shift") == ["The user is a nurse."]
     assert contents("my eyes aren't great lately (I had surgery on the left eye in May and the right is next)") == [

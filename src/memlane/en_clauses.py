@@ -130,7 +130,9 @@ def _en_ellipsis(text: str) -> str:
         return "I'm " + text[:1].lower() + text[1:]  # "home with a migraine today": where or how the speaker is
     if re.match(r"^not\s+(?:into|a fan|a big fan|big on|keen|interested|a huge fan|an? [\w-]+ person)\b", text, re.I):
         return "I'm " + text[:1].lower() + text[1:]
-    if here := _HERE.match(text):  # "arborist here, 14 yrs…", "single mom here": who the speaker is
+    # "arborist here, 14 yrs…", "single mom here": who the speaker is; one capitalised word may
+    # be a name ("Sarah here"), which is no role
+    if (here := _HERE.match(text)) and not re.fullmatch(r"(?-i:[A-Z][a-z'-]*)", here.group(1)):
         who = here.group(1) if here.group(1)[1:2].isupper() else here.group(1)[:1].lower() + here.group(1)[1:]
         return f"I'm {'an' if who[:1].lower() in 'aeiou' else 'a'} {who}{text[here.end():]}"
     m = re.match(r"^([A-Za-z'-]+)(\s+\S+)?", text)
