@@ -237,8 +237,10 @@ def settles(said: str) -> bool:
 # thanks ("我打了疫苗") tells the task's circumstances.
 _STEP_EN = re.compile(r"\b(?:ordered|sent|booked|bought|signed up|set|done|on it|dig it out)[\s.!]*\W*$"
                       r"|^\W*(?:ok|okay|alright|fine|fair|cool|got it)\b.*\bthen[\s.!]*\W*$", re.I)  # "cut it then": asked
-_STEP_ZH = re.compile(r"再说[吧了]?\W*$|^(?:好|行|嗯|懂了|收到|ok|那)[\s，,]*\S*?(?:发|加|说|打|买|订|约|交|报|弄|改|跟)"
-                      r"\S*?了|(?:发|加|说|打|买|订|约|交)(?:过去|上|好|完)?了[\s，,]+\S*(?:明早|明天|等|先|回头)", re.I)
+_STEP_ZH = re.compile(r"再说[吧了]?\W*$|^(?:好|行|嗯|懂了|收到|ok|那)[\s，,]*\S{0,8}?(?:发|加|说|打|买|订|约|交|报|弄|改|跟)"
+                      r"\S{0,8}?了|(?:发|加|说|打|买|订|约|交)(?:过去|上|好|完)?了[\s，,]+\S{0,8}(?:明早|明天|等|先|回头)", re.I)
+# …but not one that asks the assistant for more or tells of a snag: "好 我改了一下 你再看看", "嗯 我跟他说了 他不同意"
+_STEP_ZH_NOT = re.compile(r"你|再(?!说[吧了]?\W*$)|但|[他她]们?(?:说|不|没)|没有?(?:回|用|反应|动静)")
 _THANKS_END = re.compile(r"(?:\b(?:thanks|thank you|thx|ty|tysm|cheers)|谢了|谢谢|多谢|谢啦|感谢)[\s!！.。~～]*\W*$", re.I)
 _STEP_CHARS = 60
 
@@ -248,7 +250,8 @@ def steps_off(said: str) -> bool:
     if len(said) > _STEP_CHARS or _ASKS.search(said) or _wh(said) or _REQUEST.search(said) \
             or _CONTINUES.search(said) or _BUT.search(said):
         return False
-    return bool(_STEP_EN.search(said) or _STEP_ZH.search(said) or _THANKS_END.search(said))
+    return bool(_STEP_EN.search(said) or (_STEP_ZH.search(said) and not _STEP_ZH_NOT.search(said))
+                or _THANKS_END.search(said))
 
 
 # A statement or a yes/no question tells of a new matter when a thing of the user's own is its subject
