@@ -198,7 +198,7 @@ def test_what_the_user_did_or_will_do_with_the_result_finishes_the_task(make_mem
 
 
 @pytest.mark.parametrize("turn", ["cut it then", "我打了疫苗", "ok, 3 weeks until the fair", "好 我改了一下 你再看看",
-                                  "嗯 我跟他说了 他不同意", "好 那我再说一下需求了"])
+                                  "嗯 我跟他说了 他不同意", "好 那我再说一下需求了", "I'm not done"])
 def test_an_order_or_a_bare_report_is_no_step_off(make_memory: MakeMemory, turn: str) -> None:
     focus, done = _focus_after(make_memory, [*OPEN_EN, ("user", turn)])
     assert focus.startswith("help me plan a science fair") and done == []

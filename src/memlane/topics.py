@@ -242,6 +242,7 @@ _STEP_ZH = re.compile(r"再说[吧了]?\W*$|^(?:好|行|嗯|懂了|收到|ok|那
 # …but not one that asks the assistant for more or tells of a snag: "好 我改了一下 你再看看", "嗯 我跟他说了 他不同意"
 _STEP_ZH_NOT = re.compile(r"你|再(?!说[吧了]?\W*$)|但|[他她]们?(?:说|不|没)|没有?(?:回|用|反应|动静)")
 _THANKS_END = re.compile(r"(?:\b(?:thanks|thank you|thx|ty|tysm|cheers)|谢了|谢谢|多谢|谢啦|感谢)[\s!！.。~～]*\W*$", re.I)
+_NOT_EN = re.compile(r"\b(?:not|never|no)\b|n't", re.I)  # "I'm not done", "it won't stay set"
 _STEP_CHARS = 60
 
 
@@ -250,7 +251,8 @@ def steps_off(said: str) -> bool:
     if len(said) > _STEP_CHARS or _ASKS.search(said) or _wh(said) or _REQUEST.search(said) \
             or _CONTINUES.search(said) or _BUT.search(said):
         return False
-    return bool(_STEP_EN.search(said) or (_STEP_ZH.search(said) and not _STEP_ZH_NOT.search(said))
+    return bool((_STEP_EN.search(said) and not _NOT_EN.search(said))
+                or (_STEP_ZH.search(said) and not _STEP_ZH_NOT.search(said))
                 or _THANKS_END.search(said))
 
 
