@@ -190,7 +190,8 @@ def test_closings_in_slang_and_plural_and_a_word_of_what_was_done() -> None:
 
 @pytest.mark.parametrize("closing", ["fp-10 + an x stand, ordered", "alright, trap's set 🪤", "那我问问别家再说",
                                      "ok fine, backyard only till then", "she loves it thx!!", "提交了 说三个工作日审核 谢了",
-                                     "OHHH ok got it"])
+                                     "OHHH ok got it", "找到了 👌", "down from 2.1s to 800ms 🎉", "this is perfect. thank you, really",
+                                     "watermelon it is 🍉", "karaoke room + potluck at mine it is"])
 def test_what_the_user_did_or_will_do_with_the_result_finishes_the_task(make_memory: MakeMemory,
                                                                         closing: str) -> None:
     focus, done = _focus_after(make_memory, [*OPEN_EN, ("user", closing)])
@@ -198,7 +199,7 @@ def test_what_the_user_did_or_will_do_with_the_result_finishes_the_task(make_mem
 
 
 @pytest.mark.parametrize("turn", ["cut it then", "我打了疫苗", "ok, 3 weeks until the fair", "好 我改了一下 你再看看",
-                                  "嗯 我跟他说了 他不同意", "好 那我再说一下需求了", "I'm not done"])
+                                  "嗯 我跟他说了 他不同意", "好 那我再说一下需求了", "I'm not done", "😭"])
 def test_an_order_or_a_bare_report_is_no_step_off(make_memory: MakeMemory, turn: str) -> None:
     focus, done = _focus_after(make_memory, [*OPEN_EN, ("user", turn)])
     assert focus.startswith("help me plan a science fair") and done == []

@@ -192,7 +192,7 @@ _GRAMMAR: dict[str, tuple[list[str], list[str]]] = {
                 rf"going with {_IT}", "sold", "deal", r"it'?s a deal", "settled", "that settles it", "decided",
                 r"(?:that'?s|it'?s) a keeper", "ship it", r"(?:(?:i'?ll|let'?s|we'?ll) )?(?:keep|leave) it "
                 r"(?:as is|like that|that way|as it is)", "final answer",
-                rf"(?:(?!{_NOT_NAME})[\w'&-]{{1,30}} ){{1,4}}it is", "done deal",
+                rf"(?:(?!{_NOT_NAME})[\w'&+-]{{1,30}} ){{1,6}}it is", "done deal",
                 rf"(?!{_NOT_NAME}|{_NOT_THEN})[\w'&-]{{1,30}}(?: (?!{_IT}\b)[\w'&-]{{1,30}})? then"],
                [rf"(?:那)?(?:我)?就(?:选|要|买|订|定|用|拿)?{_ZH_PICK}(?:了|吧|啦)*",
                 rf"(?:那)?{_ZH_PICK}(?:好|吧|不错|可以|行)(?:了|吧|啦)*",
@@ -242,7 +242,7 @@ _ACTS = [(name, re.compile(rf"(?:{alt})(?![a-z0-9'])" if english else alt))
 _CLOSING = {"thanks", "verdict", "exact", "works", "final", "decide", "use", "emoji"}
 _HEARD = {"ack", "got"}  # beside one of these (or a closing act) the user's next step closes
 _WEAK = {"verdict", "emoji"}  # to an offer of more work, these say yes to it
-_GAP = re.compile(r"[\s,.!;:~…、。()\[\]\"“”‘’'*/\\|_-]+")
+_GAP = re.compile(r"[\s,.!;:~…、。()\[\]\"“”‘’'*/\\|_\U0001F300-\U0001FAFF\uFE0F\u200d-]+")  # other emoji: no act
 # what a report before "…and now it works" must not hold: a doubt, a "still", a request, a question,
 # a maybe or words reported ("they might say the band is fixed")
 _MORE = re.compile(r"\b(?:but|though|however|still|not|no|never|again|why|how|what|which|where|when|can|could|"

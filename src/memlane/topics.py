@@ -209,7 +209,7 @@ _NEW_EN = re.compile(r"\b(?:an?|tonight|today|tomorrow|this (?:morning|afternoon
 # An English statement opens with a subject, a "not" or an "-ing" ("we're buying seeds this
 # weekend", "not taking it in then", "adding the indexes now"), not with a bare verb ("great, add a
 # conclusion"): without that condition topics.json keeps 0.98 of its follow-ups, not 1.00.
-_EN_SUBJECT = re.compile(r"(?:i|i'm|i've|i'll|we|we're|we've|we'll|it|it's|that's|this|this is|they|they're|he|she"
+_EN_SUBJECT = re.compile(r"(?:i|i'm|i've|i'll|im|ive|we|we're|we've|we'll|it|it's|that's|thats|this|this is|they|they're|he|she"
                          r"|he's|she's|everything|all|not|no|already|just|[a-z]+ing)\b", re.I)
 _ZH_ORDER = re.compile(r"一点|一些|点儿|再|还|也要|要|想|得|帮|请|给我")
 # ...nor a fault found or more brought ("好，就是有点长", "行吧 就这样写不太好", "ok, adding more
@@ -233,7 +233,7 @@ def settles(said: str) -> bool:
 # stand, ordered", "ok one more week then", "alright, trap's set", "好 加上了 明早发", "那我问问别家再说",
 # "打了格力售后 明天上门", or says anything of it and ends by thanking ("she loves it thx!!",
 # "提交了 说三个工作日审核 谢了": in the seven labelled sets, 35 of the 35 user turns ending in thanks
-# closed the task). A bare report of what was done without an acknowledgement, a next step or
+# closed the task) A bare report of what was done without an acknowledgement, a next step or
 # thanks ("我打了疫苗") tells the task's circumstances.
 _STEP_EN = re.compile(r"\b(?:ordered|sent|booked|bought|signed up|set|done|on it|dig it out)[\s.!]*\W*$"
                       r"|^\W*(?:ok|okay|alright|fine|fair|cool|got it)\b.*\bthen[\s.!]*\W*$", re.I)  # "cut it then": asked
@@ -241,7 +241,11 @@ _STEP_ZH = re.compile(r"再说[吧了]?\W*$|^(?:好|行|嗯|懂了|收到|ok|那
                       r"\S{0,8}?了|(?:发|加|说|打|买|订|约|交)(?:过去|上|好|完)?了[\s，,]+\S{0,8}(?:明早|明天|等|先|回头)", re.I)
 # …but not one that asks the assistant for more or tells of a snag: "好 我改了一下 你再看看", "嗯 我跟他说了 他不同意"
 _STEP_ZH_NOT = re.compile(r"你|再(?!说[吧了]?\W*$)|但|[他她]们?(?:说|不|没)|没有?(?:回|用|反应|动静)")
-_THANKS_END = re.compile(r"(?:\b(?:thanks|thank you|thx|ty|tysm|cheers)|谢了|谢谢|多谢|谢啦|感谢)[\s!！.。~～]*\W*$", re.I)
+_THANKS_END = re.compile(r"(?:\b(?:thanks|thank you|thx|ty|tysm|cheers)(?:[\s,]+(?:really|so much|a lot|again|man|dude|"
+                         r"buddy|mate))?|谢了|谢谢|多谢|谢啦|感谢)[\s!！.。~～]*\W*$", re.I)
+# ...or ends with a cheer ("找到了 👌", "down from 2.1s to 800ms 🎉", "sent it to her ❤️": in the eight
+# labelled sets, 30 of the 30 user turns ending so, asking nothing, closed the task)
+_CHEER_END = re.compile(r"(?:👌|👍|🎉|🚀|❤️|❤|🙌|🙏|✅|💪|🥳|😍|🤘|✌️|✌)[\s!！.。~～]*$")
 _NOT_EN = re.compile(r"\b(?:not|never|no)\b|n't", re.I)  # "I'm not done", "it won't stay set"
 _STEP_CHARS = 60
 
@@ -253,7 +257,7 @@ def steps_off(said: str) -> bool:
         return False
     return bool((_STEP_EN.search(said) and not _NOT_EN.search(said))
                 or (_STEP_ZH.search(said) and not _STEP_ZH_NOT.search(said))
-                or _THANKS_END.search(said))
+                or _THANKS_END.search(said) or _CHEER_END.search(said))
 
 
 # A statement or a yes/no question tells of a new matter when a thing of the user's own is its subject
