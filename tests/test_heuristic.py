@@ -803,3 +803,7 @@ def test_what_someone_else_does_to_the_user_is_not_the_users_fact():
 def test_a_friends_child_is_theirs_and_a_bare_kin_word_with_a_name_is_the_users():
     assert contents("我大学同学她老公升职了 派去新加坡三年 她在银行做得挺好 孩子才两岁") == []
     assert contents("Cold. Wife Barb keeps the thermostat low.") == ["The user's wife Barb keeps the thermostat low."]
+
+
+def test_a_memory_another_holds_from_its_start_is_not_kept_twice():
+    assert contents("我女儿三岁半，上幼儿园") == ["用户的女儿三岁半上幼儿园"]

@@ -164,7 +164,7 @@ class HeuristicExtractor:
             order += len(sentences) + 1
             asked = offered = False
             question, questions, asked_user = "", 0, False
-        ops = [s.op for s in said if s.op is not None]
+        ops = _unprefixed([s.op for s in said if s.op is not None])
         ops += self._named(ops, now)
         result.operations = _fitting(ops + self._asides(ops, asides, now), self.config)
         return result
@@ -654,6 +654,14 @@ def _read_commands(turns: Sequence[Turn], config: Config, now: datetime,
         elif any(k == "ask" for k, _ in read):
             asked = True
     return ops
+
+
+def _unprefixed(ops: list[Operation]) -> list[Operation]:
+    """Without an ADD that another ADD of the same messages holds from its start ("用户的女儿三岁半"
+    beside "用户的女儿三岁半上幼儿园", "用户婆婆" beside "用户婆婆不太认同…"): it says nothing more."""
+    said = [(o.content or "").rstrip("。.！!，, ") if o.op == "ADD" else "" for o in ops]
+    return [o for o, c in zip(ops, said, strict=True)
+            if not (c and any(other != c and other.startswith(c) for other in said))]
 
 
 def _fitting(ops: list[Operation], config: Config) -> list[Operation]:
