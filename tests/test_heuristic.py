@@ -783,6 +783,7 @@ def test_a_job_said_as_x_here_and_a_clause_of_another_subject_after_and():
         "The user is a single mom.", "The user is doing all of this alone."]
     assert contents("same here") == [] and contents("everyone here is nice") == []
     assert contents("Sarah here, I need help with my resume") == []  # a name, no role
+    assert contents("first time here, long time lurker") == [] and contents("newbie here") == []
     # "and tonight is …" opens a clause of its own: the job before it is kept whole
     assert contents("im a nurse and tonight is my last night shift") == ["The user is a nurse."]
     assert contents("my eyes aren't great lately (I had surgery on the left eye in May and the right is next)") == [
@@ -805,5 +806,6 @@ def test_a_friends_child_is_theirs_and_a_bare_kin_word_with_a_name_is_the_users(
     assert contents("Cold. Wife Barb keeps the thermostat low.") == ["The user's wife Barb keeps the thermostat low."]
 
 
-def test_a_memory_another_holds_from_its_start_is_not_kept_twice():
-    assert contents("我女儿三岁半，上幼儿园") == ["用户的女儿三岁半上幼儿园"]
+def test_a_memory_said_twice_is_kept_once_and_a_longer_one_beside_it_too():
+    assert contents("I like tea. I like tea.") == ["The user likes tea."]
+    assert len(contents("I have a dog and I have a dog allergy")) == 2

@@ -199,7 +199,9 @@ def test_what_the_user_did_or_will_do_with_the_result_finishes_the_task(make_mem
 
 
 @pytest.mark.parametrize("turn", ["cut it then", "我打了疫苗", "ok, 3 weeks until the fair", "好 我改了一下 你再看看",
-                                  "嗯 我跟他说了 他不同意", "好 那我再说一下需求了", "I'm not done", "😭"])
+                                  "嗯 我跟他说了 他不同意", "好 那我再说一下需求了", "I'm not done", "😭",
+                                  "换了信道还是掉 谢谢", "now it throws a 500 🎉", "not ordered yet, thx",
+                                  "字数控制在50字以内 先谢了", "还没发过去 等老板看了再说", "pruners it is not"])
 def test_an_order_or_a_bare_report_is_no_step_off(make_memory: MakeMemory, turn: str) -> None:
     focus, done = _focus_after(make_memory, [*OPEN_EN, ("user", turn)])
     assert focus.startswith("help me plan a science fair") and done == []
@@ -209,3 +211,9 @@ def test_a_cue_after_a_closing_sentence_switches(make_memory: MakeMemory) -> Non
     turn = "ok going w the fescue, thanks man. unrelated but my kid's bike chain keeps falling off"
     focus, done = _focus_after(make_memory, [*OPEN_EN, ("user", turn)])
     assert focus == turn and len(done) == 1
+
+
+def test_a_detail_after_a_sentence_with_a_btw_goes_on(make_memory: MakeMemory) -> None:
+    turn = "the poster is done. btw my kid wants to use LED strips, does that change anything"
+    focus, done = _focus_after(make_memory, [*OPEN_EN, ("user", turn)])
+    assert focus.startswith("help me plan a science fair") and done == []

@@ -54,7 +54,7 @@ _ZH_NAME = rf"(?:(?![{_ZH_NOT.replace('不', '')}这那太])[\u4e00-\u9fff\w]){{
 # no name of an option: "what it is", "not sure it is"
 # nor a change asked for before "then" ("shorter then", "more colour then", "ok then")
 _NOT_THEN = r"(?:ok|okay|and|so|more|less|much|[a-z]{1,30}er|i|i'll|we|we'll|let's|make|add|change|use|it)\b"
-_NOT_NAME = r"(?:not|no|what|how|why|where|which|who|but|if|whether|sure|think|so|that|this)\b"
+_NOT_NAME = r"(?:not|no|what|whatever|whoever|how|why|where|which|who|but|if|whether|sure|think|so|that|this)\b"
 # "-ing" words that are no next step of the user's ("something", "morning"), or that ask for more
 _NOT_ACT = (r"(?:(?:some|any|no|every)?thing|morning|evening|during|string|spring|ring|king|bring|adding|making|"
             r"changing|wondering|thinking|asking|hoping|looking for|needing|wanting|getting (?:an?|this|that) error)\b"

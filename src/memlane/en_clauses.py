@@ -114,7 +114,8 @@ _EN_NEW_SUBJECT = re.compile(r"(?:the|today|tonight|tomorrow|yesterday)\b(?:\s+[
                              re.I)
 _NOT_WHO = (r"(?:new|same|me|not|right|over|in|out|back|still|already|almost|finally|just|all|you|we|us|it|they|from|"
             r"nobody|everyone|anyone|someone|everybody|somebody|nothing|something|i|im|i'm|the|a|an|my|your|our|"
-            r"is|are|was|were|be|been|get|got|stay|stuck|live|work|come|came|go|went|sitting|waiting|this|that)")
+            r"is|are|was|were|be|been|get|got|stay|stuck|live|work|come|came|go|went|sitting|waiting|this|that|"
+            r"first|time|long|lurker|newbie|noob|newb)")  # "first time here", "long time lurker here"
 _HERE = re.compile(rf"^(?!{_NOT_WHO}\b)((?:[a-z-]+\s+){{0,2}}(?!{_NOT_WHO}\b)[a-z-]+)\s+here\b(?=\s*(?:[,.(!—–-]|$|so\b|and\b))",
                    re.I)
 

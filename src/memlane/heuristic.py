@@ -164,7 +164,7 @@ class HeuristicExtractor:
             order += len(sentences) + 1
             asked = offered = False
             question, questions, asked_user = "", 0, False
-        ops = _unprefixed([s.op for s in said if s.op is not None])
+        ops = _unrepeated([s.op for s in said if s.op is not None])
         ops += self._named(ops, now)
         result.operations = _fitting(ops + self._asides(ops, asides, now), self.config)
         return result
@@ -656,12 +656,20 @@ def _read_commands(turns: Sequence[Turn], config: Config, now: datetime,
     return ops
 
 
-def _unprefixed(ops: list[Operation]) -> list[Operation]:
-    """Without an ADD that another ADD of the same messages holds from its start ("用户的女儿三岁半"
-    beside "用户的女儿三岁半上幼儿园", "用户婆婆" beside "用户婆婆不太认同…"): it says nothing more."""
-    said = [(o.content or "").rstrip("。.！!，, ") if o.op == "ADD" else "" for o in ops]
-    return [o for o, c in zip(ops, said, strict=True)
-            if not (c and any(other != c and other.startswith(c) for other in said))]
+def _unrepeated(ops: list[Operation]) -> list[Operation]:
+    """Without an ADD that says again what an earlier ADD of the same messages said ("I like tea.
+    I like tea."). One that another holds from its start is kept: "has a dog" is not "has a dog
+    allergy"."""
+    seen: set[str] = set()
+    out = []
+    for o in ops:
+        said = (o.content or "").rstrip("。.！!，, ")
+        if o.op == "ADD" and said:
+            if said in seen:
+                continue
+            seen.add(said)
+        out.append(o)
+    return out
 
 
 def _fitting(ops: list[Operation], config: Config) -> list[Operation]:

@@ -90,15 +90,21 @@ _CONTINUES = re.compile(
 # an acknowledgement a cue may follow: "Thanks! Totally unrelated, …", "明白了。对了，…"
 _ACK = (r"(?:(?:ok(?:ay)?|thanks?(?: you)?|great|cool|got it|alright|sure|perfect|nice|hey|hmm|also|and|so|anyway|oh|"
         r"好的|好吧|谢谢|明白了|知道了|行|嗯|哦|好)[,.!，。！\s]+){0,2}")
-# a change of subject said as such, at the start of a message or of a sentence in it ("ok going w
-# the fescue, thanks. unrelated but…"): a cue, or a return to an earlier subject ("back to planning", "说回…")
+# a change of subject said as such, at the start of a message: a cue, or a return to an earlier
+# subject ("back to planning", "说回…")
 _SWITCH = re.compile(
-    rf"(?:^|[.!?。！？])\s*{_ACK}(?:(?:对了|顺便(?:问一下|问问|说一下)?|换个(?:话题|问题)|另外(?:我)?(?:想)?问|(?:再)?问个别的|题外话|说点别的"
+    rf"^\s*{_ACK}(?:(?:对了|顺便(?:问一下|问问|说一下)?|换个(?:话题|问题)|另外(?:我)?(?:想)?问|(?:再)?问个别的|题外话|说点别的"
     r"|聊点别的|我还想问|说回|回到|还有(?:一)?(?:个|件)(?:事|问题))"
     r"|(?:by the way|btw|on another note|(?:totally |completely )?unrelated(?: question)?|(?:a |one |totally |completely )?different (?:question|topic|thing)|"
     r"another (?:question|thing)|changing (?:the )?subject|new (?:question|topic|task|project)|separate (?:question|thing)|"
     r"quick question|switching gears|while (?:i'?m|we'?re) at it|random question|speaking of|back to|moving on|next (?:project|topic|question|task))\b)",
     re.I)
+# after a sentence that closes, only a cue that says the matter is another: "…thanks man. unrelated
+# but…" (a "btw" there may bring one more detail of the task: "thanks. btw she's allergic to bees")
+_SWITCH_AFTER = re.compile(
+    rf"[.!?。！？]\s*{_ACK}(?:换个(?:话题|问题)|题外话|说点别的|聊点别的|(?:totally |completely )?unrelated\b|"
+    r"(?:a |one |totally |completely )?different (?:question|topic|thing)\b|another (?:question|thing)\b|"
+    r"changing (?:the )?subject\b)", re.I)
 # a new thing of the task's kind ("再帮我做一个…PPT", "另外写一封…", "write a different email",
 # "make me a separate deck"): a new task though it shares the old one's words; not another
 # version, draft or example of the same thing
@@ -221,7 +227,8 @@ def settles(said: str) -> bool:
     """Whether a turn judges the result (`verdict_lead`) and then only says something (see above)."""
     lead = verdict_lead(said)
     rest = said[lead:].strip(" ,.;:!，。；：！、~…")
-    if not lead or not rest or _ASKS.search(said) or _wh(rest) or re.search(r"[吗呢么]\s*$", rest) \
+    if not lead or not rest or re.fullmatch(r"(?:not|no)\W*", rest, re.I) or _ASKS.search(said) or _wh(rest) \
+            or re.search(r"[吗呢么]\s*$", rest) \
             or _REQUEST.search(rest) or _CONTINUES.search(rest) or _BUT.search(rest):
         return False
     if not CJK_RUN.search(rest):
@@ -240,13 +247,17 @@ _STEP_EN = re.compile(r"\b(?:ordered|sent|booked|bought|signed up|set|done|on it
 _STEP_ZH = re.compile(r"再说[吧了]?\W*$|^(?:好|行|嗯|懂了|收到|ok|那)[\s，,]*\S{0,8}?(?:发|加|说|打|买|订|约|交|报|弄|改|跟)"
                       r"\S{0,8}?了|(?:发|加|说|打|买|订|约|交)(?:过去|上|好|完)?了[\s，,]+\S{0,8}(?:明早|明天|等|先|回头)", re.I)
 # …but not one that asks the assistant for more or tells of a snag: "好 我改了一下 你再看看", "嗯 我跟他说了 他不同意"
-_STEP_ZH_NOT = re.compile(r"你|再(?!说[吧了]?\W*$)|但|[他她]们?(?:说|不|没)|没有?(?:回|用|反应|动静)")
+_STEP_ZH_NOT = re.compile(r"你|还没|再(?!说[吧了]?\W*$)|但|[他她]们?(?:说|不|没)|没有?(?:回|用|反应|动静)")
 _THANKS_END = re.compile(r"(?:\b(?:thanks|thank you|thx|ty|tysm|cheers)(?:[\s,]+(?:really|so much|a lot|again|man|dude|"
                          r"buddy|mate))?|谢了|谢谢|多谢|谢啦|感谢)[\s!！.。~～]*\W*$", re.I)
 # ...or ends with a cheer ("找到了 👌", "down from 2.1s to 800ms 🎉", "sent it to her ❤️": in the eight
 # labelled sets, 30 of the 30 user turns ending so, asking nothing, closed the task)
 _CHEER_END = re.compile(r"(?:👌|👍|🎉|🚀|❤️|❤|🙌|🙏|✅|💪|🥳|😍|🤘|✌️|✌)[\s!！.。~～]*$")
 _NOT_EN = re.compile(r"\b(?:not|never|no)\b|n't", re.I)  # "I'm not done", "it won't stay set"
+# a thanks or a cheer after a snag, a wish or a negation closes nothing: "换了信道还是掉 谢谢", "now it
+# throws a 500 🎉", "not ordered yet, thx", "any ideas under 30 thanks", "字数控制在50字以内 先谢了"
+_SNAG = re.compile(r"\b(?:still|again|fail\w*|error\w*|broke\w*|slower|worse|crash\w*|wrong|yet|any ideas|"
+                   r"in advance|now it)\b|还是|还没|又(?!好)|没(?!问题|事)|不(?!错|客气|用)|先谢|掉线|报错|出错|坏了|慢", re.I)
 _STEP_CHARS = 60
 
 
@@ -257,7 +268,8 @@ def steps_off(said: str) -> bool:
         return False
     return bool((_STEP_EN.search(said) and not _NOT_EN.search(said))
                 or (_STEP_ZH.search(said) and not _STEP_ZH_NOT.search(said))
-                or _THANKS_END.search(said) or _CHEER_END.search(said))
+                or ((_THANKS_END.search(said) or _CHEER_END.search(said))
+                    and not _NOT_EN.search(said) and not _SNAG.search(said)))
 
 
 # A statement or a yes/no question tells of a new matter when a thing of the user's own is its subject
@@ -324,7 +336,7 @@ def topic_move(text: str, terms: set[str], vocabulary: set[str], min_keywords: i
             return "switch"
     if _CONTINUES.search(said):
         return "continue"
-    if _SWITCH.search(said) or _NOW.search(said):
+    if _SWITCH.search(said) or _SWITCH_AFTER.search(said) or _NOW.search(said):
         return "switch"
     requested = _REQUEST.search(said) is not None
     if _ASIDE.search(said) and (requested or _wh(said)):
