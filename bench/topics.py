@@ -251,6 +251,14 @@ longer close. holdout8 (now read) 0.97 / 0.76 / 0.65 / 0.99 → 0.97 / 0.90 / 0.
 0.86 / 0.78 / 0.79 → 0.87 / 0.80 / 0.83, holdout7 0.86 / 0.86 / 0.81 → 0.86 / 0.90 / 0.84; no seen
 set lost a turn. holdout9, unseen: 0.95 / 0.81 / 0.64 / 0.98 → 0.95 / 0.81 / 0.66 / 0.98.
 
+Then an outside attack (120 crafted turns) found false closes: a thanks or a cheer after a snag, a
+wish or a negation ("换了信道还是掉 谢谢", "now it throws a 500 🎉", "not ordered yet, thx", "字数控制在
+50字以内 先谢了"), "X it is not", and false switches on a "btw" after a sentence. Those close or
+switch no more (`topics._SNAG`, `_SWITCH_AFTER`: after a sentence, only a cue of another matter such
+as "unrelated"); holdout7 0.86 / 0.90 / 0.84 → 0.86 / 0.88 / 0.83 ("来不及了 那就先去办个临时的 多谢"
+reads as a snag), every other set unchanged. A detail given with thanks in advance ("budget is about
+50 bucks, thx") still closes: no rule tells it from a close.
+
 """
 
 from __future__ import annotations
