@@ -460,5 +460,21 @@ def _pinned(op: Operation, target: MemoryRecord) -> str | None:
     return None
 
 
+def unrepeated(ops: list[Operation]) -> list[Operation]:
+    """Without an ADD that says again what an earlier ADD of the same messages said ("I like tea.
+    I like tea."). One that another holds from its start is kept: "has a dog" is not "has a dog
+    allergy"."""
+    seen: set[str] = set()
+    out = []
+    for o in ops:
+        said = (o.content or "").rstrip("。.！!，, ")
+        if o.op == "ADD" and said:
+            if said in seen:
+                continue
+            seen.add(said)
+        out.append(o)
+    return out
+
+
 __all__ = ["Budget", "Extraction", "Guard", "JobReport", "JobStatus", "LLMExtractor", "Operation", "Rejected", "chunks",
-           "parse_reply", "validate_operations"]
+           "parse_reply", "unrepeated", "validate_operations"]

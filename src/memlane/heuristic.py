@@ -37,7 +37,7 @@ from memlane.commands import (
 from memlane.config import Config
 from memlane.dates import upcoming
 from memlane.en_clauses import EN_SENTENCE
-from memlane.extraction import Extraction, Operation
+from memlane.extraction import Extraction, Operation, unrepeated
 from memlane.models import Turn
 from memlane.naming import named_asides
 from memlane.policy import category_for, initial_score, retention
@@ -164,7 +164,7 @@ class HeuristicExtractor:
             order += len(sentences) + 1
             asked = offered = False
             question, questions, asked_user = "", 0, False
-        ops = _unrepeated([s.op for s in said if s.op is not None])
+        ops = unrepeated([s.op for s in said if s.op is not None])
         ops += self._named(ops, now)
         result.operations = _fitting(ops + self._asides(ops, asides, now), self.config)
         return result
@@ -654,22 +654,6 @@ def _read_commands(turns: Sequence[Turn], config: Config, now: datetime,
         elif any(k == "ask" for k, _ in read):
             asked = True
     return ops
-
-
-def _unrepeated(ops: list[Operation]) -> list[Operation]:
-    """Without an ADD that says again what an earlier ADD of the same messages said ("I like tea.
-    I like tea."). One that another holds from its start is kept: "has a dog" is not "has a dog
-    allergy"."""
-    seen: set[str] = set()
-    out = []
-    for o in ops:
-        said = (o.content or "").rstrip("。.！!，, ")
-        if o.op == "ADD" and said:
-            if said in seen:
-                continue
-            seen.add(said)
-        out.append(o)
-    return out
 
 
 def _fitting(ops: list[Operation], config: Config) -> list[Operation]:
