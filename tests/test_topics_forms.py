@@ -207,8 +207,9 @@ def test_an_order_or_a_bare_report_is_no_step_off(make_memory: MakeMemory, turn:
     assert focus.startswith("help me plan a science fair") and done == []
 
 
-def test_a_cue_after_a_closing_sentence_switches(make_memory: MakeMemory) -> None:
-    turn = "ok going w the fescue, thanks man. unrelated but my kid's bike chain keeps falling off"
+@pytest.mark.parametrize("turn", ["ok going w the fescue, thanks man. unrelated but my kid's bike chain keeps falling off",
+                                  "就这版了 谢了 顺便问下 明天杭州下雨吗"])
+def test_a_cue_after_a_closing_sentence_switches(make_memory: MakeMemory, turn: str) -> None:
     focus, done = _focus_after(make_memory, [*OPEN_EN, ("user", turn)])
     assert focus == turn and len(done) == 1
 
