@@ -334,8 +334,8 @@ def topic_move(text: str, terms: set[str], vocabulary: set[str], min_keywords: i
         if _REQUEST.search(rest) and not _CONTINUES.search(rest) and len(rest_terms) >= min_keywords \
                 and len(rest_terms & vocabulary) / len(rest_terms) < shift_below:
             return "switch"
-        if _SWITCH.search(rest):  # "就这版了 谢了 顺便问下 明天杭州下雨吗": closed, then a cue of a new subject
-            return "switch"
+        if _SWITCH.search(rest) and (_wh(rest) or _ASKS.search(rest) or re.search(r"问|[吗呢]\s*$|\?", rest)):
+            return "switch"  # "就这版了 谢了 顺便问下 明天杭州下雨吗"; not "好的谢谢，顺便把标题也改一下" (more of it)
     if _CONTINUES.search(said):
         return "continue"
     if _SWITCH.search(said) or _SWITCH_AFTER.search(said) or _NOW.search(said):
