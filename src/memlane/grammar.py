@@ -243,7 +243,9 @@ def zh_topic_fact(said: str) -> bool:
     return bool(_ZH_STANDING_VERB.search(body) or _ZH_COUNT.search(body)) and not _ZH_ABOUT_HERE.search(body)
 
 
-_ZH_ASKED = re.compile(r"(?:吗|呢)$|为什么|为啥|怎么(?!都|也)|什么(?!都|也)|谁(?!都|也)")  # a run that asks (吧 does not)
+# a run that asks; narrower than statements.ZH_ASKING, which also counts a final 吧 and "对不对"
+# ("成绩中等吧 数学差": the answer goes on)
+_ZH_ASKED = re.compile(r"(?:吗|呢)$|为什么|为啥|怎么(?!都|也)|什么(?!都|也)|谁(?!都|也)")
 
 
 def zh_bare(said: str, sentence: str, *, opens: bool, question: str, questions: int,

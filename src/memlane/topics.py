@@ -90,21 +90,20 @@ _CONTINUES = re.compile(
 # an acknowledgement a cue may follow: "Thanks! Totally unrelated, …", "明白了。对了，…"
 _ACK = (r"(?:(?:ok(?:ay)?|thanks?(?: you)?|great|cool|got it|alright|sure|perfect|nice|hey|hmm|also|and|so|anyway|oh|"
         r"好的|好吧|谢谢|明白了|知道了|行|嗯|哦|好)[,.!，。！\s]+){0,2}")
+# the cues that say the matter is another, wherever they stand ("…thanks man. unrelated but…")
+_OTHER_MATTER = (r"(?:换个(?:话题|问题)|题外话|说点别的|聊点别的|(?:(?:totally |completely )?unrelated(?: question)?|"
+                 r"(?:a |one |totally |completely )?different (?:question|topic|thing)|another (?:question|thing)|"
+                 r"changing (?:the )?subject)\b)")
 # a change of subject said as such, at the start of a message: a cue, or a return to an earlier
 # subject ("back to planning", "说回…")
 _SWITCH = re.compile(
-    rf"^\s*{_ACK}(?:(?:对了|顺便(?:问一下|问问|说一下)?|换个(?:话题|问题)|另外(?:我)?(?:想)?问|(?:再)?问个别的|题外话|说点别的"
-    r"|聊点别的|我还想问|说回|回到|还有(?:一)?(?:个|件)(?:事|问题))"
-    r"|(?:by the way|btw|on another note|(?:totally |completely )?unrelated(?: question)?|(?:a |one |totally |completely )?different (?:question|topic|thing)|"
-    r"another (?:question|thing)|changing (?:the )?subject|new (?:question|topic|task|project)|separate (?:question|thing)|"
+    rf"^\s*{_ACK}(?:{_OTHER_MATTER}|(?:对了|顺便(?:问一下|问问|说一下)?|另外(?:我)?(?:想)?问|(?:再)?问个别的"
+    r"|我还想问|说回|回到|还有(?:一)?(?:个|件)(?:事|问题))"
+    r"|(?:by the way|btw|on another note|new (?:question|topic|task|project)|separate (?:question|thing)|"
     r"quick question|switching gears|while (?:i'?m|we'?re) at it|random question|speaking of|back to|moving on|next (?:project|topic|question|task))\b)",
     re.I)
-# after a sentence that closes, only a cue that says the matter is another: "…thanks man. unrelated
-# but…" (a "btw" there may bring one more detail of the task: "thanks. btw she's allergic to bees")
-_SWITCH_AFTER = re.compile(
-    rf"[.!?。！？]\s*{_ACK}(?:换个(?:话题|问题)|题外话|说点别的|聊点别的|(?:totally |completely )?unrelated\b|"
-    r"(?:a |one |totally |completely )?different (?:question|topic|thing)\b|another (?:question|thing)\b|"
-    r"changing (?:the )?subject\b)", re.I)
+# after a sentence, only those ("thanks. btw she's allergic to bees" may bring one more detail)
+_SWITCH_AFTER = re.compile(rf"[.!?。！？]\s*{_ACK}{_OTHER_MATTER}", re.I)
 # a new thing of the task's kind ("再帮我做一个…PPT", "另外写一封…", "write a different email",
 # "make me a separate deck"): a new task though it shares the old one's words; not another
 # version, draft or example of the same thing
@@ -240,7 +239,7 @@ def settles(said: str) -> bool:
 # stand, ordered", "ok one more week then", "alright, trap's set", "好 加上了 明早发", "那我问问别家再说",
 # "打了格力售后 明天上门", or says anything of it and ends by thanking ("she loves it thx!!",
 # "提交了 说三个工作日审核 谢了": in the seven labelled sets, 35 of the 35 user turns ending in thanks
-# closed the task) A bare report of what was done without an acknowledgement, a next step or
+# closed the task). A bare report of what was done without an acknowledgement, a next step or
 # thanks ("我打了疫苗") tells the task's circumstances.
 _STEP_EN = re.compile(r"\b(?:ordered|sent|booked|bought|signed up|set|done|on it|dig it out)[\s.!]*\W*$"
                       r"|^\W*(?:ok|okay|alright|fine|fair|cool|got it)\b.*\bthen[\s.!]*\W*$", re.I)  # "cut it then": asked
@@ -253,7 +252,7 @@ _THANKS_END = re.compile(r"(?:\b(?:thanks|thank you|thx|ty|tysm|cheers)(?:[\s,]+
 # ...or ends with a cheer ("找到了 👌", "down from 2.1s to 800ms 🎉", "sent it to her ❤️": in the eight
 # labelled sets, 30 of the 30 user turns ending so, asking nothing, closed the task)
 _CHEER_END = re.compile(r"(?:👌|👍|🎉|🚀|❤️|❤|🙌|🙏|✅|💪|🥳|😍|🤘|✌️|✌)[\s!！.。~～]*$")
-_NOT_EN = re.compile(r"\b(?:not|never|no)\b|n't", re.I)  # "I'm not done", "it won't stay set"
+_NOT_EN = re.compile(r"\b(?:not|never|no)\b|n't", re.I)  # "I'm not done", "not ordered yet, thx"
 # a thanks or a cheer after a snag, a wish or a negation closes nothing: "换了信道还是掉 谢谢", "now it
 # throws a 500 🎉", "not ordered yet, thx", "any ideas under 30 thanks", "字数控制在50字以内 先谢了"
 _SNAG = re.compile(r"\b(?:still|again|fail\w*|error\w*|broke\w*|slower|worse|crash\w*|wrong|yet|any ideas|"
@@ -264,12 +263,10 @@ _STEP_CHARS = 60
 def steps_off(said: str) -> bool:
     """Whether a turn only says what the user did or will do with the result (see above)."""
     if len(said) > _STEP_CHARS or _ASKS.search(said) or _wh(said) or _REQUEST.search(said) \
-            or _CONTINUES.search(said) or _BUT.search(said):
+            or _CONTINUES.search(said) or _BUT.search(said) or _NOT_EN.search(said):
         return False
-    return bool((_STEP_EN.search(said) and not _NOT_EN.search(said))
-                or (_STEP_ZH.search(said) and not _STEP_ZH_NOT.search(said))
-                or ((_THANKS_END.search(said) or _CHEER_END.search(said))
-                    and not _NOT_EN.search(said) and not _SNAG.search(said)))
+    return bool(_STEP_EN.search(said) or (_STEP_ZH.search(said) and not _STEP_ZH_NOT.search(said))
+                or ((_THANKS_END.search(said) or _CHEER_END.search(said)) and not _SNAG.search(said)))
 
 
 # A statement or a yes/no question tells of a new matter when a thing of the user's own is its subject
