@@ -793,6 +793,7 @@ def test_a_job_said_as_x_here_and_a_clause_of_another_subject_after_and():
 def test_what_someone_else_does_to_the_user_is_not_the_users_fact():
     assert contents("我家柯基叫馒头 最近老咬我拖鞋") == ["用户家柯基叫馒头"]
     assert contents("开完会同事喊我去喝酒") == [] and contents("能给我讲讲轨距") == []
+    assert contents("同事喊我去喝酒") == [] and contents("他们叫我别去") == []  # an errand, not a nickname
     # the user's own facts with the user as object stay: a prescription, a name, a person named
     assert contents("医生给我开了布洛芬") == ["用户的医生给用户开了布洛芬"]
     assert contents("大家都叫我静静") == ["大家叫用户静静"]
@@ -804,6 +805,18 @@ def test_what_someone_else_does_to_the_user_is_not_the_users_fact():
 def test_a_friends_child_is_theirs_and_a_bare_kin_word_with_a_name_is_the_users():
     assert contents("我大学同学她老公升职了 派去新加坡三年 她在银行做得挺好 孩子才两岁") == []
     assert contents("Cold. Wife Barb keeps the thermostat low.") == ["The user's wife Barb keeps the thermostat low."]
+    # "Wife and I": the user's wife, not a person named Wife; "Neighbor Tom" names the neighbour
+    assert contents("Wife and I are moving to Denver in June") == [
+        "The user's wife and the user are moving to Denver in June."]
+    assert contents("Jake and I broke up") == ["The user and Jake broke up."]
+    assert "The user's neighbor is named Tom." in contents("Neighbor Tom keeps parking in my spot")
+
+
+def test_a_memory_keeps_only_brackets_that_pair():
+    assert contents("my son (he's 8) dislikes fish) lol") == ["The user's son (he is 8) dislikes fish."]
+    assert contents("I live in Leeds (") == ["The user lives in Leeds."]
+    assert contents("我住在杭州（西湖区") == ["用户住在杭州，西湖区"]
+    assert contents("I love jazz (really) and blues") == ["The user likes jazz (really) and blues."]
 
 
 def test_a_memory_said_twice_is_kept_once_and_a_longer_one_beside_it_too():

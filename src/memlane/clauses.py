@@ -101,7 +101,10 @@ _NOT_NAME = (r"(?:生日|今年|最近|现在|身体|工作|公司|家里|那边
              r"以后|明天|后天|下周|上周|周末|晚上|早上|住院|上班|上学|出差|做饭|说过|也是|还是|就是|不是|不太)")
 _ZH_KIN_ANY = re.compile(rf"(?:我们家|咱家|我|和|跟|与|带|陪|给)(?:的|家)?[大小二]?({_KIN})((?!{_NOT_NAME})[\u4e00-\u9fff]{{2}}(?=$|[，,。是也的对在今很喜不有要吃下和去])|"
                          rf"[A-Za-z]+)?")
-_ZH_CALLED_ME = re.compile(r"^(?:大家|朋友们?|同事们?|家里人|家人|身边的人|别人)(?:都|一般|平时|经常)?(?:叫|喊|称呼)我")
+# what others call the user ("大家都叫我静静"), not what they ask the user to do ("同事喊我去喝酒")
+ZH_CALLED_ME = (r"(?:大家|朋友们?|同事们?|家里人|家人|身边的人|他们|别人)(?:都|一般|平时|经常)?(?:叫|喊|称呼)我"
+                r"(?!去|来|一起|吃|喝|帮|陪|出|回|过去|到|别|不|做|干|上|下)")
+_ZH_CALLED_ME = re.compile("^" + ZH_CALLED_ME)
 _ZH_OTHER = re.compile(r"^(?:你|您|这|那|大家|别人|有人|人家|谁)")
 _ZH_CHAIN = re.compile(r"(?:而且|并且|同时|但是|可是|不过(?!敏)|(?<![哪谁么儿])也(?!许)|还(?!是|好|行|不错|可以|挺|有))")
 _ZH_CONJ_START = re.compile(r"^(?:也|还|而且|并且|同时|另外|但|不过|可是|还有|以及)")
@@ -422,6 +425,8 @@ class Reader:
         return clause
 
     def _en_about(self, p: str, kind: str) -> Clause:
+        if re.match(rf"^(?=[A-Z])(?i:{_EN_KIN_WORDS})(?: (?-i:[A-Z][a-z]+))? and I\b", p):
+            p = "my " + p[:1].lower() + p[1:]  # "Wife and I are moving": the user's wife, no name
         lead = _EN_LEAD.match(p)
         if lead is not None and lead.end() > 0:  # "Next week I have to…", "When I fly I prefer…"
             clause = self._en_about(p[lead.end():], kind)

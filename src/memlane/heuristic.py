@@ -164,7 +164,8 @@ class HeuristicExtractor:
             order += len(sentences) + 1
             asked = offered = False
             question, questions, asked_user = "", 0, False
-        ops = unrepeated([s.op for s in said if s.op is not None])
+        ops = unrepeated([replace(s.op, content=st.paired(s.op.content)) if s.op.content else s.op
+                          for s in said if s.op is not None])
         ops += self._named(ops, now)
         result.operations = _fitting(ops + self._asides(ops, asides, now), self.config)
         return result

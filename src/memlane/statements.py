@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
 
-from memlane.clauses import Clause
+from memlane.clauses import ZH_CALLED_ME, Clause
 from memlane.dates import relative_days, upcoming
 from memlane.en_clauses import EN_FILLER
 from memlane.text import has_cjk, language_of
@@ -39,8 +39,7 @@ _ZH_RULES = [
     Rule(_r(r"^我(?:的名字)?叫(?!了|过|个|一|在)(?P<x>[\u4e00-\u9fff·A-Za-z]{2,8})$"), "用户叫{x}", "fact", "high", None, "名字"),
     Rule(_r(r"^我的名字(?:是|叫)(?P<x>.{1,16})$"), "用户叫{x}", "fact", "high", None, "名字"),
     # what others call the user: "大家都叫我静静", "朋友们叫我阿飞" (not "叫我小王就行", a request)
-    Rule(_r(r"^(?:大家|朋友们?|同事们?|家里人|家人|身边的人|他们|别人)(?:都|一般|平时|经常)?(?:叫|喊|称呼)我"
-            r"(?P<x>[\u4e00-\u9fffA-Za-z]{1,6})$"), "大家叫用户{x}", "fact", "high", None, "昵称"),
+    Rule(_r("^" + ZH_CALLED_ME + r"(?P<x>[\u4e00-\u9fffA-Za-z]{1,6})$"), "大家叫用户{x}", "fact", "high", None, "昵称"),
     Rule(_r(r"^我(?P<a>(?:现在|已经|从来|一般|平时|基本)?)不(?P<v>吃|喝)(?P<x>.{1,30})"), "用户{a}不{v}{x}", "preference", "high", None, "饮食"),
     Rule(_r(r"^我(?P<a>(?:现在|已经|从来|一般|平时|基本|真的|实在)?)(?P<v>吃不了|不能吃|吃不惯|不敢吃|喝不了|不能喝|喝不惯)(?P<x>.{1,30})"),
          "用户{a}{v}{x}", "preference", "high", None, "饮食"),
@@ -210,6 +209,26 @@ def _third_person_en(text: str) -> str:
     for pat, rep in subs:
         text = re.sub(pat, rep, text, flags=re.IGNORECASE)
     return text
+
+
+def paired(text: str) -> str:
+    """`text` without the brackets that close nothing or open nothing: a clause cut from "my son
+    (he's 8) dislikes fish) lol" keeps its pairs only."""
+    kept: list[str] = []
+    opened: list[int] = []
+    for ch in text:
+        if ch in "(（":
+            opened.append(len(kept))
+        elif ch in ")）":
+            if not opened:
+                continue
+            opened.pop()
+        kept.append(ch)
+    for i in reversed(opened):  # "in Providence (62 plots": an aside left open reads as one
+        kept[i] = "，" if kept[i] == "（" else ","
+        if i and kept[i - 1] == " " and kept[i] == ",":
+            kept[i - 1], kept[i] = ",", " "
+    return re.sub(r"\s*[,，]\s*([.。]?)$", r"\1", "".join(kept))
 
 
 def third_person(text: str) -> str:
