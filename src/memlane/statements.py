@@ -211,26 +211,6 @@ def _third_person_en(text: str) -> str:
     return text
 
 
-def paired(text: str) -> str:
-    """`text` without the brackets that close nothing or open nothing: a clause cut from "my son
-    (he's 8) dislikes fish) lol" keeps its pairs only."""
-    kept: list[str] = []
-    opened: list[int] = []
-    for ch in text:
-        if ch in "(（":
-            opened.append(len(kept))
-        elif ch in ")）":
-            if not opened:
-                continue
-            opened.pop()
-        kept.append(ch)
-    for i in reversed(opened):  # "in Providence (62 plots": an aside left open reads as one
-        kept[i] = "，" if kept[i] == "（" else ","
-        if i and kept[i - 1] == " " and kept[i] == ",":
-            kept[i - 1], kept[i] = ",", " "
-    return re.sub(r"\s*[,，]\s*([.。]?)$", r"\1", "".join(kept))
-
-
 def third_person(text: str) -> str:
     """The user's words as a memory about "the user" / 用户, in the language they used."""
     text = text.strip().rstrip("。.!！?？;；,， ")
