@@ -812,6 +812,21 @@ def test_a_friends_child_is_theirs_and_a_bare_kin_word_with_a_name_is_the_users(
     assert "The user's neighbor is named Tom." in contents("Neighbor Tom keeps parking in my spot")
 
 
+def test_a_message_that_opens_with_what_the_user_does_says_who_is_writing():
+    assert contents("motorcycle mechanic in austin, mostly vintage hondas. customer brought a CB750") == [
+        "The user is a motorcycle mechanic in austin, mostly vintage hondas."]
+    assert contents("PTA (physical therapist assistant) in Toledo. my patient only speaks spanish")[0] == (
+        "The user is a PTA (physical therapist assistant) in Toledo.")
+    assert contents("dental hygienist in Tucson and my wrist is killing me")[0] == "The user is a dental hygienist in Tucson."
+    assert contents("ER nurse, 12 years") == ["The user is an ER nurse, 12 years."]
+    # a thing, a request for someone who does the job, a role inside a clause: no introduction
+    assert contents("water heater in the basement, its leaking") == []
+    assert contents("Wedding photographer in Austin, any recs?") == []
+    assert contents("Gift for a teacher, ideas?") == [] and contents("Tutor for my son, how much should I pay?") == []
+    assert contents("aye so I caddie at St Andrews") == ["The user caddies at St Andrews."]
+    assert contents("it's fine. nurse at heart I guess") == []
+
+
 def test_a_memory_keeps_only_brackets_that_pair():
     assert contents("my son (he's 8) dislikes fish) lol") == ["The user's son (he is 8) dislikes fish."]
     assert contents("I live in Leeds (") == ["The user lives in Leeds."]

@@ -39,6 +39,7 @@ from memlane.en_clauses import (
 )
 from memlane.naming import EN_KIN_WORDS as _EN_KIN_WORDS
 from memlane.quoting import unquoted
+from memlane.roles import headline_role, with_article
 from memlane.spoken import heading
 from memlane.text import language_of
 
@@ -386,6 +387,9 @@ class Reader:
                 listing = listing or (mine and not body)
             else:
                 mine = False
+            if n == 0 and not after_question and (role := headline_role(body)) is not None:  # who is writing
+                who = role if role[1:2].isupper() else role[:1].lower() + role[1:]  # "PTA (…) in Toledo"
+                body = f"I'm {with_article(who)}{body[len(role):]}"
             pieces = en_pieces(body)
             out: list[Clause] = []
             for kind, p in pieces:

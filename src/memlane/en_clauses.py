@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 
 from memlane.naming import EN_KIN_WORDS as _EN_KIN_WORDS
+from memlane.roles import with_article
 
 _EN_TITLE_DOT = (r"(?:(?<=\b[Mm]r)|(?<=\b[Mm]rs)|(?<=\b[Mm]s)|(?<=\b[Dd]r)|(?<=\b[Pp]rof)|(?<=\bSt))\.\s+"
                  r"(?=[A-Z]|[a-z]+\b(?!\s+(?:i|we|my|the|and|but|then|so)\b))")  # "Mr. Okafor", "dr. okafor": no end
@@ -135,7 +136,7 @@ def _en_ellipsis(text: str) -> str:
     # be a name ("Sarah here"), which is no role
     if (here := _HERE.match(text)) and not re.fullmatch(r"(?-i:[A-Z][a-z'-]*)", here.group(1)):
         who = here.group(1) if here.group(1)[1:2].isupper() else here.group(1)[:1].lower() + here.group(1)[1:]
-        return f"I'm {'an' if who[:1].lower() in 'aeiou' else 'a'} {who}{text[here.end():]}"
+        return f"I'm {with_article(who)}{text[here.end():]}"
     m = re.match(r"^([A-Za-z'-]+)(\s+\S+)?", text)
     if m is None:
         return text
