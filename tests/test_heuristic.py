@@ -827,6 +827,17 @@ def test_a_message_that_opens_with_what_the_user_does_says_who_is_writing():
     assert contents("it's fine. nurse at heart I guess") == []
 
 
+def test_what_happened_to_the_user_s_health_is_kept_though_told_as_a_story():
+    assert contents("I had a stroke in 2024") == ["The user had a stroke in 2024."]
+    assert contents("yeah I got heat exhaustion last tuesday") == ["The user got heat exhaustion last tuesday."]
+    assert contents("had a stroke in 2024 and my right hand's still weak") == [
+        "The user had a stroke in 2024.", "The user's right hand's still weak."]
+    assert contents("I had a great time at the party") == [] and contents("I got a flat tire this morning") == []
+    # a habit said without its "I"; "gotta" read as said
+    assert contents("walk 11 dogs a day in brooklyn") == ["The user walks 11 dogs a day in brooklyn."]
+    assert contents("I gotta finish by 5 every day") == ["The user has to finish by 5 every day."]
+
+
 def test_a_memory_keeps_only_brackets_that_pair():
     assert contents("my son (he's 8) dislikes fish) lol") == ["The user's son (he is 8) dislikes fish."]
     assert contents("I live in Leeds (") == ["The user lives in Leeds."]

@@ -78,9 +78,12 @@ _NOT_VERB = re.compile(r"^(?:like|just)\s+(?:(?:i|you|he|she|we|they|that|this|u
 _VERB_ELLIPSIS = re.compile(r"^(?:(?:just|recently|finally|officially|already)\s+)?(?:love|loves|like|likes|enjoy|hate|dislike|can't|cannot|can not|"
                             r"don't(?!\s+(?:mention|include|use|say|add|put|write|forget|make|send|tell|call|list|show|give|"
                             r"bother|worry|let|be|do|go|start|stop|change|remove|sign|cc|copy|reply|answer|explain|bring)\b)|adore|speak|"
-                            r"got|finished|passed|graduated|started|quit|adopted|booked|joined|turned|"
+                            r"got|finished|passed|graduated|started|quit|adopted|booked|joined|turned|had(?=\s+(?:a|an|my)\s)|"
                             r"prefer|work|live|moved|need|plan|planning|"
                             r"allergic|vegan|vegetarian|currently|usually|mostly)\b", re.I)
+# "walk 11 dogs a day", "teach 5 classes a week": what the speaker does, how often
+_HABIT = re.compile(r"^[a-z]+\s+(?:\d+|a few|several|two|three|four|five|six|seven|eight|nine|ten|twelve)\s+"
+                    r"[\w-]+(?:\s+[\w-]+)?\s+(?:a|per|each|every)\s+(?:day|week|month|night|shift|year)\b")
 _SUBORDINATE = re.compile(r"^(?:since|because|as|cause|cuz|given that|now that)\s+(?=i\b|i'm\b|my\b)", re.I)
 _AS_A = re.compile(r"^as an? ", re.I)
 def _en_opens(text: str, be: bool) -> str | None:
@@ -143,6 +146,8 @@ def _en_ellipsis(text: str) -> str:
     first, after = m.group(1), (m.group(2) or "").strip().lower()
     if after in ("is", "was", "are", "were", "has", "makes", "helps", "keeps", "'s"):
         return text
+    if _HABIT.match(text) and not _NOT_VERB.match(text):
+        return "I " + text
     if first.lower().endswith("ing") and len(first) > 4 and not _NOT_GERUND.match(first):
         return "I'm " + text[:1].lower() + text[1:]
     if first.lower() in ("usually", "mostly", "currently") and not (_EN_VERB.match(text) or after.endswith("ing")):

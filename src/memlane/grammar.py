@@ -302,6 +302,16 @@ _EN_LASTING_CHANGE = re.compile(r"\b(?:switched|moved|joined|became|started|reti
                                 r"left (?:my|his|her|our|the user's|a|the) (?:job|position|role|company|firm|practice)|resigned|"
                                 r"(?:was|got|been) (?:laid off|fired|let go)|"
                                 r"have been|has been|'ve been|been)\b", re.I)
+# what happened to the user's health, though told as a day's story: a history a helper should know
+# ("had a stroke in 2024", "got heat exhaustion last tuesday", "had surgery on my knee in March")
+_EN_HEALTH = re.compile(r"\b(?:had|got|suffered|survived|underwent|caught|came down with)\s+(?:(?:a|an|the|my|the user's|"
+                        r"bad|mild|severe|minor|major|emergency|small|big|nasty|knee|hip|back|heart|eye|brain|"
+                        r"kidney|shoulder|wrist)\s+)*(?:stroke|heart attack|surgery|operation|seizure|concussion|"
+                        r"transplant|miscarriage|c-section|heat (?:exhaustion|stroke)|flu|covid|pneumonia|infection|"
+                        r"fracture|injury|cancer|tumou?r|biopsy|chemo|appendicitis|kidney stones?|bronchitis|shingles|"
+                        r"allergic reaction|panic attacks?|breakdown|burnout|hernia|blood clot|diagnosis|"
+                        r"(?:knee|hip|back|eye|heart|shoulder|wrist|ankle|foot) (?:surgery|replacement|injury|problems))\b",
+                        re.I)
 _EN_PAST_IRREGULAR = ("went|had|got|made|said|took|came|saw|knew|thought|ran|ate|drank|brought|left|met|felt|found|"
                       "gave|told|kept|lost|paid|sent|spent|sold|wrote|began|fell|forgot|flew|heard|held|sat|slept|"
                       "spoke|stood|swam|taught|understood|won|woke|wore|did|was|were|swore|swear|realized|realised")
@@ -321,7 +331,7 @@ def en_told_story(content: str) -> bool:
         return False
     if m.group("v").lower() in ("was", "were") and not re.search(r"\b(?:was|were)\s+\w+ing\b", content, re.I):
         return False  # "I was born in…", "was a teacher for 20 years": how the user is
-    return not (_EN_LASTING_CHANGE.search(content) or _EN_TIMELESS.search(content))
+    return not (_EN_LASTING_CHANGE.search(content) or _EN_TIMELESS.search(content) or _EN_HEALTH.search(content))
 
 
 def en_to_assistant(content: str) -> bool:

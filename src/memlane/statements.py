@@ -150,7 +150,8 @@ _VERB_AS_IS = {  # modals and common irregular past forms: the same after "the u
 }
 _VERB_IRREGULAR = {"am": "is", "'m": "is", "are": "is", "were": "was", "aren't": "isn't", "weren't": "wasn't",
                    "have": "has", "haven't": "hasn't", "'ve": "has", "do": "does", "don't": "doesn't", "go": "goes",
-                   "be": "is", "ain't": "isn't", "'d": "would", "'ll": "will"}
+                   "be": "is", "ain't": "isn't", "'d": "would", "'ll": "will", "gotta": "has to", "wanna": "wants to",
+                   "gonna": "is going to", "hafta": "has to"}
 _NOT_A_VERB = {"not", "no", "never", "and", "or", "but", "nor", "so", "too", "then", "now", "here", "there", "at", "in", "on", "with",
                "to", "for", "of", "from", "a", "an", "the", "myself", "alone", "both", "either"}
 
