@@ -82,7 +82,10 @@ _VERB_ELLIPSIS = re.compile(r"^(?:(?:just|recently|finally|officially|already)\s
                             r"prefer|work|live|moved|need|plan|planning|"
                             r"allergic|vegan|vegetarian|currently|usually|mostly)\b", re.I)
 # "walk 11 dogs a day", "teach 5 classes a week": what the speaker does, how often
-_HABIT = re.compile(r"^[a-z]+\s+(?:\d+|a few|several|two|three|four|five|six|seven|eight|nine|ten|twelve)\s+"
+# (not "budget 180 euros a night": an amount is no habit)
+_HABIT = re.compile(r"^(?!(?:budget|about|around|maybe|like|only|just|max|up|over|under|roughly|approx|costs?|pay|paid|"
+                    r"rent|salary|earn|make|makes)\b)[a-z]+\s+(?:\d+|a few|several|two|three|four|five|six|seven|eight|"
+                    r"nine|ten|twelve)\s+(?!(?:euros?|dollars?|bucks|pounds?|quid|usd|eur|gbp|rmb|yuan|yen|k)\b)"
                     r"[\w-]+(?:\s+[\w-]+)?\s+(?:a|per|each|every)\s+(?:day|week|month|night|shift|year)\b")
 _SUBORDINATE = re.compile(r"^(?:since|because|as|cause|cuz|given that|now that)\s+(?=i\b|i'm\b|my\b)", re.I)
 _AS_A = re.compile(r"^as an? ", re.I)
