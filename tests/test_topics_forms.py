@@ -218,3 +218,28 @@ def test_a_detail_after_a_sentence_with_a_btw_goes_on(make_memory: MakeMemory) -
     turn = "the poster is done. btw my kid wants to use LED strips, does that change anything"
     focus, done = _focus_after(make_memory, [*OPEN_EN, ("user", turn)])
     assert focus.startswith("help me plan a science fair") and done == []
+
+
+# round 12 (topics_holdout9 read): a turn that ends by deciding, thanking or saying it is final
+# closes whatever it said before, also answering a question; leaving closes; after a close,
+# what the user brings up next is the next task however short
+@pytest.mark.parametrize("closing", ["那就云杉坪+蓝月谷 定了", "他自己算出来了 太感谢了😄", "第二版吧 就这个 哈哈",
+                                     "going with 5mm. casting on tonight 🧶", "ok cool, gotta run to a meeting",
+                                     "sweet thats enough to get me started 🌱"])
+def test_a_turn_that_ends_by_closing_finishes_the_task(make_memory: MakeMemory, closing: str) -> None:
+    asked = [*OPEN_EN[:1], ("assistant", "Grow bean seedlings under red, blue and white light. Which plants do you have?")]
+    focus, done = _focus_after(make_memory, [*asked, ("user", closing)])
+    assert focus == "" and len(done) == 1
+
+
+@pytest.mark.parametrize("turn", ["make it shorter, thanks", "still broken, thanks", "I need to go to Paris for work",
+                                  "好 我跟他说说 还没定了"])
+def test_a_closing_word_after_an_order_a_snag_or_a_plan_goes_on(make_memory: MakeMemory, turn: str) -> None:
+    focus, done = _focus_after(make_memory, [*OPEN_EN, ("user", turn)])
+    assert focus.startswith("help me plan a science fair") and done == []
+
+
+def test_after_a_close_the_next_matter_starts_a_task(make_memory: MakeMemory) -> None:
+    focus, done = _focus_after(make_memory, [*OPEN_ZH, ("user", "完美 就这样"), ("assistant", "好的。"),
+                                             ("user", "年会节目 没人想演")])
+    assert focus == "年会节目 没人想演" and done == ["帮我写条朋友圈文案 推我们店新出的桂花蛋糕"]

@@ -57,7 +57,8 @@ _NOT_THEN = r"(?:ok|okay|and|so|more|less|much|[a-z]{1,30}er|i|i'll|we|we'll|let
 _NOT_NAME = r"(?:not|no|what|whatever|whoever|how|why|where|which|who|but|if|whether|sure|think|so|that|this)\b"
 # "-ing" words that are no next step of the user's ("something", "morning"), or that ask for more
 _NOT_ACT = (r"(?:(?:some|any|no|every)?thing|morning|evening|during|string|spring|ring|king|bring|adding|making|"
-            r"changing|wondering|thinking|asking|hoping|looking for|needing|wanting|getting (?:an?|this|that) error)\b"
+            r"changing|wondering|thinking|asking|hoping|looking for|needing|wanting|getting (?:an?|this|that) error|"
+            r"going with)\b"
             r"|(?:need|want|ask|like|wonder|have to|be able)\b")
 # "-ed" words of a state, not of a deed ("confused", "stuck"), and "need"
 _NOT_DID = (r"(?:need|feed|seed|speed|indeed|confused|interested|worried|tired|bored|excited|scared|surprised|"
@@ -171,14 +172,18 @@ _GRAMMAR: dict[str, tuple[list[str], list[str]]] = {
                "case closed", "mission accomplished", r"bye(?: bye)?", "goodbye",
                r"see (?:you|ya)(?: later| soon| around)?", "ttyl", r"talk (?:to you )?(?:later|soon)",
                r"have a (?:good|nice|great|lovely) (?:one|day|night|evening|weekend)", r"good ?night",
-               r"i'?ll (?:leave|stop) it (?:there|here)"],
+               r"i'?ll (?:leave|stop) it (?:there|here)",
+               r"that'?s (?:enough|plenty) to (?:get (?:me |us )?started|go on|start with|work with)",
+               # leaving: "gotta run", "gotta run to a meeting" (not "I need to go to Paris")
+               r"(?:i )?(?:gotta|got to|have to|need to|must) (?:run|go|dash|head out|bounce|jet)(?: now)?"
+               r"(?: to (?:an? |my |the )?(?:meeting|class|work|call|appointment|practice|pickup|school|lunch|dinner|bed))?"],
               [r"(?:那)?(?:就|先)(?:这样子|这样|这么着|这么办|这么定了|这么定)(?:吧|了|啦|呗|哈)*",
                # "就这么说", "就这么发": the user takes it as it stands
                r"(?:那)?(?:就|先)(?:这么|这样)(?:说|写|发|回|办|弄|来|用|交|做)(?:吧|了|啦)*", r"(?:那)?这么定了", r"定了(?:定了)?",
                r"(?:今天|暂时|目前)?(?:就)?先?(?:这样|到这里|到这儿|到这)(?:吧|了|啦)+", r"搞定(?:了|啦|咯)?", r"完成(?:了|啦)",
                r"完事(?:了|儿|啦)?", r"结束(?:了|啦)", "大功告成", r"收工(?:了|啦)?", r"(?:那)?算了(?:吧)?", r"再说(?:吧|啦)?",
                r"没(?:有)?(?:别的|其他的?|其它的?|什么|啥)(?:事|问题|要问的|需要的|要改的)?(?:了|啦)", r"没(?:有)?了", "没事了",
-               r"不用(?:再)?(?:修改|调整|改|调|弄|麻烦|动)?(?:了|啦)", r"不需要(?:了|啦)", "够了", r"(?:可以|行|好|成|妥|ok)了(?:啦)?",
+               r"不用(?:再)?(?:修改|调整|改|调|弄|麻烦|动)?(?:了|啦)", r"不需要(?:了|啦)", "够了", r"够用(?:了|啦)", r"(?:可以|行|好|成|妥|ok)了(?:啦)?",
                r"妥妥的?", "拜拜", "再见", "回见", "晚安", r"下次(?:再)?(?:聊|见)", r"回头(?:再)?聊",
                r"(?:这样|这个|这版|现在这样)(?:就|也)(?:行|可以|好|够|ok|成)(?:了|啦|的)*",
                r"(?:这样|这个|这版|现在这样|现在)(?:行|可以|好|够|ok|成)(?:了|啦)+"]),
@@ -386,4 +391,21 @@ def closing_lead(text: str, name_chars: int) -> int:
         acts, stop = _acts(said, skip)
         if _CLOSING.intersection(acts) and stop > skip:
             return stop
+    return 0
+
+
+# acts that close the task at a turn's end whatever was said before them: "那就云杉坪+蓝月谷 定了",
+# "新手上路越催越慢 就这个 哈哈", "他自己算出来了 太感谢了😄"
+_TAIL_CLOSING = {"thanks", "decide", "final", "exact"}
+
+
+def closing_tail(text: str) -> int:
+    """Where a turn that ends by closing the task ("…定了", "…就这个 哈哈", "…太感谢了😄") starts
+    doing so: the start of its last closing acts when they thank, decide, say it is final or
+    exactly what was wanted; 0 otherwise. What comes before is for `memlane.topics` to read."""
+    said = unicodedata.normalize("NFKC", text[:_CLOSING_CHARS]).lower().replace("’", "'").strip()
+    for m in _STARTS.finditer(said):
+        acts = _all_acts(said, m.start()) if m.start() else None
+        if acts and _TAIL_CLOSING.intersection(acts):
+            return m.start()
     return 0

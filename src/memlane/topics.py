@@ -52,7 +52,7 @@ import re
 from collections import deque
 from collections.abc import Sequence
 
-from memlane.closing import closes_task, closing_lead, offers_more, verdict_lead
+from memlane.closing import closes_task, closing_lead, closing_tail, offers_more, verdict_lead
 from memlane.models import Scope, Scratchpad, Turn
 from memlane.parts import Parts
 from memlane.sessions import update_scratchpad
@@ -219,7 +219,8 @@ _EN_SUBJECT = re.compile(r"(?:i|i'm|i've|i'll|im|ive|we|we're|we've|we'll|it|it'
 _ZH_ORDER = re.compile(r"一点|一些|点儿|再|还|也要|要|想|得|帮|请|给我")
 # ...nor a fault found or more brought ("好，就是有点长", "行吧 就这样写不太好", "ok, adding more
 # context: the client is in Berlin")
-_BUT = re.compile(r"\b(?:but|though|however|still|too|more)\b|[:：]|但|不过|可是|有点|太|不(?:太|够|好|行|对|怎么)", re.I)
+_BUT = re.compile(r"\b(?:but|though|however|still|too|more)\b|[:：]|但|不过|可是|有点|太(?!感谢|谢谢|好了|棒|赞|完美|牛|厉害|给力)"
+                  r"|不(?:太|够|好|行|对|怎么)", re.I)  # "太感谢了" is no fault found
 
 
 def settles(said: str) -> bool:
@@ -267,6 +268,16 @@ def steps_off(said: str) -> bool:
         return False
     return bool(_STEP_EN.search(said) or (_STEP_ZH.search(said) and not _STEP_ZH_NOT.search(said))
                 or ((_THANKS_END.search(said) or _CHEER_END.search(said)) and not _SNAG.search(said)))
+
+
+def ends_closing(said: str) -> bool:
+    """Whether a turn ends by thanking, deciding or saying it is final (`closing_tail`) after
+    words that ask nothing, want nothing more and tell no snag."""
+    tail = closing_tail(said)
+    head = said[:tail]
+    return bool(tail) and len(said) <= _STEP_CHARS and not (
+        _ASKS.search(said) or _wh(head) or _REQUEST.search(head) or _CONTINUES.search(head) or _BUT.search(head)
+        or _NOT_EN.search(head) or _SNAG.search(said))
 
 
 # A statement or a yes/no question tells of a new matter when a thing of the user's own is its subject
@@ -346,7 +357,7 @@ def topic_move(text: str, terms: set[str], vocabulary: set[str], min_keywords: i
         named = topic_terms(next(g for g in frame.groups() if g))
         if vocabulary and named and not named & vocabulary:
             return "switch"
-    if not answering and not offered and (settles(said) or steps_off(said)):
+    if not offered and (ends_closing(said) or not answering and (settles(said) or steps_off(said))):
         return "done"
     if not answering and not requested and vocabulary and len(terms) >= min_keywords \
             and len(terms & vocabulary) / len(terms) < shift_below and reports_new_matter(said):
@@ -413,8 +424,10 @@ def track_topic(memory: Parts, scope: Scope, session_id: str, turns: Sequence[Tu
                                   name_chars=cfg.topic_closing_name_chars,
                                   reply="\n".join(replies))
                 task = cut(" ".join(t.content.split()), cfg.focus_chars)
-                # a closing turn ("thanks, I'll send it to my boss tomorrow") starts no task
-                starts = not focus and move != "done" and opens_topic(t.content, terms, cfg.topic_min_keywords)
+                # a closing turn ("thanks, I'll send it to my boss tomorrow") starts no task; after
+                # one, whatever the user brings up next is the next task ("年会我们部门要出个节目")
+                starts = not focus and move != "done" and opens_topic(
+                    t.content, terms, 1 if since else cfg.topic_min_keywords)
             else:
                 move, task = verdict
                 starts = not focus and bool(task) and move != "done"
