@@ -168,6 +168,7 @@ _FRAME = re.compile(r"^\s*(?:(?:in|for|with|about|regarding|re) ((?:[\w'-]+ ){0,
 _REQUEST = re.compile(
     r"^(?:[^，,。！!]{0,6}[，,。！!]\s*){0,2}(?:现在|那|那再|再|另外|然后)?(?:请|麻烦(?:你)?)?(?:帮我|给我|教我|推荐|替我"
     r"|我想(?:让你|请你)|能不能帮)"
+    r"|^(?![这那它])[\u4e00-\u9fff]{2,8}(?:帮我|麻烦你|请你)(?!看看|看下|看一下)"  # "论文题目帮我翻成英文": the thing first
     r"|^(?:[^,.!]{0,12}[,.!]\s*){0,2}(?:(?:now|also|ok|okay|and|so|then)\s+)?(?:(?:can|could|would) you|please|"
     r"help me|write|make|recommend|explain|tell me|show me|find|book|plan|suggest|translate|i need|i want)\b"
     # ...or asked after what it is about: "my dad wants a toast too, can you write him one"
