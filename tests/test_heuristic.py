@@ -794,6 +794,11 @@ def test_what_someone_else_does_to_the_user_is_not_the_users_fact():
     assert contents("我家柯基叫馒头 最近老咬我拖鞋") == ["用户家柯基叫馒头"]
     assert contents("开完会同事喊我去喝酒") == [] and contents("能给我讲讲轨距") == []
     assert contents("同事喊我去喝酒") == [] and contents("他们叫我别去") == []  # an errand, not a nickname
+    assert contents("老板想让我学五轴 说给我涨一千五 值得学吗") == ["用户的老板想让用户学五轴"]  # what he said
+    # a question asked without a question mark is no fact, nor the part of a clause that asks
+    assert "用户咋回" not in contents("天天有客人投诉 我咋回")
+    assert contents("就我一个人 管一千多口人 问下狂犬疫苗要是断货了 被狗咬的村民怎么办") == ["就用户一个人，管一千多口人"]
+    assert contents("我不咋喝酒") == ["用户不咋喝酒"]
     # the user's own facts with the user as object stay: a prescription, a name, a person named
     assert contents("医生给我开了布洛芬") == ["用户的医生给用户开了布洛芬"]
     assert contents("大家都叫我静静") == ["大家叫用户静静"]

@@ -107,7 +107,7 @@ QUESTION_END = re.compile(r"[?？]")
 # Not statements about the user (issue 18): a question (我对什么过敏？ / Do I prefer tea?), a
 # hypothetical (如果我… / if I…) or a doubt (I wonder if I…). The offline extractor skips them.
 # a question word before 都 / 也 is no question: "哪也不去", "什么都吃", "谁都知道"
-ZH_ASKING = re.compile(r"什么(?!都|也)|(?<!不)怎么(?!都|也)|为什么|为何|哪(?!怕|儿?[都也]|里[都也])|谁(?![都也])|(?<!好)(?:几点|几个|几岁|几天|几次|几号)|几$|多少|多久|多大|多远|是否|"
+ZH_ASKING = re.compile(r"什么(?!都|也)|(?<!不)怎么(?!都|也)|(?<![不没])咋(?!都|也)|为什么|为啥|为何|问下|请问|哪(?!怕|儿?[都也]|里[都也])|谁(?![都也])|(?<!好)(?:几点|几个|几岁|几天|几次|几号)|几$|多少|多久|多大|多远|是否|"
                         r"([\u4e00-\u9fff])[不没]\1|(?:吗|呢|么|吧|嘛)$|还是.{1,16}?(?:好|对|合适|更好|比较好|划算)$|(?<!了)(?<=[\u4e00-\u9fff])不$")  # "在不": 在不在
 _ZH_HYPOTHETICAL = re.compile(r"^(?:那|那么|可|但)?(?:我|你|他|她)?(?:如果|假如|要是|万一|假设|倘若|假使|如若|若是|即使|就算|哪怕|设想|想象一下|难道)")
 EN_ASKING = _r(r"^(?:(?:what|who|whom|whose|which|where|why|how)\b(?!\s+I\b)|"
