@@ -139,3 +139,27 @@ def test_the_cli_and_rest_leave_out_weak_hits_as_the_api_does(make_memory: Calla
     runner = CliRunner()
     assert "no memories match" in runner.invoke(app, ["search", "quantum physics", "--user", "lin"]).output
     assert "jazz" in runner.invoke(app, ["search", "quantum physics", "--user", "lin", "--min-score", "0"]).output
+
+
+def test_a_question_asking_for_a_part_of_the_user_s_life_favours_memories_telling_it(
+        make_memory: Callable[..., Memory], tmp_path: Path) -> None:
+    from memlane.retrieval.slots import asked_slot, tells
+
+    assert asked_slot("What's my job again?") == "work" and asked_slot("Do you remember what I do for a living?") == "work"
+    assert asked_slot("我现在开的什么车？") == "vehicle" and asked_slot("我现在在哪个学校？") == "school"
+    assert asked_slot("What is the user allergic to?") is None  # no slot: no prior
+    assert asked_slot("Where do I live and work?") is None  # two: no prior
+    assert tells("The user is a graphic designer.", "work") and tells("用户是药剂师。", "work")
+    assert not tells("The user's girlfriend is Jess.", "work") and tells("The user's girlfriend is Jess.", "partner")
+    assert not tells("The user owns a flat in the high-tech zone.", "work")
+    # end to end: the words "job" and "designer" share nothing, the prior puts the job first
+    for prior, first in ((0.0, None), (2.0, "The user is a graphic designer.")):
+        mem = make_memory(home=tmp_path / f"slot{prior}", search={"slot_prior": prior})
+        for fact in ["The user's girlfriend is Jess again.", "The user is a graphic designer.",
+                     "The user likes my tea again."]:
+            mem.add(fact, user_id="u")
+        hits = mem.search("what's my job again?", user_id="u", activate=False, min_score=0, limit=3)
+        if first is not None:
+            assert hits[0].content == first
+        else:
+            assert hits[0].content != "The user is a graphic designer."

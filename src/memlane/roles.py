@@ -63,6 +63,9 @@ _SEEKING = re.compile(rf"\b(?:recs?|recommend\w*|suggest\w*|looking for|hire|hir
                       rf"(?:need|find|want|get) (?:an?|some|the) (?:\w+ ){{0,2}}(?:{_HEADS}))\b", re.I)
 
 
+JOB_HEADS = _HEADS  # what `memlane.retrieval.slots` reads a job by
+
+
 def with_article(role: str) -> str:
     """"a nurse", "an ER nurse", "a UX researcher": the article as the words are said (a
     capitalised initialism by its first letter's name)."""
@@ -84,4 +87,4 @@ def headline_role(text: str) -> str | None:
     return m.group().rstrip()
 
 
-__all__ = ["HEADLINE", "headline_role", "with_article"]
+__all__ = ["HEADLINE", "JOB_HEADS", "headline_role", "with_article"]

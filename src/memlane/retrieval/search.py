@@ -31,6 +31,7 @@ from memlane.retrieval.filters import (
 from memlane.retrieval.fuse import fuse, normalise_relevance
 from memlane.retrieval.query import common_words, named_session_id, without
 from memlane.retrieval.relevance import Relevance
+from memlane.retrieval.slots import asked_slot, tells
 from memlane.store import Store, turn_search_text
 from memlane.text import keywords
 
@@ -122,6 +123,7 @@ class Search:
         self.named_first = store.session_rows(corpus, scope, self.named, cfg.fts_candidates) \
             if self.named is not None else []
         self.relevance = Relevance(words, weights, cfg.memory_dense_scale if facts_corpus else 1.0)
+        self.slot = asked_slot(query) if corpus == "memories" else None  # the part of the user's life asked for
 
     def hits(self, limit: int) -> list[Hit]:
         """Up to `limit` hits in rank order.
@@ -286,6 +288,14 @@ class Search:
         scores = (cfg.w_similarity * relevance + cfg.w_importance * facts.score
                   + w_recency * np.power(0.5, age_days / cfg.recency_half_life_days))  # recency(), in numpy
         order = np.lexsort((facts.rowid, -scores))
+        if self.slot is not None and cfg.slot_prior > 0:  # "what's my job again?": a memory telling work
+            first = order[: cfg.slot_depth]
+            told = store.memories_by_rowid(self.scope, facts.rowid[first].tolist())
+            for i in first.tolist():
+                m = told.get(int(facts.rowid[i]))
+                if m is not None and tells(m.content, self.slot):
+                    scores[i] += cfg.w_similarity * cfg.slot_prior
+            order = np.lexsort((facts.rowid, -scores))
         ranked = [r for r in facts.rowid[order].tolist() if r not in returned]
         hits: Ranked = []
         for i in range(0, len(ranked), want):

@@ -1,0 +1,67 @@
+"""Which part of a person's life a question about them asks for, and which parts a memory
+tells (issue 32's current-value questions, issue 29's memory search): "what's my job again?"
+asks for work, and "The user is a graphic designer." tells it, though the two share no word and
+e5-small ranks "The user's girlfriend is Jess." first. A memory that tells what was asked gets
+`search.slot_prior` on top of its relevance (`memlane.retrieval.search`).
+
+A lexicon of a few life slots a person holds and is asked about (work, home, partner, vehicle,
+school, pet, exercise, diet), in English and Chinese: words that ask for a slot, and words that
+tell one. A question that asks for none, or for more than one, gets no prior."""
+
+from __future__ import annotations
+
+import re
+
+from memlane.roles import JOB_HEADS
+from memlane.slots import frames
+
+_ASKS: dict[str, re.Pattern[str]] = {
+    "work": re.compile(r"\b(?:job|jobs|work|works|working|occupation|profession|career|employer|company|"
+                       r"do for (?:a )?living|for (?:a )?living)\b|工作|上班|职业|做什么的|干什么的|干啥的|哪个公司|什么公司|单位",
+                       re.I),
+    "home": re.compile(r"\b(?:live|lives|(?<!for a )(?<!for )living|home|house|apartment|flat|address|reside|rent|"
+                       r"renting)\b|住|搬到|家在|房子|租房|买房",
+                       re.I),
+    "partner": re.compile(r"\b(?:partner|girlfriend|boyfriend|wife|husband|spouse|married|dating|relationship|fianc[eé]e?)\b"
+                          r"|对象|女朋友|男朋友|女友|男友|老婆|老公|爱人|结婚|恋爱", re.I),
+    "vehicle": re.compile(r"\b(?:car|cars|drive|drives|driving|vehicle|truck|motorcycle|motorbike)\b|什么车|开的|车", re.I),
+    "school": re.compile(r"\b(?:school|study|studying|studies|university|college|degree|major|course|student)\b"
+                         r"|学校|读书|专业|大学|上学|读研|学位", re.I),
+    "pet": re.compile(r"\b(?:pet|pets|dog|dogs|cat|cats|puppy|kitten)\b|宠物|养的|狗|猫", re.I),
+    "exercise": re.compile(r"\b(?:exercise|workout|work out|working out|train|training|gym|sport|sports|fitness|keep fit)\b"
+                           r"|锻炼|健身|运动|训练", re.I),
+    "diet": re.compile(r"\b(?:diet|vegetarian|vegan|eat meat|eats meat)\b|吃素|饮食|吃肉", re.I),
+}
+_TELLS: dict[str, re.Pattern[str]] = {
+    "work": re.compile(rf"(?<![-\w])(?:{JOB_HEADS})s?\b|\b(?:works?|worked|working|job|employed|hired|company)\b"
+                       r"|工作|上班|公司|(?:工程|设计|会计|教|医|律|厨|药剂|理发|美容)师|(?:员|老师|医生|护士|司机|经理|老板|主管|记者|编辑)(?:[。.，,]|$)",
+                       re.I),
+    "home": re.compile(r"\b(?:live|lives|lived|living|moved|rents?|renting|owns? (?:a|an|the) (?:\w+ )?(?:house|flat|apartment|condo|home)"
+                       r"|apartment|flat|mortgage|neighbou?rhood)\b|住|搬|租|房贷|买了房|房子", re.I),
+    "partner": re.compile(r"\b(?:partner|girlfriend|boyfriend|wife|husband|married|dating|engaged|fianc[eé]e?|single|divorced)\b"
+                          r"|对象|女朋友|男朋友|女友|男友|老婆|老公|丈夫|妻子|结婚|订婚|单身|离婚|恋爱", re.I),
+    "vehicle": re.compile(r"\b(?:car|drives|drive|driving|truck|suv|motorcycle|motorbike|scooter|sedan|hatchback|pickup)\b"
+                          r"|开一辆|开的是|开车|车", re.I),
+    "school": re.compile(r"\b(?:student|studies|studying|university|college|school|degree|major|phd|master'?s|bachelor'?s)\b"
+                         r"|学生|读研|读博|大学|学院|专业|研究生|本科|学校", re.I),
+    "pet": re.compile(r"\b(?:pet|dog|cat|puppy|kitten|parrot|rabbit|hamster|turtles?|tortoise|goldfish|lizard|snake|budgie)\b"
+                      r"|宠物|狗|猫|兔|龟|鹦鹉|仓鼠", re.I),
+    "exercise": re.compile(r"\b(?:gym|runs|running|swims|swimming|swim|climbs|climbing|yoga|pilates|cycling|cycles|lifts|"
+                           r"lifting|workouts?|works out|hikes|hiking|boxing|crossfit|laps|marathon)\b"
+                           r"|健身|跑步|游泳|攀岩|瑜伽|骑行|锻炼|普拉提|撸铁|马拉松", re.I),
+    "diet": re.compile(r"\b(?:vegetarian|vegan|pescatarian|meat|diet|keto|gluten)\b|吃素|素食|吃肉|荤", re.I),
+}
+
+
+def asked_slot(query: str) -> str | None:
+    """The one slot a question asks for, or None (none, or several)."""
+    asked = {name for name, pattern in _ASKS.items() if pattern.search(query)}
+    return asked.pop() if len(asked) == 1 else None
+
+
+def tells(content: str, slot: str) -> bool:
+    """Whether a memory tells the slot (its words, or the exclusive slots `memlane.slots` reads)."""
+    return bool(_TELLS[slot].search(content)) or slot in frames(content)
+
+
+__all__ = ["asked_slot", "tells"]
