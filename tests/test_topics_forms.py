@@ -225,7 +225,8 @@ def test_a_detail_after_a_sentence_with_a_btw_goes_on(make_memory: MakeMemory) -
 # what the user brings up next is the next task however short
 @pytest.mark.parametrize("closing", ["那就云杉坪+蓝月谷 定了", "他自己算出来了 太感谢了😄", "第二版吧 就这个 哈哈",
                                      "going with 5mm. casting on tonight 🧶", "ok cool, gotta run to a meeting",
-                                     "sweet thats enough to get me started 🌱"])
+                                     "sweet thats enough to get me started 🌱", "👍 下次试试", "那先买200G的吧",
+                                     "第二个吧 已经发她了"])
 def test_a_turn_that_ends_by_closing_finishes_the_task(make_memory: MakeMemory, closing: str) -> None:
     asked = [*OPEN_EN[:1], ("assistant", "Grow bean seedlings under red, blue and white light. Which plants do you have?")]
     focus, done = _focus_after(make_memory, [*asked, ("user", closing)])

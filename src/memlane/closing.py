@@ -48,7 +48,7 @@ _ZH_DO = rf"(?:(?![{_ZH_NOT}])[\u4e00-\u9fff\w])"  # a character of what the use
 _ZH_WHEN = r"[\u4e00-\u9fff]{0,3}?"  # "周末", "今晚", "待会": when the user does it
 # a time the user names for the next step ("周末弄", "下周一开练")
 _ZH_TIME = (r"(?:今天|今晚|今早|明天|明早|明晚|后天|周末|这周|本周|下周[一二三四五六日天]?|周[一二三四五六日天]|上午|下午|晚上"
-            r"|中午|早上|回头|待会儿?|等会儿?|一会儿?|晚点|改天|过两天|月底|下班后?|到时候?)")
+            r"|中午|早上|回头|待会儿?|等会儿?|一会儿?|晚点|改天|过两天|月底|下班后?|到时候?|下次|下回)")
 # a name the assistant offered ("肌不可失"), not one ending in a "not" ("字体不好看")
 _ZH_NAME = rf"(?:(?![{_ZH_NOT.replace('不', '')}这那太])[\u4e00-\u9fff\w]){{2,8}}?(?<![不没])"
 # no name of an option: "what it is", "not sure it is"
@@ -201,7 +201,9 @@ _GRAMMAR: dict[str, tuple[list[str], list[str]]] = {
                 rf"(?!{_NOT_NAME}|{_NOT_THEN})[\w'&-]{{1,30}}(?: (?!{_IT}\b)[\w'&-]{{1,30}})? then"],
                [rf"(?:那)?(?:我)?就(?:选|要|买|订|定|用|拿)?{_ZH_PICK}(?:了|吧|啦)*",
                 rf"(?:那)?{_ZH_PICK}(?:好|吧|不错|可以|行)(?:了|吧|啦)*",
-                rf"(?:那)?(?:我)?(?:选|要|买|订|定|用|拿){_ZH_PICK}(?:了|啦)+", r"用(?:这个|这版|它)吧"]),
+                rf"(?:那)?(?:我)?(?:选|要|买|订|定|用|拿){_ZH_PICK}(?:了|啦)+", r"用(?:这个|这版|它)吧",
+                # "那先买200G的吧", "那还是订周五的吧": a choice said with what is chosen
+                r"那(?:我)?(?:就|先|还是)(?:买|选|要|订|定|拿|换|报|约)(?:(?![再还帮你我吗呢但])[\u4e00-\u9fff\w+.-]){1,10}?的?吧"]),
     # the user takes the result to use it, or the rest of the work on themselves
     "use": ([rf"(?:(?:ok|so|then) )?{_I_WILL}(?: (?:now|just|go|go ahead and|definitely|probably|then|quickly|"
              rf"totally|right away|and))* {_USE_VERB}(?: (?:{_IT}|{_MADE}|out|away))?(?: {_TAIL}){{0,8}}",
@@ -234,7 +236,8 @@ _GRAMMAR: dict[str, tuple[list[str], list[str]]] = {
     # what the user did, said in a word: "sent!", "booked", "ordered it"
     "did": ([rf"(?:just |already |all )?(?:sent|done|bought|booked|ordered|paid|submitted|posted|printed|made|built|"
              rf"(?!{_NOT_DID})[a-z]{{2,24}}ed)(?: (?:it|them|that|this))?"],
-            [r"(?:已经|刚)?(?:发|交|买|订|下单|提交|打印|抄|存|改|弄|装)(?:给(?:(?![再还帮你我吗呢但])[\u4e00-\u9fff]){1,4})?(?:好|完)?了(?:啦)?"]),
+            [r"(?:已经|刚)?(?:发|交|买|订|下单|提交|打印|抄|存|改|弄|装)(?:给(?:(?![再还帮你我吗呢但])[\u4e00-\u9fff]){1,4}|[他她]们?)?"
+             r"(?:好|完)?了(?:啦)?"]),
     # thumbs up, folded hands, a smile: a verdict without words
     "emoji": ([], [r"(?:[\U0001F44D\U0001F44C\U0001F64F\u2705\U0001F389\U0001F60A\U0001F642\U0001F604\U0001F601"
                    r"\U0001F600\U0001F603\u2764\u2665\U0001F4AF\U0001F64C\U0001F44F\U0001F973\U0001F91D\u2728"
