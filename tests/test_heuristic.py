@@ -846,7 +846,9 @@ def test_what_happened_to_the_user_s_health_is_kept_though_told_as_a_story():
 def test_a_memory_keeps_only_brackets_that_pair():
     assert contents("my son (he's 8) dislikes fish) lol") == ["The user's son (he is 8) dislikes fish."]
     assert contents("I live in Leeds (") == ["The user lives in Leeds."]
-    assert contents("我住在杭州（西湖区") == ["用户住在杭州，西湖区"]
+    assert contents("我住在杭州（西湖区") == ["用户住在杭州西湖区"]
+    assert contents("I love tea (( and coffee") == ["The user likes tea and coffee."]
+    assert contents("I'm allergic to peanuts :( sad") == ["The user is allergic to peanuts sad."]
     assert contents("I love jazz (really) and blues") == ["The user likes jazz (really) and blues."]
 
 

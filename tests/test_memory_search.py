@@ -152,6 +152,14 @@ def test_a_question_asking_for_a_part_of_the_user_s_life_favours_memories_tellin
     assert tells("The user is a graphic designer.", "work") and tells("用户是药剂师。", "work")
     assert not tells("The user's girlfriend is Jess.", "work") and tells("The user's girlfriend is Jess.", "partner")
     assert not tells("The user owns a flat in the high-tech zone.", "work")
+    # someone else's slot, or a slot's word in a phrase of its own, is no answer about the user
+    assert asked_slot("what did my daughter study this year?") is None and asked_slot("我同事开的什么车") is None
+    assert asked_slot("what's my relationship with my boss?") is None and asked_slot("我对象叫什么") == "partner"
+    assert asked_slot("what bike do I ride to work?") is None  # a vehicle and work: no one slot
+    assert not tells("The user's sister drives a Jeep.", "vehicle") and not tells("用户的同事养了一只猫。", "pet")
+    assert not tells("The user repairs guitars for a living.", "home")
+    assert not tells("The user is single-handedly organising the reunion.", "partner")
+    assert not tells("The user's dog walker is named Sam.", "pet") and tells("The user studied history at Ohio State.", "school")
     # end to end: the words "job" and "designer" share nothing, the prior puts the job first
     for prior, first in ((0.0, None), (2.0, "The user is a graphic designer.")):
         mem = make_memory(home=tmp_path / f"slot{prior}", search={"slot_prior": prior})

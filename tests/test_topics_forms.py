@@ -228,15 +228,29 @@ def test_a_detail_after_a_sentence_with_a_btw_goes_on(make_memory: MakeMemory) -
                                      "sweet thats enough to get me started 🌱", "👍 下次试试", "那先买200G的吧",
                                      "第二个吧 已经发她了"])
 def test_a_turn_that_ends_by_closing_finishes_the_task(make_memory: MakeMemory, closing: str) -> None:
-    asked = [*OPEN_EN[:1], ("assistant", "Grow bean seedlings under red, blue and white light. Which plants do you have?")]
-    focus, done = _focus_after(make_memory, [*asked, ("user", closing)])
+    focus, done = _focus_after(make_memory, [*OPEN_EN, ("user", closing)])
+    assert focus == "" and len(done) == 1
+
+
+ASKED_EN = [*OPEN_EN[:1], ("assistant", "Grow bean seedlings under red, blue and white light. Which plants do you have?")]
+
+
+@pytest.mark.parametrize("closing", ["那就云杉坪+蓝月谷 定了", "第二个吧 已经发她了", "going with 5mm. casting on tonight 🧶"])
+def test_a_decision_answering_a_question_finishes_the_task(make_memory: MakeMemory, closing: str) -> None:
+    focus, done = _focus_after(make_memory, [*ASKED_EN, ("user", closing)])
     assert focus == "" and len(done) == 1
 
 
 @pytest.mark.parametrize("turn", ["make it shorter, thanks", "still broken, thanks", "I need to go to Paris for work",
-                                  "好 我跟他说说 还没定了"])
+                                  "好 我跟他说说 还没定了", "还有酒店推荐吗 谢谢", "brb gotta run to a meeting",
+                                  "就这样 发了。 对了价格写错了 是38不是28"])
 def test_a_closing_word_after_an_order_a_snag_or_a_plan_goes_on(make_memory: MakeMemory, turn: str) -> None:
     focus, done = _focus_after(make_memory, [*OPEN_EN, ("user", turn)])
+    assert focus.startswith("help me plan a science fair") and done == []
+
+
+def test_an_answer_ending_in_thanks_goes_on(make_memory: MakeMemory) -> None:
+    focus, done = _focus_after(make_memory, [*ASKED_EN, ("user", "I only have basil, thanks")])
     assert focus.startswith("help me plan a science fair") and done == []
 
 

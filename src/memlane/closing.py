@@ -342,7 +342,7 @@ def closes_task(text: str, offered: bool = False, asked: bool = False, reply: st
     more work, which a yes or a verdict accepts; `reply`: that turn, whose options the user may
     take by name. A word of what the user did ("sent", "booked") closes after an answer."""
     said = unicodedata.normalize("NFKC", text[:_CLOSING_CHARS]).lower().replace("’", "'").strip()
-    if not said or len(text) > _CLOSING_CHARS or "?" in said:  # a question asks for more
+    if not said or len(text) > _CLOSING_CHARS or "?" in said or _BACK_SOON.search(said):  # a question asks for more
         return False
     options = unicodedata.normalize("NFKC", reply).lower().replace("’", "'")
     acts = _all_acts(said, 0, options)
@@ -397,18 +397,23 @@ def closing_lead(text: str, name_chars: int) -> int:
     return 0
 
 
+# "brb", "be right back": the user steps away and comes back to the task
+_BACK_SOON = re.compile(r"\bbrb\b|\bbe right back\b|\bback in (?:a (?:sec|min|minute|bit)|\d+)")
 # acts that close the task at a turn's end whatever was said before them: "那就云杉坪+蓝月谷 定了",
 # "新手上路越催越慢 就这个 哈哈", "他自己算出来了 太感谢了😄"
 _TAIL_CLOSING = {"thanks", "decide", "final", "exact"}
 
 
-def closing_tail(text: str) -> int:
+def closing_tail(text: str, answering: bool = False) -> int:
     """Where a turn that ends by closing the task ("…定了", "…就这个 哈哈", "…太感谢了😄") starts
     doing so: the start of its last closing acts when they thank, decide, say it is final or
-    exactly what was wanted; 0 otherwise. What comes before is for `memlane.topics` to read."""
+    exactly what was wanted; 0 otherwise. `answering`: the assistant asked something, and an
+    answer ending in thanks ("I only have 5mm, thanks") thanks for the help to come. What comes
+    before is for `memlane.topics` to read."""
     said = unicodedata.normalize("NFKC", text[:_CLOSING_CHARS]).lower().replace("’", "'").strip()
+    wanted = _TAIL_CLOSING - {"thanks"} if answering else _TAIL_CLOSING
     for m in _STARTS.finditer(said):
         acts = _all_acts(said, m.start()) if m.start() else None
-        if acts and _TAIL_CLOSING.intersection(acts):
+        if acts and wanted.intersection(acts):
             return m.start()
     return 0

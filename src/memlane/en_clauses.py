@@ -31,7 +31,7 @@ EN_KIN = re.compile(rf"^(?:my|our)\s+(?:(?:little|older|younger|big|best|new|cur
 _EN_MINE = re.compile(r"^(?:my|our)\b", re.I)
 EN_BARE_KIN = re.compile(rf"^(?:{_EN_KIN_WORDS})\b(?:\s+(?-i:[A-Z][a-z]+))?(?=\s+(?:is|was|said|says|thinks|wants|has|likes|"
                           r"loves|hates|works|lives|keeps|needs|makes|does|doesn't|told|recommended|suggested|gets|got|will|"
-                          r"can|can't|passed|died|[a-z]+ed)\b)", re.I)  # "Wife Barb keeps the thermostat low"
+                          r"can|can't|passed|died|had|[a-z]+ed)\b)", re.I)  # "Wife Barb keeps the thermostat low"
 EN_PRONOUN = re.compile(r"^(?:he's|she's|he|she|her|his|him)\b", re.I)
 EN_OTHER = re.compile(r"^(?:they|it|you|it's|that|that's|there|there's|this|these|those|their|they're|your|"
                        r"you're|people|someone|everyone|anyone)\b", re.I)
@@ -78,7 +78,7 @@ _NOT_VERB = re.compile(r"^(?:like|just)\s+(?:(?:i|you|he|she|we|they|that|this|u
 _VERB_ELLIPSIS = re.compile(r"^(?:(?:just|recently|finally|officially|already)\s+)?(?:love|loves|like|likes|enjoy|hate|dislike|can't|cannot|can not|"
                             r"don't(?!\s+(?:mention|include|use|say|add|put|write|forget|make|send|tell|call|list|show|give|"
                             r"bother|worry|let|be|do|go|start|stop|change|remove|sign|cc|copy|reply|answer|explain|bring)\b)|adore|speak|"
-                            r"got|finished|passed|graduated|started|quit|adopted|booked|joined|turned|had(?=\s+(?:a|an|my)\s)|"
+                            r"got|finished|passed|graduated|started|quit|adopted|booked|joined|turned|had(?=\s+(?:a|an|my)\s|\s+(?:surgery|covid|cancer|chemo|pneumonia|shingles|bronchitis|the flu)\b)|gotta|"
                             r"prefer|work|live|moved|need|plan|planning|"
                             r"allergic|vegan|vegetarian|currently|usually|mostly)\b", re.I)
 # "walk 11 dogs a day", "teach 5 classes a week": what the speaker does, how often

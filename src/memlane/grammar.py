@@ -306,7 +306,7 @@ _EN_LASTING_CHANGE = re.compile(r"\b(?:switched|moved|joined|became|started|reti
 # ("had a stroke in 2024", "got heat exhaustion last tuesday", "had surgery on my knee in March")
 _EN_HEALTH = re.compile(r"\b(?:had|got|suffered|survived|underwent|caught|came down with)\s+(?:(?:a|an|the|my|the user's|"
                         r"bad|mild|severe|minor|major|emergency|small|big|nasty|knee|hip|back|heart|eye|brain|"
-                        r"kidney|shoulder|wrist)\s+)*(?:stroke|heart attack|surgery|operation|seizure|concussion|"
+                        r"kidney|shoulder|wrist)\s+)*(?:stroke(?! of)|heart attack|surgery|operation|seizure|concussion|"
                         r"transplant|miscarriage|c-section|heat (?:exhaustion|stroke)|flu|covid|pneumonia|infection|"
                         r"fracture|injury|cancer|tumou?r|biopsy|chemo|appendicitis|kidney stones?|bronchitis|shingles|"
                         r"allergic reaction|panic attacks?|breakdown|burnout|hernia|blood clot|diagnosis|"

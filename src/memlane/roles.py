@@ -49,9 +49,15 @@ _NOT_BEFORE = (r"(?:for|to|of|a|an|the|with|from|in|at|on|by|my|your|our|their|h
                r"best|good|cheap|gift|gifts|ideas?|tips?|questions?|email|letter|message|note|resume|cv|interview|"
                r"salary|job|jobs|hiring|hire|become|becoming|being|need|find|finding|looking|i|i'm|im|me|we|you|he|"
                r"she|they|it|so|but|just|also|then|now|well|yeah|yes|no|aye|ok|okay|lol|hey|hi|is|are|was|am)")
-_NOT_AFTER = r"\b(?:and|but|so|because|cause|who|which|that|my|our|your|me)\b"
+# the place a role is held at holds no verb, no one else and no time: "Nurse at the clinic was rude",
+# "Dentist on Monday", "Doctor at 3pm" tell of someone else or of an appointment
+_NOT_AFTER = (r"\b(?:and|but|so|because|cause|who|which|that|my|our|your|me|he|she|they|him|her|them|us|we|"
+              r"is|was|were|are|has|had|have|did|does|do|will|would|can|could|said|says|told|gave|got|went|came|"
+              r"left|quit|won't|didn't|doesn't|isn't|wasn't|[a-z]+ed|monday|tuesday|wednesday|thursday|friday|"
+              r"saturday|sunday|mon|tue|tues|wed|thu|thurs|fri|sat|sun|today|tonight|tomorrow|yesterday|"
+              r"morning|afternoon|evening|noon|week|weekend|month)\b|\d")
 HEADLINE = re.compile(
-    rf"^(?!{_NOT_LEAD}\b)(?P<role>(?:an?\s+)?(?:{_MODIFIERS}\s+)?(?:(?!{_NOT_BEFORE}\b)[a-z][\w&'/-]*\s+){{0,4}}?"
+    rf"^(?!{_NOT_LEAD}\b)(?P<role>(?:an?\s+)?(?P<mod>{_MODIFIERS}\s+)?(?P<pre>(?:(?!{_NOT_BEFORE}\b)[a-z][\w&'/-]*\s+){{0,4}}?)"
     rf"(?:{_HEADS})s?)"
     rf"(?P<aside>\s*\([^()]{{1,60}}\))?"
     rf"(?P<where>\s+(?:in|at|for|on|from|with|out of|near)\s+(?:(?!{_NOT_AFTER})[^,.;:!?()\s]+\s?){{1,8}}?)?"
@@ -59,7 +65,8 @@ HEADLINE = re.compile(
 # what a message asks of one who does the job, not what the speaker does: "wedding photographer
 # in Austin, any recs?"
 _SEEKING = re.compile(rf"\b(?:recs?|recommend\w*|suggest\w*|looking for|hire|hiring|know (?:a|any)|any good|cost|costs|"
-                      rf"charge|charges|rates?|near me|should i (?:get|see|call|use)|"
+                      rf"charge|charges|rates?|near me|should i (?:get|see|call|use|ask|pay|tip)|what (?:do|should) i ask|"
+                      rf"how much (?:should|do|would|will) i|how much (?:does|do|is|are) (?:an?|one|it)|"
                       rf"(?:need|find|want|get) (?:an?|some|the) (?:\w+ ){{0,2}}(?:{_HEADS}))\b", re.I)
 
 
@@ -84,6 +91,8 @@ def headline_role(text: str) -> str | None:
     m = HEADLINE.match(text)
     if m is None or _SEEKING.search(text[m.end():].split("\n")[0][:200]):
         return None
+    if not (m.group("mod") or m.group("pre") or m.group("aside") or m.group("where")):
+        return None  # "Landlord, ugh. he won't fix the heat", "Mechanic, finally, fixed my car": someone else
     return m.group().rstrip()
 
 

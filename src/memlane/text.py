@@ -189,9 +189,14 @@ def neighbour_context(texts: dict[int, str], seq: int, width: int) -> str:
     return " ".join(texts[s] for s in range(seq - width, seq + width + 1) if s != seq and s in texts)
 
 
+_EMOTICON = re.compile(r"(?<!\w)[:;=]['-]?[()\[\]](?!\w)")  # ":(", ";)", ":-(": a face, not a bracket
+
+
 def paired(text: str) -> str:
-    """`text` without the brackets that close nothing or open nothing: a clause cut from "my son
-    (he's 8) dislikes fish) lol" keeps its pairs only."""
+    """`text` without the brackets that close nothing or open nothing, and without bracket
+    faces (":(", ";)"): a clause cut from "my son (he's 8) dislikes fish) lol" keeps its pairs
+    only, "我喜欢（白茶" reads "我喜欢白茶"."""
+    text = _EMOTICON.sub("", text)
     kept: list[str] = []
     opened: list[int] = []
     for ch in text:
@@ -202,8 +207,6 @@ def paired(text: str) -> str:
                 continue
             opened.pop()
         kept.append(ch)
-    for i in reversed(opened):  # "in Providence (62 plots": an aside left open reads as one
-        kept[i] = "，" if kept[i] == "（" else ","
-        if i and kept[i - 1] == " " and kept[i] == ",":
-            kept[i - 1], kept[i] = ",", " "
-    return re.sub(r"\s*[,，]\s*([.。]?)$", r"\1", "".join(kept))
+    for i in reversed(opened):
+        del kept[i]
+    return re.sub(r"\s+(?=[.,;:!?。，；：！？])", "", re.sub(r"\s{2,}", " ", "".join(kept))).strip()

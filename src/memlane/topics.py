@@ -221,7 +221,7 @@ _ZH_ORDER = re.compile(r"一点|一些|点儿|再|还|也要|要|想|得|帮|请
 # ...nor a fault found or more brought ("好，就是有点长", "行吧 就这样写不太好", "ok, adding more
 # context: the client is in Berlin")
 _BUT = re.compile(r"\b(?:but|though|however|still|too|more)\b|[:：]|但|不过|可是|有点|太(?!感谢|谢谢|好了|棒|赞|完美|牛|厉害|给力)"
-                  r"|不(?:太|够|好|行|对|怎么)", re.I)  # "太感谢了" is no fault found
+                  r"|不(?:太|够|好|行|对|怎么)|(?<!不)错(?!过)", re.I)  # "太感谢了" is no fault found; "写错了" is
 
 
 def settles(said: str) -> bool:
@@ -258,7 +258,8 @@ _NOT_EN = re.compile(r"\b(?:not|never|no)\b|n't", re.I)  # "I'm not done", "not 
 # a thanks or a cheer after a snag, a wish or a negation closes nothing: "换了信道还是掉 谢谢", "now it
 # throws a 500 🎉", "not ordered yet, thx", "any ideas under 30 thanks", "字数控制在50字以内 先谢了"
 _SNAG = re.compile(r"\b(?:still|again|fail\w*|error\w*|broke\w*|slower|worse|crash\w*|wrong|yet|any ideas|"
-                   r"in advance|now it)\b|还是|还没|又(?!好)|没(?!问题|事)|不(?!错|客气|用)|先谢|掉线|报错|出错|坏了|慢", re.I)
+                   r"in advance|now it|brb|be right back)\b|还是|还没|又(?!好)|没(?!问题|事)|不(?!错|客气|用)|先谢|掉线|报错|出错|坏了|慢"
+                   r"|[吗呢][\s，,。]", re.I)  # "还有酒店推荐吗 谢谢": it asked, then thanked ahead
 _STEP_CHARS = 60
 
 
@@ -271,14 +272,15 @@ def steps_off(said: str) -> bool:
                 or ((_THANKS_END.search(said) or _CHEER_END.search(said)) and not _SNAG.search(said)))
 
 
-def ends_closing(said: str) -> bool:
+def ends_closing(said: str, answering: bool = False) -> bool:
     """Whether a turn ends by thanking, deciding or saying it is final (`closing_tail`) after
-    words that ask nothing, want nothing more and tell no snag."""
-    tail = closing_tail(said)
+    words that ask nothing, want nothing more and tell no snag; answering the assistant's
+    question, a thanks after the answer closes nothing ("I only have 5mm, thanks")."""
+    tail = closing_tail(said, answering)
     head = said[:tail]
     return bool(tail) and len(said) <= _STEP_CHARS and not (
         _ASKS.search(said) or _wh(head) or _REQUEST.search(head) or _CONTINUES.search(head) or _BUT.search(head)
-        or _NOT_EN.search(head) or _SNAG.search(said))
+        or _NOT_EN.search(head) or _SNAG.search(said) or re.search(r"[吗呢么][\s，,。.!！~～]*$", head))
 
 
 # A statement or a yes/no question tells of a new matter when a thing of the user's own is its subject
@@ -358,7 +360,7 @@ def topic_move(text: str, terms: set[str], vocabulary: set[str], min_keywords: i
         named = topic_terms(next(g for g in frame.groups() if g))
         if vocabulary and named and not named & vocabulary:
             return "switch"
-    if not offered and (ends_closing(said) or not answering and (settles(said) or steps_off(said))):
+    if not offered and (ends_closing(said, answering) or not answering and (settles(said) or steps_off(said))):
         return "done"
     if not answering and not requested and vocabulary and len(terms) >= min_keywords \
             and len(terms & vocabulary) / len(terms) < shift_below and reports_new_matter(said):

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import re
 
+from memlane.naming import EN_KIN_WORDS
 from memlane.roles import JOB_HEADS
-from memlane.slots import frames
+from memlane.slots import about_someone_else, frames
 
 _ASKS: dict[str, re.Pattern[str]] = {
     "work": re.compile(r"\b(?:job|jobs|work|works|working|occupation|profession|career|employer|company|"
@@ -22,45 +23,75 @@ _ASKS: dict[str, re.Pattern[str]] = {
     "home": re.compile(r"\b(?:live|lives|(?<!for a )(?<!for )living|home|house|apartment|flat|address|reside|rent|"
                        r"renting)\b|住|搬到|家在|房子|租房|买房",
                        re.I),
-    "partner": re.compile(r"\b(?:partner|girlfriend|boyfriend|wife|husband|spouse|married|dating|relationship|fianc[eé]e?)\b"
+    "partner": re.compile(r"\b(?:partner|girlfriend|boyfriend|wife|husband|spouse|married|dating|relationship|single|"
+                          r"fianc[eé]e?)\b"
                           r"|对象|女朋友|男朋友|女友|男友|老婆|老公|爱人|结婚|恋爱", re.I),
-    "vehicle": re.compile(r"\b(?:car|cars|drive|drives|driving|vehicle|truck|motorcycle|motorbike)\b|什么车|开的|车", re.I),
+    "vehicle": re.compile(r"\b(?:car|cars|drive|drives|driving|vehicle|truck|motorcycle|motorbike|bike|bicycle|ride|rides|"
+                         r"commute)\b|什么车|开的|车", re.I),
     "school": re.compile(r"\b(?:school|study|studying|studies|university|college|degree|major|course|student)\b"
                          r"|学校|读书|专业|大学|上学|读研|学位", re.I),
     "pet": re.compile(r"\b(?:pet|pets|dog|dogs|cat|cats|puppy|kitten)\b|宠物|养的|狗|猫", re.I),
     "exercise": re.compile(r"\b(?:exercise|workout|work out|working out|train|training|gym|sport|sports|fitness|keep fit)\b"
                            r"|锻炼|健身|运动|训练", re.I),
-    "diet": re.compile(r"\b(?:diet|vegetarian|vegan|eat meat|eats meat)\b|吃素|饮食|吃肉", re.I),
+    "diet": re.compile(r"\b(?:diet|vegetarian|vegan|eat|eats|eating|food|meals?)\b|吃素|饮食|吃肉", re.I),
 }
 _TELLS: dict[str, re.Pattern[str]] = {
     "work": re.compile(rf"(?<![-\w])(?:{JOB_HEADS})s?\b|\b(?:works?|worked|working|job|employed|hired|company)\b"
                        r"|工作|上班|公司|(?:工程|设计|会计|教|医|律|厨|药剂|理发|美容)师|(?:员|老师|医生|护士|司机|经理|老板|主管|记者|编辑)(?:[。.，,]|$)",
                        re.I),
-    "home": re.compile(r"\b(?:live|lives|lived|living|moved|rents?|renting|owns? (?:a|an|the) (?:\w+ )?(?:house|flat|apartment|condo|home)"
+    "home": re.compile(r"\b(?:live|lives|lived|moved|rents?|renting|owns? (?:a|an|the) (?:\w+ )?(?:house|flat|apartment|condo|home)"
                        r"|apartment|flat|mortgage|neighbou?rhood)\b|住|搬|租|房贷|买了房|房子", re.I),
-    "partner": re.compile(r"\b(?:partner|girlfriend|boyfriend|wife|husband|married|dating|engaged|fianc[eé]e?|single|divorced)\b"
+    "partner": re.compile(r"\b(?:partner|girlfriend|boyfriend|wife|husband|married|dating|engaged|fianc[eé]e?|single(?!-)|"
+                          r"divorced)\b"
                           r"|对象|女朋友|男朋友|女友|男友|老婆|老公|丈夫|妻子|结婚|订婚|单身|离婚|恋爱", re.I),
     "vehicle": re.compile(r"\b(?:car|drives|drive|driving|truck|suv|motorcycle|motorbike|scooter|sedan|hatchback|pickup)\b"
                           r"|开一辆|开的是|开车|车", re.I),
-    "school": re.compile(r"\b(?:student|studies|studying|university|college|school|degree|major|phd|master'?s|bachelor'?s)\b"
-                         r"|学生|读研|读博|大学|学院|专业|研究生|本科|学校", re.I),
-    "pet": re.compile(r"\b(?:pet|dog|cat|puppy|kitten|parrot|rabbit|hamster|turtles?|tortoise|goldfish|lizard|snake|budgie)\b"
+    "school": re.compile(r"\b(?:student|studies|studied|studying|study|university|college|school|degree|major|phd|"
+                         r"master'?s|bachelor'?s|graduated|alumn\w*|elementary|kindergarten)\b"
+                         r"|学生|读研|读博|大学|学院|专业|研究生|本科|学校|毕业|小学|中学|高中|幼儿园", re.I),
+    "pet": re.compile(r"\b(?:pet|dog(?!\s+(?:walker|sitter|groomer|trainer)s?\b)|cat|puppy|kitten|parrot|rabbit|hamster|"
+                      r"turtles?|tortoise|goldfish|lizard|snake|budgie)\b"
                       r"|宠物|狗|猫|兔|龟|鹦鹉|仓鼠", re.I),
-    "exercise": re.compile(r"\b(?:gym|runs|running|swims|swimming|swim|climbs|climbing|yoga|pilates|cycling|cycles|lifts|"
-                           r"lifting|workouts?|works out|hikes|hiking|boxing|crossfit|laps|marathon)\b"
+    "exercise": re.compile(r"\b(?:gym|running|jogs|jogging|swims|swimming|swim|climbs|climbing|yoga|pilates|cycling|"
+                           r"weightlifting|workouts?|works out|hikes|hiking|boxing|crossfit|laps|marathon)\b"
                            r"|健身|跑步|游泳|攀岩|瑜伽|骑行|锻炼|普拉提|撸铁|马拉松", re.I),
     "diet": re.compile(r"\b(?:vegetarian|vegan|pescatarian|meat|diet|keto|gluten)\b|吃素|素食|吃肉|荤", re.I),
 }
 
 
+# a question about someone else of the user's asks for their slot, which the user's own memories
+# do not tell: "what did my daughter study?", "我同事开的什么车"
+_SOMEONE_ELSE = re.compile(rf"\b(?:my|our|his|her|their)\s+(?:(?:little|older|younger|big|best|new|old)\s+)?(?:{EN_KIN_WORDS})\b"
+                           r"|\b(?:he|she|they|his|her|their)\b"
+                           r"|(?:我|咱)(?:的|们的?|家)?(?:妈|爸|父亲|母亲|儿子|女儿|孩子|哥|姐|弟|妹|爷爷|奶奶|外公|外婆|同事|朋友|"
+                           r"同学|老板|领导|室友|邻居)|[他她]", re.I)
+_PARTNER_WORDS = re.compile(r"\b(?:partner|girlfriend|boyfriend|wife|husband|spouse|fianc[eé]e?)\b|对象|女朋友|男朋友|老婆|老公|爱人",
+                            re.I)
+
+
+# a slot's word in a phrase of its own: "for a living" (work, not home), "single-handedly"
+_NOT_SLOT_WORDS = re.compile(r"\bfor a living\b|\bsingle-\w+", re.I)
+
+
 def asked_slot(query: str) -> str | None:
-    """The one slot a question asks for, or None (none, or several)."""
+    """The one slot a question about the user asks for, or None (none, several, or a question
+    about someone else of the user's)."""
     asked = {name for name, pattern in _ASKS.items() if pattern.search(query)}
-    return asked.pop() if len(asked) == 1 else None
+    if len(asked) != 1:
+        return None
+    slot = asked.pop()
+    if _SOMEONE_ELSE.search(_PARTNER_WORDS.sub("", query)):  # "my wife" asks for the partner slot itself
+        return None
+    return slot
 
 
 def tells(content: str, slot: str) -> bool:
-    """Whether a memory tells the slot (its words, or the exclusive slots `memlane.slots` reads)."""
+    """Whether a memory tells the slot of the user's (its words, or the exclusive slots
+    `memlane.slots` reads): not a kin's or a friend's news ("The user's sister drives a Jeep"),
+    except the partner's, who is the partner slot."""
+    if slot != "partner" and about_someone_else(content):
+        return False
+    content = _NOT_SLOT_WORDS.sub(" ", content)
     return bool(_TELLS[slot].search(content)) or slot in frames(content)
 
 
