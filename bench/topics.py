@@ -274,8 +274,11 @@ asks, orders, tells of a snag or negates; leaving closes ("ok cool, gotta run to
 "that's enough to get me started" and "够用了"; "going with 5mm. casting on tonight" decides (an
 "-ing" after "going with" is no next step); after a close, whatever the user brings up next starts
 the next task however short ("年会我们部门要出个节目 没人想演"); a request with its thing first
-("论文题目帮我翻成英文") is a request. holdout9 (now read) 0.95 / 0.81 / 0.66 / 0.98 → 0.96 / 0.88 /
-0.77 / 0.98; holdout5 0.94 / 0.90 / 0.91 / 0.97 → 0.96 / 0.92 / 0.91 / 0.98, holdout6 0.87 / 0.80 /
+("论文题目帮我翻成英文") is a request; "下次" is a time for a next step ("👍 下次试试"), "那先买200G的吧"
+decides, "第二个吧 已经发她了" reports it done. After an outside attack: "brb" closes nothing, nor a
+thanks after a question asked without "?" ("还有酒店推荐吗 谢谢") or after an answer to the
+assistant's question ("I only have 5mm, thanks"), nor a close followed by a fault ("…写错了").
+holdout9 (now read) 0.95 / 0.81 / 0.66 / 0.98 → 0.96 / 0.90 / 0.81 / 0.98; holdout5 0.94 / 0.90 / 0.91 / 0.97 → 0.96 / 0.92 / 0.91 / 0.98, holdout6 0.87 / 0.80 /
 0.83 → 0.87 / 0.83 / 0.85, holdout8 0.97 / 0.90 / 0.84 → 0.97 / 0.93 / 0.86; holdout7 0.86 → 0.84
 switch precision (a closing turn missed after a close now reads as a new task). holdout10, unseen:
 0.97 / 0.70 / 0.63 / 0.99 → 0.97 / 0.70 / 0.70 / 0.99. Tried and dropped: a yes/no question sharing
