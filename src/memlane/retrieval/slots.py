@@ -61,10 +61,11 @@ _TELLS: dict[str, re.Pattern[str]] = {
 
 # a question about someone else of the user's asks for their slot, which the user's own memories
 # do not tell: "what did my daughter study?", "我同事开的什么车"
-_SOMEONE_ELSE = re.compile(rf"\b(?:my|our|his|her|their)\s+(?:(?:little|older|younger|big|best|new|old)\s+)?(?:{EN_KIN_WORDS})\b"
-                           r"|\b(?:he|she|they|his|her|their)\b"
-                           r"|(?:我|咱)(?:的|们的?|家)?(?:妈|爸|父亲|母亲|儿子|女儿|孩子|哥|姐|弟|妹|爷爷|奶奶|外公|外婆|同事|朋友|"
-                           r"同学|老板|领导|室友|邻居)|[他她]", re.I)
+# (a bare "her" may be the user asked about: "what does the user do on her weekends?")
+_SOMEONE_ELSE = re.compile(rf"\b(?:my|our|his|her|their|the user's)\s+(?:(?:little|older|younger|big|best|new|old)\s+)?"
+                           rf"(?:{EN_KIN_WORDS})\b"
+                           r"|(?:我|咱|用户)(?:的|们的?|家)?(?:妈|爸|父亲|母亲|儿子|女儿|孩子|哥|姐|弟|妹|爷爷|奶奶|外公|外婆|同事|朋友|"
+                           r"同学|老板|领导|室友|邻居)", re.I)
 _PARTNER_WORDS = re.compile(r"\b(?:partner|girlfriend|boyfriend|wife|husband|spouse|fianc[eé]e?)\b|对象|女朋友|男朋友|老婆|老公|爱人",
                             re.I)
 
