@@ -146,7 +146,7 @@ def _under(name: str, packages: tuple[str, ...]) -> bool:
 # text helpers and the core's models and configuration, and reaches up to nothing else.
 BELOW_RETRIEVAL = ("memlane.retrieval", "memlane.store", "memlane.models", "memlane.config", "memlane.errors",
                    "memlane.validate", "memlane.text", "memlane.cjkwords", "memlane.dates", "memlane.crosslingual",
-                   "memlane.bridge", "memlane.slots", "memlane.roles")  # the last two: word lists over text alone
+                   "memlane.bridge", "memlane.slots", "memlane.roles", "memlane.naming")  # the last three: word lists
 
 
 def test_retrieval_imports_neither_the_facade_nor_a_feature() -> None:
