@@ -843,6 +843,18 @@ def test_what_happened_to_the_user_s_health_is_kept_though_told_as_a_story():
     assert contents("I gotta finish by 5 every day") == ["The user has to finish by 5 every day."]
 
 
+def test_a_fragment_carried_into_its_clause_ends_where_the_next_clause_starts():
+    assert contents("I'm 74, retired carpenter, I drive for Meals on Wheels twice a week in Spokane.") == [
+        "The user is 74.", "The user is retired carpenter.",
+        "The user drives for Meals on Wheels twice a week in Spokane."]
+
+
+def test_a_memory_keeps_no_emoji():
+    assert contents("my director wants me to do saturdays now 😩") == [
+        "The user's director wants the user to do saturdays now."]
+    assert contents("我喜欢猫🐱") == ["用户喜欢猫"]
+
+
 def test_a_memory_keeps_only_brackets_that_pair():
     assert contents("my son (he's 8) dislikes fish) lol") == ["The user's son (he is 8) dislikes fish."]
     assert contents("I live in Leeds (") == ["The user lives in Leeds."]

@@ -189,7 +189,7 @@ def en_pieces(sentence: str) -> list[tuple[str, str]]:
         if kind == "self" and not out and not is_clause(left) and re.search(r"\b(?:but|so)\b", m.group(), re.I):
             start = m.end()  # "random but I can't stand tomatoes", "long story short, I quit": a lead-in
             continue
-        if kind is None or not (is_clause(left) or dash):
+        if kind is None or not (is_clause(carried + left) or dash):  # "I'm 74, retired carpenter, I drive…"
             continue
         if re.search(r"\bwhile\s+$", m.group(), re.I) and len(right.split()) <= 3:
             continue  # "…do video calls while we work": when it happens, no clause of its own

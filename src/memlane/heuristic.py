@@ -44,7 +44,7 @@ from memlane.policy import category_for, initial_score, retention
 from memlane.quoting import unpasted, unquoted
 from memlane.spoken import as_meant, offers
 from memlane.statements import conjugated, same_words, third_person  # re-exported: jobs, the tests
-from memlane.text import has_cjk, language_of, paired
+from memlane.text import cleaned, has_cjk, language_of
 
 _NOW = re.compile(r"现在|如今|目前|\b(?:these days|nowadays|now)\b", re.I)
 
@@ -164,7 +164,7 @@ class HeuristicExtractor:
             order += len(sentences) + 1
             asked = offered = False
             question, questions, asked_user = "", 0, False
-        ops = unrepeated([replace(s.op, content=paired(s.op.content)) if s.op.content else s.op
+        ops = unrepeated([replace(s.op, content=cleaned(s.op.content)) if s.op.content else s.op
                           for s in said if s.op is not None])
         ops += self._named(ops, now)
         result.operations = _fitting(ops + self._asides(ops, asides, now), self.config)

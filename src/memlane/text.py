@@ -192,11 +192,14 @@ def neighbour_context(texts: dict[int, str], seq: int, width: int) -> str:
 _EMOTICON = re.compile(r"(?<!\w)[:;=]['-]?[()\[\]](?!\w)")  # ":(", ";)", ":-(": a face, not a bracket
 
 
-def paired(text: str) -> str:
-    """`text` without the brackets that close nothing or open nothing, and without bracket
-    faces (":(", ";)"): a clause cut from "my son (he's 8) dislikes fish) lol" keeps its pairs
-    only, "我喜欢（白茶" reads "我喜欢白茶"."""
-    text = _EMOTICON.sub("", text)
+_EMOJI = re.compile("[\U0001F000-\U0001FAFF\u2600-\u27BF\u2B50\u2B55\uFE0F\u200D]+")
+
+
+def cleaned(text: str) -> str:
+    """A memory's text without what is no part of a fact: emoji, bracket faces (":(", ";)") and
+    brackets that close nothing or open nothing — a clause cut from "my son (he's 8) dislikes
+    fish) lol" keeps its pairs only, "我喜欢（白茶" reads "我喜欢白茶"."""
+    text = _EMOTICON.sub("", _EMOJI.sub(" ", text))
     kept: list[str] = []
     opened: list[int] = []
     for ch in text:
@@ -209,4 +212,5 @@ def paired(text: str) -> str:
         kept.append(ch)
     for i in reversed(opened):
         del kept[i]
-    return re.sub(r"\s+(?=[.,;:!?。，；：！？])", "", re.sub(r"\s{2,}", " ", "".join(kept))).strip()
+    text = re.sub(r"\s+(?=[.,;:!?。，；：！？])", "", re.sub(r"\s{2,}", " ", "".join(kept))).strip()
+    return re.sub(r"[，,]+([.。]?)$", r"\1", text)
