@@ -814,6 +814,9 @@ def test_a_friends_child_is_theirs_and_a_bare_kin_word_with_a_name_is_the_users(
     assert contents("Wife and I are moving to Denver in June") == [
         "The user's wife and the user are moving to Denver in June."]
     assert contents("Jake and I broke up") == ["The user and Jake broke up."]
+    # someone named by whose they are, "and I": one subject of two, not "The user doesn't get along."
+    assert contents("my wife's sister and I don't get along") == []
+    assert contents("my partner Tomasz is Polish and I'm trying to learn a bit")[0] == "The user's partner Tomasz is Polish."
     assert "The user's neighbor is named Tom." in contents("Neighbor Tom keeps parking in my spot")
 
 

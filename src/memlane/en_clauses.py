@@ -89,6 +89,8 @@ _HABIT = re.compile(r"^(?!(?:budget|about|around|maybe|like|only|just|max|up|ove
                     r"[\w-]+(?:\s+[\w-]+)?\s+(?:a|per|each|every)\s+(?:day|week|month|night|shift|year)\b")
 _SUBORDINATE = re.compile(r"^(?:since|because|as|cause|cuz|given that|now that)\s+(?=i\b|i'm\b|my\b)", re.I)
 _AS_A = re.compile(r"^as an? ", re.I)
+# someone named by whose they are: "my wife's sister", "Mom's friend", "our neighbour"
+_PERSON = re.compile(r"(?:(?:my|our|the)\s+(?:[\w-]+'s\s+)?|[\w-]+'s\s+)[\w-]+", re.I)
 def _en_opens(text: str, be: bool) -> str | None:
     """How a piece after a comma or conjunction continues: "self" (its own first-person
     subject), "kin", "other" (someone else's), "ask" (a question), "verb" ("I" carried in),
@@ -184,8 +186,10 @@ def en_pieces(sentence: str) -> list[tuple[str, str]]:
         dash = bool(re.search(r"[-–—]", m.group()))
         if dash and kind is None:
             kind = "other"
-        if re.fullmatch(r"\s+and\s+", m.group(), re.I) and re.search(r"\b(?:me|I)\s*$", left):
-            continue  # "the film night me and my dad do": one subject of two people
+        if re.fullmatch(r"\s+and\s+", m.group(), re.I) and (
+                re.search(r"\b(?:me|I)\s*$", left)
+                or (re.match(r"i\s", right, re.I) and _PERSON.fullmatch(left.strip()))):
+            continue  # "the film night me and my dad do", "my wife's sister and I": one subject of two people
         if kind == "self" and not out and not is_clause(left) and re.search(r"\b(?:but|so)\b", m.group(), re.I):
             start = m.end()  # "random but I can't stand tomatoes", "long story short, I quit": a lead-in
             continue
