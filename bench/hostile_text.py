@@ -34,7 +34,7 @@ from common import console, table, temp_home, write_result  # noqa: E402
 from memlane import Config, Memory  # noqa: E402
 
 SCANNED = ("spoken", "quoting", "slots", "changes", "statements", "clauses", "en_clauses", "heuristic", "grammar", "naming",
-           "commands", "chatter", "dates", "text", "closing")
+           "commands", "chatter", "dates", "text", "closing", "roles", "topics", "retrieval.slots")
 GROWTH = 4  # the long string is this many times the short one
 QUADRATIC = 8.0  # linear grows ~4×, quadratic ~16×: over 8× is listed
 SLOW_SHORT = 0.3  # seconds on the short string: listed without trying the long one

@@ -10,7 +10,18 @@ from pathlib import Path
 
 import pytest
 
-from memlane import Config, Memory, changes, cjkwords, clauses, en_clauses, spoken, statements
+from memlane import (
+    Config,
+    Memory,
+    changes,
+    cjkwords,
+    clauses,
+    en_clauses,
+    roles,
+    spoken,
+    statements,
+    topics,
+)
 
 
 def _segmented(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, n: int) -> int:
@@ -76,6 +87,9 @@ _RUNS: list[tuple[re.Pattern[str], str, int, int]] = [
     (statements.EN_VALUE_END, "cashews    so no", 7, 9),
     (statements.EN_TRAILING, "done ----", 4, 6),
     (en_clauses._EN_SPLIT, "tea    and coffee", 3, 5),
+    (en_clauses._PERSON, "mom's friend", 0, 2),
+    (topics._CONTINUES, "333页", 0, 1),
+    (topics._EN_SUBJECT, "adding", 0, 2),
 ]
 
 
@@ -92,3 +106,12 @@ def test_hostile_runs_read_as_before() -> None:
     assert spoken.repaired("on the 2nd" + " " * 300 + "no wait the 9th of June") == "on the 9th of June"
     assert spoken.repaired("下个月3号要去成都出差，，，，哦不对，是4号") == "下个月4号要去成都出差"
     assert clauses._EN_LEAD.match("1" * 3000 + "x") is None
+
+
+def test_a_headline_role_s_place_is_read_word_by_word() -> None:
+    """The place after a role ("nurse in Ohio") is whole words: a pattern that could cut one long
+    word into pieces tried every cut (60 letters and a "?" took hours), so this returns at once
+    or never."""
+    assert roles.headline_role("nurse in " + "a" * 60 + "?") is None
+    assert roles.headline_role("nurse in " + "a " * 5000 + "?") is None
+    assert roles.headline_role("nurse in " + "a" * 60 + ", night shifts") == "nurse in " + "a" * 60

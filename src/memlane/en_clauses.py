@@ -90,7 +90,7 @@ _HABIT = re.compile(r"^(?!(?:budget|about|around|maybe|like|only|just|max|up|ove
 _SUBORDINATE = re.compile(r"^(?:since|because|as|cause|cuz|given that|now that)\s+(?=i\b|i'm\b|my\b)", re.I)
 _AS_A = re.compile(r"^as an? ", re.I)
 # someone named by whose they are: "my wife's sister", "Mom's friend", "our neighbour"
-_PERSON = re.compile(r"(?:(?:my|our|the)\s+(?:[\w-]+'s\s+)?|[\w-]+'s\s+)[\w-]+", re.I)
+_PERSON = re.compile(r"(?<![\w-])(?:(?:my|our|the)\s+(?:[\w-]+'s\s+)?|[\w-]+'s\s+)[\w-]+", re.I)
 def _en_opens(text: str, be: bool) -> str | None:
     """How a piece after a comma or conjunction continues: "self" (its own first-person
     subject), "kin", "other" (someone else's), "ask" (a question), "verb" ("I" carried in),

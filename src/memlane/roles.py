@@ -60,7 +60,7 @@ HEADLINE = re.compile(
     rf"^(?!{_NOT_LEAD}\b)(?P<role>(?:an?\s+)?(?P<mod>{_MODIFIERS}\s+)?(?P<pre>(?:(?!{_NOT_BEFORE}\b)[a-z][\w&'/-]*\s+){{0,4}}?)"
     rf"(?:{_HEADS})s?)"
     rf"(?P<aside>\s*\([^()]{{1,60}}\))?"
-    rf"(?P<where>\s+(?:in|at|for|on|from|with|out of|near)\s+(?:(?!{_NOT_AFTER})[^,.;:!?()\s]+\s?){{1,8}}?)?"
+    rf"(?P<where>\s+(?:in|at|for|on|from|with|out of|near)(?:\s+(?!{_NOT_AFTER})[^,.;:!?()\s]+){{1,8}}?)?"
     rf"(?=\s*(?:[,.;:!(—–]|\s-\s|\s(?:and|but|so)\b|$))", re.I)
 # what a message asks of one who does the job, not what the speaker does: "wedding photographer
 # in Austin, any recs?"

@@ -288,11 +288,12 @@ class Search:
         scores = (cfg.w_similarity * relevance + cfg.w_importance * facts.score
                   + w_recency * np.power(0.5, age_days / cfg.recency_half_life_days))  # recency(), in numpy
         order = np.lexsort((facts.rowid, -scores))
+        records: dict[int, MemoryRecord] = {}  # read once in this search, for the slot prior and the hits
         if self.slot is not None and cfg.slot_prior > 0:  # "what's my job again?": a memory telling work
             first = order[: cfg.slot_depth]
-            told = store.memories_by_rowid(self.scope, facts.rowid[first].tolist())
+            records = store.memories_by_rowid(self.scope, facts.rowid[first].tolist())
             for i in first.tolist():
-                m = told.get(int(facts.rowid[i]))
+                m = records.get(int(facts.rowid[i]))
                 if m is not None and tells(m.content, self.slot):
                     scores[i] += cfg.w_similarity * cfg.slot_prior
             order = np.lexsort((facts.rowid, -scores))
@@ -300,7 +301,8 @@ class Search:
         hits: Ranked = []
         for i in range(0, len(ranked), want):
             top = ranked[i : i + want]
-            records = store.memories_by_rowid(self.scope, top)
+            if unread := [r for r in top if r not in records]:
+                records.update(store.memories_by_rowid(self.scope, unread))
             for rowid in top:
                 mem = records.get(rowid)
                 # the record is the last word: another writer may have deleted or changed it since
