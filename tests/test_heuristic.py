@@ -870,3 +870,40 @@ def test_a_memory_keeps_only_brackets_that_pair():
 def test_a_memory_said_twice_is_kept_once_and_a_longer_one_beside_it_too():
     assert contents("I like tea. I like tea.") == ["The user likes tea."]
     assert len(contents("I have a dog and I have a dog allergy")) == 2
+
+
+def test_holdout16_round_forms_of_speech():
+    # a sentence adverb, a job said as "been a …" or "… in <place> here", an emoji between sentences
+    assert contents("I'm a sleep tech. Ironically I have insomnia.") == ["The user is a sleep tech.", "The user has insomnia."]
+    assert contents("been a longshoreman at the port of oakland 11 yrs") == [
+        "The user has been a longshoreman at the port of oakland 11 yrs."]
+    assert contents("been a while since I cooked") == []
+    assert contents("session guitarist in Nashville here. just quit touring") == [
+        "The user is a session guitarist in Nashville.", "The user just quit touring."]
+    assert contents("on break rn 🥱 i stock shelves overnight at a kroger") == [
+        "The user stocks shelves overnight at a kroger."]
+    assert contents("the chapter isn't done 😭 4th year PhD at UC Santa Cruz, sea otter foraging")[-1] == (
+        "The user is a 4th year PhD at UC Santa Cruz, sea otter foraging.")
+    assert contents("yo whats a good warmup for drummin, my wrists get sore after like an hour") == [
+        "The user's wrists get sore after like an hour."]
+    # "by then" keeps its "then"; an engagement "we got" is one the user has; a bare mood of the day is none
+    assert contents("we got a wedding gig in Laredo june 6 so I want something by then") == [
+        "The user and others have a wedding gig in Laredo june 6.", "The user wants something by then."]
+    assert contents("we got a new car") == ["The user got a new car."] and contents("we got a car wash yesterday") == []
+    assert contents("I'm just fried.") == [] and contents("I'm done with that life.") == []
+    assert contents("I'm done with chemo") == ["The user is done with chemo."]
+
+
+def test_holdout16_round_chinese_forms():
+    # the north's 俺 is 我; 自己 said again is no new clause; a time alone answers what was asked, or nothing
+    assert contents("俺在沈阳一个剧场唱二人转") == ["用户在沈阳一个剧场唱二人转"]
+    assert contents("我想自己也开个抖音") == ["用户想自己也开个抖音"]
+    assert contents("A:你哪天的航班？", "后天") == ["用户后天（1月12日）的航班"]
+    assert contents("A:下一次考试是什么时候？", "后天") == [] and contents("后天") == []
+
+
+def test_a_day_corrected_in_words_mends_the_day_not_an_ordinal():
+    said = contents("my committee meeting got moved to june 30 and I'm a 4th year PhD at UC Santa Cruz",
+                    "wait sorry it's july 1 not june 30")
+    assert "The user's committee meeting got moved to july 1." in said
+    assert "The user is a 4th year PhD at UC Santa Cruz." in said

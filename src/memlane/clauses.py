@@ -60,6 +60,9 @@ class Clause:
 
 # ---- Chinese --------------------------------------------------------------------------------
 
+# the north's "I" and "oneself", read as 我 / 自己: "俺在沈阳唱二人转" is the speaker's own
+_ZH_PLAIN = {"俺们": "我们", "俺家": "我家", "俺": "我", "自个儿": "自己", "自个": "自己", "寻思": "想"}
+_ZH_DIALECT = re.compile("|".join(_ZH_PLAIN))
 ZH_SENTENCE = re.compile(r"[^。！？!?\n～~…]+[。！？!?～~…]*")
 _ZH_PUNCT = re.compile(r"[，,；;：:]\s*|(?<=[\u4e00-\u9fff])\s+(?=[\u4e00-\u9fff])|[\U0001F300-\U0001FAFF\u2600-\u27BF]+")
 ZH_FILLER = re.compile(r"^(?:对了|另外|还有就是|还有|而且|并且|同时|其实|嗯+|哦+|噢|啊|呀|所以|但是|但|不过|可是|是的|好的|好吧|"
@@ -96,6 +99,14 @@ _ZH_THIRD = re.compile(r"^(?!.*我).*(?:(?<![其吉])他|她|(?<!其)它|听说|
 _ZH_TIME_LEAD = re.compile(r"^(?:(?:下下|下|这|本)?个?(?:周|星期|礼拜)[一二三四五六日天]?|明天|后天|今天|今晚|周末|下个?月(?:初|底|中)?|"
                            r"\d{1,2}月\d{1,2}[日号]|\d{1,2}月(?:份)?|\d{1,2}[日号]|明年|今年|最近|现在|目前|平时|以后|那天|"
                            r"早上|晚上|上午|下午|中午)+")
+
+
+def is_time(clause: str) -> bool:
+    """Whether a Chinese clause is a time and nothing else ("后天", "下周三晚上")."""
+    m = _ZH_TIME_LEAD.match(clause)
+    return m is not None and m.end() == len(clause)
+
+
 # two characters after a kin word that are no name: "我妈生日", "我爸身体"
 _NOT_NAME = (r"(?:生日|今年|最近|现在|身体|工作|公司|家里|那边|这边|年纪|退休|平时|特别|一直|已经|非常|每天|以前|天天|整天|"
              r"总是|经常|常常|老是|刚刚|刚才|今天|昨天|"
@@ -163,7 +174,8 @@ def _zh_chained(piece: str) -> list[tuple[str, bool]]:
         if re.search(r"说|告诉|提到", left):
             break  # "我同事说他表弟也对花生过敏": what was said runs to the end, and is theirs
         phrase = re.fullmatch(r"(?:对|跟|和|把|给|向|比|被|在|从|往|为)[^，,]{1,8}", left.strip())  # "对海鲜也不感冒": no verb yet
-        if opens and not phrase and len(left) - len(subject) >= 3 and right and _ZH_PREDICATE.match(right):
+        own = left.rstrip().endswith("自己")  # "我想自己也开个抖音": 自己 is the subject said again
+        if opens and not phrase and not own and len(left) - len(subject) >= 3 and right and _ZH_PREDICATE.match(right):
             out.append((left, start > 0 or bool(_ZH_CONJ_START.match(left.strip()))))
             start = m.end()
     out.append((piece[start:], start > 0 or bool(_ZH_CONJ_START.match(piece.strip()))))
@@ -244,6 +256,19 @@ _EN_NONE_OF = re.compile(r"^no\s+[a-z-]+(?:\s*,\s*(?:and\s+|or\s+)?no\s+[a-z-]+)
 _EN_TAG = re.compile(r"^(?:right|correct|yeah|yes|no|huh|eh|ok|okay|true|isn't it|aren't i|don't i|didn't i|won't i|"
                      r"or not|yeah\?)$", re.I)
 # a writer naming themself as a message opens ("Hello dear, this is Margaret")
+# an emoji standing between two words ends a sentence: "on break rn 🥱 i stock shelves…" (not
+# "a 🍕 and pasta", "love 🍕 with friends": an emoji in a noun's place)
+_EN_EMOJI_END = re.compile(r"(?<![\w'])(?P<before>[\w']+)\s+[\U0001F000-\U0001FAFF\u2600-\u27BF\u2B50\u2B55\uFE0F\u200D]+\s+"
+                           r"(?=(?P<after>[\w']+))")
+_EN_EMOJI_NOUN = frozenset({"a", "an", "the", "my", "our", "your", "his", "her", "their", "of", "to", "with", "for", "in",
+                            "on", "at", "and", "or", "from", "by", "is", "are", "was", "were", "'s"})
+
+
+def _emoji_ends(text: str) -> str:
+    return _EN_EMOJI_END.sub(lambda m: m["before"] + (" " if m["before"].lower() in _EN_EMOJI_NOUN
+                                                       or m["after"].lower() in _EN_EMOJI_NOUN else ". "), text)
+
+
 _EN_THIS_IS = re.compile(r"^(?:[A-Za-z]+,\s*)?this is (?-i:[A-Z][\w'-]+(?:\s+[A-Z][\w'-]+)?)$", re.I)
 
 
@@ -268,7 +293,7 @@ class Reader:
         something, so a bare phrase ("后端开发" / "product designer") answers about the user."""
         text = unquoted(text)
         if language_of(text) == "zh":
-            yield from self._zh(text, after_question)
+            yield from self._zh(_ZH_DIALECT.sub(lambda m: _ZH_PLAIN[m.group()], text), after_question)
         else:
             yield from self._en(text, after_question)
 
@@ -376,6 +401,7 @@ class Reader:
     # -- English --
 
     def _en(self, text: str, after_question: bool) -> Iterator[Clause]:
+        text = _emoji_ends(text)
         sentences = [m.group().strip() for m in EN_SENTENCE.finditer(text) if m.group().strip()]
         listing = False  # a heading about the user ("Things about me:") opened a list of bare items
         for n, sentence in enumerate(sentences):
@@ -387,9 +413,11 @@ class Reader:
                 listing = listing or (mine and not body)
             else:
                 mine = False
-            if n == 0 and not after_question and (role := headline_role(body)) is not None:  # who is writing
+            # who is writing, at any sentence's start ("…kelp forest recovery 😭 4th year PhD at UC Santa Cruz")
+            if not after_question and (role := headline_role(body)) is not None:
                 who = role if role[1:2].isupper() else role[:1].lower() + role[1:]  # "PTA (…) in Toledo"
-                body = f"I'm {with_article(who)}{body[len(role):]}"
+                rest = re.sub(r"^\s+here\b", "", body[len(role):], flags=re.I)  # "…in Nashville here"
+                body = f"I'm {with_article(who)}{rest}"
             pieces = en_pieces(body)
             out: list[Clause] = []
             for kind, p in pieces:
@@ -504,6 +532,6 @@ class Reader:
             self.names.add(name.group())
 
 
-__all__ = ["EN_FILLER", "EN_SENTENCE", "ZH_FILLER", "ZH_SENTENCE", "Clause", "Reader",
+__all__ = ["EN_FILLER", "EN_SENTENCE", "ZH_FILLER", "ZH_SENTENCE", "Clause", "Reader", "is_time",
            "opens_with_predicate",
            "zh_subject"]

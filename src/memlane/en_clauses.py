@@ -8,13 +8,14 @@ from __future__ import annotations
 import re
 
 from memlane.naming import EN_KIN_WORDS as _EN_KIN_WORDS
-from memlane.roles import with_article
+from memlane.roles import JOB_HEADS, with_article
 
 _EN_TITLE_DOT = (r"(?:(?<=\b[Mm]r)|(?<=\b[Mm]rs)|(?<=\b[Mm]s)|(?<=\b[Dd]r)|(?<=\b[Pp]rof)|(?<=\bSt))\.\s+"
                  r"(?=[A-Z]|[a-z]+\b(?!\s+(?:i|we|my|the|and|but|then|so)\b))")  # "Mr. Okafor", "dr. okafor": no end
 EN_SENTENCE = re.compile(rf"[^.!?;\n]+(?:(?:\.(?:\d|[a-z]\.)|{_EN_TITLE_DOT})[^.!?;\n]*)*[.!?;]*")
 EN_FILLER = re.compile(r"^(?:by the way|also|oh|ooh|ok|okay|well|so|and|but|actually|btw|yes|yeah|yep|hi there|hello there|"
-                       r"hey there|hi+|hel+o+|he+y+|yo|ngl|imo|fyi|not gonna lie|to be honest|finally|honestly|seriously|literally|frankly|personally|genuinely|good (?:morning|afternoon|evening)|side note|(?:that |which )?means|"
+                       r"hey there|hi+|hel+o+|he+y+|yo|ngl|imo|fyi|not gonna lie|to be honest|finally|honestly|ironically|luckily|"
+                       r"(?:un)?fortunately|sadly|thankfully|funn(?:il)?y enough|for context|for reference|seriously|literally|frankly|personally|genuinely|good (?:morning|afternoon|evening)|side note|(?:that |which )?means|"
                        r"anyway|plus|oh and|and also|haha+|lol|hmm+|hm|ugh|wow|nice|perfect|great|cool|thanks|thx|ta|"
                        r"fwiw|tbh|ah|right|sure|alright|hah|heh|hehe|omg|um+|uh+|big news|guess what|fun fact|"
                        r"quick update|update|gracias|merci|cheers|no wait|wait|oops|sorry|[-–—(]+)(?:\b|(?<=[-–—(]))[,!.:\s]*", re.I)
@@ -36,7 +37,7 @@ EN_PRONOUN = re.compile(r"^(?:he's|she's|he|she|her|his|him)\b", re.I)
 EN_OTHER = re.compile(r"^(?:they|it|you|it's|that|that's|there|there's|this|these|those|their|they're|your|"
                        r"you're|people|someone|everyone|anyone)\b", re.I)
 EN_ASK = re.compile(r"^(?:(?:what|how|where|when|why|who|which)(?:'s|'re|\s+(?:is|are|was|were|do|does|did|can|could|"
-                     r"should|would|will|to|about|much|many|long|often|else)\b)|what's|can you|could you|would you|"
+                     r"should|would|will|to|about|much|many|long|often|else)\b)|what's|whats|hows|wheres|whos|can you|could you|would you|"
                      r"will you|do you|any|is there|are there|is it|should i|can i|could i|do i|did i|am i|would i|"
                      r"(?:is|was|are|were|does|do|did|can|could|should|would|will|has|have)\s+(?:that|this|it|they)\b|"
                      r"shall|wdyt|thoughts|ideas|tips|suggestions|recommendations|advice|anything|anyone|"
@@ -138,6 +139,8 @@ def _en_ellipsis(text: str) -> str:
     if re.match(r"^(?:home|back|off|away|out|stuck|sick|ill|laid up|in bed)\s+(?:with|from|sick|today|for|in|at|on)\b",
                 text, re.I):
         return "I'm " + text[:1].lower() + text[1:]  # "home with a migraine today": where or how the speaker is
+    if re.match(rf"^been\s+an?\s+(?:[\w-]+\s+){{0,3}}?(?:{JOB_HEADS})s?\b", text, re.I):
+        return "I've " + text  # "been a longshoreman at the port 11 yrs": how long the speaker has done it
     if re.match(r"^not\s+(?:into|a fan|a big fan|big on|keen|interested|a huge fan|an? [\w-]+ person)\b", text, re.I):
         return "I'm " + text[:1].lower() + text[1:]
     # "arborist here, 14 yrs…", "single mom here": who the speaker is; one capitalised word may
@@ -261,5 +264,5 @@ def is_clause(text: str) -> bool:
     manager, Tom"."""
     t = text.strip()
     return bool(re.search(r"\b(?:i|we|they|he|she)\s+\w|\b(?:it|there|everyone|everybody|nobody|someone)\s+[a-z]+ed\b|\b(?:i'm|i've|i'd|im|is|are|am|was|were|has|have|had|do|"
-                          r"does|did|can|will|would)\b|'s\s", t, re.I)
+                          r"does|did|can|will|would|whats|hows|wheres|whos)\b|'s\s", t, re.I)
                 or any(_EN_VERB.match(t[m.start():]) for m in re.finditer(r"\b\w", t)) or EN_BARE_KIN.match(t) is not None)

@@ -142,7 +142,7 @@ def elliptic(question: str) -> bool:
 
 
 # Chinese: the answer takes the place of the question word ("你在哪个城市？" + "杭州" → "你在杭州")
-_ZH_WH = re.compile(r"哪个城市|哪座城市|哪个地方|哪个区|哪里|哪儿|哪|几岁了?|多大了?|几号|几点|多少钱?|什么时候|怎么称呼|叫什么(?:名字)?|什么|"
+_ZH_WH = re.compile(r"哪个城市|哪座城市|哪个地方|哪个区|哪里|哪儿|哪[天年月周](?:几)?|哪|几岁了?|多大了?|几号|几点|多少钱?|什么时候|怎么称呼|叫什么(?:名字)?|什么|"
                     r"几[\u4e00-\u9fff]|多[久远长高重]")
 _ZH_WH_AS = {"怎么称呼": "叫{a}", "叫什么": "叫{a}", "叫什么名字": "叫{a}"}
 
@@ -372,8 +372,11 @@ _EN_NOW_STEP = re.compile(r"^the user(?:'ll| will) (?:just |probably |maybe )?(?
 # moment ("The user is off.", "The user and others are still finalizing."), what the user knows or swears
 _EN_POINTED = re.compile(r"^the user(?: and others)? (?:\w+ly |just |also )?(?:does|do|did|is doing|likes|loves|hates|uses|wants|needs|"
                          r"(?:will|'ll) (?:\w+ly )?\w+) (?:this|that|it|them|these|those|her|him)\b", re.I)
-_EN_BARE_STATE = re.compile(r"^the user(?: and others)? (?:is|are|was|were) (?:still |just |currently |now )?(?:off|out|back|done|here|"
-                            r"in|up|ok|okay|fine|alright|all right|good|great|well|better|[a-z]+ing)\.?$", re.I)
+_EN_BARE_STATE = re.compile(r"^the user(?: and others)? (?:is|are|was|were) (?:still |just |currently |now )?"
+                            r"(?:so |really |totally |completely |kinda |pretty )?(?:off|out|back|done|here|"
+                            r"in|up|ok|okay|fine|alright|all right|good|great|well|better|fried|wiped|beat|toast|"
+                            r"exhausted|drained|wrecked|swamped|slammed|[a-z]+ing|done with (?:that|this|it|them)(?: \w+)?)"
+                            r"\.?$", re.I)
 _EN_KNOWS = re.compile(r"^the user (?:knows|knew|swears|swore|bets|guesses|realizes|realised|realized) (?:that )?"
                        r"(?!how to\b)\w+(?:'s)?(?: \w+)? (?:is|are|was|were|has|have|had|will|would|can|could|almost|just|"
                        r"never|always|\w+ed)\b", re.I)

@@ -24,7 +24,7 @@ from datetime import UTC, date, datetime
 
 from memlane import changes, chatter, grammar, validate
 from memlane import statements as st
-from memlane.clauses import ZH_SENTENCE, Clause, Reader, opens_with_predicate
+from memlane.clauses import ZH_SENTENCE, Clause, Reader, is_time, opens_with_predicate
 from memlane.commands import (
     EN_LEAD_FILLER,
     command,
@@ -279,7 +279,11 @@ class HeuristicExtractor:
         generic = st.zh_generic(text, today)
         content = st.third_person_zh(st.tidy(text))
         refused = grammar.zh_yes_no_answer(ctx.question, c.said) if _opens(c, ctx) and c.carried else None
-        if refused is not None:
+        if is_time(re.sub(r"^我", "", st.tidy(text))):  # "后天": when, of what the question asked, or of nothing
+            content = (grammar.zh_answer(ctx.question, c.said) if ctx.question and _opens(c, ctx) else None) or ""
+            if not content:
+                return None
+        elif refused is not None:
             content = refused  # "安卓能接受吗？" + "不接受": the question says what is refused
         elif c.carried and c.about == "user" and not opens_with_predicate(c.said):
             bare = grammar.zh_bare(c.said, c.sentence, opens=_opens(c, ctx), question=ctx.question,
@@ -325,6 +329,7 @@ class HeuristicExtractor:
         s = st.before_doubt(s)
         bare = st.EN_POINTER_PHRASE.sub("", s)  # "is flying in from Perth for it": the trip is named elsewhere
         s = bare if len(bare.split()) >= 4 and not re.search(r"\b(?:it|them|this|that|him|her)\b", bare, re.I) else s
+        s = st.EN_WE_BOOKED.sub("we have ", s)
         if st.EN_WE_LASTING.match(s):
             s = re.sub(r"^we\b", "I", s, flags=re.I)  # "we moved to Leeds": the user moved, with the family
         if (not s or st.EN_NEED_OUTPUT.search(s) or st.EN_WE_EPISODE.match(s) or st.EN_HEARSAY.match(s)

@@ -12,6 +12,8 @@ import re
 # (a "printer", a "heater", a "monitor" are things)
 _HEADS = (
     "accountant|actor|actress|adjuster|administrator|agent|aide|analyst|anesthetist|anaesthetist|announcer|apprentice|"
+    "appraiser|bassist|cellist|dockworker|drummer|guitarist|longshoreman|pianist|saxophonist|stevedore|stocker|"
+    "trumpeter|violinist|vocalist|"
     "arborist|archaeologist|architect|archivist|artist|assistant|associate|astronomer|athlete|attendant|attorney|"
     "auditor|author|baker|banker|barber|barista|bartender|beekeeper|bookkeeper|bouncer|brewer|bricklayer|broker|"
     "builder|busser|butcher|buyer|caddie|captain|caregiver|carer|carpenter|carrier|cashier|caterer|chaplain|chef|"
@@ -93,7 +95,7 @@ def headline_role(text: str) -> str | None:
         return None
     if not (m.group("mod") or m.group("pre") or m.group("aside") or m.group("where")):
         return None  # "Landlord, ugh. he won't fix the heat", "Mechanic, finally, fixed my car": someone else
-    return m.group().rstrip()
+    return re.sub(r"\s+here$", "", m.group().rstrip(), flags=re.I)  # "session guitarist in Nashville here"
 
 
 __all__ = ["HEADLINE", "JOB_HEADS", "headline_role", "with_article"]

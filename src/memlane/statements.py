@@ -413,8 +413,13 @@ EN_WE_EPISODE = re.compile(r"^(?:we|the user and others)\s+(?:\w+ly\s+)?(?:went|
 # what a couple or a family does once and lives with after: the user's own change ("we moved to Leeds")
 EN_WE_LASTING = re.compile(r"^(?:we|the user and others)\s+(?:\w+ly\s+|just\s+|finally\s+)?(?:moved (?:to|into|out|back|abroad|house)|"
                            r"bought (?:a|an|our|the) (?:house|home|flat|apartment|condo|place|car)|sold (?:our|the) |"
-                           r"got (?:married|engaged|divorced|a (?:dog|cat|puppy|kitten))|adopted|had (?:a|our) (?:baby|son|daughter)|"
+                           r"got (?:married|engaged|divorced|an? (?:new |used |second )?(?:dog|cat|puppy|kitten|car|truck|house|home|"
+                           r"apartment|flat|condo)(?!\s+(?:wash|seat|payment|loan|repair|service|accident|crash|ride|alarm|insurance|"
+                           r"sitter|walker|bed|toy|treat|food|show|tour|viewing|inspection|party|warming)\b))|adopted|had (?:a|our) (?:baby|son|daughter)|"
                            r"broke up|split up|separated)\b", re.I)
+# "we got a wedding gig in Laredo june 6": an engagement the user and others have, not an episode
+EN_WE_BOOKED = re.compile(r"^we\s+(?:just\s+)?got\s+(?=(?:a|an|another|our)\s+(?:[\w-]+\s+){0,2}?(?:gig|show|game|match|"
+                          r"tournament|concert|recital|performance|competition|race|booking)s?\b)", re.I)
 EN_OBJECT_PRONOUN = re.compile(r"^the user\s+(?:(?:will|would|can|could|might|may|should|must|is going to|wants to|"
                                r"needs to|has to)\s+)?(?:\w+ly\s+)?(?!is\b|was\b|has\b)\w+\s+(?:it|them|these|those|one)\b",
                                 re.I)
@@ -439,7 +444,7 @@ _CORRECTING = re.compile(r"不对|说错|更正|纠正|搞错|记错|弄错|口�
 # a request tacked on after the fact: "We're vegetarian, so no meat recipes please"
 EN_ASK_AFTER = re.compile(r"(?:(?<!\s)|(?!\s))(?:,?\s+so\s+(?:no|please|pls|don't|do not|can you|could you|make|give|keep|avoid|add|put|include|remove|take out|leave out|skip|write|use)\b.*$|"
                           r",\s*(?:and\s+)?(?:can|could|would|will) you\b.*$)", re.I)
-EN_TRAILING = re.compile(r"(?<!\s)(?:(?<![-–—])|(?![-–—]))(?:(?:\s+(?:lol|haha\w*|tbh|btw|though|then|thankfully|honestly))+$|\s*[-–—]+$)", re.I)
+EN_TRAILING = re.compile(r"(?<!\s)(?:(?<![-–—])|(?![-–—]))(?:(?:\s+(?:lol|haha\w*|tbh|btw|though|thankfully|honestly)|(?<!\bby)(?<!\buntil)(?<!\btill)(?<!\bsince)(?<!\bbefore)(?<!\bafter)(?<!\bfrom)\s+then)+$|\s*[-–—]+$)", re.I)
 
 
 def until(day: date, margin_days: int) -> datetime:
@@ -539,7 +544,11 @@ def consumed(c: Clause) -> bool:
 # a day as a message says it, with the date a memory added after it: what a correction naming
 # only the right day replaces ("下周五（8月14日）", "on the 24th (June 24)")
 _MONTHS = r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\.?"
-DAY_SAID = re.compile(rf"(?:(?:the\s+)?\d{{1,2}}(?:st|nd|rd|th)\b|(?:(?:next|this|coming)\s+)?(?:mon|tues|wednes|thurs|fri|"
+_EN_DAY = rf"(?:{_MONTHS}\s+\d{{1,2}}(?:st|nd|rd|th)?|the\s+\d{{1,2}}(?:st|nd|rd|th)|\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?{_MONTHS})"
+# "it's july 1 not june 30": a day corrected, each said in more than one word
+_EN_DAY_CORRECTION = re.compile(rf"(?<![\w'])(?P<x>{_EN_DAY})\s*,?\s+not\s+(?P<y>{_EN_DAY})\b", re.I)
+DAY_SAID = re.compile(rf"(?:(?:the\s+)?\d{{1,2}}(?:st|nd|rd|th)\b(?![\s-]*(?:year|grade|floor|place|gen|generation|edition|"
+                      rf"period|quarter|round|degree|time|attempt|try|kid|child|baby|book|album|season)s?\b)|(?:(?:next|this|coming)\s+)?(?:mon|tues|wednes|thurs|fri|"
                       rf"satur|sun)day\b|tomorrow\b|{_MONTHS}\s+\d{{1,2}}(?:st|nd|rd|th)?\b|"
                       r"(?:下下|下|这|本)?个?(?:周|星期|礼拜)[一二三四五六日天]|明天|后天|\d{1,2}月\d{1,2}[日号]|\d{1,2}[日号])"
                       r"(?:\s*[（(][^）)]{1,16}[）)])?(?:\s*[，,]\s*(?:\d{1,2}月\d{1,2}[日号]|" + _MONTHS + r"\s+\d{1,2}\w*))?", re.I)
@@ -570,6 +579,8 @@ def correction(sentence: str) -> tuple[str, str] | None:
             if m:
                 return m.group("x"), m.group("y").rstrip("了啊呀哈的")
         return None
+    if day := _EN_DAY_CORRECTION.search(sentence):
+        return day.group("x"), day.group("y")
     m = _EN_CORRECTION.search(sentence)
     if m is None:
         return None
