@@ -22,6 +22,7 @@ The in-session extraction is off in both runs: only the scratchpad is measured.
     python bench/topics.py --data bench/data/topics_holdout5.json
     python bench/topics.py --data bench/data/topics_holdout9.json
     python bench/topics.py --data bench/data/topics_holdout10.json
+    python bench/topics.py --data bench/data/topics_holdout11.json
     MEMLANE_LLM_BASE_URL=http://127.0.0.1:8080/v1 python bench/topics.py --llm
 
 `--data bench/data/topics_holdout.json`: a holdout of 24 more sessions (12 Chinese, 12 English;
@@ -285,6 +286,24 @@ switch precision (a closing turn missed after a close now reads as a new task). 
 no word with the task switches (switch precision fell on every set, holdout10's 0.97 → 0.92, for
 +0.02 recall); after a closing lead, a question in new words switches (precision fell on holdout3,
 holdout4 and holdout9, no recall gained).
+
+`--data bench/data/topics_holdout11.json`: an eleventh holdout of 24 sessions (12 Chinese, 12
+English; 249 user turns: 高铁候补, 查重降重, 新房甲醛, 口腔溃疡, a vue component, 清迈, 份子钱, 雅思写作,
+TypeScript's `satisfies`, iron pills, a lost bag in Peru, a new manager, eigenvectors, backyard
+chickens, Croatia, bouldering…), written apart in the same way (the first two sessions of
+`topics_holdout10.json` read for the format) and not read while tuning. Run first before round 13:
+0.96 / 0.55 / 0.58 / 0.98.
+
+Round 13 (2026-11-29) read `topics_holdout10.json`'s mistakes: a cue of another matter said first
+wins over a variant asked of the new matter ("哦对了 …能给我几个高级点的句子吗"), and a Chinese
+interjection needs no mark before it ("哦对了"); "问个别的" announces another matter wherever it
+stands ("…趁这功夫问个别的 旧手机…"); after a closing lead, "anyway" and new words switch ("privacy
+screen it is 😂 anyway tasted the kombucha…"); "typescript question: how do I…" frames a question;
+a turn ending in thanks closes at up to twice the length of other next steps, and to anyone
+("Thank you, dear.", "thanks coach"); "enough for today", "that's enough to get me going", "We'll
+do that.", "我去做题了" close. holdout10 (now read) 0.97 / 0.70 / 0.70 / 0.99 → 0.97 / 0.85 / 0.77 /
+0.99; every other seen set unchanged. holdout11, unseen: 0.96 / 0.55 / 0.58 / 0.98 before and after —
+the round's rules did not carry to its sessions.
 
 """
 

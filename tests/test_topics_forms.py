@@ -258,3 +258,30 @@ def test_after_a_close_the_next_matter_starts_a_task(make_memory: MakeMemory) ->
     focus, done = _focus_after(make_memory, [*OPEN_ZH, ("user", "完美 就这样"), ("assistant", "好的。"),
                                              ("user", "年会节目 没人想演")])
     assert focus == "年会节目 没人想演" and done == ["帮我写条朋友圈文案 推我们店新出的桂花蛋糕"]
+
+
+# round 13 (topics_holdout10 read): a cue said first wins over a variant asked of the new matter,
+# "ask something else" wherever it stands, "anyway" after a close, "X question:", a thanks of any
+# length and to anyone, "enough for today", "we'll do that", "我去做题了"
+@pytest.mark.parametrize("turn", ["哦对了 我们下周要交一篇英语作文 能给我几个高级点的句子吗",
+                                  "行 那我挂着慢慢传 趁这功夫问个别的 旧手机打算卖掉 怎么清干净数据",
+                                  "red light it is 😂 anyway tasted the kombucha on day 9 and its super vinegary",
+                                  "typescript question: how do I type a function that returns the same keys"])
+def test_a_cue_of_another_matter_switches(make_memory: MakeMemory, turn: str) -> None:
+    focus, done = _focus_after(make_memory, [*OPEN_EN, ("user", turn)])
+    assert not focus.startswith("help me plan a science fair") and len(done) == 1
+
+
+@pytest.mark.parametrize("closing", ["All right, I'll try the red light and some rest first. Thank you, dear.",
+                                     "perfect, that's enough to get me going", "The red one sounds lovely. We'll do that.",
+                                     "懂了 我去做题了", "ok, bumping it to 1Gi. enough for today"])
+def test_a_thanks_a_next_step_or_leaving_finishes_the_task(make_memory: MakeMemory, closing: str) -> None:
+    focus, done = _focus_after(make_memory, [*OPEN_EN, ("user", closing)])
+    assert focus == "" and len(done) == 1
+
+
+@pytest.mark.parametrize("turn", ["对了 那个标题再短一点的", "anyway it still wilts, any ideas?", "We'll do that? Not sure",
+                                  "I'll try the strap but it still hurts, thanks"])
+def test_a_cue_pointing_back_or_a_snag_goes_on(make_memory: MakeMemory, turn: str) -> None:
+    focus, done = _focus_after(make_memory, [*OPEN_EN, ("user", turn)])
+    assert focus.startswith("help me plan a science fair") and done == []

@@ -173,7 +173,8 @@ _GRAMMAR: dict[str, tuple[list[str], list[str]]] = {
                r"see (?:you|ya)(?: later| soon| around)?", "ttyl", r"talk (?:to you )?(?:later|soon)",
                r"have a (?:good|nice|great|lovely) (?:one|day|night|evening|weekend)", r"good ?night",
                r"i'?ll (?:leave|stop) it (?:there|here)",
-               r"that'?s (?:enough|plenty) to (?:get (?:me |us )?started|go on|start with|work with)",
+               r"that'?s (?:enough|plenty) to (?:get (?:me |us )?(?:started|going)|go on|start with|work with)",
+               r"enough for (?:today|now|tonight)",
                # leaving: "gotta run", "gotta run to a meeting" (not "I need to go to Paris")
                r"(?:i )?(?:gotta|got to|have to|need to|must) (?:run|go|dash|head out|bounce|jet)(?: now)?"
                r"(?: to (?:an? |my |the )?(?:meeting|class|work|call|appointment|practice|pickup|school|lunch|dinner|bed))?"],

@@ -87,9 +87,14 @@ _CONTINUES = re.compile(
     # "anything cheaper?"), more of the same work ("再帮我写几个单元测试")
     r"|[^\s，,。]{1,4}一?[点些]的|^(?:something|anything|one|any)\s+(?:\w+er\b|more\b|less\b|non-)"
     r"|^(?:那|那么)?再(?:帮我|给我|教我|替我)", re.I)
+# a variant asked for ("高级点的"): weaker than a cue of another matter said first ("对了 …能给我几个高级点的句子吗")
+_VARIANT = re.compile(r"[^\s，,。]{1,4}一?[点些]的")
+# "趁这功夫问个别的": another question announced, wherever it stands
+_ASK_OTHER = re.compile(r"问(?:个|点|一下|下)?别的(?:事|问题)?|\b(?:(?:an)?other|different|unrelated|separate) q(?:uestion)?\s*[:：]",
+                        re.I)
 # an acknowledgement a cue may follow: "Thanks! Totally unrelated, …", "明白了。对了，…"
-_ACK = (r"(?:(?:ok(?:ay)?|thanks?(?: you)?|great|cool|got it|alright|sure|perfect|nice|hey|hmm|also|and|so|anyway|oh|"
-        r"好的|好吧|谢谢|明白了|知道了|行|嗯|哦|好)[,.!，。！\s]+){0,2}")
+_ACK = (r"(?:(?:ok(?:ay)?|thanks?(?: you)?|great|cool|got it|alright|sure|perfect|nice|hey|hmm|also|and|so|anyway|oh)"
+        r"[,.!，。！\s]+|(?:好的|好吧|谢谢|明白了|知道了|行|嗯|哦|噢|啊|好)[,.!，。！\s]*){0,2}")  # "哦对了": no mark needed
 # the cues that say the matter is another, wherever they stand ("…thanks man. unrelated but…")
 _OTHER_MATTER = (r"(?:换个(?:话题|问题)|题外话|说点别的|聊点别的|(?:(?:totally |completely )?unrelated(?: question)?|"
                  r"(?:a |one |totally |completely )?different (?:question|topic|thing)|another (?:question|thing)|"
@@ -161,6 +166,7 @@ _QUESTION_END = re.compile(r"[吗呢么?？]\s*$")
 # a question framed by what it is about ("in chess, how do I…", "关于社保，…怎么…"): a new matter
 # when the frame names nothing of the current task
 _FRAME = re.compile(r"^\s*(?:(?:in|for|with|about|regarding|re) ((?:[\w'-]+ ){0,3}[\w'-]+)\s*[,:]"
+                    r"|((?:[\w'-]+ ){0,2}[\w'-]+) (?:question|q)\s*[:：]"  # "typescript question: how do I…"
                     r"|关于([^，,。？?]{1,10})[，,：:]|([^，,。？?]{1,8})方面[，,：:])", re.I)
 
 
@@ -244,13 +250,15 @@ def settles(said: str) -> bool:
 # closed the task). A bare report of what was done without an acknowledgement, a next step or
 # thanks ("我打了疫苗") tells the task's circumstances.
 _STEP_EN = re.compile(r"\b(?:ordered|sent|booked|bought|signed up|set|done|on it|dig it out)[\s.!]*\W*$"
+                      r"|(?:^|[.!]\s+|^(?:ok(?:ay)?|alright|all right|sure|great)[,\s]+)(?:we'll|i'll|will) (?:do|try|take|use) "
+                      r"(?:that|this|it)[\s.!]*\W*$"
                       r"|^\W*(?:ok|okay|alright|fine|fair|cool|got it)\b.*\bthen[\s.!]*\W*$", re.I)  # "cut it then": asked
-_STEP_ZH = re.compile(r"再说[吧了]?\W*$|^(?:好|行|嗯|懂了|收到|ok|那)[\s，,]*\S{0,8}?(?:发|加|说|打|买|订|约|交|报|弄|改|跟)"
+_STEP_ZH = re.compile(r"再说[吧了]?\W*$|我(?:这就|先|就)?去[\u4e00-\u9fff]{1,4}了\W*$|^(?:好|行|嗯|懂了|收到|ok|那)[\s，,]*\S{0,8}?(?:发|加|说|打|买|订|约|交|报|弄|改|跟)"
                       r"\S{0,8}?了|(?:发|加|说|打|买|订|约|交)(?:过去|上|好|完)?了[\s，,]+\S{0,8}(?:明早|明天|等|先|回头)", re.I)
 # …but not one that asks the assistant for more or tells of a snag: "好 我改了一下 你再看看", "嗯 我跟他说了 他不同意"
 _STEP_ZH_NOT = re.compile(r"你|还没|再(?!说[吧了]?\W*$)|但|[他她]们?(?:说|不|没)|没有?(?:回|用|反应|动静)")
 _THANKS_END = re.compile(r"(?:\b(?:thanks|thank you|thx|ty|tysm|cheers)(?:[\s,]+(?:really|so much|a lot|again|man|dude|"
-                         r"buddy|mate))?|谢了|谢谢|多谢|谢啦|感谢)[\s!！.。~～]*\W*$", re.I)
+                         r"buddy|mate|dear|coach|bro|friend|doc|fam))?|谢了|谢谢|多谢|谢啦|感谢)[\s!！.。~～]*\W*$", re.I)
 # ...or ends with a cheer ("找到了 👌", "down from 2.1s to 800ms 🎉", "sent it to her ❤️": in the eight
 # labelled sets, 30 of the 30 user turns ending so, asking nothing, closed the task)
 _CHEER_END = re.compile(r"(?:👌|👍|🎉|🚀|❤️|❤|🙌|🙏|✅|💪|🥳|😍|🤘|✌️|✌)[\s!！.。~～]*$")
@@ -265,7 +273,8 @@ _STEP_CHARS = 60
 
 def steps_off(said: str) -> bool:
     """Whether a turn only says what the user did or will do with the result (see above)."""
-    if len(said) > _STEP_CHARS or _ASKS.search(said) or _wh(said) or _REQUEST.search(said) \
+    thanked = _THANKS_END.search(said) is not None  # "…I'll try the strap and some rest first. Thank you, dear."
+    if len(said) > (2 * _STEP_CHARS if thanked else _STEP_CHARS) or _ASKS.search(said) or _wh(said) or _REQUEST.search(said) \
             or _CONTINUES.search(said) or _BUT.search(said) or _NOT_EN.search(said):
         return False
     return bool(_STEP_EN.search(said) or (_STEP_ZH.search(said) and not _STEP_ZH_NOT.search(said))
@@ -333,7 +342,7 @@ def topic_move(text: str, terms: set[str], vocabulary: set[str], min_keywords: i
     said = " ".join(text[:_TOPIC_TEXT_CHARS].split())
     if closes_task(said, offered=offered, asked=answering, reply=reply):
         return "done"
-    if _NEW_THING.search(said):
+    if _NEW_THING.search(said) or _ASK_OTHER.search(said):
         return "switch"
     # back to a finished task ("帮我把刚才那个减脂计划整理成表格" while choosing a restaurant): its words,
     # none of the current task's, in a request or a question
@@ -349,6 +358,12 @@ def topic_move(text: str, terms: set[str], vocabulary: set[str], min_keywords: i
             return "switch"
         if _SWITCH.search(rest) and (_wh(rest) or _ASKS.search(rest) or re.search(r"问|[吗呢]\s*$|\?", rest)):
             return "switch"  # "就这版了 谢了 顺便问下 明天杭州下雨吗"; not "好的谢谢，顺便把标题也改一下" (more of it)
+        if re.match(r"\W*(?:anyway|anyways|btw|by the way|on another note)\b(?![\s,]+(?:it|this|that|they|these|those)\b)",
+                    rest, re.I) and len(rest_terms) >= min_keywords and len(rest_terms & vocabulary) / len(rest_terms) < shift_below:
+            return "switch"  # "privacy screen it is 😂 anyway tasted the kombucha on day 9": the next matter
+    if _SWITCH.search(said) and not _CONTINUES.search(_VARIANT.sub(" ", said)) \
+            and (_wh(said) or _ASKS.search(said) or _REQUEST.search(said) or _QUESTION_END.search(said)):
+        return "switch"  # "哦对了 …能给我几个高级点的句子吗": the cue first, a variant asked of the new matter
     if _CONTINUES.search(said):
         return "continue"
     if _SWITCH.search(said) or _SWITCH_AFTER.search(said) or _NOW.search(said):
