@@ -882,8 +882,11 @@ def test_holdout16_round_forms_of_speech():
         "The user is a session guitarist in Nashville.", "The user just quit touring."]
     assert contents("on break rn 🥱 i stock shelves overnight at a kroger") == [
         "The user stocks shelves overnight at a kroger."]
-    assert contents("the chapter isn't done 😭 4th year PhD at UC Santa Cruz, sea otter foraging")[-1] == (
-        "The user is a 4th year PhD at UC Santa Cruz, sea otter foraging.")
+    assert contents("i love 🍕 my wife is a chef") == ["The user's wife is a chef."]
+    assert contents("my mom 😭 she has cancer") == ["The user's mom has cancer."]
+    # a job said bare after someone else was named is theirs: only the message's opening words say who writes
+    assert contents("My daughter texted. Nurse at Mercy Hospital, night shift") == []
+    assert contents("my husband? been a longshoreman at the port 11 yrs") == []
     assert contents("yo whats a good warmup for drummin, my wrists get sore after like an hour") == [
         "The user's wrists get sore after like an hour."]
     # "by then" keeps its "then"; an engagement "we got" is one the user has; a bare mood of the day is none

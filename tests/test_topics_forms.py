@@ -281,7 +281,15 @@ def test_a_thanks_a_next_step_or_leaving_finishes_the_task(make_memory: MakeMemo
 
 
 @pytest.mark.parametrize("turn", ["对了 那个标题再短一点的", "anyway it still wilts, any ideas?", "We'll do that? Not sure",
-                                  "I'll try the strap but it still hurts, thanks"])
+                                  "I'll try the strap but it still hurts, thanks", "follow up question: what about green light?",
+                                  "I'll use that for the measurements and then send you my table to check, thanks bro",
+                                  "我去问问老师了", "我不想问个别的 就问这个 红光要照多久"])
 def test_a_cue_pointing_back_or_a_snag_goes_on(make_memory: MakeMemory, turn: str) -> None:
     focus, done = _focus_after(make_memory, [*OPEN_EN, ("user", turn)])
     assert focus.startswith("help me plan a science fair") and done == []
+
+
+@pytest.mark.parametrize("turn", ["别问别的了 先把文案写好", "文案里不要问别的问题 直接说新品"])
+def test_asking_nothing_else_goes_on(make_memory: MakeMemory, turn: str) -> None:
+    focus, done = _focus_after(make_memory, [*OPEN_ZH, ("user", turn)])
+    assert focus.startswith("帮我写条朋友圈文案") and done == []

@@ -39,7 +39,7 @@ from memlane.en_clauses import (
 )
 from memlane.naming import EN_KIN_WORDS as _EN_KIN_WORDS
 from memlane.quoting import unquoted
-from memlane.roles import headline_role, with_article
+from memlane.roles import JOB_HEADS, headline_role, with_article
 from memlane.spoken import heading
 from memlane.text import language_of
 
@@ -103,8 +103,7 @@ _ZH_TIME_LEAD = re.compile(r"^(?:(?:下下|下|这|本)?个?(?:周|星期|礼拜
 
 def is_time(clause: str) -> bool:
     """Whether a Chinese clause is a time and nothing else ("后天", "下周三晚上")."""
-    m = _ZH_TIME_LEAD.match(clause)
-    return m is not None and m.end() == len(clause)
+    return _ZH_TIME_LEAD.fullmatch(clause) is not None
 
 
 # two characters after a kin word that are no name: "我妈生日", "我爸身体"
@@ -260,13 +259,17 @@ _EN_TAG = re.compile(r"^(?:right|correct|yeah|yes|no|huh|eh|ok|okay|true|isn't i
 # "a 🍕 and pasta", "love 🍕 with friends": an emoji in a noun's place)
 _EN_EMOJI_END = re.compile(r"(?<![\w'])(?P<before>[\w']+)\s+[\U0001F000-\U0001FAFF\u2600-\u27BF\u2B50\u2B55\uFE0F\u200D]+\s+"
                            r"(?=(?P<after>[\w']+))")
-_EN_EMOJI_NOUN = frozenset({"a", "an", "the", "my", "our", "your", "his", "her", "their", "of", "to", "with", "for", "in",
-                            "on", "at", "and", "or", "from", "by", "is", "are", "was", "were", "'s"})
+_EN_EMOJI_BEFORE = frozenset({"a", "an", "the", "my", "our", "your", "his", "her", "their", "of", "to", "with", "for",
+                              "in", "on", "at", "and", "or", "from", "by"})  # "a 🍕 and pasta": the emoji is a noun
+_EN_EMOJI_AFTER = frozenset({"and", "or", "with", "for", "in", "on", "at", "to", "of", "from", "by", "is", "are", "was",
+                             "were", "'s"})
+# "been a longshoreman at the port of oakland 11 yrs": how long the speaker has done the job
+_BEEN_A = re.compile(rf"^been\s+an?\s+(?:[\w-]+\s+){{0,3}}?(?:{JOB_HEADS})s?\b", re.I)
 
 
 def _emoji_ends(text: str) -> str:
-    return _EN_EMOJI_END.sub(lambda m: m["before"] + (" " if m["before"].lower() in _EN_EMOJI_NOUN
-                                                       or m["after"].lower() in _EN_EMOJI_NOUN else ". "), text)
+    return _EN_EMOJI_END.sub(lambda m: m["before"] + (" " if m["before"].lower() in _EN_EMOJI_BEFORE
+                                                       or m["after"].lower() in _EN_EMOJI_AFTER else ". "), text)
 
 
 _EN_THIS_IS = re.compile(r"^(?:[A-Za-z]+,\s*)?this is (?-i:[A-Z][\w'-]+(?:\s+[A-Z][\w'-]+)?)$", re.I)
@@ -413,8 +416,11 @@ class Reader:
                 listing = listing or (mine and not body)
             else:
                 mine = False
-            # who is writing, at any sentence's start ("…kelp forest recovery 😭 4th year PhD at UC Santa Cruz")
-            if not after_question and (role := headline_role(body)) is not None:
+            # who is writing: the message's opening words ("Plumber in Austin, ugh." after "Called the
+            # plumber." is the plumber), a job said as "been a …" ("my husband? been a longshoreman…": his)
+            if n == 0 and not after_question and _BEEN_A.match(body):
+                body = "I've " + body
+            elif n == 0 and not after_question and (role := headline_role(body)) is not None:
                 who = role if role[1:2].isupper() else role[:1].lower() + role[1:]  # "PTA (…) in Toledo"
                 rest = re.sub(r"^\s+here\b", "", body[len(role):], flags=re.I)  # "…in Nashville here"
                 body = f"I'm {with_article(who)}{rest}"

@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 
 from memlane.naming import EN_KIN_WORDS as _EN_KIN_WORDS
-from memlane.roles import JOB_HEADS, with_article
+from memlane.roles import with_article
 
 _EN_TITLE_DOT = (r"(?:(?<=\b[Mm]r)|(?<=\b[Mm]rs)|(?<=\b[Mm]s)|(?<=\b[Dd]r)|(?<=\b[Pp]rof)|(?<=\bSt))\.\s+"
                  r"(?=[A-Z]|[a-z]+\b(?!\s+(?:i|we|my|the|and|but|then|so)\b))")  # "Mr. Okafor", "dr. okafor": no end
@@ -139,8 +139,6 @@ def _en_ellipsis(text: str) -> str:
     if re.match(r"^(?:home|back|off|away|out|stuck|sick|ill|laid up|in bed)\s+(?:with|from|sick|today|for|in|at|on)\b",
                 text, re.I):
         return "I'm " + text[:1].lower() + text[1:]  # "home with a migraine today": where or how the speaker is
-    if re.match(rf"^been\s+an?\s+(?:[\w-]+\s+){{0,3}}?(?:{JOB_HEADS})s?\b", text, re.I):
-        return "I've " + text  # "been a longshoreman at the port 11 yrs": how long the speaker has done it
     if re.match(r"^not\s+(?:into|a fan|a big fan|big on|keen|interested|a huge fan|an? [\w-]+ person)\b", text, re.I):
         return "I'm " + text[:1].lower() + text[1:]
     # "arborist here, 14 yrs…", "single mom here": who the speaker is; one capitalised word may

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import re
 
+from memlane.naming import EN_KIN_WORDS
 from memlane.spoken import heading
 from memlane.statements import EN_STANDING, conjugated, third_person_en, third_person_zh, tidy
 
@@ -382,11 +383,16 @@ _EN_KNOWS = re.compile(r"^the user (?:knows|knew|swears|swore|bets|guesses|reali
                        r"never|always|\w+ed)\b", re.I)
 
 
+# a person of the user's named and nothing said of them: "The user's mom." (not "The user's divorce.")
+_EN_BARE_KIN = re.compile(rf"The user's (?:(?:best|older|younger|little|big|new|old) )?(?:{EN_KIN_WORDS})\.?")
+
+
 def en_empty_predicate(content: str) -> bool:
     """Whether an English memory's predicate says nothing: an auxiliary alone, a plan of one
     bare verb, a clause ending on its auxiliary, a step of the moment, a pointer to what was
     said before, a bare state of the moment, or what the user knows or swears of something else."""
     return bool(_EN_BARE_AUX.match(content) or _EN_BARE_PLAN.match(content) or _EN_ENDS_AUX.search(content)
+                or _EN_BARE_KIN.fullmatch(content) is not None
                 or _EN_POINTED.match(content) or _EN_BARE_STATE.match(content) or _EN_KNOWS.match(content)
                 or (_EN_NOW_STEP.match(content) and not re.search(r"\d|\b(?:tomorrow|tonight|today|next|on|by|this|later)\b",
                                                                  content, re.I)))

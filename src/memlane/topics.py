@@ -166,7 +166,9 @@ _QUESTION_END = re.compile(r"[吗呢么?？]\s*$")
 # a question framed by what it is about ("in chess, how do I…", "关于社保，…怎么…"): a new matter
 # when the frame names nothing of the current task
 _FRAME = re.compile(r"^\s*(?:(?:in|for|with|about|regarding|re) ((?:[\w'-]+ ){0,3}[\w'-]+)\s*[,:]"
-                    r"|((?:[\w'-]+ ){0,2}[\w'-]+) (?:question|q)\s*[:：]"  # "typescript question: how do I…"
+                    r"|(?!(?:follow|one|another|quick|last|final|small|simple|dumb|stupid|side|related|general|random|"
+                    r"silly|short|easy|weird|same|next|other|my|a|the)\b)((?:[\w'-]+ ){0,2}[\w'-]+) (?:question|q)\s*[:：]"
+                    # "typescript question: how do I…" (not "follow up question: what about…")
                     r"|关于([^，,。？?]{1,10})[，,：:]|([^，,。？?]{1,8})方面[，,：:])", re.I)
 
 
@@ -253,7 +255,7 @@ _STEP_EN = re.compile(r"\b(?:ordered|sent|booked|bought|signed up|set|done|on it
                       r"|(?:^|[.!]\s+|^(?:ok(?:ay)?|alright|all right|sure|great)[,\s]+)(?:we'll|i'll|will) (?:do|try|take|use) "
                       r"(?:that|this|it)[\s.!]*\W*$"
                       r"|^\W*(?:ok|okay|alright|fine|fair|cool|got it)\b.*\bthen[\s.!]*\W*$", re.I)  # "cut it then": asked
-_STEP_ZH = re.compile(r"再说[吧了]?\W*$|我(?:这就|先|就)?去[\u4e00-\u9fff]{1,4}了\W*$|^(?:好|行|嗯|懂了|收到|ok|那)[\s，,]*\S{0,8}?(?:发|加|说|打|买|订|约|交|报|弄|改|跟)"
+_STEP_ZH = re.compile(r"再说[吧了]?\W*$|我(?:这就|先|就)?去(?!问|找|查|确认|核实|商量|看看|试试)[\u4e00-\u9fff]{1,4}了\W*$|^(?:好|行|嗯|懂了|收到|ok|那)[\s，,]*\S{0,8}?(?:发|加|说|打|买|订|约|交|报|弄|改|跟)"
                       r"\S{0,8}?了|(?:发|加|说|打|买|订|约|交)(?:过去|上|好|完)?了[\s，,]+\S{0,8}(?:明早|明天|等|先|回头)", re.I)
 # …but not one that asks the assistant for more or tells of a snag: "好 我改了一下 你再看看", "嗯 我跟他说了 他不同意"
 _STEP_ZH_NOT = re.compile(r"你|还没|再(?!说[吧了]?\W*$)|但|[他她]们?(?:说|不|没)|没有?(?:回|用|反应|动静)")
@@ -269,12 +271,15 @@ _SNAG = re.compile(r"\b(?:still|again|fail\w*|error\w*|broke\w*|slower|worse|cra
                    r"in advance|now it|brb|be right back)\b|还是|还没|又(?!好)|没(?!问题|事)|不(?!错|客气|用)|先谢|掉线|报错|出错|坏了|慢"
                    r"|[吗呢][\s，,。]", re.I)  # "还有酒店推荐吗 谢谢": it asked, then thanked ahead
 _STEP_CHARS = 60
+_THANKED_CHARS = 90  # a turn ending in thanks may say a little more of what the user will do
 
 
 def steps_off(said: str) -> bool:
     """Whether a turn only says what the user did or will do with the result (see above)."""
-    thanked = _THANKS_END.search(said) is not None  # "…I'll try the strap and some rest first. Thank you, dear."
-    if len(said) > (2 * _STEP_CHARS if thanked else _STEP_CHARS) or _ASKS.search(said) or _wh(said) or _REQUEST.search(said) \
+    # "…I'll try the strap and some rest first. Thank you, dear." (not "…then send you my table to check, thanks")
+    thanks = _THANKS_END.search(said)
+    long_thanks = thanks is not None and not re.search(r"\b(?:you|your|then|later|back)\b|你|再|回头", said[:thanks.start()], re.I)
+    if len(said) > (_THANKED_CHARS if long_thanks else _STEP_CHARS) or _ASKS.search(said) or _wh(said) or _REQUEST.search(said) \
             or _CONTINUES.search(said) or _BUT.search(said) or _NOT_EN.search(said):
         return False
     return bool(_STEP_EN.search(said) or (_STEP_ZH.search(said) and not _STEP_ZH_NOT.search(said))
@@ -342,7 +347,8 @@ def topic_move(text: str, terms: set[str], vocabulary: set[str], min_keywords: i
     said = " ".join(text[:_TOPIC_TEXT_CHARS].split())
     if closes_task(said, offered=offered, asked=answering, reply=reply):
         return "done"
-    if _NEW_THING.search(said) or _ASK_OTHER.search(said):
+    other = _ASK_OTHER.search(said)  # "…趁这功夫问个别的", not "我不想问个别的", "别问别的了"
+    if _NEW_THING.search(said) or (other and not re.search(r"(?:不|别|没|不要|不想|不用)$", said[:other.start()])):
         return "switch"
     # back to a finished task ("帮我把刚才那个减脂计划整理成表格" while choosing a restaurant): its words,
     # none of the current task's, in a request or a question
@@ -361,7 +367,8 @@ def topic_move(text: str, terms: set[str], vocabulary: set[str], min_keywords: i
         if re.match(r"\W*(?:anyway|anyways|btw|by the way|on another note)\b(?![\s,]+(?:it|this|that|they|these|those)\b)",
                     rest, re.I) and len(rest_terms) >= min_keywords and len(rest_terms & vocabulary) / len(rest_terms) < shift_below:
             return "switch"  # "privacy screen it is 😂 anyway tasted the kombucha on day 9": the next matter
-    if _SWITCH.search(said) and not _CONTINUES.search(_VARIANT.sub(" ", said)) \
+    if _SWITCH.search(said) and not _CONTINUES.search(_VARIANT.sub(" ", said)) and len(terms) >= min_keywords \
+            and (not vocabulary or len(terms & vocabulary) / len(terms) < shift_below) \
             and (_wh(said) or _ASKS.search(said) or _REQUEST.search(said) or _QUESTION_END.search(said)):
         return "switch"  # "哦对了 …能给我几个高级点的句子吗": the cue first, a variant asked of the new matter
     if _CONTINUES.search(said):
