@@ -160,6 +160,13 @@ def test_a_question_asking_for_a_part_of_the_user_s_life_favours_memories_tellin
     assert not tells("The user repairs guitars for a living.", "home")
     assert not tells("The user is single-handedly organising the reunion.", "partner")
     assert not tells("The user's dog walker is named Sam.", "pet") and tells("The user studied history at Ohio State.", "school")
+    # a job the user does, in Chinese or as a business of one's own; not one the user meets or wants
+    assert tells("用户在德勤做审计师。", "work") and tells("用户是银行柜员", "work") and tells("用户自己开了一家肠粉店。", "work")
+    assert tells("The user runs his own rice-noodle-roll shop.", "work") and tells("The user owns a bakery downtown.", "work")
+    assert not any(tells(m, "work") for m in ("用户被店员骂了", "用户周末去见律师", "用户约了理发师", "用户是会员。", "用户讨厌销售员",
+                                              "用户家楼下开了一家奶茶店", "The user runs errands at the store",
+                                              "The user started a business plan class"))
+    assert asked_slot("我现在的感情状态是什么？") == "partner" and asked_slot("我和同事感情怎么样") is None
     # end to end: the words "job" and "designer" share nothing, the prior puts the job first
     for prior, first in ((0.0, None), (2.0, "The user is a graphic designer.")):
         mem = make_memory(home=tmp_path / f"slot{prior}", search={"slot_prior": prior})
@@ -171,3 +178,21 @@ def test_a_question_asking_for_a_part_of_the_user_s_life_favours_memories_tellin
             assert hits[0].content == first
         else:
             assert hits[0].content != "The user is a graphic designer."
+
+
+def test_a_question_about_the_user_passes_over_someone_else_s_memory(
+        make_memory: Callable[..., Memory], tmp_path: Path) -> None:
+    from memlane.retrieval.slots import asks_of_self, told_of_other
+
+    assert asks_of_self("Where do I work, do you remember?") and asks_of_self("我现在住哪")
+    assert asks_of_self("where does the user work?")
+    assert not asks_of_self("Where does my sister work?") and not asks_of_self("What does John do?")
+    assert told_of_other("John is working on a website for a local business.") and told_of_other("Caroline's mom has cancer.")
+    assert not told_of_other("The user is an auditor at Deloitte.") and not told_of_other("Tuesday is the user's gym day.")
+    # end to end: the words put John's job first; the penalty puts the user's own first
+    for penalty, first in ((0.0, "John works at a website company."), (1.0, "The user works at a bank.")):
+        mem = make_memory(home=tmp_path / f"other{penalty}", search={"other_subject_penalty": penalty, "slot_prior": 0})
+        for fact in ["John works at a website company.", "The user works at a bank."]:
+            mem.add(fact, user_id="u")
+        hits = mem.search("which website company do I work at?", user_id="u", activate=False, min_score=0, limit=2)
+        assert hits[0].content == first

@@ -31,7 +31,7 @@ from memlane.retrieval.filters import (
 from memlane.retrieval.fuse import fuse, normalise_relevance
 from memlane.retrieval.query import common_words, named_session_id, without
 from memlane.retrieval.relevance import Relevance
-from memlane.retrieval.slots import asked_slot, tells
+from memlane.retrieval.slots import asked_slot, asks_of_self, tells, told_of_other
 from memlane.store import Store, turn_search_text
 from memlane.text import keywords
 
@@ -124,6 +124,7 @@ class Search:
             if self.named is not None else []
         self.relevance = Relevance(words, weights, cfg.memory_dense_scale if facts_corpus else 1.0)
         self.slot = asked_slot(query) if corpus == "memories" else None  # the part of the user's life asked for
+        self.of_self = corpus == "memories" and asks_of_self(query)
 
     def hits(self, limit: int) -> list[Hit]:
         """Up to `limit` hits in rank order.
@@ -289,13 +290,17 @@ class Search:
                   + w_recency * np.power(0.5, age_days / cfg.recency_half_life_days))  # recency(), in numpy
         order = np.lexsort((facts.rowid, -scores))
         records: dict[int, MemoryRecord] = {}  # read once in this search, for the slot prior and the hits
-        if self.slot is not None and cfg.slot_prior > 0:  # "what's my job again?": a memory telling work
+        slot = self.slot if cfg.slot_prior > 0 else None  # "what's my job again?": a memory telling work
+        other = cfg.other_subject_penalty > 0 and self.of_self  # "where do I work?": not "John is working on…"
+        if slot is not None or other:
             first = order[: cfg.slot_depth]
             records = store.memories_by_rowid(self.scope, facts.rowid[first].tolist())
             for i in first.tolist():
                 m = records.get(int(facts.rowid[i]))
-                if m is not None and tells(m.content, self.slot):
+                if m is not None and slot is not None and tells(m.content, slot):
                     scores[i] += cfg.w_similarity * cfg.slot_prior
+                if m is not None and other and told_of_other(m.content):
+                    scores[i] -= cfg.w_similarity * cfg.other_subject_penalty
             order = np.lexsort((facts.rowid, -scores))
         ranked = [r for r in facts.rowid[order].tolist() if r not in returned]
         hits: Ranked = []

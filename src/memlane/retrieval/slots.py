@@ -25,7 +25,7 @@ _ASKS: dict[str, re.Pattern[str]] = {
                        re.I),
     "partner": re.compile(r"\b(?:partner|girlfriend|boyfriend|wife|husband|spouse|married|dating|relationship|single|"
                           r"fianc[eé]e?)\b"
-                          r"|对象|女朋友|男朋友|女友|男友|老婆|老公|爱人|结婚|恋爱", re.I),
+                          r"|对象|女朋友|男朋友|女友|男友|老婆|老公|爱人|结婚|恋爱|感情|单身", re.I),
     "vehicle": re.compile(r"\b(?:car|cars|drive|drives|driving|vehicle|truck|motorcycle|motorbike|bike|bicycle|ride|rides|"
                          r"commute)\b|什么车|开的|车", re.I),
     "school": re.compile(r"\b(?:school|study|studying|studies|university|college|degree|major|course|student)\b"
@@ -39,7 +39,17 @@ _ASKS: dict[str, re.Pattern[str]] = {
 # a job noun, a pet, a sport, a school
 _TELLS: dict[str, re.Pattern[str]] = {
     "work": re.compile(rf"(?<![-\w])(?:{JOB_HEADS})s?\b|\bemployed\b|\bfor a living\b"
-                       r"|(?:工程|设计|会计|教|医|律|厨|药剂|理发|美容)师|(?:员|老师|医生|护士|司机|经理|老板|主管|记者|编辑)(?:[。.，,]|$)",
+                       # work of one's own: "runs his own rice-noodle-roll shop", "owns a bakery downtown"
+                       r"|\b(?:runs?|owns?|opened|started)\s+(?:(?:his|her|their|my)\s+own|an?)\s+(?:[\w-]+\s+){0,3}?"
+                       r"(?:shop|store|business|restaurant|caf[eé]|bakery|salon|studio|company|firm|practice|clinic|stall|"
+                       r"farm|agency)(?=\s*(?:[.,;]|$|(?:in|on|at|near|called|named|downtown|since|with)\b))"
+                       # what the user is: "用户是审计师", "用户在德勤做审计师", "用户是银行柜员"
+                       r"|(?:是|当|做|任|成了)(?:一名|一个|一位|个|名)?[\u4e00-\u9fff]{0,6}?"
+                       r"(?:师|(?:店|职|柜|公务|程序|服务|销售|快递|外卖|运动|演|驾驶|研究|业务|营业|收银|乘务|飞行|调度|质检|"
+                       r"保洁|安检|检验|操作|技术|文|分析|审计|设计|保安|护理|化验|会计)员|医生|护士|司机|经理|老板|主管|记者|编辑)"
+                       r"(?:[。.，,]|$)"
+                       r"|^用户(?:自己|和[^，,。]{1,6})?(?:开了?|经营|开着)(?:一)?(?:家|个|间)[\u4e00-\u9fff]{1,6}"
+                       r"(?:店|馆|公司|工作室|餐厅|诊所|摊)",
                        re.I),
     "home": re.compile(r"\b(?:owns? (?:a|an|the) (?:\w+ )?(?:house|flat|apartment|condo|home)|mortgage)\b|住|搬|租|房贷|买了房|房子",
                        re.I),
@@ -63,7 +73,7 @@ _TELLS: dict[str, re.Pattern[str]] = {
 # (a bare "her" may be the user asked about: "what does the user do on her weekends?")
 _SOMEONE_ELSE = re.compile(rf"\b(?:my|our|his|her|their|the user's)\s+(?:(?:little|older|younger|big|best|new|old)\s+)?"
                            rf"(?:{EN_KIN_WORDS})\b"
-                           r"|(?:我|咱|用户)(?:的|们的?|家)?(?:妈|爸|父亲|母亲|儿子|女儿|孩子|哥|姐|弟|妹|爷爷|奶奶|外公|外婆|同事|朋友|"
+                           r"|(?:我|咱|用户)(?:的|们的?|家|和|跟|与)?(?:妈|爸|父亲|母亲|儿子|女儿|孩子|哥|姐|弟|妹|爷爷|奶奶|外公|外婆|同事|朋友|"
                            r"同学|老板|领导|室友|邻居)", re.I)
 _PARTNER_WORDS = re.compile(r"\b(?:partner|girlfriend|boyfriend|wife|husband|spouse|fianc[eé]e?)\b|对象|女朋友|男朋友|老婆|老公|爱人",
                             re.I)
@@ -85,6 +95,27 @@ def asked_slot(query: str) -> str | None:
     return slot
 
 
+# the user asking of themselves, or an agent asking of the user: "where do I work?", "我现在住哪",
+# "where does the user work?"
+_OF_SELF = re.compile(r"\b(?:i|i'm|i've|i'd|my|me|mine|the user(?:'s)?)\b|我(?!们)|用户", re.I)
+# a memory whose subject is someone named, not the user: "John is working on a website…", "Melanie
+# carves out me-time…" (a name, then a verb; not "The user…", "Tuesday…", "I…")
+_NAMED_SUBJECT = re.compile(r"^(?!The\b|This\b|That\b|These\b|Those\b|It\b|There\b|They\b|He\b|She\b|We\b|I\b|"
+                            r"(?:Mon|Tues|Wednes|Thurs|Fri|Satur|Sun)day\b)(?-i:[A-Z][a-z'-]+)(?: (?-i:[A-Z][a-z'-]+))?"
+                            r"(?:'s? [a-z]+)? (?:is|was|are|were|has|had|will|would|can|could|[a-z]+s|[a-z]+ed)\b")
+
+
+def asks_of_self(query: str) -> bool:
+    """Whether a question is the user's about themselves ("where do I work?"), not about someone
+    of theirs ("where does my sister work?") nor anyone else."""
+    return bool(_OF_SELF.search(query)) and not _SOMEONE_ELSE.search(_PARTNER_WORDS.sub("", query))
+
+
+def told_of_other(content: str) -> bool:
+    """Whether a memory's subject is someone named other than the user."""
+    return _NAMED_SUBJECT.match(content) is not None
+
+
 def tells(content: str, slot: str) -> bool:
     """Whether a memory tells the slot of the user's (its words, or the exclusive slots
     `memlane.slots` reads): not a kin's or a friend's news ("The user's sister drives a Jeep"),
@@ -94,4 +125,4 @@ def tells(content: str, slot: str) -> bool:
     return bool(_TELLS[slot].search(content)) or slot in frames(_NOT_SLOT_WORDS.sub(" ", content))
 
 
-__all__ = ["asked_slot", "tells"]
+__all__ = ["asked_slot", "asks_of_self", "tells", "told_of_other"]
