@@ -214,7 +214,8 @@ def test_seed002_attachments_and_their_nightly_cleanup(make_memory: MakeMemory, 
             break
         time.sleep(0.05)
         report = m.consolidate(user_id="u1")
-    assert [(a.step, a.memory_id) for a in report.actions if a.action == "DELETE"] == [("expire", ticket.id)]
+    assert [(a.step, a.memory_id) for a in report.actions if a.action == "DELETE"] == [("expire", ticket.id)], (
+        report.locked, report.errors, report.scopes)
     assert [a.id for a in m.attachments.list(user_id="u1")] == [photo.id]
     with pytest.raises(NotFound):
         m.attachments.get(ticket.id, user_id="u1")
