@@ -59,7 +59,7 @@ from memlane import Config, Memory  # noqa: E402
 from memlane.testing import HashEmbedder, ManualClock  # noqa: E402
 
 DATA = Path(__file__).parent / "data" / "extraction"
-SPLITS = ("dev", "holdout", "holdout2", "holdout3", "holdout4", "holdout5", "holdout6", "holdout7", "holdout8", "holdout9", "holdout10", "holdout11", "holdout12", "holdout13", "holdout14", "holdout15", "holdout16", "holdout17")
+SPLITS = ("dev", "holdout", "holdout2", "holdout3", "holdout4", "holdout5", "holdout6", "holdout7", "holdout8", "holdout9", "holdout10", "holdout11", "holdout12", "holdout13", "holdout14", "holdout15", "holdout16", "holdout17", "holdout18")
 USER = "bench"
 SESSION = "s1"
 HALUMEM = {"Mem0": 0.429, "Supermemory": 0.415}  # HaluMem, arXiv 2511.03506: facts kept

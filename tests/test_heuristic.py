@@ -910,3 +910,19 @@ def test_a_day_corrected_in_words_mends_the_day_not_an_ordinal():
                     "wait sorry it's july 1 not june 30")
     assert "The user's committee meeting got moved to july 1." in said
     assert "The user is a 4th year PhD at UC Santa Cruz." in said
+
+
+def test_holdout17_round_forms():
+    # "I-40" is a road; a job noun more; a race's date after a comma; taking over is a lasting change;
+    # a gerund's event with its day is the user's; "贴砖的 …" opens with the writer's trade
+    assert contents("night auditor at a motel off I-40 in Flagstaff") == [
+        "The user is a night auditor at a motel off I-40 in Flagstaff."]
+    assert contents("game warden in Kalispell. opening weekend is soon") == [
+        "The user is a game warden in Kalispell.", "The user's opening weekend is soon."]
+    assert contents("I'm training for a marathon, dec 6.") == ["The user is training for a marathon, dec 6."]
+    assert contents("I took over the Tuesday sale at the sale barn in 2022") == [
+        "The user took over the Tuesday sale at the sale barn in 2022."]
+    assert contents("shearing day is saturday") == ["The user's shearing day is saturday."]
+    assert contents("Swimming is fun") == []
+    assert contents("贴砖的 手上全是口子") == ["用户是贴砖的，手上全是口子"]
+    assert contents("好的 我知道了") == [] and contents("做饭的时候老是烫手") == ["用户做饭的时候老是烫手"]

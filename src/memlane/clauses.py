@@ -60,6 +60,8 @@ class Clause:
 
 # ---- Chinese --------------------------------------------------------------------------------
 
+# a trade said as "V + what + 的": "贴砖的", "装宽带的", "跑外卖的", "开出租的" (not "好的", "是的", "我的")
+_ZH_TRADE = re.compile(r"(?:开|跑|送|卖|做|搞|干|装|贴|修|教|种|养|织|唱|画|写|拉|搬|收|扫|当)[\u4e00-\u9fffA-Za-z]{1,4}的")
 # the north's "I" and "oneself", read as 我 / 自己: "俺在沈阳唱二人转" is the speaker's own
 _ZH_PLAIN = {"俺们": "我们", "俺家": "我家", "俺": "我", "自个儿": "自己", "自个": "自己", "寻思": "想"}
 _ZH_DIALECT = re.compile("|".join(_ZH_PLAIN))
@@ -304,6 +306,7 @@ class Reader:
 
     def _zh(self, text: str, after_question: bool) -> Iterator[Clause]:
         topic: str | None = "我"  # a Chinese speaker drops 我: a bare clause is theirs
+        first = True
         for m in ZH_SENTENCE.finditer(text):
             sentence = m.group().strip()
             if not sentence:
@@ -320,6 +323,9 @@ class Reader:
                 p = _strip_zh_filler(raw)
                 if not p:
                     continue
+                if first and not after_question and _ZH_TRADE.fullmatch(p):
+                    p = "我是" + p  # "贴砖的 手上全是口子": the message opens with what the writer does
+                first = False
                 if out and _ENTITY_END.search(out[-1].text) and _DESCRIBES.match(p):
                     out[-1].text = f"{out[-1].text}，{p}"  # describes the thing just introduced
                     self._learn_zh(p)

@@ -296,6 +296,7 @@ def zh_has_verb(said: str) -> bool:
 
 # verbs that change how things stand, though said in the past ("I quit smoking", "we moved")
 _EN_LASTING_CHANGE = re.compile(r"\b(?:switched|moved|joined|became|started|retired|graduated|adopted|married|engaged|"
+                                r"took over|inherited|founded|co-founded|opened (?:a|an|my|our|the user's) |"
                                 r"promoted|diagnosed|passed away|passed|died|proposed|gave birth|had (?:a|her|his|their) baby|"
                                 r"turned|born|quit|stopped|gave up|bought|sold (?:my|our|his|her|the user's|the) |closed on|got (?:a|an|my|our|the user's) |"
                                 r"went (?:from|up|down|back to|vegan|vegetarian|part-time|full-time|freelance)|said|told|tore|broke|sprained|fractured|"

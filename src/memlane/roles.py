@@ -12,8 +12,8 @@ import re
 # (a "printer", a "heater", a "monitor" are things)
 _HEADS = (
     "accountant|actor|actress|adjuster|administrator|agent|aide|analyst|anesthetist|anaesthetist|announcer|apprentice|"
-    "appraiser|bassist|cellist|dockworker|drummer|guitarist|longshoreman|pianist|saxophonist|stevedore|stocker|"
-    "trumpeter|violinist|vocalist|"
+    "appraiser|auctioneer|bassist|cellist|dockworker|drummer|guitarist|longshoreman|pianist|ranger|rider|saxophonist|"
+    "stevedore|stocker|trumpeter|violinist|vocalist|warden|"
     "arborist|archaeologist|architect|archivist|artist|assistant|associate|astronomer|athlete|attendant|attorney|"
     "auditor|author|baker|banker|barber|barista|bartender|beekeeper|bookkeeper|bouncer|brewer|bricklayer|broker|"
     "builder|busser|butcher|buyer|caddie|captain|caregiver|carer|carpenter|carrier|cashier|caterer|chaplain|chef|"
@@ -38,7 +38,7 @@ _HEADS = (
     # students and ranks said bare
     r"phd(?: student| candidate)?|grad student|med student|resident|fellow|freshman|sophomore|"
     # initialisms said as a job, capitalised as written
-    "(?-i:RN|LPN|CNA|EMT|PTA|OT|PT|NP|CPA|DJ|TA)"
+    "(?-i:RN|LPN|CNA|EMT|PTA|OT|PT|NP|CPA|DJ|TA|RT|RRT|PA|CRNA)"
 )
 _MODIFIERS = r"(?:retired|former|ex-|semi-retired|first[- ]year|second[- ]year|\w+(?:st|nd|rd|th)[- ]year|new|newly)"
 _NOT_LEAD = (r"(?:the|my|our|your|his|her|their|this|that|these|those|some|any|every|each|no|one|which|what|whose|"

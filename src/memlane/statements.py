@@ -92,7 +92,7 @@ EN_RULES = [
             rf"fond of)\s+(?P<y>{_VAL})"), "The user dislikes {x}{y}", "preference", "medium", None, "dislikes"),
     Rule(_r(rf"\bI {_EN_ADV}(?:like|love|enjoy|adore) (?P<x>{_VAL})"), "The user likes {x}", "preference", "medium", None, "likes"),
     Rule(_r(rf"(?P<t>{_EN_TIME})?[^,;]*?\bI (?P<v>have to|need to|must|will(?! not\b)|am going to|'m going to|plan to) (?P<x>[^,;]+)"), "The user {v} {x}", "todo", "high", "30d", "plans"),
-    Rule(_r(r"\bI(?:'m| am) (?P<v>training|practicing|practising|preparing|studying|saving) for (?P<x>[^,;]+)"), "The user is {v} for {x}", "fact", "medium", "30d", "preparing for"),
+    Rule(_r(r"\bI(?:'m| am) (?P<v>training|practicing|practising|preparing|studying|saving) for (?P<x>[^,;]+(?:,\s*(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?\s+\d{1,2}(?:st|nd|rd|th)?\b)?)"), "The user is {v} for {x}", "fact", "medium", "30d", "preparing for"),
     Rule(_r(r"\bI work (?P<p>at|for|as|on) (?P<x>[^,;]+)"), "The user works {p} {x}", "fact", "medium", None, "works"),
     Rule(_r(r"\bI (?P<v>run|swim|go|do|play|train|cook|read|work out|walk|visit|call|check) (?P<x>[^,;]*\b(?:every|each|on) [^,;]+)"), "The user {v} {x}", "workflow", "medium", None, "habit"),
     Rule(_r(r"^my (?P<x>(?:wife|husband|partner|daughter|son|kids?|children|mother|mom|father|dad|sister|brother|manager|boss|dog|cat)\b.+)"), "The user's {x}", "fact", "medium", None, "family"),
@@ -204,7 +204,7 @@ def _third_person_en(text: str) -> str:
     # "I hate olives" → "the user hates olives": the verb agrees with its new subject
     text = _SUBJECT_VERB.sub(lambda m: f"the user {m.group(1)}{conjugated(m.group(2))}", text)
     subs = [(r"\bmy\b", "the user's"), (r"\bmine\b", "the user's"), (r"\bmyself\b", "themselves"),
-            (r"\bme\b", "the user"), (r"\bI\b", "the user"), (r"\bour\b", "the user's"),
+            (r"\bme\b", "the user"), (r"\bI\b(?!-\d)", "the user"), (r"\bour\b", "the user's"),  # not "I-40"
             (r"\bwe're\b", "the user and others are"), (r"\bwe've\b", "the user and others have"),
             (r"\bwe\b", "the user and others")]
     for pat, rep in subs:
