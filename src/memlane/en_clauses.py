@@ -130,7 +130,7 @@ _HERE = re.compile(rf"^(?!{_NOT_WHO}\b)((?:[a-z-]+\s+){{0,2}}(?!{_NOT_WHO}\b)[a-
                    re.I)
 
 
-_WHEN = re.compile(r"\s*(?:on\s+|in\s+|at\s+)?(?:this\s+|next\s+|the\s+)?(?:(?:mon|tues|wednes|thurs|fri|satur|sun)day|"
+_WHEN = re.compile(r"(?:on\s+|in\s+|at\s+)?(?:this\s+|next\s+|the\s+)?(?:(?:mon|tues|wednes|thurs|fri|satur|sun)day|"
                    r"tomorrow|tonight|today|\d|(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\b|end of|"
                    r"early|late|mid|soon|almost here|coming up|week|weekend|month)", re.I)
 
@@ -162,7 +162,7 @@ def _en_ellipsis(text: str) -> str:
     if gerund := re.match(r"^\w+ing(?:\s+[\w'-]+){0,5}?\s+(?:is|was|are|were|starts|begins|ends)\b", text, re.I):
         # "shearing day is saturday", "lambing starts end of February": the user's event and when; else
         # ("opening weekend of rifle season is…" without a time) the gerund's phrase is a subject of its own
-        return "my " + text if _WHEN.match(text[gerund.end():]) else text
+        return "my " + text if _WHEN.match(text[gerund.end():].lstrip()) else text
     if first.lower().endswith("ing") and len(first) > 4 and not _NOT_GERUND.match(first):
         return "I'm " + text[:1].lower() + text[1:]
     if first.lower() in ("usually", "mostly", "currently") and not (_EN_VERB.match(text) or after.endswith("ing")):
