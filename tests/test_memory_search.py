@@ -189,6 +189,7 @@ def test_a_question_about_the_user_passes_over_someone_else_s_memory(
     assert not asks_of_self("Where does my sister work?") and not asks_of_self("What does John do?")
     assert told_of_other("John is working on a website for a local business.") and told_of_other("Caroline's mom has cancer.")
     assert not told_of_other("The user is an auditor at Deloitte.") and not told_of_other("Tuesday is the user's gym day.")
+    assert not told_of_other("Rex is the user's dog.") and not told_of_other("Jess is the user's girlfriend.")
     # end to end: the words put John's job first; the penalty puts the user's own first
     for penalty, first in ((0.0, "John works at a website company."), (1.0, "The user works at a bank.")):
         mem = make_memory(home=tmp_path / f"other{penalty}", search={"other_subject_penalty": penalty, "slot_prior": 0})

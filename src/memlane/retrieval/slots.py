@@ -112,8 +112,9 @@ def asks_of_self(query: str) -> bool:
 
 
 def told_of_other(content: str) -> bool:
-    """Whether a memory's subject is someone named other than the user."""
-    return _NAMED_SUBJECT.match(content) is not None
+    """Whether a memory's subject is someone named other than the user, and the user is not in
+    it ("Rex is the user's dog." is the user's)."""
+    return _NAMED_SUBJECT.match(content) is not None and not re.search(r"\bthe user\b|用户", content, re.I)
 
 
 def tells(content: str, slot: str) -> bool:
