@@ -256,7 +256,6 @@ _EN_NONE_OF = re.compile(r"^no\s+[a-z-]+(?:\s*,\s*(?:and\s+|or\s+)?no\s+[a-z-]+)
 # a tag that asks about the whole sentence ("…, right?"), not a request of its own ("…, ideas?")
 _EN_TAG = re.compile(r"^(?:right|correct|yeah|yes|no|huh|eh|ok|okay|true|isn't it|aren't i|don't i|didn't i|won't i|"
                      r"or not|yeah\?)$", re.I)
-# a writer naming themself as a message opens ("Hello dear, this is Margaret")
 # an emoji standing between two words ends a sentence: "on break rn 🥱 i stock shelves…" (not
 # "a 🍕 and pasta", "love 🍕 with friends": an emoji in a noun's place)
 _EN_EMOJI_END = re.compile(r"(?<![\w'])(?P<before>[\w']+)\s+[\U0001F000-\U0001FAFF\u2600-\u27BF\u2B50\u2B55\uFE0F\u200D]+\s+"
@@ -274,6 +273,7 @@ def _emoji_ends(text: str) -> str:
                                                        or m["after"].lower() in _EN_EMOJI_AFTER else ". "), text)
 
 
+# a writer naming themself as a message opens ("Hello dear, this is Margaret")
 _EN_THIS_IS = re.compile(r"^(?:[A-Za-z]+,\s*)?this is (?-i:[A-Z][\w'-]+(?:\s+[A-Z][\w'-]+)?)$", re.I)
 
 

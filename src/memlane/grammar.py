@@ -179,6 +179,17 @@ def zh_answer(question: str, answer: str) -> str | None:
     return third_person_zh(said.replace("你", "我").replace("您", "我"))
 
 
+_ZH_ASKS_WHEN = re.compile(r"什么时候|啥时候|哪天|哪[年月]|哪一天|几号|几点|几月|星期几|周几|礼拜几")
+
+
+def zh_when_answer(question: str, answer: str) -> str | None:
+    """A time said alone ("后天", "周末吧") put in the place of a question that asked when ("你哪天的
+    航班？" → "用户后天的航班"); None for any other question, or none."""
+    if not question or not _ZH_ASKS_WHEN.search(question):
+        return None
+    return zh_answer(question, re.sub(r"[吧啊呀呢哈]+$", "", answer))
+
+
 def _zh_yes_no(q: str) -> bool:
     """Whether a Chinese question asks only yes or no: "吗" or "有没有", with no question word
     ("你在哪个城市吗" asks which city; "有什么忌口吗" asks for a list)."""
@@ -435,4 +446,4 @@ def around_news(content: str) -> bool:
 
 __all__ = ["zh_asks_thing", "answers", "around_news", "en_answer", "en_empty_predicate", "en_to_assistant", "en_told_story",
            "ZH_NEXT_TIME_TASK", "ZH_TASK_ASK", "en_standing", "holds", "zh_bare", "zh_has_verb",
-           "last_question", "zh_answer", "zh_to_assistant", "zh_told_story", "zh_topic_fact", "zh_yes_no_answer"]
+           "last_question", "zh_answer", "zh_when_answer", "zh_to_assistant", "zh_told_story", "zh_topic_fact", "zh_yes_no_answer"]

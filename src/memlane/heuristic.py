@@ -118,9 +118,6 @@ class _Said:
     text: str = ""  # a command's words (what a correction may rewrite)
 
 
-_ZH_ASKS_WHEN = re.compile(r"什么时候|啥时候|哪天|哪[年月]|哪一天|几号|几点|几月|星期几|周几|礼拜几")
-
-
 class HeuristicExtractor:
     """Operations from patterns alone (no LLM): same shape as the LLM's, source="heuristic"."""
 
@@ -283,8 +280,7 @@ class HeuristicExtractor:
         content = st.third_person_zh(st.tidy(text))
         refused = grammar.zh_yes_no_answer(ctx.question, c.said) if _opens(c, ctx) and c.carried else None
         if is_time(re.sub(r"^我|[吧啊呀呢哈]+$", "", st.tidy(text))):  # "后天": when, of what the question asked, or of nothing
-            asks_when = bool(ctx.question) and _opens(c, ctx) and bool(_ZH_ASKS_WHEN.search(ctx.question))
-            content = (grammar.zh_answer(ctx.question, re.sub(r"[吧啊呀呢哈]+$", "", c.said)) if asks_when else None) or ""
+            content = (grammar.zh_when_answer(ctx.question, c.said) if _opens(c, ctx) else None) or ""
             if not content:
                 return None
         elif refused is not None:

@@ -67,6 +67,7 @@ _ASKING = frozenset([
     "需要", "问题", "谢谢", "知道", "告诉", "觉得", "现在", "比较", "好的", "一下", "然后", "应该",
 ])
 _CN_NUM = "一二三四五六七八九十两\\d"
+_VARIANT_TEXT = r"[^\s，,。]{1,4}一?[点些]的"  # a variant of what was offered: "有没有轻松一点的"
 # it points back into the task: a part of it, an edit of it, a reference to it
 _CONTINUES = re.compile(
     rf"第[{_CN_NUM}]+(?:页|段|章|节|部分|点|条|步|天|个|张|行|题|封|版|道|周)|(?<![{_CN_NUM}])[{_CN_NUM}]+(?:页|段)"
@@ -85,10 +86,10 @@ _CONTINUES = re.compile(
     r"|^(?:再)?(?:强调|提一下|提到|写上|注明|突出|保留|结尾|开头)"
     # a variant of what was offered ("有没有轻松一点的", "便宜些的", "something non-fiction",
     # "anything cheaper?"), more of the same work ("再帮我写几个单元测试")
-    r"|[^\s，,。]{1,4}一?[点些]的|^(?:something|anything|one|any)\s+(?:\w+er\b|more\b|less\b|non-)"
+    rf"|{_VARIANT_TEXT}|^(?:something|anything|one|any)\s+(?:\w+er\b|more\b|less\b|non-)"
     r"|^(?:那|那么)?再(?:帮我|给我|教我|替我)", re.I)
 # a variant asked for ("高级点的"): weaker than a cue of another matter said first ("对了 …能给我几个高级点的句子吗")
-_VARIANT = re.compile(r"[^\s，,。]{1,4}一?[点些]的")
+_VARIANT = re.compile(_VARIANT_TEXT)
 # "趁这功夫问个别的": another question announced, wherever it stands
 _ASK_OTHER = re.compile(r"问(?:个|点|一下|下)?别的(?:事|问题)?|\b(?:(?:an)?other|different|unrelated|separate) q(?:uestion)?\s*[:：]",
                         re.I)
